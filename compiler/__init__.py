@@ -1,0 +1,18 @@
+"""jaxprc: trace Python into a typed SSA IR, transform it with passes, lower to StableHLO, run on XLA.
+
+The public API is JAX's: ``jit``, ``grad``, ``vmap``, ``make_jaxpr``,
+``jaxprc.numpy``, ``jaxprc.lax``, ...
+"""
+import os as _os
+
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # before jaxlib loads libjax_common
+
+from . import ir  # noqa: E402
+from .ir.dtypes import config  # noqa: E402,F401
+from .ir.core import ShapedArray, JaxprcError  # noqa: E402,F401
+from .ir.tracing import ConcretizationTypeError, UnexpectedTracerError  # noqa: E402,F401
+
+from .api import *  # noqa: E402,F401,F403
+from .ad import *  # noqa: E402,F401,F403
+from .vmap import *  # noqa: E402,F401,F403
+from . import lax, numpy, nn, tree_util  # noqa: E402,F401

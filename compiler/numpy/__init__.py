@@ -1,0 +1,1 @@
+"""jaxprc.numpy: the jax.numpy API (in progress)."""

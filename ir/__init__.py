@@ -1,0 +1,7 @@
+"""jaxprc.ir: the language. Types, programs, primitives, tracing, text form, verifier."""
+from . import dtypes
+from .core import (Atom, ClosedJaxpr, Eqn, Jaxpr, JaxprcError, JaxprTypeError, Literal,
+                   PARAM_TYPES, PRIMITIVES, Primitive, param_type, ShapedArray, SourceInfo, Thunk, Var)
+from .tracing import (ConcretizationTypeError, Tracer, UnexpectedTracerError, bind, eval_jaxpr,
+                      get_aval, trace_to_jaxpr)
+from . import prims

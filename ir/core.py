@@ -1,0 +1,332 @@
+"""The language: abstract values, variables, equations, jaxprs and primitives.
+
+A jaxpr is a typed SSA program: ``constvars`` and ``invars`` are bound on
+entry, each equation binds fresh ``outvars`` by applying a primitive to
+variables or scalar literals, and ``outvars`` are returned. Variables have
+identity, not names; the printer chooses names.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import dtypes as dt
+
+
+class JaxprcError(Exception):
+    """Base class of the errors a user can cause."""
+
+
+class JaxprTypeError(JaxprcError, TypeError):
+    """An ill-typed program: a typing rule rejected its operands, or verify() found a fault."""
+
+
+# ------------------------------------------------------------------ types
+
+class ShapedArray:
+    """The abstract value of an array: shape, dtype and JAX's weak-type bit."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    array_abstraction_level = 1
+
+    def __init__(self, shape, dtype, weak_type: bool = False):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self._hash = hash((self.shape, self.dtype, self.weak_type))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+        return ShapedArray(self.shape if shape is None else shape,
+                           self.dtype if dtype is None else dtype,
+                           self.weak_type if weak_type is None else weak_type)
+
+    def strip_weak_type(self) -> "ShapedArray":
+        return self.update(weak_type=False) if self.weak_type else self
+
+    def __eq__(self, other):
+        return (type(other) is ShapedArray and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return self._hash
+
+    def str_short(self) -> str:
+        """Type text: ``f32[3,4]``; weak types carry a leading ``~`` (``~f32[]``)."""
+        text = f"{dt.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        return "~" + text if self.weak_type else text
+
+    __str__ = str_short
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+
+
+# ---------------------------------------------------------- program pieces
+
+class Var:
+    """A variable: identity plus a type. Names are chosen by the printer."""
+
+    __slots__ = ("aval", "__weakref__")
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Var<{self.aval.str_short()}>"
+
+
+class Literal:
+    """A scalar constant written inline in an equation (``mul a 2.0:f32[]``)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val, aval: ShapedArray):
+        if aval.shape != ():
+            raise JaxprTypeError(f"literals are scalars, got type {aval.str_short()}")
+        self.val = np.asarray(val, dtype=aval.dtype)[()]
+        self.aval = aval
+
+    def __eq__(self, other):
+        return (type(other) is Literal and self.aval == other.aval
+                and _scalar_key(self.val) == _scalar_key(other.val))
+
+    def __hash__(self):
+        return hash((self.aval, _scalar_key(self.val)))
+
+    def __repr__(self):
+        return f"Literal({self.val!r}:{self.aval.str_short()})"
+
+
+def _scalar_key(val):
+    """A hashable key that tells -0.0 from 0.0 and equates NaNs (bitwise identity)."""
+    a = np.asarray(val)
+    return (a.dtype.str, a.tobytes())
+
+
+Atom = Var | Literal
+
+
+class SourceInfo:
+    """Where the user wrote the operation: ``file:line`` (the innermost user frame)."""
+
+    __slots__ = ("file", "line", "name")
+
+    def __init__(self, file: str, line: int, name: str = ""):
+        self.file, self.line, self.name = file, line, name
+
+    def __str__(self):
+        return f"{self.file}:{self.line}"
+
+    def __repr__(self):
+        return f"SourceInfo({self})"
+
+
+class Eqn:
+    """``outvars = primitive[params] invars``, with the user's source location."""
+
+    __slots__ = ("primitive", "invars", "outvars", "params", "source_info")
+
+    def __init__(self, primitive: "Primitive", invars: Sequence[Atom], outvars: Sequence[Var],
+                 params: dict, source_info: SourceInfo | None = None):
+        self.primitive = primitive
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.params = params
+        self.source_info = source_info
+
+    def replace(self, **kw) -> "Eqn":
+        fields = dict(primitive=self.primitive, invars=self.invars, outvars=self.outvars,
+                      params=self.params, source_info=self.source_info)
+        fields.update(kw)
+        return Eqn(**fields)
+
+    def __repr__(self):
+        from .printer import pp_eqn
+        return pp_eqn(self)
+
+
+class Jaxpr:
+    """An open program: its constants are bound to ``constvars`` by a ClosedJaxpr or a caller."""
+
+    __slots__ = ("constvars", "invars", "outvars", "eqns", "__weakref__")
+
+    def __init__(self, constvars: Sequence[Var], invars: Sequence[Var],
+                 outvars: Sequence[Atom], eqns: Sequence[Eqn]):
+        self.constvars = list(constvars)
+        self.invars = list(invars)
+        self.outvars = list(outvars)
+        self.eqns = list(eqns)
+
+    @property
+    def in_avals(self):
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self):
+        return [v.aval for v in self.outvars]
+
+    def __str__(self):
+        from .printer import pp_jaxpr
+        return pp_jaxpr(ClosedJaxpr(self, [None] * len(self.constvars)), show_consts=False)
+
+    __repr__ = __str__
+
+
+class ClosedJaxpr:
+    """A jaxpr with values for its constvars: the unit that runs, prints and is transformed."""
+
+    __slots__ = ("jaxpr", "consts", "__weakref__")
+
+    def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any] = ()):
+        if len(consts) != len(jaxpr.constvars):
+            raise JaxprTypeError(f"ClosedJaxpr: {len(jaxpr.constvars)} constvars but {len(consts)} consts")
+        self.jaxpr = jaxpr
+        self.consts = list(consts)
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+    eqns = property(lambda self: self.jaxpr.eqns)
+
+    def __str__(self):
+        from .printer import pp_jaxpr
+        return pp_jaxpr(self)
+
+    __repr__ = __str__
+
+    def __eq__(self, other):
+        from .equality import alpha_equivalent
+        return isinstance(other, ClosedJaxpr) and alpha_equivalent(self, other)
+
+    def __hash__(self):
+        from .equality import structural_hash
+        return structural_hash(self)
+
+
+def closed(jaxpr: Jaxpr) -> ClosedJaxpr:
+    return ClosedJaxpr(jaxpr, [])
+
+
+class Thunk:
+    """A lazily formed, memoized ClosedJaxpr (a custom rule's jaxpr).
+
+    Rules may call their own custom function, so their jaxprs cannot be formed
+    eagerly; a thunk forms its jaxpr on first call and remembers it. ``name``
+    is a hint for the printer's ``@name`` definitions.
+    """
+
+    __slots__ = ("_fn", "_value", "name", "__weakref__")
+    _UNSET = object()
+
+    def __init__(self, fn: Callable[[], Any], name: str = "rule"):
+        self._fn = fn
+        self._value = Thunk._UNSET
+        self.name = name
+
+    def __call__(self):
+        if self._value is Thunk._UNSET:
+            self._value = self._fn()
+            self._fn = None
+        return self._value
+
+    @property
+    def forced(self) -> bool:
+        return self._value is not Thunk._UNSET
+
+    def __repr__(self):
+        return f"Thunk(@{self.name})"
+
+
+# ------------------------------------------------------------- primitives
+
+class Primitive:
+    """An operation of the IR. Built-in and user-defined primitives share this class.
+
+    ``abstract_eval`` is its typing rule: input avals (and params) to output
+    avals. ``impl`` evaluates it on concrete values outside any trace.
+    """
+
+    multiple_results = False
+
+    def __init__(self, name: str):
+        self.name = name
+        self.impl_rule: Callable | None = None
+        self.abstract_eval_rule: Callable | None = None
+        PRIMITIVES[name] = self
+
+    def __repr__(self):
+        return self.name
+
+    def bind(self, *args, **params):
+        from .tracing import bind
+        return bind(self, args, params)
+
+    def def_impl(self, impl):
+        self.impl_rule = impl
+        return impl
+
+    def def_abstract_eval(self, rule):
+        self.abstract_eval_rule = rule
+        return rule
+
+    def impl(self, *args, **params):
+        if self.impl_rule is None:
+            raise NotImplementedError(f"Evaluation rule for '{self.name}' not implemented")
+        return self.impl_rule(*args, **params)
+
+    def abstract_eval(self, *avals, **params):
+        """Output aval(s) of the primitive; a list when ``multiple_results``."""
+        if self.abstract_eval_rule is None:
+            raise NotImplementedError(f"Abstract evaluation for '{self.name}' not implemented")
+        return self.abstract_eval_rule(*avals, **params)
+
+
+# name -> Primitive; open: user primitives register here on construction, so
+# the parser finds them by name.
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+def out_avals_of(prim: Primitive, avals, params) -> list[ShapedArray]:
+    out = prim.abstract_eval(*avals, **params)
+    return list(out) if prim.multiple_results else [out]
+
+
+# ------------------------------------------------------------ param types
+# Record types (NamedTuples) and Enums used as primitive params, by class
+# name, so the text form can print and parse them (``GatherDimensionNumbers(
+# offset_dims=(1,), ...)``, ``GatherScatterMode.CLIP``).
+PARAM_TYPES: dict[str, type] = {}
+
+
+def param_type(cls: type) -> type:
+    """Class decorator: register a NamedTuple or Enum as a printable, parsable param type."""
+    PARAM_TYPES[cls.__name__] = cls
+    return cls
+
+
+# -------------------------------------------------------------- utilities
+
+def jaxpr_as_closed(j: Jaxpr | ClosedJaxpr) -> ClosedJaxpr:
+    return j if isinstance(j, ClosedJaxpr) else ClosedJaxpr(j, [])
+
+
+def subjaxprs(eqn: Eqn):
+    """The ClosedJaxprs held directly in an equation's params (tuples searched, thunks not forced)."""
+    for v in eqn.params.values():
+        if isinstance(v, ClosedJaxpr):
+            yield v
+        elif isinstance(v, Jaxpr):
+            yield ClosedJaxpr(v, [None] * len(v.constvars))
+        elif isinstance(v, tuple):
+            for x in v:
+                if isinstance(x, ClosedJaxpr):
+                    yield x

@@ -1,0 +1,213 @@
+"""Dtypes of the IR, their short text names, canonicalization and JAX's promotion lattice.
+
+Python scalars are *weakly typed*: they take the dtype of the array they meet
+instead of widening it (``f16_array + 1.0`` stays float16). Promotion follows
+JAX's lattice, not numpy's, so ``int32 + float16`` is float16 and ``uint64 +
+int64`` is the default float.
+"""
+from __future__ import annotations
+
+import os
+
+import ml_dtypes
+import numpy as np
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+# The tangent type of integer and boolean values, as in JAX: a zero-size void.
+float0 = np.dtype([("float0", np.void, 0)])
+
+SHORT_NAMES = {
+    bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
+    uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
+    float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
+    complex64: "c64", complex128: "c128", float0: "float0",
+}
+FROM_SHORT_NAME = {v: k for k, v in SHORT_NAMES.items()}
+ALL_DTYPES = tuple(SHORT_NAMES)
+
+
+def short_name(dtype) -> str:
+    return SHORT_NAMES[np.dtype(dtype)]
+
+
+def is_float(dtype) -> bool:
+    dtype = np.dtype(dtype)
+    return dtype == bfloat16 or np.issubdtype(dtype, np.floating)
+
+
+def is_complex(dtype) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.complexfloating)
+
+
+def is_inexact(dtype) -> bool:
+    return is_float(dtype) or is_complex(dtype)
+
+
+def is_int(dtype) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.integer)
+
+
+def is_signed(dtype) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.signedinteger)
+
+
+def is_unsigned(dtype) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.unsignedinteger)
+
+
+def is_bool(dtype) -> bool:
+    return np.dtype(dtype) == bool_
+
+
+def finfo(dtype):
+    return ml_dtypes.finfo(dtype) if np.dtype(dtype) == bfloat16 else np.finfo(dtype)
+
+
+def iinfo(dtype):
+    return np.iinfo(dtype)
+
+
+# ---------------------------------------------------------------- x64 switch
+
+class Config:
+    """``jaxprc.config``: the flags JAX users set. Only x64 changes semantics here."""
+
+    def __init__(self):
+        self.jax_enable_x64 = os.environ.get("JAX_ENABLE_X64", "0").lower() in ("1", "true", "yes", "on")
+
+    def update(self, name: str, value) -> None:
+        if not hasattr(self, name):
+            raise AttributeError(f"Unrecognized config option: {name!r}")
+        setattr(self, name, bool(value) if name == "jax_enable_x64" else value)
+
+    def read(self, name: str):
+        return getattr(self, name)
+
+    @property
+    def x64_enabled(self) -> bool:
+        return self.jax_enable_x64
+
+
+config = Config()
+
+_NARROW = {float64: float32, int64: int32, uint64: uint32, complex128: complex64}
+
+
+def canonicalize_dtype(dtype) -> np.dtype:
+    """The dtype a value of ``dtype`` gets in jaxprc: 64-bit types narrow unless x64 is on."""
+    dtype = np.dtype(dtype)
+    if config.jax_enable_x64:
+        return dtype
+    return _NARROW.get(dtype, dtype)
+
+
+def default_int_dtype() -> np.dtype:
+    return canonicalize_dtype(int64)
+
+
+def default_float_dtype() -> np.dtype:
+    return canonicalize_dtype(float64)
+
+
+def default_complex_dtype() -> np.dtype:
+    return canonicalize_dtype(complex128)
+
+
+PYTHON_SCALAR_TYPES = (bool, int, float, complex)
+
+
+def python_scalar_dtype(x) -> np.dtype:
+    """The (canonical) dtype of a Python scalar; it is weakly typed unless it is a bool."""
+    if isinstance(x, bool):
+        return bool_
+    if isinstance(x, int):
+        return default_int_dtype()
+    if isinstance(x, float):
+        return default_float_dtype()
+    if isinstance(x, complex):
+        return default_complex_dtype()
+    raise TypeError(f"not a Python scalar: {x!r}")
+
+
+# ------------------------------------------------------------ promotion lattice
+# Nodes are dtypes plus the three weak kinds "i*", "f*", "c*" (Python int,
+# float, complex). Edges point from a type to its immediate supertypes.
+_WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX = "i*", "f*", "c*"
+_LATTICE = {
+    bool_: [_WEAK_INT],
+    _WEAK_INT: [uint8, int8],
+    uint8: [int16, uint16], uint16: [int32, uint32], uint32: [int64, uint64],
+    int8: [int16], int16: [int32], int32: [int64],
+    int64: [_WEAK_FLOAT], uint64: [_WEAK_FLOAT],
+    _WEAK_FLOAT: [bfloat16, float16, _WEAK_COMPLEX],
+    bfloat16: [float32], float16: [float32],
+    float32: [float64, complex64],
+    float64: [complex128],
+    _WEAK_COMPLEX: [complex64],
+    complex64: [complex128],
+    complex128: [],
+}
+
+
+def _upper_bounds():
+    ub = {}
+
+    def closure(node):
+        if node not in ub:
+            s = {node}
+            for sup in _LATTICE[node]:
+                s |= closure(sup)
+            ub[node] = frozenset(s)
+        return ub[node]
+
+    for n in _LATTICE:
+        closure(n)
+    return ub
+
+
+_UPPER = _upper_bounds()
+
+
+def _lattice_node(dtype: np.dtype, weak: bool):
+    if not weak or dtype == bool_:
+        return dtype
+    if is_complex(dtype):
+        return _WEAK_COMPLEX
+    if is_float(dtype):
+        return _WEAK_FLOAT
+    return _WEAK_INT
+
+
+def _least_upper_bound(nodes):
+    common = frozenset.intersection(*(_UPPER[n] for n in nodes))
+    # The LUB is the element of the common upper bounds below all the others.
+    for c in common:
+        if all(c2 in _UPPER[c] for c2 in common):
+            return c
+    raise TypeError(f"no common type for {sorted(map(str, nodes))}")
+
+
+def _node_dtype(node) -> np.dtype:
+    return {_WEAK_INT: default_int_dtype, _WEAK_FLOAT: default_float_dtype,
+            _WEAK_COMPLEX: default_complex_dtype}.get(node, lambda: node)()
+
+
+def promote_types(*typed) -> tuple[np.dtype, bool]:
+    """JAX's result type of ``(dtype, weak_type)`` pairs: returns ``(dtype, weak_type)``."""
+    dtypes = [np.dtype(d) for d, _ in typed]
+    weaks = [w for _, w in typed]
+    if len(typed) == 1:
+        return canonicalize_dtype(dtypes[0]), weaks[0]
+    if len(set(dtypes)) == 1 and not all(weaks):
+        return canonicalize_dtype(dtypes[0]), False
+    if all(weaks):
+        lub = _least_upper_bound({_lattice_node(d, False) for d in dtypes})
+        return canonicalize_dtype(_node_dtype(lub)), True
+    lub = _least_upper_bound({_lattice_node(d, w) for d, w in zip(dtypes, weaks)})
+    weak = lub in (_WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX)
+    return canonicalize_dtype(_node_dtype(lub)), weak

@@ -1,0 +1,1 @@
+"""Op builders: one function per primitive, with JAX signatures (in progress)."""

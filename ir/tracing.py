@@ -1,0 +1,393 @@
+"""Initial-style tracing: running Python on tracers records equations into a jaxpr.
+
+There is one kind of trace, the ``JaxprBuilder``. Builders form a stack; a
+primitive applied inside a trace is recorded by the innermost builder, and
+outside any trace it runs at once (``Primitive.impl``). Values of an outer
+trace used by an inner one become constvars of the inner jaxpr, so the
+callers of ``trace_to_jaxpr`` (control flow, jit, transformations) can hoist
+them into explicit operands.
+
+A builder may know concrete values for its inputs (a transformation applied
+outside ``jit`` to concrete arrays). Then ``bool(tracer)`` and friends
+evaluate the part of the trace the tracer depends on, op by op, instead of
+failing: Python control flow on values works there, as in JAX's eager
+transformations.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import dtypes as dt
+from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprcError, Literal, Primitive, ShapedArray,
+                   SourceInfo, Var, out_avals_of)
+
+
+class ConcretizationTypeError(JaxprcError, TypeError):
+    """A traced (abstract) value was used where Python needs a concrete one."""
+
+
+class UnexpectedTracerError(JaxprcError):
+    """A tracer escaped the trace that created it."""
+
+
+class TracerIntegerConversionError(ConcretizationTypeError):
+    pass
+
+
+class TracerBoolConversionError(ConcretizationTypeError):
+    pass
+
+
+# ----------------------------------------------------------- abstract values
+
+# type -> function giving the ShapedArray of a value of that type. Higher
+# layers register their array types here (jaxprc.Array).
+pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {}
+
+
+def _ndarray_aval(x: np.ndarray) -> ShapedArray:
+    return ShapedArray(x.shape, dt.canonicalize_dtype(x.dtype))
+
+
+def _scalar_aval(x) -> ShapedArray:
+    return ShapedArray((), dt.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
+
+
+def _generic_aval(x: np.generic) -> ShapedArray:
+    return ShapedArray((), dt.canonicalize_dtype(x.dtype))
+
+
+pytype_aval_mappings.update({np.ndarray: _ndarray_aval, bool: _scalar_aval, int: _scalar_aval,
+                             float: _scalar_aval, complex: _scalar_aval})
+
+
+def get_aval(x) -> ShapedArray:
+    """The abstract value of a tracer, array or scalar; TypeError for anything else."""
+    t = type(x)
+    fn = pytype_aval_mappings.get(t)
+    if fn is not None:
+        return fn(x)
+    if isinstance(x, Tracer):
+        return x.aval
+    if isinstance(x, np.generic):
+        return _generic_aval(x)
+    for base, fn in pytype_aval_mappings.items():
+        if isinstance(x, base):
+            return fn(x)
+    raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid jaxprc type: "
+                    "expected an array, a numpy scalar, or a Python bool/int/float/complex.")
+
+
+def is_scalar_constant(x) -> bool:
+    """Values recorded inline as Literals: Python and numpy scalars, 0-d numpy arrays."""
+    return isinstance(x, (bool, int, float, complex, np.generic)) or (
+        type(x) is np.ndarray and x.ndim == 0)
+
+
+# ------------------------------------------------------------------ tracers
+
+class Tracer:
+    """A value being traced: a variable of a live JaxprBuilder."""
+
+    __slots__ = ("_builder", "var", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, builder: "JaxprBuilder", var: Var):
+        self._builder = builder
+        self.var = var
+
+    aval = property(lambda self: self.var.aval)
+    shape = property(lambda self: self.var.aval.shape)
+    dtype = property(lambda self: self.var.aval.dtype)
+    ndim = property(lambda self: len(self.var.aval.shape))
+    size = property(lambda self: self.var.aval.size)
+    weak_type = property(lambda self: self.var.aval.weak_type)
+
+    def __repr__(self):
+        return f"Traced<{self.aval.str_short()}>"
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: {type(self).__name__} (a traced array)")
+
+    # -- concretization: Python needs a value ---------------------------------
+    def _concrete(self, what: str, error: type = ConcretizationTypeError):
+        value = self._builder.concretize(self, what, error)
+        return np.asarray(value)
+
+    def __bool__(self):
+        return bool(self._concrete("bool()", TracerBoolConversionError))
+
+    def __int__(self):
+        return int(self._concrete("int()", TracerIntegerConversionError))
+
+    def __float__(self):
+        return float(self._concrete("float()"))
+
+    def __complex__(self):
+        return complex(self._concrete("complex()"))
+
+    def __index__(self):
+        return int(self._concrete("__index__()", TracerIntegerConversionError))
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._concrete("numpy.asarray()"), dtype=dtype)
+
+    def item(self):
+        return self._concrete("item()").item()
+
+    def tolist(self):
+        return self._concrete("tolist()").tolist()
+
+
+# ----------------------------------------------------------- source location
+
+_PACKAGE_DIRS: tuple[str, ...] = ()
+
+
+def register_internal_dir(path: str) -> None:
+    """Frames in files under ``path`` are the library's own, never the user's line."""
+    global _PACKAGE_DIRS
+    _PACKAGE_DIRS = _PACKAGE_DIRS + (os.path.dirname(os.path.abspath(path)) + os.sep,)
+
+
+register_internal_dir(__file__)
+_STDLIB_FUNCTOOLS = os.path.dirname(os.__file__) + os.sep + "functools.py"
+
+
+def user_source_info() -> SourceInfo | None:
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = frame.f_code.co_filename
+        if not fname.startswith(_PACKAGE_DIRS) and fname != _STDLIB_FUNCTOOLS and not fname.startswith("<frozen"):
+            return SourceInfo(fname, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
+
+
+# ------------------------------------------------------------------ builder
+
+_STACK: list["JaxprBuilder"] = []
+
+
+def current_builder() -> "JaxprBuilder | None":
+    return _STACK[-1] if _STACK else None
+
+
+class JaxprBuilder:
+    """Records the equations of one trace and closes them into a ClosedJaxpr."""
+
+    def __init__(self, name: str = "trace"):
+        self.name = name
+        self.invars: list[Var] = []
+        self.eqns: list[Eqn] = []
+        self.constvars: list[Var] = []
+        self.consts: list[Any] = []
+        self._const_ids: dict[int, Var] = {}
+        self._producer: dict[Var, Eqn] = {}
+        self.known: dict[Var, Any] = {}   # concrete values of vars, when the inputs are concrete
+        self.live = False
+
+    # -- context ------------------------------------------------------------
+    def __enter__(self):
+        self.live = True
+        _STACK.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        popped = _STACK.pop()
+        assert popped is self, "trace stack corrupted"
+        self.live = False
+
+    # -- building -----------------------------------------------------------
+    def new_arg(self, aval: ShapedArray, value: Any = None) -> Tracer:
+        v = Var(aval)
+        self.invars.append(v)
+        if value is not None:
+            self.known[v] = value
+        return Tracer(self, v)
+
+    def to_atom(self, x) -> Var | Literal:
+        if isinstance(x, Tracer):
+            if x._builder is self:
+                return x.var
+            if not x._builder.live:
+                raise UnexpectedTracerError(
+                    f"Encountered an unexpected tracer {x!r}: a value from a trace ('{x._builder.name}') "
+                    "that has already finished was used. This happens when a traced value escapes a "
+                    "transformed function through a global, a closure kept after the call, or a side "
+                    "effect. Return it from the function instead.")
+            return self._const_var(x, x.aval)
+        if isinstance(x, Literal):
+            return x
+        if is_scalar_constant(x):
+            return Literal(x, get_aval(x))
+        return self._const_var(x, get_aval(x))
+
+    def _const_var(self, value, aval: ShapedArray) -> Var:
+        v = self._const_ids.get(id(value))
+        if v is None:
+            if type(value) is np.ndarray and value.dtype != aval.dtype:
+                value = value.astype(aval.dtype)
+            v = Var(aval)
+            self._const_ids[id(value)] = v
+            self.constvars.append(v)
+            self.consts.append(value)
+            if not isinstance(value, Tracer):
+                self.known[v] = value
+        return v
+
+    def add_eqn(self, prim: Primitive, args: Sequence[Any], params: dict):
+        invars = [self.to_atom(a) for a in args]
+        out_avals = out_avals_of(prim, [a.aval for a in invars], params)
+        outvars = [Var(a) for a in out_avals]
+        eqn = Eqn(prim, invars, outvars, params, user_source_info())
+        self.eqns.append(eqn)
+        for v in outvars:
+            self._producer[v] = eqn
+        outs = [Tracer(self, v) for v in outvars]
+        return outs if prim.multiple_results else outs[0]
+
+    def build(self, outs: Sequence[Any]) -> ClosedJaxpr:
+        outvars = [self.to_atom(x) for x in outs]
+        jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
+        return ClosedJaxpr(jaxpr, self.consts)
+
+    # -- concretization -----------------------------------------------------
+    def concretize(self, tracer: Tracer, what: str, error: type):
+        """The concrete value of ``tracer``, evaluating what it depends on; else ``error``."""
+        if not tracer._builder.live:
+            raise UnexpectedTracerError(f"{what} of a tracer {tracer!r} that escaped its trace.")
+        target = tracer.var
+        if target in self.known:
+            return self.known[target]
+        # Walk the producers back from the target; collect the equations to run.
+        needed, stack, seen = [], [target], set()
+        while stack:
+            v = stack.pop()
+            if v in seen or v in self.known:
+                continue
+            seen.add(v)
+            eqn = self._producer.get(v)
+            if eqn is None:
+                idx = self.constvars.index(v) if v in self.constvars else None
+                outer = self.consts[idx] if idx is not None else None
+                if isinstance(outer, Tracer):
+                    self.known[v] = outer._builder.concretize(outer, what, error)
+                    continue
+                raise error(_concretization_message(tracer, what))
+            needed.append(eqn)
+            stack.extend(a for a in eqn.invars if isinstance(a, Var))
+        for eqn in sorted(set(needed), key=self.eqns.index):
+            if all(v in self.known for v in eqn.outvars):
+                continue
+            args = [a.val if isinstance(a, Literal) else self.known[a] for a in eqn.invars]
+            with no_trace():
+                outs = eqn.primitive.bind(*args, **eqn.params)
+            outs = outs if eqn.primitive.multiple_results else [outs]
+            for v, o in zip(eqn.outvars, outs):
+                self.known[v] = o
+        return self.known[target]
+
+
+def _concretization_message(tracer: Tracer, what: str) -> str:
+    src = None
+    eqn = tracer._builder._producer.get(tracer.var)
+    if eqn is not None and eqn.source_info is not None:
+        src = eqn.source_info
+    where = f", created at {src}" if src else ", an argument of the traced function"
+    here = user_source_info()
+    at = f" at {here}" if here else ""
+    return (f"Abstract tracer value encountered where a concrete value is expected: {what} was "
+            f"called{at} on the traced value {tracer!r}{where}. Under jit (and vmap), values are "
+            "abstract: only their shape and dtype are known. Fixes: mark the argument static "
+            "(static_argnums / static_argnames) if it is a Python value; use lax.cond, lax.switch, "
+            "jnp.where, lax.while_loop or lax.fori_loop instead of Python control flow on traced "
+            "values; or compute the value outside the transformed function.")
+
+
+class no_trace:
+    """Evaluate eagerly inside this block, whatever traces are live around it."""
+
+    def __enter__(self):
+        self._saved = _STACK[:]
+        _STACK.clear()
+
+    def __exit__(self, *exc):
+        _STACK[:] = self._saved
+
+
+# ---------------------------------------------------------------------- bind
+
+def bind(prim: Primitive, args: Sequence[Any], params: dict):
+    """Apply a primitive: record it in the innermost trace, or evaluate it now."""
+    builder = _STACK[-1] if _STACK else None
+    if builder is None:
+        for a in args:
+            if isinstance(a, Tracer):
+                raise UnexpectedTracerError(
+                    f"Encountered an unexpected tracer {a!r} outside of any trace while applying "
+                    f"'{prim.name}': a traced value escaped the function that created it.")
+        return prim.impl(*[a.val if type(a) is Literal else a for a in args], **params)
+    return builder.add_eqn(prim, args, params)
+
+
+# ------------------------------------------------------------ trace entry
+
+def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "trace",
+                   concrete_args: Sequence[Any] | None = None):
+    """Trace ``fun`` (flat list of args -> flat list of outputs) into a ClosedJaxpr.
+
+    The ClosedJaxpr's consts may hold tracers of enclosing traces (values the
+    function closed over); callers that nest turn them into operands.
+    ``concrete_args``, when given, are the inputs' concrete values, which lets
+    Python inspect traced values (see ``JaxprBuilder.concretize``).
+    """
+    builder = JaxprBuilder(name)
+    with builder:
+        values = concrete_args if concrete_args is not None else [None] * len(in_avals)
+        args = [builder.new_arg(a, v) for a, v in zip(in_avals, values)]
+        outs = fun(*args)
+        return builder.build(outs)
+
+
+def close_over_consts(cj: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+    """Move a ClosedJaxpr's consts into leading invars: returns (jaxpr with no consts, consts).
+
+    Control flow and call primitives carry sub-jaxprs without consts; the
+    consts become explicit operands, so outer tracers flow as data.
+    """
+    j = cj.jaxpr
+    if not j.constvars:
+        return cj, []
+    return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), []), list(cj.consts)
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args):
+    """Evaluate a jaxpr by binding each equation in the current context.
+
+    Inside a trace this inlines the jaxpr into the trace; outside it runs op by op.
+    """
+    env: dict[Var, Any] = {}
+    read = lambda a: a if type(a) is Literal else env[a]   # literals keep their weak type
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    if len(args) != len(jaxpr.invars):
+        raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+    for eqn in jaxpr.eqns:
+        outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        if not eqn.primitive.multiple_results:
+            outs = [outs]
+        for v, o in zip(eqn.outvars, outs):
+            env[v] = o
+    return [a.val if type(a) is Literal else env[a] for a in jaxpr.outvars]

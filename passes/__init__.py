@@ -1,0 +1,1 @@
+"""jaxprc.passes: IR-to-IR transformations and their per-primitive rules."""

@@ -1,0 +1,1 @@
+"""jaxprc.runtime: PJRT clients, devices, device arrays, executables."""

@@ -1,0 +1,1 @@
+"""jaxprc.tools: the command line and the benchmarks."""
