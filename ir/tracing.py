@@ -336,8 +336,18 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict):
                 raise UnexpectedTracerError(
                     f"Encountered an unexpected tracer {a!r} outside of any trace while applying "
                     f"'{prim.name}': a traced value escaped the function that created it.")
-        return prim.impl(*[a.val if type(a) is Literal else a for a in args], **params)
+        return prim.impl(*[_literal_value(a) if type(a) is Literal else a for a in args], **params)
     return builder.add_eqn(prim, args, params)
+
+
+def _literal_value(lit: Literal):
+    """A literal as an eager value: weak literals of a default dtype become Python scalars again."""
+    aval = lit.aval
+    if aval.weak_type and type(lit.val.item()) in dt.PYTHON_SCALAR_TYPES:
+        py = lit.val.item()
+        if dt.python_scalar_dtype(py) == aval.dtype:
+            return py
+    return lit.val
 
 
 # ------------------------------------------------------------ trace entry

@@ -45,15 +45,20 @@ def check_same_shapes_dtypes(name: str, avals) -> None:
             f"{name} requires operands of equal dtypes (promotion is explicit), got ({fmt_types(avals)})")
 
 
-def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None) -> Primitive:
+def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -> Primitive:
     """A primitive mapping ``arity`` equal-typed operands to one value of the same shape.
 
     ``out_dtype(in_dtype)`` gives the result dtype when it differs (comparisons,
-    ``abs`` of complex); such results are never weak.
+    ``abs`` of complex); such results are never weak. ``params`` names the
+    params the primitive takes (all required).
     """
     prim = Primitive(name)
+    expected_params = set(params)
 
-    def typing_rule(*avals, **params):
+    def typing_rule(*avals, **given):
+        if set(given) != expected_params:
+            raise JaxprTypeError(f"{name} takes params {sorted(expected_params) or 'none'}, "
+                                 f"got {sorted(given) or 'none'}")
         if len(avals) != arity:
             raise JaxprTypeError(f"{name} takes {arity} operand(s), got {len(avals)}: ({fmt_types(avals)})")
         check_same_shapes_dtypes(name, avals)
@@ -86,7 +91,7 @@ neg_p = elementwise("neg", 1, NUM)
 sign_p = elementwise("sign", 1, NUM)
 floor_p = elementwise("floor", 1, IS_FLOAT)
 ceil_p = elementwise("ceil", 1, IS_FLOAT)
-round_p = elementwise("round", 1, IS_FLOAT)            # params: rounding_method (0 away, 1 to even)
+round_p = elementwise("round", 1, IS_FLOAT, params=("rounding_method",))  # 0: away from 0, 1: to even
 is_finite_p = elementwise("is_finite", 1, IS_FLOAT, _to_bool)
 exp_p = elementwise("exp", 1, INEXACT)
 exp2_p = elementwise("exp2", 1, INEXACT)
@@ -116,7 +121,7 @@ erfc_p = elementwise("erfc", 1, IS_FLOAT)
 erf_inv_p = elementwise("erf_inv", 1, IS_FLOAT)
 lgamma_p = elementwise("lgamma", 1, IS_FLOAT)
 digamma_p = elementwise("digamma", 1, IS_FLOAT)
-integer_pow_p = elementwise("integer_pow", 1, NUM)    # params: y (a Python int)
+integer_pow_p = elementwise("integer_pow", 1, NUM, params=("y",))
 real_p = elementwise("real", 1, IS_COMPLEX, _real_dtype)
 imag_p = elementwise("imag", 1, IS_COMPLEX, _real_dtype)
 conj_p = elementwise("conj", 1, IS_COMPLEX)
@@ -193,7 +198,7 @@ def _clamp_rule(lo, x, hi):
                                  f"or the operand's shape, got (min, x, max) = ({fmt_types([lo, x, hi])})")
     if not ORDERED(x.dtype):
         raise JaxprTypeError(f"clamp does not accept dtype {dt.short_name(x.dtype)}")
-    return ShapedArray(x.shape, x.dtype, x.weak_type)
+    return ShapedArray(x.shape, x.dtype, lo.weak_type and x.weak_type and hi.weak_type)
 
 
 select_n_p = Primitive("select_n")

@@ -1,0 +1,453 @@
+"""The parser of the text form: ``parse(text) -> ClosedJaxpr`` (ir/grammar.lark, LALR).
+
+Each jaxpr is resolved as its closing ``}`` is reduced: jaxprs are closed
+scopes, so its binders, equations and the types its primitives' typing rules
+compute are all known then. ``@name`` references become ``Thunk``s shared per
+name and resolved lazily, so definitions may refer to themselves. Every fault
+is a ``ParseError`` with line, column, what was expected and the offending
+line with a caret.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import threading
+
+import lark
+import numpy as np
+
+from . import dtypes as dt
+from .core import (PARAM_TYPES, PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprcError, JaxprTypeError,
+                   Literal, ShapedArray, Thunk, Var)
+from .verify import infer_out_avals
+
+
+class ParseError(JaxprcError):
+    """Malformed or ill-typed program text, located at ``line`` and ``column`` (1-based)."""
+
+    def __init__(self, message: str, line: int, column: int, text: str):
+        lines = text.splitlines() or [""]
+        src = lines[line - 1] if 0 < line <= len(lines) else ""
+        super().__init__(f"line {line}, column {column}: {message}\n{src}\n{' ' * (column - 1)}^")
+        self.line, self.column = line, column
+
+
+class _Located(Exception):
+    """Raised inside the parser's callbacks; ``parse`` turns it into a ParseError."""
+
+    def __init__(self, token, what: str, expected: str):
+        super().__init__(what)
+        self.token, self.what, self.expected = token, what, expected
+
+
+def _fail(token, what: str, expected: str):
+    raise _Located(token, what, expected)
+
+
+# --------------------------------------------------------------- syntax bits
+
+class _VarRef:
+    __slots__ = ("token",)
+
+    def __init__(self, token):
+        self.token = token
+
+
+class _LiteralRef:
+    __slots__ = ("literal", "token")
+
+    def __init__(self, literal, token):
+        self.literal, self.token = literal, token
+
+
+class _EqnSyntax:
+    __slots__ = ("binders", "prim", "params", "args")
+
+    def __init__(self, binders, prim, params, args):
+        self.binders, self.prim, self.params, self.args = binders, prim, params, args
+
+
+class _Params(list):
+    pass
+
+
+def parse_type(token) -> ShapedArray:
+    text = str(token)
+    weak = text.startswith("~")
+    name, dims = text.lstrip("~")[:-1].split("[")
+    dtype = dt.FROM_SHORT_NAME.get(name)
+    if dtype is None:
+        _fail(token, f"unknown dtype '{name}'", "one of " + ", ".join(dt.FROM_SHORT_NAME))
+    dims = [d.strip() for d in dims.split(",")] if dims.strip() else []
+    if any(not d for d in dims):
+        _fail(token, f"malformed shape in type '{text}'", "comma-separated sizes like f32[3,4]")
+    return ShapedArray(tuple(int(d) for d in dims), dtype, weak)
+
+
+def parse_scalar(token, dtype: np.dtype):
+    """The value of a scalar token as ``dtype``; an error when the dtype cannot hold it."""
+    kind, text = token.type, str(token)
+    if dt.is_bool(dtype):
+        if kind not in ("TRUE", "FALSE"):
+            _fail(token, f"'{text}' is not a bool", "True or False")
+        return np.bool_(kind == "TRUE")
+    if dt.is_int(dtype):
+        if kind != "INT":
+            _fail(token, f"'{text}' is not an integer", f"an integer for dtype {dt.short_name(dtype)}")
+        info = np.iinfo(dtype)
+        if not info.min <= int(text) <= info.max:
+            _fail(token, f"{text} is out of range for {dt.short_name(dtype)}",
+                  f"an integer in [{info.min}, {info.max}]")
+        return np.asarray(int(text), dtype)[()]
+    if dt.is_inexact(dtype) and kind in ("INT", "FLOAT", "COMPLEX"):
+        if kind == "COMPLEX" and not dt.is_complex(dtype):
+            _fail(token, f"complex value {text} for a real dtype", f"a float for {dt.short_name(dtype)}")
+        py = complex(text) if kind == "COMPLEX" else float(text)
+        with np.errstate(over="ignore"):
+            value = np.asarray(py, dtype)[()]
+        if np.isfinite(py) and not np.isfinite(value):
+            _fail(token, f"{text} overflows {dt.short_name(dtype)}", "a finite value in range")
+        return value
+    _fail(token, f"'{text}' is not a value of dtype {dt.short_name(dtype)}",
+          f"a {dt.short_name(dtype)} value")
+
+
+def _python_value(v):
+    """Param values: scalar tokens become Python scalars."""
+    if not isinstance(v, lark.Token):
+        return v
+    return {"INT": int, "FLOAT": float, "COMPLEX": complex, "TRUE": lambda _: True,
+            "FALSE": lambda _: False}[v.type](str(v))
+
+
+# ---------------------------------------------------------------- callbacks
+
+class _Builder(lark.Transformer):
+    """Builds IR bottom-up while the LALR parser reduces (no parse tree)."""
+
+    def __init__(self):
+        super().__init__()
+        self.reset()
+
+    def reset(self):
+        self.thunks: dict[str, Thunk] = {}
+        self.first_reference: dict[str, lark.Token] = {}
+        self.definitions: dict[str, ClosedJaxpr] = {}
+
+    # -- atoms and types ----------------------------------------------------
+    def binder(self, c):
+        return c[0], c[1], parse_type(c[1])
+
+    binders = list
+
+    def var(self, c):
+        return _VarRef(c[0])
+
+    def literal(self, c):
+        token, type_token = c
+        aval = parse_type(type_token)
+        if aval.shape != ():
+            _fail(type_token, f"literal of non-scalar type {aval.str_short()}", "a scalar type like f32[]")
+        return _LiteralRef(Literal(parse_scalar(token, aval.dtype), aval), token)
+
+    def scalar(self, c):
+        return c[0]
+
+    # -- params ---------------------------------------------------------------
+    def param(self, c):
+        return c[0], _python_value(c[1])
+
+    def params(self, c):
+        return _Params(c)
+
+    def string(self, c):
+        return json.loads(str(c[0]))
+
+    def none(self, c):
+        return None
+
+    def aval(self, c):
+        return parse_type(c[0])
+
+    def tuple(self, c):
+        return tuple(_python_value(x) for x in c)
+
+    def dtype(self, c):
+        d = dt.FROM_SHORT_NAME.get(str(c[0]))
+        if d is None:
+            _fail(c[0], f"unknown param value '{c[0]}'",
+                  "a dtype (f32, i32, ...), a number, a quoted string, a tuple, an enum or a jaxpr")
+        return d
+
+    def _param_type(self, token):
+        cls = PARAM_TYPES.get(str(token))
+        if cls is None:
+            _fail(token, f"unknown param type '{token}'",
+                  "a registered param type: " + (", ".join(sorted(PARAM_TYPES)) or "none registered"))
+        return cls
+
+    def enum(self, c):
+        cls = self._param_type(c[0])
+        try:
+            return cls[str(c[1])]
+        except (KeyError, TypeError):
+            _fail(c[1], f"'{c[1]}' is not a member of {c[0]}",
+                  "one of " + ", ".join(getattr(cls, "__members__", ())))
+
+    def field(self, c):
+        return c[0], _python_value(c[1])
+
+    def record(self, c):
+        cls = self._param_type(c[0])
+        fields = [f for f in c[1:] if f is not None]
+        names = [str(t) for t, _ in fields]
+        expected = list(getattr(cls, "_fields", ()))
+        if names != expected:
+            _fail(fields[0][0] if fields else c[0], f"{c[0]} given fields ({', '.join(names)})",
+                  f"fields ({', '.join(expected)}) in that order")
+        return cls(**{str(t): v for t, v in fields})
+
+    def reference(self, c):
+        name = str(c[0])[1:]
+        thunk = self.thunks.get(name)
+        if thunk is None:
+            definitions = self.definitions
+            thunk = self.thunks[name] = Thunk(lambda: definitions[name], name=name)
+            self.first_reference[name] = c[0]
+        return thunk
+
+    def opaque(self, c):
+        _fail(c[0], f"opaque value {c[0]} cannot be read back (a Python callable without a jaxpr)",
+              "a value with a text form")
+
+    # -- constants ------------------------------------------------------------
+    def list_value(self, c):
+        return [x for x in c if x is not None]
+
+    def bytes_value(self, c):
+        return c[0]
+
+    def const(self, c):
+        return c[0], c[1]
+
+    def consts(self, c):
+        return c
+
+    # -- equations and jaxprs -------------------------------------------------
+    def lhs(self, c):
+        return c
+
+    def no_outputs(self, c):
+        return []
+
+    def eqn(self, c):
+        binders, prim, rest = c[0], c[1], c[2:]
+        params = rest[0] if rest and isinstance(rest[0], _Params) else _Params()
+        args = rest[1:] if rest and isinstance(rest[0], _Params) else rest
+        return _EqnSyntax(binders, prim, params, args)
+
+    def eqns(self, c):
+        return c
+
+    def outs(self, c):
+        return c
+
+    def closed_jaxpr(self, c):
+        lam, constbinders, inbinders, eqns, outs = c[:5]
+        trailer = c[5] if len(c) > 5 and c[5] is not None else None
+        env: dict[str, tuple[Var, lark.Token]] = {}
+
+        def bind(binder) -> Var:
+            tok, _, aval = binder
+            if str(tok) in env:
+                first = env[str(tok)][1]
+                _fail(tok, f"variable '{tok}' is bound twice (first at line {first.line}, column "
+                      f"{first.column})", "a fresh name")
+            v = Var(aval)
+            env[str(tok)] = (v, tok)
+            return v
+
+        def resolve(atom):
+            if isinstance(atom, _LiteralRef):
+                return atom.literal
+            entry = env.get(str(atom.token))
+            if entry is None:
+                _fail(atom.token, f"undefined variable '{atom.token}'",
+                      "a variable bound earlier in this jaxpr (sub-jaxprs see only their own binders)")
+            return entry[0]
+
+        constvars = [bind(b) for b in constbinders]
+        invars = [bind(b) for b in inbinders]
+        built = [self._equation(e, resolve, bind) for e in eqns]
+        jaxpr = Jaxpr(constvars, invars, [resolve(a) for a in outs], built)
+        return ClosedJaxpr(jaxpr, self._const_values(lam, constbinders, constvars, trailer))
+
+    def _equation(self, e: _EqnSyntax, resolve, bind) -> Eqn:
+        prim = PRIMITIVES.get(str(e.prim))
+        if prim is None:
+            _fail(e.prim, f"unknown primitive '{e.prim}'", "the name of a registered primitive")
+        params = {}
+        for tok, value in e.params:
+            if str(tok) in params:
+                _fail(tok, f"param '{tok}' given twice", "each param once")
+            params[str(tok)] = value
+        invars = [resolve(a) for a in e.args]
+        try:
+            out_avals = infer_out_avals(prim, [a.aval for a in invars], params)
+        except (JaxprTypeError, NotImplementedError) as err:
+            _fail(e.prim, f"{prim.name} rejects its operands or params: {err}",
+                  "operands and params its typing rule accepts")
+        if len(out_avals) != len(e.binders):
+            _fail(e.binders[0][0] if e.binders else e.prim,
+                  f"{prim.name} has {len(out_avals)} result(s) but {len(e.binders)} binder(s)",
+                  f"{len(out_avals)} binder(s) typed ({', '.join(a.str_short() for a in out_avals)})")
+        for (tok, type_tok, declared), computed in zip(e.binders, out_avals):
+            if declared != computed:
+                _fail(type_tok, f"declared type {declared.str_short()} of '{tok}' differs from the type "
+                      f"{prim.name} gives", computed.str_short())
+        return Eqn(prim, invars, [bind(b) for b in e.binders], params)
+
+    def _const_values(self, lam, binders, constvars, trailer):
+        given = {}
+        for tok, value in trailer or ():
+            names = [str(b[0]) for b in binders]
+            if str(tok) not in names:
+                _fail(tok, f"'{tok}' is not a constvar of this jaxpr",
+                      "one of its constvars (" + ", ".join(names) + ")")
+            if str(tok) in given:
+                _fail(tok, f"constvar '{tok}' given twice", "one value per constvar")
+            given[str(tok)] = (tok, value)
+        values = []
+        for (tok, _, aval), v in zip(binders, constvars):
+            if str(tok) not in given:
+                _fail(tok, f"constvar '{tok}' has no value",
+                      f"'with {tok} = ...' after the jaxpr's closing brace")
+            name_tok, value = given[str(tok)]
+            values.append(_array_value(name_tok, value, aval))
+        return values
+
+    def definition(self, c):
+        return c[0], c[1]
+
+    def start(self, c):
+        main, defs = c[0], c[1:]
+        for tok, cj in defs:
+            name = str(tok)[1:]
+            if name in self.definitions:
+                _fail(tok, f"@{name} is defined twice", "one definition per name")
+            self.definitions[name] = cj
+        for name, tok in self.first_reference.items():
+            if name not in self.definitions:
+                _fail(tok, f"undefined reference @{name}", f"a definition '@{name} = {{ lambda ... }}'")
+        return main
+
+
+def _array_value(name_tok, value, aval: ShapedArray) -> np.ndarray:
+    """A constant's value from its text: scalar token, nested lists of tokens, or b64 bytes."""
+    if isinstance(value, lark.Token) and value.type == "BYTES":
+        try:
+            raw = base64.b64decode(str(value)[4:-1], validate=True)
+        except binascii.Error:
+            _fail(value, "malformed base64 data", "base64 text")
+        if aval.dtype.itemsize == 0:
+            return np.zeros(aval.shape, aval.dtype)
+        if len(raw) != aval.size * aval.dtype.itemsize:
+            _fail(value, f"{len(raw)} bytes of data for a constant of type {aval.str_short()}",
+                  f"{aval.size * aval.dtype.itemsize} bytes")
+        return np.frombuffer(raw, aval.dtype.newbyteorder("<")).astype(aval.dtype).reshape(aval.shape)
+    flat = []
+
+    def walk(v, dims):
+        if not dims:
+            if isinstance(v, list):
+                _fail(name_tok, f"constant '{name_tok}' nests deeper than its type {aval.str_short()}",
+                      "a value of that shape")
+            flat.append(parse_scalar(v, aval.dtype))
+            return
+        if not isinstance(v, list) or len(v) != dims[0]:
+            _fail(name_tok, f"constant '{name_tok}' does not have the shape of its type "
+                  f"{aval.str_short()}", f"nested lists of shape {aval.shape}")
+        for x in v:
+            walk(x, dims[1:])
+
+    walk(value, aval.shape)
+    return np.array(flat, dtype=aval.dtype).reshape(aval.shape)
+
+
+# ------------------------------------------------------------------- entry
+
+_GRAMMAR = os.path.join(os.path.dirname(__file__), "grammar.lark")
+_lock = threading.Lock()
+_parser = None
+_builder = None
+
+_FRIENDLY = {
+    "NAME": "a name", "BINDER": "a binder (name:type)", "PRIM": "a primitive name",
+    "TYPE": "a type (like f32[3])", "INT": "an integer", "FLOAT": "a float",
+    "COMPLEX": "a complex number", "STRING": "a quoted string", "DEFNAME": "an @name",
+    "BYTES": 'b64"..." data', "OPAQUE": "an opaque <...> value", "$END": "end of input",
+    "LAMBDA": "'lambda'", "_LET": "'let'", "_IN": "'in'", "_WITH": "'with'", "TRUE": "'True'",
+    "FALSE": "'False'", "NONE": "'None'",
+}
+
+
+def _get_parser():
+    global _parser, _builder
+    if _parser is None:
+        _builder = _Builder()
+        with open(_GRAMMAR) as f:
+            _parser = lark.Lark(f.read(), parser="lalr", lexer="contextual", transformer=_builder,
+                                maybe_placeholders=True)
+    return _parser, _builder
+
+
+def _describe_terminals(parser, names) -> str:
+    out = set()
+    for n in names:
+        if n in _FRIENDLY:
+            out.add(_FRIENDLY[n])
+            continue
+        try:
+            term = parser.get_terminal(n)
+        except KeyError:
+            out.add(n)
+            continue
+        out.add(repr(term.pattern.value) if term.pattern.type == "str" else n.lower())
+    return ", ".join(sorted(out))
+
+
+def _end_position(text: str) -> tuple[int, int]:
+    stripped = text.rstrip()
+    lines = stripped.split("\n")
+    return len(lines), len(lines[-1]) + 1
+
+
+def parse(text: str) -> ClosedJaxpr:
+    """Read a program printed by ``str(closed_jaxpr)`` (or written by hand) back into IR."""
+    parser, builder = _get_parser()
+    with _lock:
+        builder.reset()
+        try:
+            return parser.parse(text)
+        except _Located as e:
+            raise ParseError(f"{e.what}; expected {e.expected}", e.token.line, e.token.column,
+                             text) from None
+        except lark.exceptions.UnexpectedToken as e:
+            if e.token.type == "$END":
+                line, col = _end_position(text)
+                what = "unexpected end of input"
+            else:
+                line, col = e.line, e.column
+                what = f"unexpected '{e.token}'"
+            expected = _describe_terminals(parser, e.accepts or e.expected)
+            raise ParseError(f"{what}; expected {expected}", line, col, text) from None
+        except lark.exceptions.UnexpectedCharacters as e:
+            raise ParseError(f"unexpected character {e.char!r}; expected "
+                             f"{_describe_terminals(parser, e.allowed or ())}", e.line, e.column,
+                             text) from None
+        except lark.exceptions.UnexpectedEOF as e:
+            line, col = _end_position(text)
+            raise ParseError(f"unexpected end of input; expected "
+                             f"{_describe_terminals(parser, e.expected)}", line, col, text) from None
