@@ -1,2 +1,479 @@
-"""(in progress)"""
-__all__ = []
+"""The front door: make_jaxpr, eval_shape, jit, jaxpr_as_fun, and the runtime's public names.
+
+``jit(f)`` traces ``f`` to a ClosedJaxpr, lowers it to StableHLO and compiles
+it, once per call signature: the function's pytree structure, each leaf's
+type (shape, dtype, weak type), the static arguments and the x64 flag. A
+cache hit does no tracing, lowering or compiling: it flattens the arguments,
+looks the signature up, hands the device buffers to XLA and wraps the results
+(notes/jaxlib.md §6). Inside another trace, ``jit(f)(x)`` records a ``jit``
+equation holding ``f``'s jaxpr instead.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import dispatch, runtime
+from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
+from .ir import dtypes as dt
+from .ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, ShapedArray
+from .ir.tracing import _STACK, Tracer, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
+    trace_to_jaxpr
+from .ir.tree_util import registry as _registry
+from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
+
+__all__ = ["Array", "ShapeDtypeStruct", "XlaCompileError", "XlaError", "XlaRuntimeError",
+           "block_until_ready", "default_backend", "device_put", "devices", "eval_shape", "jit",
+           "jaxpr_as_fun", "make_jaxpr"]
+
+_flatten = _registry.flatten
+_config = dt.config
+_JaxRuntimeError = runtime.JaxRuntimeError
+
+
+# ------------------------------------------------------------ ShapeDtypeStruct
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing in for an array (``make_jaxpr``, ``eval_shape``, ``lower``)."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
+        self.sharding = sharding
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
+
+
+pytype_aval_mappings[ShapeDtypeStruct] = lambda s: ShapedArray(
+    s.shape, dt.canonicalize_dtype(s.dtype), s.weak_type)
+
+
+def _shape_struct(aval: ShapedArray) -> ShapeDtypeStruct:
+    return ShapeDtypeStruct(aval.shape, aval.dtype, aval.weak_type)
+
+
+# ------------------------------------------------------------------ tracing
+
+def _fun_name(fun) -> str:
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+class _ArgSpec:
+    """Which arguments of ``fun`` are static; splits a call into (dynamic args, static key)."""
+
+    def __init__(self, fun, static_argnums, static_argnames):
+        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums or ())
+        names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
+        try:
+            params = list(inspect.signature(fun).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        # Like JAX: a static position also makes its parameter name static, and back.
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        for i in nums:
+            if -len(positional) <= i < len(positional) and positional[i].kind != inspect.Parameter.POSITIONAL_ONLY:
+                names += (positional[i].name,)
+        nums += tuple(k for k, p in enumerate(positional) if p.name in names)
+        self.argnums = tuple(sorted(set(nums)))
+        self.argnames = frozenset(names)
+        self.trivial = not self.argnums and not self.argnames
+
+    def split(self, args, kwargs):
+        """((dynamic positional args, dynamic kwargs), static key, static positions)."""
+        n = len(args)
+        static_pos = sorted({i % n for i in self.argnums if -n <= i < n})
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.argnames}
+        static = tuple((i, type(args[i]), args[i]) for i in static_pos) + tuple(
+            (k, type(v), v) for k, v in sorted(kwargs.items()) if k in self.argnames)
+        return (dyn_args, dyn_kwargs), static, static_pos
+
+    @staticmethod
+    def merge(dyn_args, dyn_kwargs, static, static_pos):
+        args = list(dyn_args)
+        for (i, _, value) in static[:len(static_pos)]:
+            args.insert(i, value)
+        kwargs = dict(dyn_kwargs)
+        kwargs.update((k, value) for (k, _, value) in static[len(static_pos):])
+        return args, kwargs
+
+
+def _trace(fun, spec: _ArgSpec, args, kwargs, name: str):
+    """Trace ``fun(*args, **kwargs)`` on abstract values: (ClosedJaxpr, output treedef)."""
+    dyn, static, static_pos = spec.split(args, kwargs)
+    leaves, in_tree = _flatten(dyn)
+    in_avals = [_arg_aval(x, name) for x in leaves]
+    out_tree_box = []
+
+    def flat_fun(*flat):
+        dyn_args, dyn_kwargs = in_tree.unflatten(flat)
+        call_args, call_kwargs = _ArgSpec.merge(dyn_args, dyn_kwargs, static, static_pos)
+        out_leaves, out_tree = _flatten(fun(*call_args, **call_kwargs))
+        out_tree_box.append(out_tree)
+        return out_leaves
+
+    cj = trace_to_jaxpr(flat_fun, in_avals, name=name)
+    return cj, out_tree_box[0]
+
+
+def _arg_aval(x, name: str) -> ShapedArray:
+    try:
+        return get_aval(x)
+    except TypeError as e:
+        raise TypeError(f"Argument of '{name}': {e}") from None
+
+
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False,
+               static_argnames: str | Sequence[str] = ()):
+    """``make_jaxpr(f)(*args)``: the ClosedJaxpr of ``f`` traced on abstract versions of ``args``.
+
+    Arguments may be arrays, scalars or ``ShapeDtypeStruct``s in any pytree.
+    With ``return_shape=True`` also returns the output pytree of ``ShapeDtypeStruct``s.
+    """
+    spec = _ArgSpec(fun, static_argnums, static_argnames)
+
+    @functools.wraps(fun)
+    def make_jaxpr_f(*args, **kwargs):
+        cj, out_tree = _trace(fun, spec, args, kwargs, _fun_name(fun))
+        if return_shape:
+            return cj, out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
+        return cj
+
+    make_jaxpr_f.__name__ = f"make_jaxpr({_fun_name(fun)})"
+    return make_jaxpr_f
+
+
+def eval_shape(fun: Callable, *args, **kwargs):
+    """The output pytree of ``ShapeDtypeStruct``s of ``fun(*args, **kwargs)``; nothing runs."""
+    cj, out_tree = _trace(fun, _ArgSpec(fun, (), ()), args, kwargs, _fun_name(fun))
+    return out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
+
+
+def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
+    """A Python callable running ``closed_jaxpr`` (a list of outputs), eagerly or under any trace."""
+    jaxpr, consts = closed_jaxpr.jaxpr, closed_jaxpr.consts
+
+    def fun(*args):
+        return eval_jaxpr(jaxpr, consts, *args)
+
+    return fun
+
+
+# ---------------------------------------------------------- runtime helpers
+
+def device_put(x, device=None):
+    """Move a pytree of host values to the device with jaxprc's dtypes.
+
+    Arrays pass through, and so do traced values (inside jit there is nothing to move).
+    """
+    if device is not None and device not in devices():
+        raise ValueError(f"device_put: {device!r} is not one of this process's devices {devices()}")
+
+    def put(leaf):
+        if isinstance(leaf, (Array, Tracer)):
+            return leaf
+        aval = runtime_aval(get_aval(leaf))
+        return Array(runtime.to_buffer(leaf, aval), aval)
+    leaves, tree = _flatten(x)
+    return tree.unflatten([put(leaf) for leaf in leaves])
+
+
+def block_until_ready(x):
+    """Wait until every Array in the pytree ``x`` is computed; returns ``x``."""
+    for leaf in _flatten(x)[0]:
+        if hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
+    return x
+
+
+# ---------------------------------------------------------------------- jit
+
+# Consts of a traced function larger than this become arguments of the
+# executable (transferred once) rather than constants baked into the module:
+# big constants make the module slow to print, serialize and compile.
+_MAX_INLINE_CONST_ELEMENTS = 64
+
+
+def _hoist_large_consts(cj: ClosedJaxpr):
+    """Split consts: small ones stay (lowered as constants), large ones become leading invars."""
+    j = cj.jaxpr
+    keep_vars, keep_vals, arg_vars, arg_vals = [], [], [], []
+    for v, c in zip(j.constvars, cj.consts):
+        big = v.aval.size > _MAX_INLINE_CONST_ELEMENTS
+        (arg_vars if big else keep_vars).append(v)
+        (arg_vals if big else keep_vals).append(c)
+    if not arg_vars:
+        return cj, []
+    return ClosedJaxpr(Jaxpr(keep_vars, arg_vars + j.invars, j.outvars, j.eqns), keep_vals), arg_vals
+
+
+class _CompiledCall:
+    """One cache entry of a jit function: an executable plus what a call needs around it.
+
+    ``__call__`` is the hot path of a cache hit, so it talks to the executable
+    directly (execute_sharded + consume_with_handlers) instead of through
+    ``Executable.execute``.
+    """
+
+    __slots__ = ("executable", "jaxpr", "in_avals", "const_buffers", "out_tree", "single_output",
+                 "_execute", "_handlers")
+
+    def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated_invars):
+        self.jaxpr = cj
+        cj, hoisted = _hoist_large_consts(cj)
+        donated = (False,) * len(hoisted) + tuple(donated_invars)
+        self.executable = compile_closed_jaxpr(cj, name, donated if any(donated) else ())
+        self.in_avals = [runtime_aval(a) for a in cj.in_avals[len(hoisted):]]
+        self.const_buffers = [to_device_buffer(c, runtime_aval(v.aval))
+                              for c, v in zip(hoisted, cj.jaxpr.invars)]
+        self.out_tree = out_tree
+        self.single_output = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
+        self._execute = self.executable.loaded.execute_sharded
+        self._handlers = self.executable.result_handlers
+
+    def __call__(self, leaves):
+        buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a)
+                   for x, a in zip(leaves, self.in_avals)]
+        if self.const_buffers:
+            buffers = self.const_buffers + buffers
+        try:
+            outs = self._execute(buffers).consume_with_handlers(self._handlers)
+        except _JaxRuntimeError as e:
+            raise self.executable.runtime_error(e) from None
+        if self.single_output:
+            return Array(outs[0])
+        return self.out_tree.unflatten(list(map(Array, outs)))
+
+
+def _host_signature(x):
+    """The cache-key entry of a non-Array argument leaf: its interned runtime aval."""
+    if type(x) is np.ndarray:
+        return _ndarray_signature(x.shape, x.dtype, _config.jax_enable_x64)
+    return runtime_aval(get_aval(x))
+
+
+@functools.lru_cache(maxsize=4096)
+def _ndarray_signature(shape, dtype, x64):
+    return runtime.Aval.get(shape, dt.canonicalize_dtype(dtype), False)
+
+
+class JitFunction:
+    """``jit(f)``: call it like ``f``; ``.lower(*args)`` gives the StableHLO."""
+
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+        functools.update_wrapper(self, fun)
+        self._fun = fun
+        self._name = _fun_name(fun)
+        self._spec = _ArgSpec(fun, static_argnums, static_argnames)
+        donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
+        self._donate_argnums = frozenset(donate)
+        self._cache: dict = {}          # call signature -> _CompiledCall
+        self._traced: dict = {}         # call signature -> (jaxpr without consts, consts, out_tree)
+
+    # -- the fast path ----------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if _STACK:
+            return self._call_in_trace(args, kwargs)
+        if self._spec.trivial and not kwargs:
+            leaves, treedef = _flatten(args)
+            key = (treedef, _config.jax_enable_x64,
+                   *[x.aval if type(x) is Array else _host_signature(x) for x in leaves])
+        else:
+            dyn, static, _ = self._spec.split(args, kwargs)
+            leaves, treedef = _flatten(dyn)
+            key = (treedef, static, _config.jax_enable_x64,
+                   *[x.aval if type(x) is Array else _host_signature(x) for x in leaves])
+        try:
+            entry = self._cache.get(key)
+        except TypeError:
+            raise _unhashable_static_error(self._name, key) from None
+        if entry is None:
+            entry = self._cache[key] = self._compile(args, kwargs)
+        return entry(leaves)
+
+    def _compile(self, args, kwargs) -> _CompiledCall:
+        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+        return _CompiledCall(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs))
+
+    def _donated_invars(self, args, kwargs) -> tuple:
+        if not self._donate_argnums:
+            return ()
+        _, _, static_pos = self._spec.split(args, kwargs)
+        n = len(args)
+        donate = {i % n for i in self._donate_argnums if -n <= i < n}
+        flags = []
+        for i, a in enumerate(args):
+            if i not in static_pos:
+                flags += [i in donate] * _flatten(a)[1].num_leaves
+        return tuple(flags) + (False,) * _flatten(
+            {k: v for k, v in kwargs.items() if k not in self._spec.argnames})[1].num_leaves
+
+    # -- inside another trace: a `jit` equation ---------------------------------
+    def _call_in_trace(self, args, kwargs):
+        dyn, static, _ = self._spec.split(args, kwargs)
+        leaves, treedef = _flatten(dyn)
+        key = (treedef, static, dt.config.jax_enable_x64, *[get_aval(x) for x in leaves])
+        traced = self._traced.get(key)
+        if traced is None:
+            cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+            jaxpr, consts = close_over_consts(cj)
+            traced = (jaxpr, consts, out_tree)
+            if not any(isinstance(c, Tracer) for c in consts):   # closing over tracers: trace-specific
+                self._traced[key] = traced
+        jaxpr, consts, out_tree = traced
+        outs = _jit_p().bind(*consts, *leaves, jaxpr=jaxpr, name=self._name)
+        return out_tree.unflatten(outs)
+
+    # -- ahead of time ------------------------------------------------------------
+    def lower(self, *args, **kwargs) -> "Lowered":
+        """Trace and lower for these arguments (arrays, scalars or ShapeDtypeStructs)."""
+        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+        return Lowered(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs))
+
+    def trace(self, *args, **kwargs) -> ClosedJaxpr:
+        return _trace(self._fun, self._spec, args, kwargs, self._name)[0]
+
+    def eval_shape(self, *args, **kwargs):
+        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+        return out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
+
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self._traced.clear()
+
+    def __get__(self, obj, objtype=None):   # jit on a method binds like a function
+        return self if obj is None else functools.partial(self, obj)
+
+    def __repr__(self):
+        return f"<jitted function {self._name}>"
+
+
+def _unhashable_static_error(name, key) -> ValueError:
+    return ValueError(
+        f"Non-hashable static arguments are not supported: a static argument of the jitted "
+        f"function '{name}' is unhashable ({key[1]!r}). Static arguments (static_argnums / "
+        "static_argnames) must be hashable values such as ints, strings or tuples; pass arrays "
+        "as regular (traced) arguments instead.")
+
+
+def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+    """Compile ``fun`` with XLA, once per argument signature; usable as ``@jit`` or ``@jit(...)``."""
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums)
+
+
+# ------------------------------------------------------------ ahead of time
+
+class Lowered:
+    """``jit(f).lower(*args)``: the StableHLO of one call signature."""
+
+    def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated_invars):
+        self.jaxpr = cj
+        self._out_tree = out_tree
+        self._name = name
+        self._donated = tuple(donated_invars)
+        self._lowered = dispatch.lower_jaxpr(cj, name=name, donated_invars=self._donated,
+                                             platform=default_backend())
+
+    in_avals = property(lambda self: self.jaxpr.in_avals)
+    out_avals = property(lambda self: self.jaxpr.out_avals)
+
+    def as_text(self, debug_info: bool = False) -> str:
+        """StableHLO text; ``debug_info=True`` shows the ``loc(...)`` source locations."""
+        return self._lowered.as_text(debug_info=debug_info)
+
+    def compiler_ir(self, dialect: str = "stablehlo"):
+        return self._lowered.module
+
+    def compile(self) -> "Compiled":
+        return Compiled(_CompiledCall(self.jaxpr, self._out_tree, self._name, self._donated))
+
+
+class Compiled:
+    """``jit(f).lower(*args).compile()``: callable on arguments of the lowered signature."""
+
+    def __init__(self, call: _CompiledCall):
+        self._call = call
+
+    def as_text(self) -> str:
+        """XLA's optimized HLO."""
+        return self._call.executable.as_text()
+
+    def memory_analysis(self):
+        return self._call.executable.memory_analysis()
+
+    def cost_analysis(self):
+        return self._call.executable.cost_analysis()
+
+    def __call__(self, *args):
+        leaves, _ = _flatten(args)
+        want = [_shape_struct(a) for a in self._call.jaxpr.in_avals]
+        got = [_shape_struct(get_aval(x)) for x in leaves]
+        if [(s.shape, s.dtype) for s in want] != [(s.shape, s.dtype) for s in got]:
+            raise TypeError(f"Compiled function called with arguments of types {got}, but it was "
+                            f"compiled for {want}.")
+        return self._call(leaves)
+
+
+# ---------------------------------------------------- the `jit` primitive
+
+def _jit_p():
+    return PRIMITIVES["jit"]
+
+
+class _ByIdentity:
+    """Cache keyed on an object's identity, dropped when the object dies."""
+
+    def __init__(self):
+        self._entries: dict[int, tuple] = {}
+
+    def get(self, obj, make):
+        hit = self._entries.get(id(obj))
+        if hit is not None and hit[0]() is obj:
+            return hit[1]
+        value = make()
+        self._entries[id(obj)] = (weakref.ref(obj, lambda _, k=id(obj): self._entries.pop(k, None)), value)
+        return value
+
+
+_JIT_IMPLS = _ByIdentity()
+
+
+def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
+    """Eager binding of ``jit`` (outside any trace): compile its jaxpr once and run it."""
+    call = _JIT_IMPLS.get(jaxpr, lambda: _CompiledCall(jaxpr, _registry.flatten([0] * len(
+        jaxpr.out_avals))[1], f"jit_{name}", ()))
+    return call(list(args))
+
+
+def _install_jit_impl() -> None:
+    prim = PRIMITIVES.get("jit")
+    if prim is not None:
+        prim.def_impl(_jit_impl)
+
+
+_install_jit_impl()

@@ -1,2 +1,363 @@
-"""(in progress)"""
-__all__ = []
+"""Lowering: a ClosedJaxpr becomes a StableHLO module, built with jaxlib's MLIR bindings.
+
+Each lowering gets a fresh ``ir.Context`` (attributes such as constants are
+uniqued in a context and live as long as it does). The module has one public
+``main``; call-like primitives become private functions, emitted once per
+structurally identical callee. Every equation's ops carry an MLIR location
+``name(primitive)(file:line)`` from the equation's source info.
+
+Rules live in one table, ``LOWERING_RULES[prim] = rule``, with per-platform
+overrides registered by ``register_lowering(prim, rule, platform="cpu")``.
+A rule has JAX's signature: ``rule(ctx, *operand_values, **params)``, where
+``ctx.avals_in`` / ``ctx.avals_out`` are the equation's ShapedArrays, and
+returns one ``ir.Value`` per result (a bare Value for a single result).
+The built-in rules are in ``lowering_rules.py``.
+"""
+from __future__ import annotations
+
+import io
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # before jaxlib.mlir loads libjax_common
+
+from typing import Callable, Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+from jaxlib.mlir.dialects import chlo, func
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from .ir import dtypes as dt
+from .ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
+
+__all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering", "LOWERING_RULES",
+           "PLATFORM_LOWERING_RULES", "aval_to_ir_type", "dtype_to_ir_type", "ir_constant"]
+
+PLATFORMS = ("cpu", "cuda", "rocm")
+
+# prim -> rule used on every platform; platform -> {prim -> rule} overrides.
+LOWERING_RULES: dict[Primitive, Callable] = {}
+PLATFORM_LOWERING_RULES: dict[str, dict[Primitive, Callable]] = {p: {} for p in PLATFORMS}
+
+
+def register_lowering(prim: Primitive, rule: Callable, platform: str | None = None) -> Callable:
+    """Register ``rule`` as the lowering of ``prim`` (on every platform, or only on ``platform``)."""
+    if platform is None:
+        LOWERING_RULES[prim] = rule
+    else:
+        if platform == "gpu":
+            platform = "cuda"
+        if platform not in PLATFORM_LOWERING_RULES:
+            raise ValueError(f"register_lowering: unknown platform {platform!r} for primitive "
+                             f"'{prim.name}'; expected None or one of {PLATFORMS}")
+        PLATFORM_LOWERING_RULES[platform][prim] = rule
+    return rule
+
+
+# Built-in rules are written before the primitives of other owners may exist,
+# so they are kept by name and installed into LOWERING_RULES once the primitive
+# is registered (see ``_rule_for``).
+BUILTIN_RULES_BY_NAME: dict[str, Callable] = {}
+
+
+def _rule_for(prim: Primitive, platform: str) -> Callable:
+    rule = PLATFORM_LOWERING_RULES.get(platform, {}).get(prim) or LOWERING_RULES.get(prim)
+    if rule is None and PRIMITIVES.get(prim.name) is prim and prim.name in BUILTIN_RULES_BY_NAME:
+        rule = LOWERING_RULES[prim] = BUILTIN_RULES_BY_NAME[prim.name]
+    if rule is None:
+        raise NotImplementedError(
+            f"MLIR lowering rule for primitive '{prim.name}' not found for platform {platform}: "
+            f"register one with jaxprc.interpreters.mlir.register_lowering({prim.name}_p, rule"
+            f"{'' if platform == 'cpu' else f', platform={platform!r}'}).")
+    return rule
+
+
+# ------------------------------------------------------------------ context
+
+_REGISTRY = ir.DialectRegistry()
+_jax_mlir_ext.register_dialects(_REGISTRY)
+
+
+def make_context() -> ir.Context:
+    """A fresh MLIR context with func, stablehlo and chlo loaded (printed in pretty form)."""
+    ctx = ir.Context()
+    ctx.append_dialect_registry(_REGISTRY)
+    ctx.dialects["func"]
+    hlo.register_dialect(ctx)
+    chlo.register_dialect(ctx)
+    return ctx
+
+
+# -------------------------------------------------------------------- types
+
+_IR_ELEMENT_TYPES = {
+    dt.bool_: lambda: ir.IntegerType.get_signless(1),
+    dt.int8: lambda: ir.IntegerType.get_signless(8),
+    dt.int16: lambda: ir.IntegerType.get_signless(16),
+    dt.int32: lambda: ir.IntegerType.get_signless(32),
+    dt.int64: lambda: ir.IntegerType.get_signless(64),
+    dt.uint8: lambda: ir.IntegerType.get_unsigned(8),
+    dt.uint16: lambda: ir.IntegerType.get_unsigned(16),
+    dt.uint32: lambda: ir.IntegerType.get_unsigned(32),
+    dt.uint64: lambda: ir.IntegerType.get_unsigned(64),
+    dt.float16: ir.F16Type.get,
+    dt.bfloat16: ir.BF16Type.get,
+    dt.float32: ir.F32Type.get,
+    dt.float64: ir.F64Type.get,
+    dt.complex64: lambda: ir.ComplexType.get(ir.F32Type.get()),
+    dt.complex128: lambda: ir.ComplexType.get(ir.F64Type.get()),
+    dt.float0: lambda: ir.IntegerType.get_signless(1),   # float0 values are all-false booleans, as in JAX
+}
+
+
+def dtype_to_ir_type(dtype) -> ir.Type:
+    try:
+        return _IR_ELEMENT_TYPES[np.dtype(dtype)]()
+    except KeyError:
+        raise TypeError(f"lowering: dtype {np.dtype(dtype)} has no StableHLO element type") from None
+
+
+def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+
+
+# ---------------------------------------------------------------- constants
+
+def ir_constant(value, dtype=None) -> ir.Value:
+    """A ``stablehlo.constant`` holding ``value`` (an array or scalar) with the given dtype."""
+    x = np.asarray(value, dtype)
+    if x.dtype == dt.float0:
+        x = np.zeros(x.shape, dt.bool_)
+        dtype = dt.float0
+    shape = x.shape                      # before ascontiguousarray, which makes 0-d arrays 1-d
+    attr = ir.DenseElementsAttr.get(np.ascontiguousarray(x), type=dtype_to_ir_type(dtype or x.dtype),
+                                    shape=shape)
+    return hlo.constant(attr)
+
+
+def full(shape, value, dtype) -> ir.Value:
+    """A splat constant: ``value`` everywhere (no host buffer)."""
+    dtype = np.dtype(dtype)
+    elt = dtype_to_ir_type(dtype)
+    if dt.is_float(dtype):
+        attr = ir.FloatAttr.get(elt, float(value))
+    elif dt.is_complex(dtype):
+        return ir_constant(np.full(shape, value, dtype), dtype)
+    else:
+        attr = ir.IntegerAttr.get(elt, int(value))
+    return hlo.constant(ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get(tuple(shape), elt), attr))
+
+
+# ------------------------------------------------------------------ lowering
+
+class ModuleContext:
+    """State shared by the whole module: platform, private callees, used symbol names."""
+
+    def __init__(self, module: ir.Module, platform: str):
+        self.module = module
+        self.platform = platform
+        self.callees: dict = {}          # callee key -> (symbol name, its ClosedJaxpr kept alive)
+        self.symbols: set[str] = {"main"}
+
+    def unique_symbol(self, name: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
+        name, k = base, 0
+        while name in self.symbols:
+            k += 1
+            name = f"{base}_{k}"
+        self.symbols.add(name)
+        return name
+
+
+class LoweringRuleContext:
+    """What a lowering rule sees besides its operands: types, platform, sub-jaxpr helpers."""
+
+    __slots__ = ("module_context", "primitive", "avals_in", "avals_out")
+
+    def __init__(self, module_context: ModuleContext, primitive: Primitive | None,
+                 avals_in: Sequence[ShapedArray], avals_out: Sequence[ShapedArray]):
+        self.module_context = module_context
+        self.primitive = primitive
+        self.avals_in = list(avals_in)
+        self.avals_out = list(avals_out)
+
+    @property
+    def platform(self) -> str:
+        return self.module_context.platform
+
+    def lower_jaxpr(self, closed_jaxpr: ClosedJaxpr | Jaxpr, *args: ir.Value) -> list[ir.Value]:
+        """Inline a sub-jaxpr at the current insertion point; returns its results."""
+        return lower_closed_jaxpr_inline(self.module_context, closed_jaxpr, args)
+
+    def call(self, closed_jaxpr: ClosedJaxpr | Jaxpr, args: Sequence[ir.Value], name: str) -> list[ir.Value]:
+        """Call a sub-jaxpr emitted as a private function (identical callees emitted once)."""
+        return call_jaxpr(self.module_context, closed_jaxpr, args, name)
+
+
+def lower_closed_jaxpr_inline(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args) -> list[ir.Value]:
+    if isinstance(cj, Jaxpr):
+        cj = ClosedJaxpr(cj, [])
+    consts = [ir_constant(c, v.aval.dtype) for v, c in zip(cj.jaxpr.constvars, cj.consts)]
+    return jaxpr_subcomp(mctx, cj.jaxpr, consts, list(args))
+
+
+def _callee_key(cj: ClosedJaxpr):
+    """Structural identity when the IR's equality is available, object identity otherwise."""
+    try:
+        hash(cj)
+        return ("structural", cj)
+    except (ImportError, AttributeError, NotImplementedError, TypeError):
+        return ("identity", id(cj))
+
+
+def call_jaxpr(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args, name: str) -> list[ir.Value]:
+    if isinstance(cj, Jaxpr):
+        cj = ClosedJaxpr(cj, [])
+    key = _callee_key(cj)
+    entry = mctx.callees.get(key)
+    if entry is None:
+        symbol = mctx.unique_symbol(name)
+        in_types = [aval_to_ir_type(a) for a in cj.in_avals]
+        out_types = [aval_to_ir_type(a) for a in cj.out_avals]
+        with ir.InsertionPoint(mctx.module.body), ir.Location.unknown():
+            fn = func.FuncOp(symbol, ir.FunctionType.get(in_types, out_types))
+            fn.sym_visibility = ir.StringAttr.get("private")
+            with ir.InsertionPoint(fn.add_entry_block()):
+                func.return_(lower_closed_jaxpr_inline(mctx, cj, fn.arguments))
+        entry = mctx.callees[key] = (symbol, cj)
+    out_types = [aval_to_ir_type(a) for a in cj.out_avals]
+    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(entry[0]), list(args))
+    return list(call.results)
+
+
+def _location(eqn) -> ir.Location:
+    si = eqn.source_info
+    name = eqn.primitive.name
+    if si is None or not si.file:
+        return ir.Location.name(name)
+    return ir.Location.name(name, childLoc=ir.Location.file(si.file, int(si.line), 0))
+
+
+def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
+                  args: Sequence[ir.Value]) -> list[ir.Value]:
+    """Emit the ops of ``jaxpr`` at the current insertion point, given values for its vars."""
+    env: dict = {}
+
+    def read(atom):
+        if type(atom) is Literal:
+            return ir_constant(atom.val, atom.aval.dtype)
+        return env[atom]
+
+    env.update(zip(jaxpr.constvars, consts))
+    env.update(zip(jaxpr.invars, args))
+    for eqn in jaxpr.eqns:
+        prim = eqn.primitive
+        rule = _rule_for(prim, mctx.platform)
+        avals_out = [v.aval for v in eqn.outvars]
+        rctx = LoweringRuleContext(mctx, prim, [a.aval for a in eqn.invars], avals_out)
+        with _location(eqn):
+            outs = rule(rctx, *map(read, eqn.invars), **eqn.params)
+        outs = _check_rule_results(prim, eqn, outs, avals_out)
+        env.update(zip(eqn.outvars, outs))
+    return [read(a) for a in jaxpr.outvars]
+
+
+def _check_rule_results(prim, eqn, outs, avals_out) -> list[ir.Value]:
+    if isinstance(outs, (ir.Value, ir.OpResult)):
+        outs = [outs]
+    elif isinstance(outs, ir.OpView) or isinstance(outs, ir.Operation):
+        outs = list(outs.results)
+    else:
+        outs = list(outs)
+    where = f" (at {eqn.source_info})" if eqn.source_info else ""
+    if len(outs) != len(avals_out):
+        raise TypeError(f"The lowering rule of '{prim.name}'{where} returned {len(outs)} value(s), "
+                        f"expected {len(avals_out)} of types "
+                        f"({', '.join(a.str_short() for a in avals_out)}).")
+    for i, (v, a) in enumerate(zip(outs, avals_out)):
+        want = aval_to_ir_type(a)
+        if v.type != want:
+            raise TypeError(f"The lowering rule of '{prim.name}'{where} returned result {i} of MLIR "
+                            f"type {v.type}, expected {want} (the primitive's type {a.str_short()}).")
+    return outs
+
+
+# ------------------------------------------------------------------ entry
+
+class Lowered:
+    """A lowered program: the MLIR module (public ``main``) plus its signature."""
+
+    def __init__(self, module: ir.Module, context: ir.Context, name: str, in_avals, out_avals,
+                 donated_invars, platform: str):
+        self.module = module
+        self.context = context
+        self.name = name
+        self.in_avals = list(in_avals)
+        self.out_avals = list(out_avals)
+        self.donated_invars = tuple(donated_invars)
+        self.platform = platform
+
+    def as_text(self, debug_info: bool = False) -> str:
+        """StableHLO text; ``debug_info=True`` adds the ``loc(...)`` source locations."""
+        with self.context:
+            return self.module.operation.get_asm(enable_debug_info=debug_info)
+
+    def as_bytecode(self) -> bytes:
+        """MLIR bytecode (keeps locations; much faster than text for large constants)."""
+        buf = io.BytesIO()
+        with self.context:
+            self.module.operation.write_bytecode(buf)
+        return buf.getvalue()
+
+    def __str__(self):
+        return self.as_text()
+
+
+def _donation_attrs(in_avals, out_avals, donated_invars) -> list[dict]:
+    """``tf.aliasing_output = k`` for each donated input matched to an unaliased output of its type."""
+    free = list(range(len(out_avals)))
+    attrs = []
+    for aval, donated in zip(in_avals, list(donated_invars) + [False] * len(in_avals)):
+        attr = {}
+        if donated:
+            match = next((k for k in free if out_avals[k].shape == aval.shape
+                          and out_avals[k].dtype == aval.dtype), None)
+            if match is not None:
+                free.remove(match)
+                attr["tf.aliasing_output"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), match)
+        attrs.append(attr)
+    return attrs
+
+
+def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars: Sequence[bool] = (),
+                platform: str = "cpu") -> Lowered:
+    """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``."""
+    if platform == "gpu":
+        platform = "cuda"
+    jaxpr = closed_jaxpr.jaxpr
+    in_avals, out_avals = closed_jaxpr.in_avals, closed_jaxpr.out_avals
+    context = make_context()
+    with context, ir.Location.unknown():
+        module = ir.Module.create()
+        module.operation.attributes["sym_name"] = ir.StringAttr.get(name)
+        mctx = ModuleContext(module, platform)
+        in_types = [aval_to_ir_type(a) for a in in_avals]
+        out_types = [aval_to_ir_type(a) for a in out_avals]
+        with ir.InsertionPoint(module.body):
+            main = func.FuncOp("main", ir.FunctionType.get(in_types, out_types))
+        main.sym_visibility = ir.StringAttr.get("public")
+        if any(donated_invars):
+            main.arg_attrs = ir.ArrayAttr.get(
+                [ir.DictAttr.get(a) for a in _donation_attrs(in_avals, out_avals, donated_invars)])
+        with ir.InsertionPoint(main.add_entry_block()):
+            consts = [ir_constant(c, v.aval.dtype) for v, c in zip(jaxpr.constvars, closed_jaxpr.consts)]
+            func.return_(jaxpr_subcomp(mctx, jaxpr, consts, list(main.arguments)))
+        try:
+            module.operation.verify()
+        except ir.MLIRError as e:
+            raise RuntimeError(f"Lowering '{name}' produced an invalid StableHLO module: {e}") from None
+    return Lowered(module, context, name, in_avals, out_avals, donated_invars, platform)
+
+
+from . import lowering_rules  # noqa: E402,F401  (registers the built-in rules)

@@ -1,0 +1,212 @@
+"""Device arrays: ``Array`` wraps one PJRT buffer (jaxlib's ``ArrayImpl``) with its type.
+
+Without jax, jaxlib's ``ArrayImpl`` has no shape, dtype or numpy conversion of
+its own: it carries the aval object we give it. ``Aval`` is that object
+(shape, dtype, weak type), interned so that cache keys compare by identity.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+from jaxlib import _jax
+
+from .client import backend
+
+_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+
+class Aval:
+    """Shape, dtype and weak type of a device array; the attributes jaxlib reads.
+
+    Instances are interned: ``Aval.get`` returns one object per (shape, dtype,
+    weak_type), so equality is identity and hashing is cheap.
+    """
+
+    __slots__ = ("shape", "dtype", "weak_type", "__weakref__")
+    _interned: dict = {}
+
+    def __init__(self, shape, dtype, weak_type):
+        self.shape, self.dtype, self.weak_type = shape, dtype, weak_type
+
+    @classmethod
+    def get(cls, shape, dtype, weak_type=False) -> "Aval":
+        key = (tuple(shape), np.dtype(dtype), bool(weak_type))
+        aval = cls._interned.get(key)
+        if aval is None:
+            aval = cls._interned[key] = cls(*key)
+        return aval
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"Aval({self.shape}, {self.dtype.name}{weak})"
+
+
+class Array:
+    """A value on a device: a PJRT buffer plus its shape, dtype and weak type.
+
+    Arithmetic operators and indexing are installed by ``jaxprc.array_methods``.
+    """
+
+    __slots__ = ("_buf", "aval", "__weakref__")
+    __array_priority__ = 100
+
+    def __init__(self, buf, aval: Aval | None = None):
+        self._buf = buf
+        self.aval = buf.aval if aval is None else aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    weak_type = property(lambda self: self.aval.weak_type)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+
+    @property
+    def nbytes(self) -> int:
+        return self.aval.size * self.aval.dtype.itemsize
+
+    @property
+    def device(self):
+        return backend().device
+
+    def devices(self) -> set:
+        return {backend().device}
+
+    # -- host interop ----------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        host = to_numpy(self)
+        if dtype is not None and np.dtype(dtype) != host.dtype:
+            return host.astype(dtype)
+        return host.copy() if copy else host
+
+    def item(self, *index):
+        return to_numpy(self).item(*index)
+
+    def tolist(self):
+        return to_numpy(self).tolist()
+
+    def __bool__(self):
+        return bool(to_numpy(self))
+
+    def __int__(self):
+        return int(to_numpy(self))
+
+    def __float__(self):
+        return float(to_numpy(self))
+
+    def __complex__(self):
+        return complex(to_numpy(self))
+
+    def __index__(self):
+        if not np.issubdtype(self.dtype, np.integer):
+            raise TypeError(f"only integer scalar arrays can be converted to a scalar index, "
+                            f"got dtype {self.dtype.name}")
+        return int(to_numpy(self))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    __hash__ = None   # mutable-looking array semantics, like numpy and JAX
+
+    def __repr__(self):
+        return _array_repr(self)
+
+    def __str__(self):
+        return str(to_numpy(self))
+
+    def __format__(self, spec):
+        return format(to_numpy(self).item(), spec) if not self.shape else format(str(self), spec)
+
+    # -- buffer lifetime -------------------------------------------------------
+    # (No unsafe_buffer_pointer: jaxlib's implementation imports jax when installed, notes §0.)
+    def block_until_ready(self) -> "Array":
+        self._buf.block_until_ready()
+        return self
+
+    def is_ready(self) -> bool:
+        return self._buf.is_ready()
+
+    def delete(self) -> None:
+        self._buf.delete()
+
+    def is_deleted(self) -> bool:
+        return self._buf.is_deleted()
+
+    def on_device_size_in_bytes(self) -> int:
+        return self._buf.on_device_size_in_bytes()
+
+
+def _array_repr(a: Array) -> str:
+    """JAX's format: ``Array([0., 1.], dtype=float32)``; weak values add ``weak_type=True``."""
+    prefix = "Array("
+    dtype_str = f"dtype={a.dtype.name}" + (", weak_type=True" if a.weak_type else "")
+    if a.is_deleted():
+        return f"{prefix}<deleted>, shape={a.shape}, {dtype_str})"
+    line_width = np.get_printoptions()["linewidth"]
+    if a.size == 0:
+        body = f"[], shape={a.shape}"
+    else:
+        body = np.array2string(to_numpy(a), prefix=prefix, suffix=",", separator=", ",
+                               max_line_width=line_width)
+    last_line_len = len(body) - body.rfind("\n") + 1
+    # Same wrapping rule as JAX, so reprs match character for character.
+    sep = " " * len(prefix) if last_line_len + len(dtype_str) + 2 > line_width else " "
+    return f"{prefix}{body},{sep}{dtype_str})"
+
+
+class DeletedArrayError(RuntimeError):
+    """An Array whose buffer was deleted (explicitly or by donation) was used."""
+
+
+def to_numpy(a: Array) -> np.ndarray:
+    """The host value of a device array: a read-only view of device memory on CPU."""
+    buf = a._buf
+    if buf.is_deleted():
+        raise DeletedArrayError(
+            f"Array of type {a.dtype.name}{list(a.shape)} has been deleted: its buffer was "
+            "donated to a jitted computation (donate_argnums) or freed with .delete().")
+    if a.aval.dtype == _BFLOAT16:
+        # No PEP-3118 format for bfloat16: numpy would silently give a 0-d object array.
+        from .executable import bfloat16_to_host
+        return bfloat16_to_host(a)
+    if backend().platform == "cpu":
+        return np.asarray(buf)
+    # Device memory is not host-addressable: an explicit device-to-host copy.
+    return buf._single_device_array_to_np_array_did_copy()[0]
+
+
+def to_buffer(x, aval: Aval):
+    """A device buffer holding host value ``x`` converted to ``aval``'s dtype.
+
+    The device never aliases a numpy buffer the caller can still write to
+    (zero-copy transfers race with later host writes, notes §0.5): such
+    buffers are copied synchronously; only arrays created here are handed over.
+    """
+    host = np.asarray(x, aval.dtype)
+    owned = host is not x and host.base is None
+    if not host.flags.c_contiguous:
+        host, owned = np.ascontiguousarray(host), True
+    b = backend()
+    return _jax.batched_device_put(aval, b.sharding, [host], [b.device],
+                                   force_copy=not owned, enable_x64=True)
+
+
+def device_put(x, weak_type: bool = False) -> Array:
+    """Copy a host value (numpy array, scalar, nested lists) to the default device.
+
+    The value's dtype is kept as is: canonicalisation (x64) is the caller's business.
+    """
+    if type(x) is Array:
+        return x
+    host = np.asarray(x)
+    aval = Aval.get(host.shape, host.dtype, weak_type)
+    return Array(to_buffer(x if host is x else host, aval), aval)

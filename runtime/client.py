@@ -1,0 +1,129 @@
+"""The PJRT client: created lazily, once per process, for one platform.
+
+CPU always works. CUDA is used when a CUDA PJRT plugin package
+(``jax-cuda12-pjrt`` / ``jax-cuda13-pjrt``) is installed and a GPU is visible;
+``JAXPRC_PLATFORM=cpu|cuda`` forces a choice. The plugin's Python package
+imports ``jax``, so we only *locate* its shared library and load it through
+jaxlib (notes/jaxlib.md §7).
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import importlib.util
+import os
+import pathlib
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # before jaxlib loads libjax_common
+
+from jaxlib import _jax, xla_client as xc  # noqa: E402
+
+_REPLICATED = xc.HloSharding.replicate()
+
+
+class DeviceSharding(_jax.SingleDeviceSharding):
+    """A single-device sharding usable without jax.
+
+    jaxlib's C++ calls ``memory_kind`` and ``_to_xla_hlo_sharding`` on shardings;
+    jax monkeypatches them onto the base class, we define them on a subclass.
+    """
+    memory_kind = None
+
+    def _to_xla_hlo_sharding(self, ndim):
+        return _REPLICATED
+
+
+class Backend:
+    """One PJRT client with its devices and the sharding of its default device."""
+
+    def __init__(self, client, platform: str):
+        self.client = client
+        self.platform = platform                      # "cpu" or "gpu" (JAX's names)
+        self.devices = list(client.devices())
+        self.device = self.devices[0]
+        self.sharding = DeviceSharding(self.device)
+        self.device_list = xc.DeviceList((self.device,))
+
+
+_BACKEND: Backend | None = None
+
+
+def backend() -> Backend:
+    """The process's backend, created on first use."""
+    global _BACKEND
+    if _BACKEND is None:
+        _BACKEND = _make_backend(os.environ.get("JAXPRC_PLATFORM", "").strip().lower())
+    return _BACKEND
+
+
+def devices() -> list:
+    return list(backend().devices)
+
+
+def default_backend() -> str:
+    return backend().platform
+
+
+def _make_backend(requested: str) -> Backend:
+    if requested not in ("", "cpu", "cuda", "gpu"):
+        raise ValueError(f"JAXPRC_PLATFORM={requested!r}: expected 'cpu' or 'cuda'")
+    if requested in ("cuda", "gpu"):
+        plugin = find_cuda_plugin()
+        if plugin is None:
+            raise RuntimeError("JAXPRC_PLATFORM=cuda, but no CUDA PJRT plugin is installed "
+                               "(pip install jax-cuda12-pjrt or jax-cuda13-pjrt).")
+        return Backend(_make_cuda_client(plugin), "gpu")   # errors (no GPU) propagate
+    if requested == "":
+        plugin = find_cuda_plugin()
+        if plugin is not None:
+            try:
+                return Backend(_make_cuda_client(plugin), "gpu")
+            except Exception:   # plugin present but no usable GPU: fall back to CPU
+                pass
+    return Backend(xc.make_cpu_client(), "cpu")
+
+
+# ------------------------------------------------------------------ CUDA
+
+def find_cuda_plugin() -> str | None:
+    """Path of an installed ``xla_cuda_plugin.so``, without importing its (jax-importing) package."""
+    for pkg in ("jax_plugins.xla_cuda13", "jax_plugins.xla_cuda12"):
+        try:
+            spec = importlib.util.find_spec(pkg)
+        except (ModuleNotFoundError, ValueError):
+            continue
+        if spec is not None and spec.submodule_search_locations:
+            so = pathlib.Path(list(spec.submodule_search_locations)[0]) / "xla_cuda_plugin.so"
+            if so.exists():
+                return str(so)
+    return None
+
+
+# Libraries jax preloads from the `nvidia` pip packages; some are not on the plugin's RPATH.
+_NVIDIA_LIBS = ("cuda_runtime", "cuda_nvrtc", "nvjitlink", "cublas", "nccl", "cuda_cupti",
+                "cusparse", "cusolver", "cufft", "nvshmem", "cudnn", "cu13")
+
+
+def _preload_nvidia_libraries() -> None:
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ModuleNotFoundError, ValueError):
+        return
+    if spec is None or not spec.submodule_search_locations:
+        return
+    for root in spec.submodule_search_locations:
+        for lib in _NVIDIA_LIBS:
+            for so in sorted(glob.glob(os.path.join(root, lib, "lib", "lib*.so*"))):
+                try:
+                    ctypes.CDLL(so, mode=ctypes.RTLD_GLOBAL)
+                except OSError:   # a library needing another one not found: the plugin may not need it
+                    pass
+
+
+def _make_cuda_client(plugin_path: str):
+    _preload_nvidia_libraries()
+    if not xc.pjrt_plugin_loaded("cuda"):
+        xc.load_pjrt_plugin_dynamically("cuda", plugin_path)
+    if not xc.pjrt_plugin_initialized("cuda"):
+        xc.initialize_pjrt_plugin("cuda")
+    return xc.make_c_api_client("cuda", xc.generate_pjrt_gpu_plugin_options())

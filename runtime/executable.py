@@ -1,0 +1,196 @@
+"""Compiling StableHLO with PJRT and running it on device arrays.
+
+``compile(module)`` accepts StableHLO text, MLIR bytecode or an ``ir.Module``
+and returns an ``Executable``. Running one is the lean path of
+notes/jaxlib.md §6: ``execute_sharded`` on the input buffers, then
+``consume_with_handlers`` with result handlers that attach our avals (never
+the jaxlib calls that import jax, §0).
+"""
+from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+from jaxlib import _jax, xla_client as xc
+from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+from jaxlib.mlir.dialects import stablehlo
+
+from .array import Array, Aval, device_put
+from .client import backend
+
+
+JaxRuntimeError = _jax.JaxRuntimeError
+
+
+class XlaError(RuntimeError):
+    """XLA rejected a program (compile) or failed running it; names the function."""
+
+
+class XlaCompileError(XlaError):
+    pass
+
+
+class XlaRuntimeError(XlaError):
+    pass
+
+
+# ---------------------------------------------------------- module signature
+
+_DIALECTS = ir.DialectRegistry()
+_jax_mlir_ext.register_dialects(_DIALECTS)
+
+# MLIR element type text -> numpy dtype.
+_ELEMENT_DTYPES = {
+    "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
+    "si8": np.int8, "si16": np.int16, "si32": np.int32, "si64": np.int64,
+    "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
+    "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64,
+    "complex<f32>": np.complex64, "complex<f64>": np.complex128,
+}
+
+
+def _context() -> ir.Context:
+    ctx = ir.Context()
+    ctx.append_dialect_registry(_DIALECTS)
+    ctx.dialects["func"]            # load (not just register) func, so it parses in pretty form
+    stablehlo.register_dialect(ctx)
+    return ctx
+
+
+def _parse(module) -> ir.Module:
+    if isinstance(module, ir.Module):
+        return module
+    ctx = _context()
+    with ctx:
+        return ir.Module.parse(module)
+
+
+def _main_func(module: ir.Module):
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return op
+    raise XlaCompileError("the module has no function named 'main' (the entry point XLA runs)")
+
+
+def _aval_of_type(t) -> Aval:
+    tensor = ir.RankedTensorType(t)
+    return Aval.get(tuple(tensor.shape), _ELEMENT_DTYPES[str(tensor.element_type)])
+
+
+def _mark_donated(module: ir.Module, donated_args) -> None:
+    """Let XLA reuse the buffers of ``donated_args`` for outputs (``jax.buffer_donor``)."""
+    main = _main_func(module)
+    with module.context:
+        n = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).inputs)
+        old = main.attributes["arg_attrs"] if "arg_attrs" in main.attributes else None
+        attrs = []
+        for i in range(n):
+            d = {} if old is None else {a.name: a.attr for a in ir.DictAttr(old[i])}
+            if i in donated_args:
+                d["jax.buffer_donor"] = ir.BoolAttr.get(True)
+            attrs.append(ir.DictAttr.get(d))
+        main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+
+
+# ------------------------------------------------------------------ compile
+
+def compile(module, *, name: str | None = None, out_avals=None, donated_args=(),
+            options: xc.CompileOptions | None = None) -> "Executable":
+    """Compile StableHLO (text, bytecode or ``ir.Module``) for the default device.
+
+    ``out_avals`` (objects with shape, dtype, weak_type) give the results'
+    types; by default they are read from ``main``'s signature (never weak).
+    ``donated_args`` are the argument positions whose buffers XLA may reuse.
+    """
+    if out_avals is None or donated_args:
+        module = _parse(module)
+    if out_avals is None:
+        main = _main_func(module)
+        with module.context:
+            out_avals = [_aval_of_type(t) for t in
+                         ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results]
+    if donated_args:
+        _mark_donated(module, set(donated_args))
+    if name is None:
+        name = "main"
+        if isinstance(module, ir.Module) and "sym_name" in module.operation.attributes:
+            name = ir.StringAttr(module.operation.attributes["sym_name"]).value
+    b = backend()
+    try:
+        loaded = b.client.compile_and_load(module, b.device_list, options or xc.CompileOptions())
+    except JaxRuntimeError as e:
+        raise XlaCompileError(f"XLA failed to compile '{name}': {e}") from None
+    return Executable(loaded, name, [Aval.get(a.shape, a.dtype, a.weak_type) for a in out_avals])
+
+
+class Executable:
+    """A compiled program for one device: call it on Arrays (or host values), get Arrays."""
+
+    def __init__(self, loaded, name: str, out_avals: list[Aval]):
+        self.loaded = loaded
+        self.name = name
+        self.out_avals = out_avals
+        sharding = backend().sharding
+        self._execute = loaded.execute_sharded
+        # Attach our avals to the results; _skip_checks avoids a jax-only validation (notes §9).
+        self.result_handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
+                                for a in out_avals]
+
+    def __call__(self, *args) -> list[Array]:
+        return self.execute([a._buf if type(a) is Array else device_put(a)._buf for a in args])
+
+    def execute(self, buffers: list) -> list[Array]:
+        """Run on device buffers (``Array._buf``); the fast path used by jit and eager dispatch."""
+        try:
+            outs = self._execute(buffers).consume_with_handlers(self.result_handlers)
+        except JaxRuntimeError as e:
+            raise self.runtime_error(e) from None
+        return list(map(Array, outs))
+
+    def runtime_error(self, e: Exception) -> XlaRuntimeError:
+        return XlaRuntimeError(f"XLA failed to run '{self.name}': {_explain(e)}")
+
+    def as_text(self) -> str:
+        """XLA's optimized HLO."""
+        return self.loaded.hlo_modules()[0].to_string()
+
+    def memory_analysis(self):
+        """Compiled memory statistics (argument/output/temp sizes in bytes)."""
+        return self.loaded.get_compiled_memory_stats()
+
+    def cost_analysis(self) -> dict:
+        return self.loaded.cost_analysis()
+
+    def __repr__(self):
+        return f"Executable({self.name!r}, outputs={self.out_avals})"
+
+
+def _explain(e: Exception) -> str:
+    msg = str(e)
+    if "has been deleted" in msg or "Expected args to execute_sharded" in msg:
+        msg += (" (an argument's buffer was deleted: it was donated to an earlier call with "
+                "donate_argnums, or freed with .delete())")
+    return msg
+
+
+# ----------------------------------------------------------- bfloat16 to host
+
+def _tensor_text(shape, elt: str) -> str:
+    return "tensor<" + "".join(f"{d}x" for d in shape) + elt + ">"
+
+
+@functools.lru_cache(maxsize=64)
+def _bitcast_bf16_to_u16(shape: tuple) -> Executable:
+    src, dst = _tensor_text(shape, "bf16"), _tensor_text(shape, "ui16")
+    return compile(f"""func.func public @main(%x: {src}) -> {dst} {{
+  %0 = stablehlo.bitcast_convert %x : ({src}) -> {dst}
+  return %0 : {dst} }}""", name="bfloat16_to_host")
+
+
+def bfloat16_to_host(a: Array) -> np.ndarray:
+    """numpy has no buffer format for bfloat16: move its bits as uint16 and view them back."""
+    from .array import to_numpy
+    (bits,) = _bitcast_bf16_to_u16(a.shape).execute([a._buf])
+    return to_numpy(bits).view(ml_dtypes.bfloat16)
