@@ -1,2 +1,167 @@
-"""(in progress)"""
-__all__ = []
+"""jaxprc.nn: common activation functions and softmax-style reductions, as in jax.nn.
+
+Plain definitions on jaxprc.numpy; the custom differentiation rules JAX uses
+for ``relu`` and ``softplus`` come with the custom_jvp work (issue 6).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from jaxprc import lax
+from jaxprc import numpy as jnp
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.prims import elementwise as ew
+from jaxprc.numpy._util import aval_of, convert, promote
+
+__all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "silu", "swish", "gelu", "elu",
+           "celu", "selu", "leaky_relu", "hard_tanh", "hard_sigmoid", "hard_silu", "soft_sign",
+           "log_softmax", "softmax", "logsumexp", "one_hot", "standardize"]
+
+
+def _inexact(fn, x):
+    (x,), dtype, weak = promote(fn, x, to_inexact=True)
+    return x, dtype, weak
+
+
+def relu(x):
+    """``max(x, 0)``."""
+    return jnp.maximum(x, 0)
+
+
+def relu6(x):
+    return jnp.minimum(jnp.maximum(x, 0), 6.0)
+
+
+def sigmoid(x):
+    """``1 / (1 + exp(-x))`` (the ``logistic`` primitive; floating inputs only, as in JAX)."""
+    return ew.logistic_p.bind(jnp.asarray(x))
+
+
+def log_sigmoid(x):
+    return jnp.negative(softplus(jnp.negative(x)))
+
+
+def softplus(x):
+    """``log(1 + exp(x))`` without overflow."""
+    return jnp.logaddexp(x, 0)
+
+
+def silu(x):
+    x, _, _ = _inexact("silu", x)
+    return jnp.multiply(x, sigmoid(x))
+
+
+swish = silu
+
+
+def gelu(x, approximate: bool = True):
+    """Gaussian error linear unit: the tanh approximation by default, the erf form otherwise."""
+    # The constants are strongly typed numpy values, so the result is never weak (as in JAX).
+    x, dtype, _ = _inexact("gelu", x)
+    if approximate:
+        c = convert(np.sqrt(2 / np.pi), dtype)
+        inner = jnp.multiply(c, jnp.add(x, jnp.multiply(0.044715, jnp.power(x, 3))))
+        return jnp.multiply(jnp.multiply(0.5, x), jnp.add(1.0, jnp.tanh(inner)))
+    erf = ew.erf_p.bind(jnp.divide(x, convert(np.sqrt(2), dtype)))
+    return jnp.divide(jnp.multiply(x, jnp.add(erf, 1)), 2)
+
+
+def elu(x, alpha=1.0):
+    x, _, _ = _inexact("elu", x)
+    safe = jnp.where(jnp.greater(x, 0), 0.0, x)
+    return jnp.where(jnp.greater(x, 0), x, jnp.multiply(alpha, jnp.expm1(safe)))
+
+
+def celu(x, alpha=1.0):
+    x, _, _ = _inexact("celu", x)
+    return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
+
+
+def selu(x):
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return jnp.multiply(scale, elu(x, alpha))
+
+
+def leaky_relu(x, negative_slope=1e-2):
+    x, _, _ = _inexact("leaky_relu", x)
+    return jnp.where(jnp.greater_equal(x, 0), x, jnp.multiply(negative_slope, x))
+
+
+def hard_tanh(x):
+    return jnp.clip(x, -1.0, 1.0)
+
+
+def hard_sigmoid(x):
+    return jnp.divide(relu6(jnp.add(x, 3.0)), 6.0)
+
+
+def hard_silu(x):
+    return jnp.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def soft_sign(x):
+    return jnp.divide(x, jnp.add(jnp.abs(x), 1))
+
+
+def _max_shift(x, axis, where=None, initial=-np.inf):
+    """The (gradient-free) maximum along ``axis``, with non-finite maxima replaced by 0."""
+    m = jnp.max(x, axis=axis, keepdims=True, where=where, initial=None if where is None else initial)
+    m = lax.stop_gradient(m)
+    return jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m))
+
+
+def log_softmax(x, axis=-1, where=None):
+    """``x - logsumexp(x, axis)``, computed stably."""
+    x, _, _ = _inexact("log_softmax", x)
+    shifted = jnp.subtract(x, _max_shift(x, axis, where))
+    total = jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True, where=where)
+    return jnp.subtract(shifted, jnp.log(total))
+
+
+def softmax(x, axis=-1, where=None):
+    """``exp(x) / sum(exp(x), axis)``, computed stably."""
+    x, _, _ = _inexact("softmax", x)
+    unnormalized = jnp.exp(jnp.subtract(x, _max_shift(x, axis, where)))
+    if where is not None:
+        unnormalized = jnp.where(where, unnormalized, 0.0)
+    return jnp.divide(unnormalized, jnp.sum(unnormalized, axis=axis, keepdims=True, where=where))
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """``log(sum(b * exp(a), axis))`` without overflow; with ``return_sign`` also the sign of the sum."""
+    a, _, _ = _inexact("logsumexp", a)
+    shift = _max_shift(a, axis, where)
+    e = jnp.exp(jnp.subtract(a, shift))
+    if b is not None:
+        e = jnp.multiply(b, e)
+    total = jnp.sum(e, axis=axis, keepdims=True, where=where)
+    sign = jnp.sign(total)
+    out = jnp.add(jnp.log(jnp.abs(total) if return_sign or b is not None else total), shift)
+    if not keepdims:
+        axes = tuple(range(aval_of(a).ndim)) if axis is None else axis
+        out, sign = jnp.squeeze(out, axes), jnp.squeeze(sign, axes)
+    return (out, sign) if return_sign else out
+
+
+def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
+    """``x``'s integers as one-hot vectors of length ``num_classes`` along ``axis``."""
+    dtype = dt.default_float_dtype() if dtype is None else dt.canonicalize_dtype(jnp._dtypes.to_dtype(dtype))
+    x = jnp.asarray(x)
+    out_ndim = aval_of(x).ndim + 1
+    axis = axis % out_ndim
+    expanded = jnp.expand_dims(x, axis)
+    shape = list(aval_of(expanded).shape)
+    shape[axis] = num_classes
+    classes = lax.broadcasted_iota(aval_of(x).dtype if dt.is_int(aval_of(x).dtype) else dt.int32,
+                                   tuple(shape), axis)
+    return convert(jnp.equal(expanded, classes), dtype)
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
+    x, _, _ = _inexact("standardize", x)
+    mean = jnp.mean(x, axis, keepdims=True) if mean is None else mean
+    variance = jnp.var(x, axis, keepdims=True) if variance is None else variance
+    return jnp.multiply(jnp.subtract(x, mean), jnp.reciprocal(jnp.sqrt(jnp.add(variance, epsilon))))

@@ -1,1 +1,76 @@
-"""jaxprc.numpy: the jax.numpy API (in progress)."""
+"""jaxprc.numpy: the widely used part of jax.numpy, traced into jaxprc's IR.
+
+Numpy broadcasting is explicit ``broadcast_in_dim`` and promotion is JAX's
+lattice with weak types (``jaxprc.ir.dtypes``); see ``_util.promote``.
+Importing this package installs the array operators and methods on tracers
+and device arrays (``jaxprc.array_methods``).
+"""
+from ._dtypes import (bfloat16, bool_, can_cast, complex64, complex128, complex_, complexfloating,
+                      dtype, finfo, float0, float16, float32, float64, float_, floating, generic, iinfo,
+                      inexact, int8, int16, int32, int64, int_, integer, isdtype, issubdtype, number,
+                      promote_types, result_type, signedinteger, uint, uint8, uint16, uint32, uint64,
+                      unsignedinteger)
+from .creation import (arange, array, asarray, empty, empty_like, eye, full, full_like, identity,
+                       linspace, ones, ones_like, tri, zeros, zeros_like)
+from .ufuncs import (abs, absolute, acos, acosh, add, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
+                     arctanh, around, asin, asinh, atan, atan2, atanh, bitwise_and, bitwise_count,
+                     bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, conj, conjugate, copysign, cos,
+                     cosh, deg2rad, degrees, divide, divmod, equal, exp, exp2, expm1, fix, float_power,
+                     floor, floor_divide, fmax, fmin, fmod, greater, greater_equal, heaviside, hypot,
+                     imag, invert, isfinite, isinf, isnan, left_shift, less, less_equal, log, log1p,
+                     log2, log10, logaddexp, logical_and, logical_not, logical_or, logical_xor,
+                     maximum, minimum, mod, multiply, nan_to_num, negative, nextafter, not_equal,
+                     positive, power, rad2deg, radians, real, reciprocal, remainder, right_shift,
+                     rint, round, sign, signbit, sin, sinc, sinh, sqrt, square, subtract, tan, tanh,
+                     true_divide, trunc)
+from .reductions import (all, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum,
+                         cumulative_prod, cumulative_sum, max, mean, min, prod, ptp, std, sum, var)
+from .shape_ops import (array_split, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, broadcast_to,
+                        column_stack, concat, concatenate, diff, dstack, expand_dims, flip, fliplr,
+                        flipud, hsplit, hstack, matrix_transpose, moveaxis, ndim, pad, permute_dims,
+                        ravel, repeat, reshape, roll, shape, size, split, squeeze, stack, swapaxes,
+                        tile, transpose, vsplit, vstack)
+from ._util import broadcast_shapes
+from .selection import argsort, clip, diag, diagonal, searchsorted, select, sort, trace, tril, triu, where
+from .products import dot, einsum, inner, kron, matmul, outer, tensordot, vdot, vecdot
+from .indexing import argwhere, flatnonzero, nonzero, take, take_along_axis
+from . import linalg
+
+import numpy as _np
+
+pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
+newaxis = None
+ndarray = None   # set to jaxprc.Array by array_methods.install() when the runtime is present
+
+
+def isscalar(element) -> bool:
+    return ndim(element) == 0 if not isinstance(element, (list, tuple)) else False
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return all(isclose(a, b, rtol, atol, equal_nan))
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    a, b = asarray(a), asarray(b)
+    dtype = result_type(a, b)
+    if not issubdtype(dtype, inexact):
+        return equal(a, b)
+    a, b = a.astype(dtype), b.astype(dtype)
+    close = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
+    close = logical_or(close, equal(a, b))
+    return logical_or(close, logical_and(isnan(a), isnan(b))) if equal_nan else close
+
+
+def array_equal(a1, a2, equal_nan=False):
+    if shape(a1) != shape(a2):
+        return asarray(False)
+    eq = equal(a1, a2)
+    if equal_nan:
+        eq = logical_or(eq, logical_and(isnan(a1), isnan(a2)))
+    return all(eq)
+
+
+from .. import array_methods as _array_methods  # noqa: E402
+
+_array_methods.install()

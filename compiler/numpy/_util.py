@@ -1,0 +1,120 @@
+"""What every jnp function needs: reading operands, JAX promotion, numpy broadcasting.
+
+Operands are jaxprc values (tracers, device Arrays) or constants (Python
+scalars, numpy arrays and scalars). Constants stay constants while they are
+converted, so a traced ``x + 2.0`` records ``2.0`` as a literal, not an
+equation. A weakly typed constant is always a Python scalar: weak dtypes are
+exactly the default int/float/complex, which is what Python scalars trace as.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from jaxprc import lax
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.core import ShapedArray
+from jaxprc.ir.prims import elementwise as ew
+from jaxprc.ir.tracing import Tracer, get_aval, is_scalar_constant
+
+_PY_KIND = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def aval_of(x, fn: str = "") -> ShapedArray:
+    try:
+        return get_aval(x)
+    except TypeError:
+        where = f"{fn}: " if fn else ""
+        raise TypeError(f"{where}expected an array or a scalar, got {x!r} of type {type(x).__name__}. "
+                        "jaxprc.numpy functions take jaxprc arrays, numpy arrays and Python scalars; "
+                        "convert lists and tuples with jnp.asarray first.") from None
+
+
+def is_constant(x) -> bool:
+    """Python and numpy values (not yet inside jaxprc)."""
+    return is_scalar_constant(x) or isinstance(x, np.ndarray)
+
+
+def convert(x, dtype, weak: bool = False):
+    """``x`` as ``dtype`` (weakly typed if ``weak``); constants are converted in numpy."""
+    dtype = np.dtype(dtype)
+    if is_scalar_constant(x):
+        value = np.asarray(x)
+        if weak and dtype != dt.bool_:
+            return _PY_KIND[dtype.kind](value.astype(dtype).item())
+        return value.astype(dtype)[()]
+    if isinstance(x, np.ndarray):
+        return x.astype(dtype, copy=False)
+    a = aval_of(x)
+    if a.dtype == dtype and a.weak_type == weak:
+        return x
+    return ew.convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak)
+
+
+def broadcast_shapes(*shapes: Sequence[int], fn: str = "broadcast_shapes") -> tuple[int, ...]:
+    """numpy's broadcasting of shapes; a ValueError naming the shapes when they do not broadcast."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0} - {1}
+        if len(sizes) > 1:
+            raise ValueError(f"{fn}: shapes {', '.join(map(str, map(tuple, shapes)))} cannot be "
+                             "broadcast together (numpy broadcasting: trailing dimensions must be "
+                             "equal or 1)")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def broadcast_to_shape(x, shape: Sequence[int]):
+    """``x`` broadcast to ``shape`` with an explicit ``broadcast_in_dim`` (numpy's rules)."""
+    shape = tuple(shape)
+    a = aval_of(x)
+    if a.shape == shape:
+        return x
+    lead = len(shape) - a.ndim
+    if lead < 0 or any(d not in (1, shape[lead + i]) for i, d in enumerate(a.shape)):
+        raise ValueError(f"cannot broadcast an array of shape {a.shape} to shape {shape}")
+    # Size-1 dimensions that expand are dropped from the operand first, as JAX does.
+    squeeze = tuple(i for i, d in enumerate(a.shape) if d == 1 and shape[lead + i] != 1)
+    if squeeze:
+        x = lax.squeeze(x, squeeze) if not is_constant(x) else np.squeeze(x, squeeze)
+    kept = [i for i in range(a.ndim) if i not in squeeze]
+    return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in kept))
+
+
+def promote(fn: str, *args, to_inexact: bool = False):
+    """Convert ``args`` to their common (dtype, weak type) and broadcast them to one shape.
+
+    Returns ``(converted_args, dtype, weak)``. ``to_inexact``: integer and
+    boolean results become the default float dtype (weakness kept), as
+    jax.numpy's transcendental functions do.
+    """
+    avals = [aval_of(a, fn) for a in args]
+    dtype, weak = dt.promote_types(*((a.dtype, a.weak_type) for a in avals))
+    if to_inexact and not dt.is_inexact(dtype):
+        dtype = dt.default_float_dtype()
+    shape = broadcast_shapes(*(a.shape for a in avals), fn=fn)
+    out = [broadcast_to_shape(convert(x, dtype, weak), shape) for x in args]
+    return out, dtype, weak
+
+
+def canonical_axis(axis: int, ndim: int, fn: str = "") -> int:
+    if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+        raise ValueError(f"{fn}: axis {axis} is out of bounds for an array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def canonical_axes(axis, ndim: int, fn: str = "") -> tuple[int, ...]:
+    """``axis`` (None, an int or a sequence of ints) as sorted non-negative axes; None means all."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = tuple(sorted(canonical_axis(int(a), ndim, fn) for a in axes))
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fn}: repeated axis in {axis!r}")
+    return out
+
+
+def is_traced(x) -> bool:
+    return isinstance(x, Tracer)

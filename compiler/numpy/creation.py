@@ -1,0 +1,184 @@
+"""Array creation: array, asarray, zeros, ones, full, empty, *_like, arange, linspace, eye, identity, tri."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from jaxprc import lax
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.tracing import get_aval
+
+from ._dtypes import to_dtype
+from ._util import aval_of, broadcast_to_shape, convert, is_constant
+
+
+def _is_constant_tree(x) -> bool:
+    if isinstance(x, (list, tuple)):
+        return all(map(_is_constant_tree, x))
+    return is_constant(x)
+
+
+def _constant_array(value, dtype, weak: bool):
+    """A jaxprc Array holding a Python/numpy constant (a concrete value, also inside a trace)."""
+    from jaxprc import runtime
+    return runtime.device_put(np.asarray(value).astype(dtype, copy=False), weak_type=weak)
+
+
+def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
+    """An array from an array, a scalar, or (nested) lists of them; like jax.numpy.array."""
+    dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
+    if isinstance(object, (list, tuple)) and not _is_constant_tree(object):
+        from .shape_ops import stack
+        from ._dtypes import result_type
+        parts = [array(o) for o in object]
+        out = stack([convert(p, dtype or result_type(*parts)) for p in parts])
+    elif not is_constant(object) and not isinstance(object, (list, tuple)):
+        aval_of(object, "array")          # a clear error for non-array objects
+        out = object if dtype is None else convert(object, dtype, False)
+    else:
+        aval = get_aval(object) if not isinstance(object, (list, tuple)) else None
+        weak = dtype is None and aval is not None and aval.weak_type
+        value = np.asarray(object)
+        if value.dtype.kind == "O":
+            raise TypeError(f"array: cannot make an array from {object!r}")
+        dtype = dtype or (aval.dtype if aval is not None else dt.canonicalize_dtype(value.dtype))
+        out = _constant_array(value, dtype, weak)
+    aval = aval_of(out)
+    if aval.ndim < ndmin:
+        out = lax.broadcast_in_dim(out, (1,) * (ndmin - aval.ndim) + aval.shape,
+                                   tuple(range(ndmin - aval.ndim, ndmin)))
+    return out
+
+
+def asarray(a, dtype=None, order=None, *, copy=None):
+    """``a`` as a jaxprc array; jaxprc arrays of the right dtype are returned as they are."""
+    return array(a, dtype=dtype, copy=False)
+
+
+def _shape_tuple(shape, fn: str) -> tuple[int, ...]:
+    try:
+        return (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(
+            operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{fn}: shape must be an int or a sequence of ints, got {shape!r}") from None
+
+
+def _full(shape, fill_value, dtype, weak):
+    fill = convert(fill_value, dtype, weak)
+    if not shape and is_constant(fill):
+        return _constant_array(fill, dtype, weak)
+    return broadcast_to_shape(fill, shape)
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of ``shape`` filled with ``fill_value`` (weakly typed if the fill is and no dtype is given)."""
+    shape = _shape_tuple(shape, "full")
+    a = aval_of(fill_value, "full")
+    if dtype is None:
+        return _full(shape, fill_value, a.dtype, a.weak_type)
+    return _full(shape, fill_value, dt.canonicalize_dtype(to_dtype(dtype)), False)
+
+
+def zeros(shape, dtype=None):
+    return full(shape, 0, dtype if dtype is not None else dt.default_float_dtype())
+
+
+def ones(shape, dtype=None):
+    return full(shape, 1, dtype if dtype is not None else dt.default_float_dtype())
+
+
+def empty(shape, dtype=None):
+    return zeros(shape, dtype)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    """Like ``full`` with ``a``'s shape and dtype; keeps ``a``'s weak type when no dtype is given."""
+    aval = aval_of(a, "full_like")
+    shape = aval.shape if shape is None else _shape_tuple(shape, "full_like")
+    if dtype is None:
+        return _full(shape, fill_value, aval.dtype, aval.weak_type)
+    return _full(shape, fill_value, dt.canonicalize_dtype(to_dtype(dtype)), False)
+
+
+def zeros_like(a, dtype=None, shape=None):
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a, dtype=None, shape=None):
+    return full_like(a, 1, dtype, shape)
+
+
+def empty_like(a, dtype=None, shape=None):
+    return full_like(a, 0, dtype, shape)
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    """Evenly spaced values; the bounds must be concrete (as in JAX). One argument traces to ``iota``."""
+    if dtype is not None:
+        dtype = dt.canonicalize_dtype(to_dtype(dtype))
+    if stop is None and step is None:
+        if not isinstance(start, (float, np.floating)) and (dtype is None or dt.is_int(dtype)):
+            n = operator.index(start)
+            return lax.iota(dtype or dt.default_int_dtype(), max(n, 0))
+    bounds = [np.asarray(b) for b in (start, stop, step) if b is not None]
+    value = np.arange(*bounds)
+    return _constant_array(value, dtype or dt.canonicalize_dtype(value.dtype), False)
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype=None, axis: int = 0):
+    """``num`` evenly spaced samples over [start, stop]; start/stop may be traced arrays."""
+    from . import ufuncs as uf
+    from .selection import where
+    from .shape_ops import expand_dims
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    from ._dtypes import result_type
+    out_dtype = dt.canonicalize_dtype(to_dtype(dtype)) if dtype is not None else None
+    compute = result_type(start, stop, float)
+    if not dt.is_inexact(compute):
+        compute = dt.default_float_dtype()
+    start, stop = asarray(start, compute), asarray(stop, compute)
+    bshape = aval_of(uf.add(start, stop)).shape
+    start, stop = broadcast_to_shape(start, bshape), broadcast_to_shape(stop, bshape)
+    axis = axis % (len(bshape) + 1)
+    out_shape = bshape[:axis] + (num,) + bshape[axis:]
+    div = (num - 1) if endpoint else num
+    idx = lax.broadcasted_iota(compute, out_shape, axis)
+    s, e = expand_dims(start, axis), expand_dims(stop, axis)
+    delta = uf.divide(uf.subtract(e, s), div) if div > 0 else uf.subtract(e, s)
+    out = uf.add(s, uf.multiply(idx, delta))
+    if endpoint and num > 1:
+        out = where(uf.equal(idx, num - 1), e, out)
+    if out_dtype is not None:
+        if dt.is_int(out_dtype):
+            out = uf.floor(out)
+        out = convert(out, out_dtype)
+    return (out, delta) if retstep else out
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
+    """The 2-D identity (ones on the ``k``-th diagonal)."""
+    from . import ufuncs as uf
+    N = operator.index(N)
+    M = N if M is None else operator.index(M)
+    dtype = dt.canonicalize_dtype(to_dtype(dtype)) if dtype is not None else dt.default_float_dtype()
+    rows = lax.broadcasted_iota(dt.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(dt.int32, (N, M), 1)
+    return convert(uf.equal(uf.add(rows, operator.index(k)), cols), dtype)
+
+
+def identity(n: int, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype=None):
+    """Ones at and below the ``k``-th diagonal."""
+    from . import ufuncs as uf
+    M = N if M is None else M
+    dtype = dt.canonicalize_dtype(to_dtype(dtype)) if dtype is not None else dt.default_float_dtype()
+    rows = lax.broadcasted_iota(dt.int32, (N, M), 0)
+    cols = lax.broadcasted_iota(dt.int32, (N, M), 1)
+    return convert(uf.greater_equal(uf.add(rows, k), cols), dtype)

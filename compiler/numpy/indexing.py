@@ -1,0 +1,400 @@
+"""Indexing: ``x[idx]``, ``take``, ``take_along_axis``, ``nonzero`` and ``x.at[idx].set/add/...``.
+
+``x[idx]`` follows numpy. Basic indices (static slices and integers, None,
+Ellipsis) become ``slice``/``rev``/``squeeze``, traced integers a
+``dynamic_slice``; integer arrays (and boolean masks, which must be concrete
+and become their ``nonzero`` indices) become one ``gather``, whose result
+dimensions go where numpy puts them (in place when the advanced indices are
+adjacent, in front otherwise). ``.at`` updates scatter into the flattened
+array at the positions ``x[idx]`` would read, so they follow the same rules.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from jaxprc import lax
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.tracing import ConcretizationTypeError
+
+from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, is_constant
+
+_SLICE, _INT, _ARRAY, _NONE = "slice", "int", "array", "none"
+
+
+class NonConcreteBooleanIndexError(ConcretizationTypeError, IndexError):
+    pass
+
+
+def _array(a, fn):
+    from .creation import asarray
+    aval_of(a, fn)
+    return asarray(a)
+
+
+def _concrete_bool_mask(mask):
+    try:
+        return np.asarray(mask)
+    except ConcretizationTypeError as e:
+        raise NonConcreteBooleanIndexError(
+            f"Array boolean indices must be concrete: the mask {mask!r} is a traced value, so the "
+            "shape of the result would depend on its values. Use jnp.where(mask, x, fill) instead, "
+            f"or compute the mask outside the transformed function. ({e})") from None
+
+
+def _parse_index(shape, idx):
+    """The index as a list of (kind, dim, value) entries with Ellipsis expanded and
+    boolean masks turned into integer arrays; ``dim`` is None for new axes."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    items = []
+    for i in idx:
+        if i is None or i is Ellipsis or isinstance(i, slice):
+            items.append(i)
+        elif isinstance(i, (bool, np.bool_)):
+            raise IndexError("indexing with a Python bool is not supported; use a boolean array")
+        elif isinstance(i, (int, np.integer)):
+            items.append((_INT, int(i)))
+        else:
+            if isinstance(i, (list, tuple)):
+                from .creation import asarray
+                i = np.asarray(i) if all(is_constant(v) for v in np.ravel(np.asarray(i, dtype=object))) \
+                    else asarray(i)
+            aval = aval_of(i, "indexing")
+            if dt.is_bool(aval.dtype):
+                items.extend((_ARRAY, np.asarray(n, dt.default_int_dtype()))
+                             for n in np.nonzero(_concrete_bool_mask(i)))
+                if aval.ndim == 0:
+                    raise IndexError("indexing with a 0-d boolean array is not supported")
+            elif dt.is_int(aval.dtype):
+                if aval.ndim == 0:   # a scalar: static if it is a numpy value, else dynamic
+                    items.append((_INT, int(i) if is_constant(i) else i))
+                else:
+                    items.append((_ARRAY, i))
+            else:
+                raise IndexError(f"indices must be integers, slices, None, Ellipsis, or integer or "
+                                 f"boolean arrays; got a {aval.str_short()} value")
+    if sum(i is Ellipsis for i in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(1 for i in items if i is not None and i is not Ellipsis)
+    if used > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "
+                         f"but {used} were indexed")
+    if Ellipsis not in items:
+        items.append(Ellipsis)
+    entries, dim = [], 0
+    for i in items:
+        if i is Ellipsis:
+            for _ in range(len(shape) - used):
+                entries.append((_SLICE, dim, slice(None)))
+                dim += 1
+        elif i is None:
+            entries.append((_NONE, None, None))
+        elif isinstance(i, slice):
+            entries.append((_SLICE, dim, i))
+            dim += 1
+        else:
+            entries.append((i[0], dim, i[1]))
+            dim += 1
+    return entries
+
+
+def _static_int(i, size, dim):
+    if not -size <= i < size:
+        raise IndexError(f"index {i} is out of bounds for axis {dim} with size {size}")
+    return i % size
+
+
+def _apply_slices(x, entries):
+    """Static slices (and static integers, as length-1 slices) in one ``slice``, then ``rev``."""
+    shape = aval_of(x).shape
+    starts, limits, strides, flips = [0] * len(shape), list(shape), [1] * len(shape), []
+    for kind, dim, v in entries:
+        if kind == _SLICE:
+            for bound in (v.start, v.stop, v.step):
+                if bound is not None and not isinstance(bound, (int, np.integer)):
+                    raise IndexError(f"slice bounds must be static integers, got {v!r}; use "
+                                     "lax.dynamic_slice for traced start indices")
+            chosen = range(*v.indices(shape[dim]))
+            step = chosen.step
+            if len(chosen) == 0:
+                starts[dim] = limits[dim] = 0
+            elif step > 0:
+                starts[dim], limits[dim], strides[dim] = chosen[0], chosen[-1] + 1, step
+            else:
+                starts[dim], limits[dim], strides[dim] = chosen[-1], chosen[0] + 1, -step
+                flips.append(dim)
+        elif kind == _INT and isinstance(v, int):
+            i = _static_int(v, shape[dim], dim)
+            starts[dim], limits[dim] = i, i + 1
+    if starts != [0] * len(shape) or limits != list(shape) or strides != [1] * len(shape):
+        x = lax.slice(x, starts, limits, None if all(s == 1 for s in strides) else strides)
+    return lax.rev(x, flips) if flips else x
+
+
+def _insert_new_axes(y, tokens):
+    """``tokens`` lists the result's dimensions in order; "new" ones are inserted with size 1."""
+    new = tuple(i for i, t in enumerate(tokens) if t == "new")
+    return lax.expand_dims(y, new) if new else y
+
+
+def getitem(x, idx, mode=None, fill_value=None):
+    """``x[idx]`` with numpy's semantics (see the module docstring). Out-of-bounds indices are
+    clamped; with a gather ``mode`` ("fill", "clip") integers go through the gather too, so
+    that mode applies to them."""
+    x = _array(x, "indexing")
+    entries = _parse_index(aval_of(x).shape, idx)
+    kinds = {kind for kind, _, _ in entries}
+    if _ARRAY in kinds or (mode is not None and _INT in kinds):
+        mode = lax.GatherScatterMode.PROMISE_IN_BOUNDS if mode is None else mode
+        mode, fill_value = _gather_mode(mode, fill_value, aval_of(x).dtype)
+        return _advanced(x, entries, mode, fill_value)
+    y = _apply_slices(x, entries)
+    traced = [(dim, v) for kind, dim, v in entries if kind == _INT and not isinstance(v, int)]
+    if traced:
+        shape = aval_of(y).shape
+        starts = [0] * len(shape)
+        sizes = list(shape)
+        for dim, v in traced:
+            starts[dim], sizes[dim] = v, 1
+        y = lax.dynamic_slice(y, starts, sizes)
+    ints = tuple(dim for kind, dim, _ in entries if kind == _INT)
+    if ints:
+        y = lax.squeeze(y, ints)
+    return _insert_new_axes(y, [("new" if k == _NONE else "dim") for k, _, _ in entries if k != _INT])
+
+
+def _normalized_indices(index, size, mode=None):
+    """Integer indices with negative ones counted from the end (numpy in numpy, ``select_n``
+    traced); in "clip" mode they are left alone, to be clamped to 0 (as JAX does)."""
+    if mode == lax.GatherScatterMode.CLIP:
+        return index
+    from .selection import where
+    from .ufuncs import add, less
+    if is_constant(index):
+        index = np.asarray(index)
+        return np.where(index < 0, index + size, index).astype(dt.default_int_dtype())
+    index = convert(index, dt.default_int_dtype())
+    return where(less(index, 0), add(index, size), index)
+
+
+def gather_indices(x, dims, index_arrays, *, batch_position=0, mode=None, fill_value=None):
+    """``x`` indexed along ``dims`` by broadcast integer ``index_arrays``: one ``gather``.
+
+    The index dimensions appear at ``batch_position`` among the remaining dimensions of ``x``.
+    """
+    shape = aval_of(x).shape
+    bshape = broadcast_shapes(*(aval_of(i).shape for i in index_arrays), fn="indexing")
+    parts = [_normalized_indices(i, shape[d], mode) for d, i in zip(dims, index_arrays)]
+    if all(is_constant(p) for p in parts):
+        indices = np.stack([np.broadcast_to(p, bshape) for p in parts], axis=-1).astype(dt.default_int_dtype())
+    else:
+        from .shape_ops import concatenate
+        indices = concatenate([lax.expand_dims(broadcast_to_shape(p, bshape), (len(bshape),)) for p in parts],
+                              axis=-1)
+    rest = [d for d in range(len(shape)) if d not in dims]
+    nb = len(bshape)
+    offset_dims = tuple(range(batch_position)) + tuple(
+        range(batch_position + nb, nb + len(rest)))
+    dnums = lax.GatherDimensionNumbers(offset_dims=offset_dims, collapsed_slice_dims=tuple(sorted(dims)),
+                                       start_index_map=tuple(dims), operand_batching_dims=(),
+                                       start_indices_batching_dims=())
+    slice_sizes = tuple(1 if d in dims else shape[d] for d in range(len(shape)))
+    return lax.gather(x, indices, dnums, slice_sizes, mode=mode, fill_value=fill_value)
+
+
+def _advanced(x, entries, mode, fill_value):
+    x = _apply_slices(x, [e for e in entries if e[0] == _SLICE])
+    adv = [(dim, v) for kind, dim, v in entries if kind in (_INT, _ARRAY)]
+    positions = [i for i, (kind, _, _) in enumerate(entries) if kind in (_INT, _ARRAY)]
+    adjacent = positions == list(range(positions[0], positions[-1] + 1))
+    before = sum(1 for k, _, _ in entries[:positions[0]] if k == _SLICE) if adjacent else 0
+    y = gather_indices(x, [d for d, _ in adv], [v for _, v in adv], batch_position=before,
+                       mode=mode, fill_value=fill_value)
+    nb = aval_of(y).ndim - sum(1 for k, _, _ in entries if k == _SLICE)
+    tokens = []
+    if not adjacent:
+        tokens += ["dim"] * nb
+    for i, (kind, _, _) in enumerate(entries):
+        if kind == _SLICE:
+            tokens.append("dim")
+        elif kind == _NONE:
+            tokens.append("new")
+        elif adjacent and i == positions[0]:
+            tokens += ["dim"] * nb
+    return _insert_new_axes(y, tokens)
+
+
+def _default_fill(dtype):
+    if dt.is_inexact(dtype):
+        return np.nan
+    if dt.is_bool(dtype):
+        return True
+    info = dt.iinfo(dtype)
+    return info.max if dt.is_unsigned(dtype) else info.min
+
+
+def _gather_mode(mode, fill_value, dtype):
+    mode = lax.GatherScatterMode.from_any(mode)
+    if mode == lax.GatherScatterMode.FILL_OR_DROP and fill_value is None:
+        fill_value = _default_fill(dtype)
+    return mode, fill_value
+
+
+def take(a, indices, axis=None, mode=None, fill_value=None):
+    """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened array if None).
+    Out-of-bounds indices give ``fill_value`` (NaN for floats) unless ``mode="clip"``."""
+    from .shape_ops import ravel
+    a = _array(a, "take")
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = canonical_axis(axis, aval_of(a).ndim, "take")
+    mode, fill_value = _gather_mode(mode, fill_value, aval_of(a).dtype)
+    if isinstance(indices, (list, tuple)):
+        indices = np.asarray(indices)
+    return gather_indices(a, [axis], [indices], batch_position=axis, mode=mode, fill_value=fill_value)
+
+
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+    """``arr`` indexed along ``axis`` by ``indices`` (same rank; other dimensions broadcast)."""
+    arr = _array(arr, "take_along_axis")
+    shape = aval_of(arr).shape
+    if axis is None:
+        from .shape_ops import ravel
+        arr, shape, axis = ravel(arr), (aval_of(arr).size,), 0
+    ishape = aval_of(indices, "take_along_axis").shape
+    if len(ishape) != len(shape):
+        raise ValueError(f"take_along_axis: indices and arr must have the same number of dimensions; "
+                         f"{len(ishape)} vs {len(shape)}")
+    axis = canonical_axis(axis, len(shape), "take_along_axis")
+    out_shape = broadcast_shapes(tuple(1 if d == axis else s for d, s in enumerate(shape)),
+                                 tuple(1 if d == axis else s for d, s in enumerate(ishape)),
+                                 fn="take_along_axis")
+    out_shape = out_shape[:axis] + (ishape[axis],) + out_shape[axis + 1:]
+    index_arrays = [broadcast_to_shape(indices, out_shape) if d == axis
+                    else lax.broadcasted_iota(dt.default_int_dtype(), out_shape, d)
+                    for d in range(len(shape))]
+    if any(out_shape[d] != shape[d] for d in range(len(shape)) if d != axis):
+        arr = broadcast_to_shape(arr, tuple(out_shape[d] if d != axis else shape[d] for d in range(len(shape))))
+    mode, fill_value = _gather_mode(mode, fill_value, aval_of(arr).dtype)
+    return gather_indices(arr, list(range(len(shape))), index_arrays, mode=mode, fill_value=fill_value)
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """Indices of the non-zero elements (``a`` must be concrete: the result's shape depends on it)."""
+    value = _concrete_bool_mask(a)
+    out = np.nonzero(value)
+    if size is not None:
+        fill = 0 if fill_value is None else fill_value
+        out = tuple(np.concatenate([o[:size], np.full(max(0, size - len(o)), fill, o.dtype)]) for o in out)
+    from .creation import asarray
+    return tuple(asarray(o.astype(dt.default_int_dtype())) for o in out)
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    return nonzero(np.ravel(_concrete_bool_mask(a)), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    from .shape_ops import stack
+    return stack(nonzero(a, size=size, fill_value=fill_value), axis=-1)
+
+
+# -------------------------------------------------------------- .at updates
+
+def _is_static_index(idx) -> bool:
+    items = idx if isinstance(idx, tuple) else (idx,)
+    return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer, np.ndarray, list))
+               for i in items)
+
+
+def _positions(shape, idx):
+    """The flat positions ``x[idx]`` reads, out-of-bounds ones replaced by ``size`` (which the
+    scatter drops): computed by numpy for static in-bounds indices, traced otherwise."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if _is_static_index(idx):
+        try:
+            return np.arange(size, dtype=dt.default_int_dtype()).reshape(shape)[idx]
+        except IndexError:
+            pass
+    iota = lax.reshape(lax.iota(dt.default_int_dtype(), size), shape)
+    return getitem(iota, idx, mode=lax.GatherScatterMode.FILL_OR_DROP, fill_value=size)
+
+
+def scatter_update(x, idx, values, combine: str):
+    """``x`` with ``values`` combined into the elements ``x[idx]`` selects (scatter, drop out of bounds)."""
+    x = _array(x, "at")
+    aval = aval_of(x)
+    pos = _positions(aval.shape, idx)
+    pos_shape = aval_of(pos).shape
+    values = broadcast_to_shape(convert(values, aval.dtype, aval.weak_type), pos_shape)
+    n = int(np.prod(pos_shape, dtype=np.int64))
+    flat_pos = np.reshape(pos, (n, 1)) if is_constant(pos) else lax.reshape(pos, (n, 1))
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                        scatter_dims_to_operand_dims=(0,), operand_batching_dims=(),
+                                        scatter_indices_batching_dims=())
+    scatter = {"set": lax.scatter, "add": lax.scatter_add, "mul": lax.scatter_mul,
+               "min": lax.scatter_min, "max": lax.scatter_max}[combine]
+    out = scatter(lax.reshape(x, (aval.size,)), flat_pos, lax.reshape(values, (n,)), dnums,
+                  mode=lax.GatherScatterMode.FILL_OR_DROP)
+    return lax.reshape(out, aval.shape)
+
+
+class _IndexUpdateRef:
+    """``x.at[idx]``: functional updates of the elements ``x[idx]`` selects."""
+
+    __slots__ = ("array", "index")
+
+    def __init__(self, array, index):
+        self.array, self.index = array, index
+
+    def __repr__(self):
+        return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
+
+    def get(self, *, mode=None, fill_value=None):
+        return getitem(self.array, self.index, mode, fill_value)
+
+    def set(self, values, **_):
+        return scatter_update(self.array, self.index, values, "set")
+
+    def add(self, values, **_):
+        return scatter_update(self.array, self.index, values, "add")
+
+    def multiply(self, values, **_):
+        return scatter_update(self.array, self.index, values, "mul")
+
+    mul = multiply
+
+    def min(self, values, **_):
+        return scatter_update(self.array, self.index, values, "min")
+
+    def max(self, values, **_):
+        return scatter_update(self.array, self.index, values, "max")
+
+    def subtract(self, values, **_):
+        from .ufuncs import negative
+        return self.add(negative(values))
+
+    def divide(self, values, **_):
+        from .ufuncs import divide
+        return self.set(divide(self.get(), values))
+
+    def power(self, values, **_):
+        from .ufuncs import power
+        return self.set(power(self.get(), values))
+
+    def apply(self, func, **_):
+        return self.set(func(self.get()))
+
+
+class _IndexUpdateHelper:
+    """``x.at``: index it to get an updater, ``x.at[idx].set(v)``."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __getitem__(self, index):
+        return _IndexUpdateRef(self.array, index)
+
+    def __repr__(self):
+        return f"_IndexUpdateHelper({self.array!r})"

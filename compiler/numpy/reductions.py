@@ -1,0 +1,222 @@
+"""Reductions with ``axis``/``keepdims`` and cumulative reductions, with JAX's result dtypes:
+sums and products of booleans and small integers accumulate in the default integer,
+float16/bfloat16 accumulate in float32, and a reduction's result is never weakly typed."""
+from __future__ import annotations
+
+import numpy as np
+
+from jaxprc import lax
+from jaxprc.ir import dtypes as dt
+
+from ._dtypes import to_dtype
+from ._util import aval_of, canonical_axes, canonical_axis, convert
+
+
+def _array(a, fn):
+    from .creation import asarray
+    aval_of(a, fn)
+    return asarray(a)
+
+
+def _promote_integers(dtype):
+    """Booleans and integers narrower than the default accumulate in the default width."""
+    if dt.is_bool(dtype):
+        return dt.default_int_dtype()
+    if dt.is_int(dtype) and dtype.itemsize < dt.default_int_dtype().itemsize:
+        return dt.canonicalize_dtype(dt.uint64 if dt.is_unsigned(dtype) else dt.int64)
+    return dtype
+
+
+def _upcast_low_precision(dtype):
+    return dt.float32 if dtype in (dt.float16, dt.bfloat16) else dtype
+
+
+def _keepdims(out, shape, axes, keepdims):
+    if not keepdims:
+        return out
+    return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
+
+
+def _reduce(fn_name, reducer, a, axis, dtype, keepdims, *, promote_integers=False,
+            upcast=False, initial=None, combine=None, where=None, neutral=None):
+    a = _array(a, fn_name)
+    aval = aval_of(a)
+    axes = canonical_axes(axis, aval.ndim, fn_name)
+    if dtype is not None:
+        result_dtype = dt.canonicalize_dtype(to_dtype(dtype))
+    else:
+        result_dtype = _promote_integers(aval.dtype) if promote_integers else aval.dtype
+    compute_dtype = _upcast_low_precision(result_dtype) if upcast else result_dtype
+    x = convert(a, compute_dtype)
+    if where is not None:
+        from .selection import where as select
+        x = select(where, x, convert(neutral, compute_dtype))
+    out = reducer(x, axes) if axes else x
+    if initial is not None:
+        out = combine(out, convert(initial, compute_dtype))
+    out = convert(out, result_dtype)
+    return _keepdims(out, aval.shape, axes, keepdims)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
+    from .ufuncs import add
+    return _reduce("sum", lax.reduce_sum, a, axis, dtype, keepdims, promote_integers=promote_integers,
+                   upcast=True, initial=initial, combine=add, where=where, neutral=0)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers=True):
+    from .ufuncs import multiply
+    return _reduce("prod", lax.reduce_prod, a, axis, dtype, keepdims, promote_integers=promote_integers,
+                   upcast=True, initial=initial, combine=multiply, where=where, neutral=1)
+
+
+def _identity_of_max(dtype, sign):
+    if dt.is_bool(dtype):
+        return sign < 0
+    if dt.is_int(dtype):
+        info = dt.iinfo(dtype)
+        return info.min if sign > 0 else info.max
+    return -np.inf if sign > 0 else np.inf
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    from .ufuncs import maximum
+    dtype = aval_of(a, "max").dtype
+    return _reduce("max", lax.reduce_max, a, axis, None, keepdims, initial=initial, combine=maximum,
+                   where=where, neutral=_identity_of_max(dtype, 1))
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    from .ufuncs import minimum
+    dtype = aval_of(a, "min").dtype
+    return _reduce("min", lax.reduce_min, a, axis, None, keepdims, initial=initial, combine=minimum,
+                   where=where, neutral=_identity_of_max(dtype, -1))
+
+
+amax, amin = max, min
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=None):
+    return _reduce("all", lax.reduce_and, convert(_array(a, "all"), dt.bool_), axis, None, keepdims,
+                   where=where, neutral=True)
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=None):
+    return _reduce("any", lax.reduce_or, convert(_array(a, "any"), dt.bool_), axis, None, keepdims,
+                   where=where, neutral=False)
+
+
+def _count(shape, axes):
+    return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+
+
+def _inexact_dtype(dtype, given):
+    if given is not None:
+        return dt.canonicalize_dtype(to_dtype(given))
+    return dtype if dt.is_inexact(dtype) else dt.default_float_dtype()
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Arithmetic mean; integers average in the default float dtype."""
+    from .ufuncs import divide
+    a = _array(a, "mean")
+    aval = aval_of(a)
+    axes = canonical_axes(axis, aval.ndim, "mean")
+    result_dtype = _inexact_dtype(aval.dtype, dtype)
+    compute = _upcast_low_precision(result_dtype)
+    total = sum(a, axis=axes, dtype=compute, keepdims=keepdims, where=where)
+    count = _count(aval.shape, axes) if where is None else sum(where, axis=axes, dtype=compute,
+                                                               keepdims=keepdims)
+    return convert(divide(total, convert(count, compute) if where is None else count), result_dtype)
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    """Variance: mean of squared deviations, divided by ``N - ddof``."""
+    from .ufuncs import conj, divide, multiply, real, subtract
+    if correction is not None:
+        ddof = correction
+    a = _array(a, "var")
+    aval = aval_of(a)
+    axes = canonical_axes(axis, aval.ndim, "var")
+    result_dtype = _inexact_dtype(aval.dtype, dtype)
+    compute = _upcast_low_precision(result_dtype)
+    x = convert(a, compute)
+    centered = subtract(x, mean(x, axis=axes, keepdims=True))
+    squares = multiply(centered, conj(centered))
+    if dt.is_complex(compute):
+        squares = real(squares)
+    total = sum(squares, axis=axes, keepdims=keepdims)
+    divisor = convert(_count(aval.shape, axes) - ddof, aval_of(total).dtype)
+    return convert(divide(total, divisor), _real(result_dtype))
+
+
+def _real(dtype):
+    return {dt.complex64: dt.float32, dt.complex128: dt.float64}.get(dtype, dtype)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    from .ufuncs import sqrt
+    return sqrt(var(a, axis, dtype, out, ddof, keepdims, correction=correction))
+
+
+def _arg_reduction(fn_name, lax_fn):
+    def fn(a, axis=None, out=None, keepdims=None):
+        a = _array(a, fn_name)
+        aval = aval_of(a)
+        if axis is None:
+            a = lax.reshape(a, (aval.size,))
+            ax = 0
+        else:
+            ax = canonical_axis(axis, aval.ndim, fn_name)
+        if aval_of(a).shape[ax] == 0:
+            raise ValueError(f"{fn_name}: attempt to get {fn_name} of an empty sequence")
+        out = lax_fn(a, ax, dt.default_int_dtype())
+        if keepdims:
+            shape = (1,) * aval.ndim if axis is None else tuple(
+                1 if i == ax else d for i, d in enumerate(aval.shape))
+            out = lax.reshape(out, shape)
+        return out
+    fn.__name__ = fn.__qualname__ = fn_name
+    fn.__doc__ = f"Index of the {fn_name[3:]}imum along ``axis`` (of the flattened array if None)."
+    return fn
+
+
+argmax = _arg_reduction("argmax", lax.argmax)
+argmin = _arg_reduction("argmin", lax.argmin)
+
+
+def _cumulative(fn_name, lax_fn_name):
+    def fn(a, axis=None, dtype=None, out=None):
+        a = _array(a, fn_name)
+        aval = aval_of(a)
+        if axis is None:
+            a = lax.reshape(a, (aval.size,))
+            axis = 0
+        axis = canonical_axis(axis, aval_of(a).ndim, fn_name)
+        if dtype is not None:
+            a = convert(a, dt.canonicalize_dtype(to_dtype(dtype)))
+        elif dt.is_bool(aval.dtype):
+            a = convert(a, dt.default_int_dtype())
+        elif aval.weak_type:
+            a = convert(a, aval.dtype)
+        return getattr(lax, lax_fn_name)(a, axis)
+    fn.__name__ = fn.__qualname__ = fn_name
+    fn.__doc__ = f"Inclusive ``{fn_name}`` along ``axis`` (of the flattened array if None)."
+    return fn
+
+
+cumsum = _cumulative("cumsum", "cumsum")
+cumprod = _cumulative("cumprod", "cumprod")
+cumulative_sum, cumulative_prod = cumsum, cumprod
+
+
+def ptp(a, axis=None, keepdims=False):
+    from .ufuncs import subtract
+    return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    from .ufuncs import not_equal
+    return sum(not_equal(a, 0), axis=axis, keepdims=keepdims, dtype=dt.default_int_dtype())

@@ -1,0 +1,150 @@
+"""Selecting and ordering elements: where, select, clip, sort, argsort, diag, diagonal, trace, triu, tril."""
+from __future__ import annotations
+
+import numpy as np
+
+from jaxprc import lax
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.prims import elementwise as ew
+
+from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, promote
+
+
+def _array(a, fn):
+    from .creation import asarray
+    aval_of(a, fn)
+    return asarray(a)
+
+
+def where(condition, x=None, y=None, /):
+    """``x`` where ``condition`` holds, else ``y`` (``select_n`` after promotion and broadcasting)."""
+    if x is None and y is None:
+        from .indexing import nonzero
+        return nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("where: either both or neither of x and y must be given")
+    (x, y), _, _ = promote("where", x, y)
+    shape = broadcast_shapes(aval_of(condition, "where").shape, aval_of(x).shape, fn="where")
+    cond = broadcast_to_shape(convert(condition, dt.bool_), shape)
+    x, y = broadcast_to_shape(x, shape), broadcast_to_shape(y, shape)
+    return ew.select_n_p.bind(cond, y, x)
+
+
+def select(condlist, choicelist, default=0):
+    """The first choice whose condition holds, elementwise; ``default`` where none does."""
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"select: {len(condlist)} conditions but {len(choicelist)} choices")
+    out = default
+    for cond, choice in reversed(list(zip(condlist, choicelist))):
+        out = where(cond, choice, out)
+    return out
+
+
+def clip(arr, min=None, max=None, *, a_min=None, a_max=None):
+    """``arr`` limited to [min, max] (either bound may be None)."""
+    from .ufuncs import maximum, minimum
+    min = a_min if min is None else min
+    max = a_max if max is None else max
+    out = _array(arr, "clip")
+    if min is not None:
+        out = maximum(min, out)
+    if max is not None:
+        out = minimum(max, out)
+    return out
+
+
+def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    a = _array(a, "sort")
+    if axis is None:
+        from .shape_ops import ravel
+        a, axis = ravel(a), 0
+    axis = canonical_axis(axis, aval_of(a).ndim, "sort")
+    out = lax.sort(a, axis, is_stable=stable)
+    if descending:
+        out = lax.rev(out, (axis,))
+    return out
+
+
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+    """Indices that sort ``a`` along ``axis`` (a two-operand sort carrying an iota)."""
+    a = _array(a, "argsort")
+    if axis is None:
+        from .shape_ops import ravel
+        a, axis = ravel(a), 0
+    aval = aval_of(a)
+    axis = canonical_axis(axis, aval.ndim, "argsort")
+    idx = lax.broadcasted_iota(dt.default_int_dtype(), aval.shape, axis)
+    if descending:
+        a = lax.rev(a, (axis,))
+        idx = lax.rev(idx, (axis,))
+    _, perm = lax.sort((a, idx), axis, is_stable=stable, num_keys=1)
+    return lax.rev(perm, (axis,)) if descending else perm
+
+
+def _rows_cols(shape):
+    rows = lax.broadcasted_iota(dt.int32, shape, len(shape) - 2)
+    cols = lax.broadcasted_iota(dt.int32, shape, len(shape) - 1)
+    return rows, cols
+
+
+def triu(m, k: int = 0):
+    """Zeros below the ``k``-th diagonal of the last two axes."""
+    from .ufuncs import add, less_equal
+    from .creation import zeros_like
+    m = _array(m, "triu")
+    rows, cols = _rows_cols(aval_of(m).shape)
+    return where(less_equal(add(rows, k), cols), m, zeros_like(m))
+
+
+def tril(m, k: int = 0):
+    """Zeros above the ``k``-th diagonal of the last two axes."""
+    from .ufuncs import add, greater_equal
+    from .creation import zeros_like
+    m = _array(m, "tril")
+    rows, cols = _rows_cols(aval_of(m).shape)
+    return where(greater_equal(add(rows, k), cols), m, zeros_like(m))
+
+
+def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
+    """The ``offset`` diagonal of the plane (axis1, axis2), as a trailing axis (a static gather)."""
+    from .shape_ops import moveaxis
+    a = _array(a, "diagonal")
+    n = aval_of(a).ndim
+    a = moveaxis(a, (canonical_axis(axis1, n, "diagonal"), canonical_axis(axis2, n, "diagonal")), (-2, -1))
+    rows_n, cols_n = aval_of(a).shape[-2:]
+    i = np.arange(max(0, -offset), max(0, -offset, min(rows_n, cols_n - offset)))
+    return a[..., i, i + offset]
+
+
+def diag(v, k: int = 0):
+    """The ``k``-th diagonal of a 2-D array, or a 2-D array with ``v`` on its ``k``-th diagonal."""
+    v = _array(v, "diag")
+    n = aval_of(v).ndim
+    if n == 2:
+        return diagonal(v, k)
+    if n != 1:
+        raise ValueError(f"diag: input must be 1-D or 2-D, got {n}-D")
+    size = aval_of(v).shape[0] + abs(k)
+    from .creation import zeros, eye
+    out = zeros((size, size), aval_of(v).dtype)
+    if size == 0:
+        return out
+    placed = lax.pad(v, convert(0, aval_of(v).dtype), [(0, abs(k), 0)])
+    rows = broadcast_to_shape(lax.expand_dims(placed, (1,)) if k >= 0 else lax.expand_dims(placed, (0,)),
+                              (size, size))
+    return where(eye(size, k=k, dtype=dt.bool_), rows, out)
+
+
+def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
+    from .reductions import sum
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def searchsorted(a, v, side="left"):
+    """Insertion indices keeping ``a`` sorted: a count of the elements of ``a`` before each value."""
+    from .ufuncs import less, less_equal
+    from .reductions import sum
+    from .shape_ops import expand_dims
+    a, v = _array(a, "searchsorted"), _array(v, "searchsorted")
+    cmp = less if side == "left" else less_equal
+    return sum(cmp(a, expand_dims(v, -1)), axis=-1, dtype=dt.default_int_dtype())

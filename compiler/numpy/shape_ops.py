@@ -1,0 +1,363 @@
+"""Shape manipulation: reshape, transpose, squeeze, expand_dims, joining, splitting, tiling, flips, rolls, padding."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from jaxprc import lax
+from jaxprc.ir import dtypes as dt
+
+from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert
+
+
+def _array(a, fn):
+    from .creation import asarray
+    aval_of(a, fn)
+    return asarray(a)
+
+
+def ndim(a) -> int:
+    return aval_of(a, "ndim").ndim
+
+
+def shape(a) -> tuple[int, ...]:
+    return aval_of(a, "shape").shape
+
+
+def size(a, axis=None) -> int:
+    aval = aval_of(a, "size")
+    return aval.size if axis is None else aval.shape[axis]
+
+
+def _resolve_shape(newshape, size: int, old) -> tuple[int, ...]:
+    newshape = (newshape,) if isinstance(newshape, (int, np.integer)) else tuple(newshape)
+    newshape = tuple(operator.index(d) for d in newshape)
+    unknown = [i for i, d in enumerate(newshape) if d == -1]
+    known = int(np.prod([d for d in newshape if d != -1], dtype=np.int64))
+    if len(unknown) > 1 or any(d < -1 for d in newshape):
+        raise ValueError(f"reshape: invalid new shape {newshape} (at most one -1)")
+    if unknown:
+        if known == 0 or size % known:
+            raise TypeError(f"reshape: cannot reshape an array of shape {old} (size {size}) into shape {newshape}")
+        newshape = tuple(size // known if d == -1 else d for d in newshape)
+    if int(np.prod(newshape, dtype=np.int64)) != size:
+        raise TypeError(f"reshape: cannot reshape an array of shape {old} (size {size}) into shape {newshape}")
+    return newshape
+
+
+def reshape(a, shape=None, order="C", *, newshape=None):
+    """``a`` with a new shape (one dimension may be -1); row-major order only."""
+    if order != "C":
+        raise NotImplementedError("reshape: only order='C' is supported")
+    shape = newshape if shape is None else shape
+    a = _array(a, "reshape")
+    aval = aval_of(a)
+    new = _resolve_shape(shape, aval.size, aval.shape)
+    return a if new == aval.shape else lax.reshape(a, new)
+
+
+def ravel(a, order="C"):
+    return reshape(a, (-1,), order)
+
+
+def transpose(a, axes=None):
+    a = _array(a, "transpose")
+    n = aval_of(a).ndim
+    perm = tuple(range(n))[::-1] if axes is None else tuple(canonical_axis(int(i), n, "transpose") for i in axes)
+    if sorted(perm) != list(range(n)):
+        raise ValueError(f"transpose: axes {axes} are not a permutation of the {n} dimensions")
+    return a if perm == tuple(range(n)) else lax.transpose(a, perm)
+
+
+def permute_dims(a, axes):
+    return transpose(a, axes)
+
+
+def matrix_transpose(x):
+    n = ndim(x)
+    return swapaxes(x, n - 2, n - 1)
+
+
+def swapaxes(a, axis1, axis2):
+    a = _array(a, "swapaxes")
+    n = aval_of(a).ndim
+    perm = list(range(n))
+    i, j = canonical_axis(axis1, n, "swapaxes"), canonical_axis(axis2, n, "swapaxes")
+    perm[i], perm[j] = perm[j], perm[i]
+    return transpose(a, perm)
+
+
+def moveaxis(a, source, destination):
+    a = _array(a, "moveaxis")
+    n = aval_of(a).ndim
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source and destination must have the same number of elements")
+    src = [canonical_axis(s, n, "moveaxis") for s in src]
+    dst = [canonical_axis(d, n, "moveaxis") for d in dst]
+    perm = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        perm.insert(d, s)
+    return transpose(a, perm)
+
+
+def squeeze(a, axis=None):
+    a = _array(a, "squeeze")
+    shp = aval_of(a).shape
+    axes = tuple(i for i, d in enumerate(shp) if d == 1) if axis is None else canonical_axes(axis, len(shp), "squeeze")
+    for i in axes:
+        if shp[i] != 1:
+            raise ValueError(f"squeeze: cannot select an axis to squeeze out which has size not equal "
+                             f"to one (axis {i} of shape {shp})")
+    return lax.squeeze(a, axes) if axes else a
+
+
+def expand_dims(a, axis):
+    a = _array(a, "expand_dims")
+    n = aval_of(a).ndim
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return lax.expand_dims(a, canonical_axes(axes, n + len(axes), "expand_dims"))
+
+
+def atleast_1d(*arys):
+    outs = [reshape(a, (1,)) if ndim(a) == 0 else _array(a, "atleast_1d") for a in arys]
+    return outs[0] if len(outs) == 1 else outs
+
+
+def atleast_2d(*arys):
+    def one(a):
+        a = _array(a, "atleast_2d")
+        return lax.broadcast_to_rank(a, 2) if ndim(a) < 2 else a
+    outs = [one(a) for a in arys]
+    return outs[0] if len(outs) == 1 else outs
+
+
+def atleast_3d(*arys):
+    def one(a):
+        a = _array(a, "atleast_3d")
+        n = ndim(a)
+        if n == 0:
+            return reshape(a, (1, 1, 1))
+        if n == 1:
+            return expand_dims(expand_dims(a, 0), 2)
+        return expand_dims(a, 2) if n == 2 else a
+    outs = [one(a) for a in arys]
+    return outs[0] if len(outs) == 1 else outs
+
+
+def _promote_all(arrays, fn):
+    from ._dtypes import result_type
+    arrays = [_array(a, fn) for a in arrays]
+    if not arrays:
+        raise ValueError(f"{fn}: need at least one array")
+    dtype, weak = result_type(*arrays, return_weak_type_flag=True)
+    return [convert(a, dtype, weak) for a in arrays]
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    """Join arrays along an existing axis (flattened first when ``axis`` is None), promoting dtypes."""
+    arrays = _promote_all(arrays, "concatenate")
+    if dtype is not None:
+        from ._dtypes import to_dtype
+        arrays = [convert(a, dt.canonicalize_dtype(to_dtype(dtype))) for a in arrays]
+    if axis is None:
+        arrays = [ravel(a) for a in arrays]
+        axis = 0
+    n = aval_of(arrays[0]).ndim
+    if n == 0:
+        raise ValueError("concatenate: zero-dimensional arrays cannot be concatenated")
+    axis = canonical_axis(axis, n, "concatenate")
+    shapes = [aval_of(a).shape for a in arrays]
+    for s in shapes:
+        if len(s) != n or s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:]:
+            raise ValueError(f"concatenate: all dimensions but axis {axis} must match, got shapes "
+                             f"{', '.join(map(str, shapes))}")
+    return arrays[0] if len(arrays) == 1 else lax.concatenate(arrays, axis)
+
+
+concat = concatenate
+
+
+def stack(arrays, axis=0, dtype=None):
+    arrays = _promote_all(arrays, "stack")
+    shapes = {aval_of(a).shape for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError(f"stack: all input arrays must have the same shape, got {sorted(shapes)}")
+    axis = canonical_axis(axis, aval_of(arrays[0]).ndim + 1, "stack")
+    return concatenate([expand_dims(a, axis) for a in arrays], axis, dtype)
+
+
+def hstack(tup, dtype=None):
+    arrs = [atleast_1d(a) for a in tup]
+    return concatenate(arrs, 0 if ndim(arrs[0]) == 1 else 1, dtype)
+
+
+def vstack(tup, dtype=None):
+    return concatenate([atleast_2d(a) for a in tup], 0, dtype)
+
+
+def dstack(tup, dtype=None):
+    return concatenate([atleast_3d(a) for a in tup], 2, dtype)
+
+
+def column_stack(tup):
+    arrs = [reshape(a, (-1, 1)) if ndim(a) < 2 else a for a in tup]
+    return concatenate(arrs, 1)
+
+
+def _split_points(n: int, indices_or_sections, fn: str, exact: bool):
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError(f"{fn}: number of sections must be positive, got {sections}")
+        if exact and n % sections:
+            raise ValueError(f"{fn}: array split does not result in an equal division "
+                             f"({n} elements into {sections} sections)")
+        size, extra = divmod(n, sections)
+        sizes = [size + 1] * extra + [size] * (sections - extra)
+        return list(np.cumsum([0] + sizes))
+    points = [operator.index(i) for i in indices_or_sections]
+    return [0] + points + [n]
+
+
+def split(ary, indices_or_sections, axis=0):
+    """Split into sub-arrays along ``axis`` at static indices or into equal sections."""
+    return _split(ary, indices_or_sections, axis, "split", exact=True)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    return _split(ary, indices_or_sections, axis, "array_split", exact=False)
+
+
+def _split(ary, indices_or_sections, axis, fn, exact):
+    ary = _array(ary, fn)
+    shp = aval_of(ary).shape
+    axis = canonical_axis(axis, len(shp), fn)
+    points = _split_points(shp[axis], indices_or_sections, fn, exact)
+    out = []
+    for lo, hi in zip(points[:-1], points[1:]):
+        lo, hi = np.clip([lo, hi], 0, shp[axis])
+        out.append(lax.slice_in_dim(ary, int(lo), int(max(lo, hi)), 1, axis))
+    return out
+
+
+def hsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 0 if ndim(ary) == 1 else 1)
+
+
+def vsplit(ary, indices_or_sections):
+    return split(ary, indices_or_sections, 0)
+
+
+def broadcast_to(array, shape):
+    array = _array(array, "broadcast_to")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return broadcast_to_shape(array, shape)
+
+
+def broadcast_arrays(*args):
+    shp = broadcast_shapes(*(aval_of(a, "broadcast_arrays").shape for a in args), fn="broadcast_arrays")
+    return [broadcast_to(a, shp) for a in args]
+
+
+def tile(A, reps):
+    """``A`` repeated ``reps`` times along each axis."""
+    A = _array(A, "tile")
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    shp = aval_of(A).shape
+    n = max(len(reps), len(shp))
+    reps = (1,) * (n - len(reps)) + reps
+    shp = (1,) * (n - len(shp)) + shp
+    A = reshape(A, shp)
+    # Broadcast to (r0, s0, r1, s1, ...) then merge each pair.
+    interleaved = tuple(x for pair in zip(reps, shp) for x in pair)
+    b = lax.broadcast_in_dim(A, interleaved, tuple(range(1, 2 * n, 2)))
+    return reshape(b, tuple(r * s for r, s in zip(reps, shp)))
+
+
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """Repeat each element ``repeats`` times (a static int or a static sequence per element)."""
+    a = _array(a, "repeat")
+    if axis is None:
+        a, axis = ravel(a), 0
+    shp = aval_of(a).shape
+    axis = canonical_axis(axis, len(shp), "repeat")
+    if isinstance(repeats, (int, np.integer)):
+        r = int(repeats)
+        b = lax.broadcast_in_dim(a, shp[:axis + 1] + (r,) + shp[axis + 1:],
+                                 tuple(range(axis + 1)) + tuple(range(axis + 2, len(shp) + 1)))
+        return reshape(b, shp[:axis] + (shp[axis] * r,) + shp[axis + 1:])
+    counts = np.asarray(repeats)
+    if counts.shape not in ((), (shp[axis],)):
+        raise ValueError(f"repeat: repeats must be an int or have length {shp[axis]}, got shape {counts.shape}")
+    from .indexing import take
+    return take(a, np.repeat(np.arange(shp[axis]), counts), axis=axis)
+
+
+def flip(m, axis=None):
+    m = _array(m, "flip")
+    axes = canonical_axes(axis, aval_of(m).ndim, "flip")
+    return lax.rev(m, axes) if axes else m
+
+
+def fliplr(m):
+    return flip(m, 1)
+
+
+def flipud(m):
+    return flip(m, 0)
+
+
+def roll(a, shift, axis=None):
+    """Elements shifted along ``axis`` with wrap-around (static shifts: slices and a concatenate)."""
+    a = _array(a, "roll")
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), aval_of(a).shape)
+    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    shifts, axes = np.broadcast_arrays(np.asarray(shifts), np.asarray(axes))
+    for s, ax in zip(shifts.ravel(), axes.ravel()):
+        n = aval_of(a).shape[canonical_axis(int(ax), aval_of(a).ndim, "roll")]
+        if n == 0:
+            continue
+        k = int(s) % n
+        if k:
+            a = concatenate([lax.slice_in_dim(a, n - k, n, 1, int(ax)),
+                             lax.slice_in_dim(a, 0, n - k, 1, int(ax))], int(ax))
+    return a
+
+
+def pad(array, pad_width, mode="constant", *, constant_values=0):
+    """Pad with a scalar constant (``lax.pad``) or, for numpy's index-based modes ("edge",
+    "wrap", "reflect", "symmetric"), by gathering the indices numpy's own pad computes."""
+    array = _array(array, "pad")
+    aval = aval_of(array)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (aval.ndim, 2))
+    if (widths < 0).any():
+        raise ValueError(f"pad: pad widths must be non-negative, got {pad_width}")
+    if mode == "constant":
+        if np.ndim(constant_values):
+            raise NotImplementedError("pad: only a scalar constant_values is supported")
+        return lax.pad(array, convert(constant_values, aval.dtype, False),
+                       [(int(lo), int(hi), 0) for lo, hi in widths])
+    if mode not in ("edge", "wrap", "reflect", "symmetric"):
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported "
+                                  "(constant, edge, wrap, reflect, symmetric)")
+    from .indexing import take
+    for ax, (lo, hi) in enumerate(widths):
+        if lo or hi:
+            idx = np.pad(np.arange(aval.shape[ax]), (int(lo), int(hi)), mode=mode)
+            array = take(array, idx, axis=ax)
+    return array
+
+
+def diff(a, n=1, axis=-1):
+    from .ufuncs import subtract
+    a = _array(a, "diff")
+    ax = canonical_axis(axis, aval_of(a).ndim, "diff")
+    for _ in range(n):
+        size = aval_of(a).shape[ax]
+        a = subtract(lax.slice_in_dim(a, 1, size, 1, ax), lax.slice_in_dim(a, 0, size - 1, 1, ax))
+    return a

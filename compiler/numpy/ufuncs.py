@@ -1,0 +1,406 @@
+"""Elementwise math with numpy broadcasting and JAX's type promotion (weak types included).
+
+Each function promotes its operands (``_util.promote``: explicit
+``convert_element_type`` and ``broadcast_in_dim``) and binds one elementwise
+primitive; functions numpy defines differently from XLA (floor_divide,
+remainder, power on integers, ...) are compositions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.prims import elementwise as ew
+
+from ._util import aval_of, convert, promote
+
+
+def _check_kind(fn: str, dtype, ok, what: str):
+    if not ok(dtype):
+        raise TypeError(f"{fn} does not accept dtype {dtype.name}: it expects {what}")
+
+
+def _unop(prim, name: str, *, to_inexact=False, accepts=None, what="", identity_for=None):
+    """A one-operand ufunc binding ``prim``; ``identity_for(dtype)`` marks dtypes it leaves unchanged."""
+    def fn(x, /):
+        (x,), dtype, _ = promote(name, x, to_inexact=to_inexact)
+        if identity_for is not None and identity_for(dtype):
+            from .creation import asarray
+            return asarray(x)
+        if accepts is not None:
+            _check_kind(name, dtype, accepts, what)
+        return prim.bind(x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (jax.numpy semantics; lowers to the ``{prim.name}`` primitive)."
+    return fn
+
+
+def _binop(prim, name: str, *, to_inexact=False, accepts=None, what=""):
+    def fn(x1, x2, /):
+        (x1, x2), dtype, _ = promote(name, x1, x2, to_inexact=to_inexact)
+        if accepts is not None:
+            _check_kind(name, dtype, accepts, what)
+        return prim.bind(x1, x2)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting (the ``{prim.name}`` primitive)."
+    return fn
+
+
+_INT_OR_BOOL = lambda d: dt.is_int(d) or dt.is_bool(d)
+_NOT_BOOL = lambda d: not dt.is_bool(d)
+_NUMERIC = "a numeric (non-boolean) dtype"
+
+# -- unary ------------------------------------------------------------------
+negative = _unop(ew.neg_p, "negative", accepts=_NOT_BOOL, what=_NUMERIC)
+sign = _unop(ew.sign_p, "sign", accepts=_NOT_BOOL, what=_NUMERIC)
+floor = _unop(ew.floor_p, "floor", identity_for=_INT_OR_BOOL)
+ceil = _unop(ew.ceil_p, "ceil", identity_for=_INT_OR_BOOL)
+exp = _unop(ew.exp_p, "exp", to_inexact=True)
+exp2 = _unop(ew.exp2_p, "exp2", to_inexact=True)
+expm1 = _unop(ew.expm1_p, "expm1", to_inexact=True)
+log = _unop(ew.log_p, "log", to_inexact=True)
+log1p = _unop(ew.log1p_p, "log1p", to_inexact=True)
+sqrt = _unop(ew.sqrt_p, "sqrt", to_inexact=True)
+cbrt = _unop(ew.cbrt_p, "cbrt", to_inexact=True)
+sin = _unop(ew.sin_p, "sin", to_inexact=True)
+cos = _unop(ew.cos_p, "cos", to_inexact=True)
+tan = _unop(ew.tan_p, "tan", to_inexact=True)
+arcsin = _unop(ew.asin_p, "arcsin", to_inexact=True)
+arccos = _unop(ew.acos_p, "arccos", to_inexact=True)
+arctan = _unop(ew.atan_p, "arctan", to_inexact=True)
+sinh = _unop(ew.sinh_p, "sinh", to_inexact=True)
+cosh = _unop(ew.cosh_p, "cosh", to_inexact=True)
+tanh = _unop(ew.tanh_p, "tanh", to_inexact=True)
+arcsinh = _unop(ew.asinh_p, "arcsinh", to_inexact=True)
+arccosh = _unop(ew.acosh_p, "arccosh", to_inexact=True)
+arctanh = _unop(ew.atanh_p, "arctanh", to_inexact=True)
+square = _unop(ew.square_p, "square", accepts=_NOT_BOOL, what=_NUMERIC)
+conjugate = conj = _unop(ew.conj_p, "conjugate", identity_for=lambda d: not dt.is_complex(d))
+bitwise_not = invert = _unop(ew.not_p, "bitwise_not", accepts=_INT_OR_BOOL, what="an integer or boolean dtype")
+bitwise_count = _unop(ew.population_count_p, "bitwise_count", accepts=dt.is_int, what="an integer dtype")
+asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+
+
+def positive(x, /):
+    (x,), _, _ = promote("positive", x)
+    from .creation import asarray
+    return asarray(x)
+
+
+def absolute(x, /):
+    """``|x|``; unsigned and boolean values are returned unchanged, complex gives its real dtype."""
+    (x,), dtype, _ = promote("absolute", x)
+    if dt.is_unsigned(dtype) or dt.is_bool(dtype):
+        from .creation import asarray
+        return asarray(x)
+    return ew.abs_p.bind(x)
+
+
+abs = absolute
+
+
+def real(x, /):
+    (x,), dtype, _ = promote("real", x)
+    return ew.real_p.bind(x) if dt.is_complex(dtype) else positive(x)
+
+
+def imag(x, /):
+    (x,), dtype, _ = promote("imag", x)
+    if dt.is_complex(dtype):
+        return ew.imag_p.bind(x)
+    from .creation import zeros_like
+    return zeros_like(x)
+
+
+def round(a, decimals: int = 0):
+    """Round half to even, like numpy; integers are returned unchanged."""
+    (x,), dtype, weak = promote("round", a)
+    if _INT_OR_BOOL(dtype):
+        from .creation import asarray
+        return asarray(x)
+    if decimals == 0:
+        return ew.round_p.bind(x, rounding_method=1)
+    factor = convert(10.0 ** decimals, dtype, weak)
+    return divide(ew.round_p.bind(multiply(x, factor), rounding_method=1), factor)
+
+
+around = round
+
+
+def rint(x, /):
+    (x,), dtype, _ = promote("rint", x, to_inexact=True)
+    return ew.round_p.bind(x, rounding_method=1)
+
+
+def trunc(x, /):
+    (x,), dtype, _ = promote("trunc", x)
+    if _INT_OR_BOOL(dtype):
+        from .creation import asarray
+        return asarray(x)
+    from .selection import where
+    return where(less(x, 0), ceil(x), floor(x))
+
+
+fix = trunc
+
+
+def reciprocal(x, /):
+    (x,), _, _ = promote("reciprocal", x, to_inexact=True)
+    return ew.integer_pow_p.bind(x, y=-1)
+
+
+def log2(x, /):
+    (x,), dtype, weak = promote("log2", x, to_inexact=True)
+    return divide(log(x), log(convert(2, dtype, weak)))
+
+
+def log10(x, /):
+    (x,), dtype, weak = promote("log10", x, to_inexact=True)
+    return divide(log(x), log(convert(10, dtype, weak)))
+
+
+def deg2rad(x, /):
+    (x,), dtype, weak = promote("deg2rad", x, to_inexact=True)
+    return multiply(x, convert(np.pi / 180, dtype, weak))
+
+
+def rad2deg(x, /):
+    (x,), dtype, weak = promote("rad2deg", x, to_inexact=True)
+    return multiply(x, convert(180 / np.pi, dtype, weak))
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def isfinite(x, /):
+    (x,), dtype, _ = promote("isfinite", x)
+    if dt.is_float(dtype):
+        return ew.is_finite_p.bind(x)
+    if dt.is_complex(dtype):
+        return logical_and(isfinite(real(x)), isfinite(imag(x)))
+    return _bool_like(x, True)
+
+
+def isinf(x, /):
+    (x,), dtype, weak = promote("isinf", x)
+    if dt.is_float(dtype):
+        return equal(absolute(x), convert(np.inf, dtype, weak))
+    if dt.is_complex(dtype):
+        return logical_or(isinf(real(x)), isinf(imag(x)))
+    return _bool_like(x, False)
+
+
+def isnan(x, /):
+    # x != x is the test for every dtype (always False for integers), as in JAX.
+    (x,), _, _ = promote("isnan", x)
+    return not_equal(x, x)
+
+
+def _bool_like(x, value):
+    from .creation import full_like
+    return full_like(x, value, dtype=dt.bool_)
+
+
+def signbit(x, /):
+    (x,), dtype, _ = promote("signbit", x)
+    if dt.is_float(dtype):
+        bits = {2: dt.int16, 4: dt.int32, 8: dt.int64}[dtype.itemsize]
+        return less(ew.bitcast_convert_type_p.bind(x, new_dtype=bits), 0)
+    return less(x, 0)
+
+
+# -- binary -------------------------------------------------------------------
+subtract = _binop(ew.sub_p, "subtract", accepts=_NOT_BOOL, what=_NUMERIC)
+true_divide = divide = _binop(ew.div_p, "divide", to_inexact=True)
+arctan2 = atan2 = _binop(ew.atan2_p, "arctan2", to_inexact=True)
+nextafter = _binop(ew.nextafter_p, "nextafter", to_inexact=True)
+maximum = _binop(ew.max_p, "maximum")
+minimum = _binop(ew.min_p, "minimum")
+fmod = _binop(ew.rem_p, "fmod", accepts=_NOT_BOOL, what=_NUMERIC)
+bitwise_and = _binop(ew.and_p, "bitwise_and", accepts=_INT_OR_BOOL, what="an integer or boolean dtype")
+bitwise_or = _binop(ew.or_p, "bitwise_or", accepts=_INT_OR_BOOL, what="an integer or boolean dtype")
+bitwise_xor = _binop(ew.xor_p, "bitwise_xor", accepts=_INT_OR_BOOL, what="an integer or boolean dtype")
+equal = _binop(ew.eq_p, "equal")
+not_equal = _binop(ew.ne_p, "not_equal")
+less = _binop(ew.lt_p, "less")
+less_equal = _binop(ew.le_p, "less_equal")
+greater = _binop(ew.gt_p, "greater")
+greater_equal = _binop(ew.ge_p, "greater_equal")
+
+
+def add(x1, x2, /):
+    """``x1 + x2``; on booleans it is logical or, as in numpy."""
+    (x1, x2), dtype, _ = promote("add", x1, x2)
+    return (ew.or_p if dt.is_bool(dtype) else ew.add_p).bind(x1, x2)
+
+
+def multiply(x1, x2, /):
+    """``x1 * x2``; on booleans it is logical and, as in numpy."""
+    (x1, x2), dtype, _ = promote("multiply", x1, x2)
+    return (ew.and_p if dt.is_bool(dtype) else ew.mul_p).bind(x1, x2)
+
+
+def _promote_shift(fn, x1, x2):
+    """Shift operands: promoted, booleans counting as the default integer (as in JAX)."""
+    (x1, x2), dtype, weak = promote(fn, x1, x2)
+    if dt.is_bool(dtype):
+        dtype = dt.default_int_dtype()
+        x1, x2 = convert(x1, dtype, weak), convert(x2, dtype, weak)
+    _check_kind(fn, dtype, dt.is_int, "an integer dtype")
+    return x1, x2, dtype
+
+
+def left_shift(x1, x2, /):
+    x1, x2, _ = _promote_shift("left_shift", x1, x2)
+    return ew.shift_left_p.bind(x1, x2)
+
+
+def right_shift(x1, x2, /):
+    """Arithmetic shift for signed integers, logical for unsigned (numpy's ``>>``)."""
+    x1, x2, dtype = _promote_shift("right_shift", x1, x2)
+    prim = ew.shift_right_logical_p if dt.is_unsigned(dtype) else ew.shift_right_arithmetic_p
+    return prim.bind(x1, x2)
+
+
+def _truth(x):
+    """``x != 0`` for non-boolean operands (a comparison, so weak operands stay weak)."""
+    return x if dt.is_bool(aval_of(x).dtype) else not_equal(x, 0)
+
+
+def _logical(prim, name):
+    def fn(*args):
+        args, _, _ = promote(name, *map(_truth, args))
+        return prim.bind(*args)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` on the truth values of its operands."
+    return fn
+
+
+logical_and = _logical(ew.and_p, "logical_and")
+logical_or = _logical(ew.or_p, "logical_or")
+logical_xor = _logical(ew.xor_p, "logical_xor")
+logical_not = _logical(ew.not_p, "logical_not")
+
+
+def floor_divide(x1, x2, /):
+    """``x1 // x2`` rounding toward minus infinity (numpy), for integers and floats."""
+    (x1, x2), dtype, weak = promote("floor_divide", x1, x2)
+    if dt.is_bool(dtype):
+        dtype = dt.default_int_dtype()
+        x1, x2 = convert(x1, dtype), convert(x2, dtype)
+    if dt.is_unsigned(dtype):
+        return ew.div_p.bind(x1, x2)
+    from .selection import where
+    if dt.is_int(dtype):
+        q = ew.div_p.bind(x1, x2)
+        inexact = logical_and(not_equal(sign(x1), sign(x2)), not_equal(ew.rem_p.bind(x1, x2), 0))
+        return where(inexact, subtract(q, 1), q)
+    _check_kind("floor_divide", dtype, dt.is_float, "a real dtype")
+    return floor(divide(subtract(x1, remainder(x1, x2)), x2))
+
+
+def remainder(x1, x2, /):
+    """``x1 % x2`` with the sign of the divisor (numpy), for integers and floats."""
+    (x1, x2), dtype, _ = promote("remainder", x1, x2)
+    if dt.is_bool(dtype):
+        x1, x2 = convert(x1, dt.default_int_dtype()), convert(x2, dt.default_int_dtype())
+    r = ew.rem_p.bind(x1, x2)
+    if dt.is_unsigned(dtype):
+        return r
+    from .selection import where
+    wrong_sign = logical_and(not_equal(r, 0), not_equal(less(r, 0), less(x2, 0)))
+    return where(wrong_sign, add(r, x2), r)
+
+
+mod = remainder
+
+
+def divmod(x1, x2, /):
+    return floor_divide(x1, x2), remainder(x1, x2)
+
+
+def power(x1, x2, /):
+    """``x1 ** x2``. A concrete integer exponent becomes ``integer_pow``; integer arrays
+    use exponentiation by squaring (exponents must be non-negative)."""
+    if isinstance(x2, int) and not isinstance(x2, bool):
+        # A Python int exponent leaves x1's dtype alone (booleans count as the default int).
+        (x1,), dtype, weak = promote("power", x1)
+        if dt.is_bool(dtype):
+            x1 = convert(x1, dt.default_int_dtype())
+        return ew.integer_pow_p.bind(x1, y=x2)
+    (x1, x2), dtype, _ = promote("power", x1, x2)
+    if dt.is_inexact(dtype):
+        return ew.pow_p.bind(x1, x2)
+    if dt.is_bool(dtype):
+        return logical_or(x1, logical_not(x2))
+    from .creation import ones_like
+    from .selection import where
+    acc, base, exponent = ones_like(x1), x1, x2
+    for _ in range(dtype.itemsize * 8):
+        acc = where(not_equal(bitwise_and(exponent, 1), 0), multiply(acc, base), acc)
+        base = multiply(base, base)
+        exponent = right_shift(exponent, 1)
+    return acc
+
+
+def float_power(x1, x2, /):
+    return power(convert(x1, dt.default_float_dtype()), convert(x2, dt.default_float_dtype()))
+
+
+def hypot(x1, x2, /):
+    (x1, x2), _, _ = promote("hypot", x1, x2, to_inexact=True)
+    return sqrt(add(multiply(x1, x1), multiply(x2, x2)))
+
+
+def logaddexp(x1, x2, /):
+    """``log(exp(x1) + exp(x2))`` computed without overflow."""
+    (x1, x2), _, _ = promote("logaddexp", x1, x2, to_inexact=True)
+    from .selection import where
+    delta = subtract(x1, x2)
+    out = add(maximum(x1, x2), log1p(exp(negative(absolute(delta)))))
+    return where(isnan(delta), add(x1, x2), out)   # inf - inf: the answer is x1 + x2
+
+
+def copysign(x1, x2, /):
+    (x1, x2), _, _ = promote("copysign", x1, x2, to_inexact=True)
+    from .selection import where
+    return where(signbit(x2), negative(absolute(x1)), absolute(x1))
+
+
+def heaviside(x1, x2, /):
+    (x1, x2), dtype, weak = promote("heaviside", x1, x2, to_inexact=True)
+    from .selection import where
+    zero = convert(0, dtype, weak)
+    return where(less(x1, zero), zero, where(greater(x1, zero), convert(1, dtype, weak), x2))
+
+
+def fmax(x1, x2):
+    from .selection import where
+    return where(isnan(x2), x1, where(isnan(x1), x2, maximum(x1, x2)))
+
+
+def fmin(x1, x2):
+    from .selection import where
+    return where(isnan(x2), x1, where(isnan(x1), x2, minimum(x1, x2)))
+
+
+def sinc(x, /):
+    (x,), dtype, weak = promote("sinc", x, to_inexact=True)
+    from .selection import where
+    pix = multiply(x, convert(np.pi, dtype, weak))
+    is_zero = equal(x, 0)
+    safe = where(is_zero, convert(1, dtype, weak), pix)
+    return where(is_zero, convert(1, dtype, weak), divide(sin(safe), safe))
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    (x,), dtype, weak = promote("nan_to_num", x)
+    if not dt.is_float(dtype):
+        return positive(x)
+    from .selection import where
+    info = dt.finfo(dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    out = where(isnan(x), convert(nan, dtype, weak), x)
+    out = where(equal(out, convert(np.inf, dtype, weak)), convert(posinf, dtype, weak), out)
+    return where(equal(out, convert(-np.inf, dtype, weak)), convert(neginf, dtype, weak), out)
