@@ -1,2 +1,157 @@
-"""(in progress)"""
-__all__ = []
+"""``jaxprc.vmap``: trace at one example's types, run the vmap pass, evaluate in the current context.
+
+At top level the batched jaxpr executes; inside another trace (``jit``,
+``grad``, an outer ``vmap``) it is inlined into that trace, which is how
+transformations compose. The per-example trace gets no concrete values, so
+Python control flow on batched values raises ``ConcretizationTypeError``, as
+in JAX.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+
+from jaxprc.ir.tracing import current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
+from jaxprc.ir.tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
+                                 tree_map, tree_unflatten)
+from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_jaxpr
+
+from .api import device_put
+
+__all__ = ["vmap"]
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+    """Vectorizing map: ``fun`` mapped over the ``in_axes`` of its arguments (JAX's ``jax.vmap``).
+
+    ``in_axes``/``out_axes`` are ints (negative ones count from the end), None
+    (not mapped / not batched), or pytrees of those that are prefixes of the
+    arguments tuple / the outputs. Keyword arguments are mapped over axis 0.
+    ``axis_size`` gives the batch size when no argument is mapped.
+    ``axis_name`` is accepted for compatibility (no collectives exist yet).
+    """
+    if not callable(fun):
+        raise TypeError(f"vmap requires a callable as its first argument, got {fun!r} of type "
+                        f"{type(fun).__name__}")
+    if isinstance(in_axes, list):   # JAX accepts a list at the top level for the argument tuple
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or type(in_axes) in (int, tuple)):
+        raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                        f"to the positional arguments passed to the function, but got {in_axes}.")
+    if not all(type(a) is int for a in tree_leaves(in_axes)):
+        raise TypeError("vmap in_axes must be an int, None, or (nested) container "
+                        f"with those types as leaves, but got {in_axes}.")
+    if not all(type(a) is int for a in tree_leaves(out_axes)):
+        raise TypeError("vmap out_axes must be an int, None, or (nested) container "
+                        f"with those types as leaves, but got {out_axes}.")
+
+    @functools.wraps(fun)
+    def vmap_f(*args, **kwargs):
+        if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                             "to the positional arguments passed to the function, "
+                             f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
+        args_flat, in_tree = tree_flatten((args, kwargs))
+        axes = _flatten_axes("vmap in_axes", in_tree, (in_axes, 0))
+        avals = [get_aval(x) for x in args_flat]
+        axes = [_canonical_in_axis(a, aval) for a, aval in zip(axes, avals)]
+        size = _mapped_axis_size(fun, in_tree, args_flat, avals, axes, axis_size)
+        out_tree = []
+
+        def flat_fun(*flat):
+            a, kw = tree_unflatten(in_tree, flat)
+            leaves, tree = tree_flatten(fun(*a, **kw))
+            out_tree.append(tree)
+            return leaves
+
+        name = getattr(fun, "__name__", "fun")
+        per_example = trace_to_jaxpr(flat_fun, [unbatched_aval(a, d) for a, d in zip(avals, axes)],
+                                     name=f"vmap({name})")
+        out_axes_flat = _flatten_axes("vmap out_axes", out_tree[0], out_axes)
+        try:
+            batched = vmap_jaxpr(per_example, axes, size, out_axes_flat)
+        except BatchSpecError as e:
+            leaf_numbers = tree_unflatten(out_tree[0], range(out_tree[0].num_leaves))
+            path, _ = tree_flatten_with_path(leaf_numbers)[0][e.leaf_idx]
+            raise ValueError(f"at vmap out_axes{keystr(path)}, got axis spec {e.dst} "
+                             f"but output was batched on axis {e.src}") from None
+        outs = eval_jaxpr(batched.jaxpr, batched.consts, *args_flat)
+        if current_builder() is None:   # inputs passed through unchanged become device arrays too
+            outs = [device_put(o) for o in outs]
+        return tree_unflatten(out_tree[0], outs)
+
+    return vmap_f
+
+
+def _flatten_axes(name: str, treedef, axis_tree) -> list:
+    """One axis per leaf of ``treedef``, broadcasting ``axis_tree`` (a tree prefix; None is a leaf)."""
+    proxy = object()    # stands for None, which would otherwise be an empty subtree
+    axis_tree = tree_map(lambda a: proxy if a is None else a, axis_tree, is_leaf=lambda x: x is None)
+    leaf = object()
+    dummy = tree_unflatten(treedef, [leaf] * treedef.num_leaves)
+    axes = []
+    try:
+        tree_map(lambda a, sub: axes.extend([a] * len(tree_leaves(sub))), axis_tree, dummy)
+    except ValueError:
+        raise ValueError(f"{name} specification must be a tree prefix of the corresponding value, "
+                         f"got specification {_show(axis_tree, proxy)} for value tree {treedef}.") from None
+    return [None if a is proxy else a for a in axes]
+
+
+def _show(axis_tree, proxy):
+    return tree_map(lambda a: None if a is proxy else a, axis_tree)
+
+
+def _canonical_in_axis(axis, aval):
+    if axis is None:
+        return None
+    if not -aval.ndim <= axis < aval.ndim:
+        min_rank = axis + 1 if axis >= 0 else -axis
+        raise ValueError(f"vmap was requested to map its argument along axis {axis}, which implies "
+                         f"that its rank should be at least {min_rank}, but is only {aval.ndim} "
+                         f"(its shape is {aval.shape})")
+    return axis % aval.ndim
+
+
+def _mapped_axis_size(fun, in_tree, args_flat, avals, axes, axis_size) -> int:
+    """The batch size all mapped axes (and ``axis_size``) agree on; JAX's error text otherwise."""
+    sizes = [None if d is None else aval.shape[d] for aval, d in zip(avals, axes)]
+    distinct = set(s for s in sizes if s is not None) | ({axis_size} if axis_size is not None else set())
+    if len(distinct) == 1:
+        return distinct.pop()
+    if not distinct:
+        if not args_flat:
+            args, kwargs = tree_unflatten(in_tree, args_flat)
+            raise ValueError("vmap wrapped function must be passed at least one argument containing an "
+                             f"array or axis_size must be specified, got empty *args={args} and "
+                             f"**kwargs={kwargs}")
+        raise ValueError("vmap must have at least one non-None value in in_axes "
+                         "or axis_size must be specified")
+    args, kwargs = tree_unflatten(in_tree, args_flat)
+    try:
+        params = list(inspect.signature(fun).bind(*args, **kwargs).signature.parameters)
+    except (TypeError, ValueError):
+        params = None
+
+    def arg_name(path):
+        i = path[0].idx
+        if params is None or i >= len(params):
+            return f"args{keystr(path)}"
+        return f"argument {params[i]}" + (keystr(path[1:]) if len(path) > 1 else "")
+
+    arg_paths = [arg_name(p) for p, _ in tree_flatten_with_path(args)[0]]
+    kwarg_paths = [f"kwargs{keystr(p)}" for p, _ in tree_flatten_with_path(kwargs)[0]]
+    where = [f"{p} of type {aval.str_short()}" for p, aval in zip(arg_paths + kwarg_paths, avals)]
+    counts = collections.Counter(s for s in sizes if s is not None).most_common()
+    msg = ["vmap got inconsistent sizes for array axes to be mapped:\n"]
+    if axis_size is not None:
+        msg.append(f"  * the `axis_size` argument was {axis_size};\n")
+    for k, (sz, ct) in enumerate(counts):
+        i = sizes.index(sz)
+        if ct == 1:
+            msg.append(f"  * one axis had size {sz}: axis {axes[i]} of {where[i]};\n")
+        else:
+            most = "most" if k == 0 else "some"
+            msg.append(f"  * {most} axes ({ct} of them) had size {sz}, e.g. axis {axes[i]} of {where[i]};\n")
+    raise ValueError("".join(msg)[:-2])

@@ -1,1 +1,11 @@
-"""jaxprc.passes: IR-to-IR transformations and their per-primitive rules."""
+"""jaxprc.passes: IR-to-IR transformations and their per-primitive rules.
+
+Importing the package registers every pass for pipelines (``run_pipeline``).
+"""
+from .registry import PASSES, get_pass, parse_pipeline, register_pass, run_pipeline  # noqa: F401
+from .jvp import Zero, instantiate_zeros, jvp_jaxpr, jvp_rules  # noqa: F401
+from .partial_eval import linearize_jaxpr, partial_eval_jaxpr, pe_rules  # noqa: F401
+from .transpose import UndefinedPrimal, backward_pass, is_undefined_primal, transpose_jaxpr, transpose_rules  # noqa: F401
+from .dce import dce, dce_jaxpr, dce_rules  # noqa: F401
+from .cse import cse  # noqa: F401
+from .inline import inline  # noqa: F401

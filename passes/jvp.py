@@ -1,0 +1,602 @@
+"""Forward-mode differentiation as a pass: f: a -> b  ==>  (a, Ta) -> (b, Tb).
+
+The pass re-traces the program: a new builder gets the primal inputs and the
+nonzero tangent inputs, and each equation is replaced by its rule
+``jvp_rules[prim](primals, tangents, **params) -> (primal_out, tangent_out)``
+(lists for multiple results). Tangents may be ``Zero(aval)``: a symbolic zero
+that costs nothing and is only materialised when an output must hold it.
+Integer and boolean values have float0 tangents, which are always Zero.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir import lax
+from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
+from jaxprc.ir.prims.structural import GatherDimensionNumbers, GatherScatterMode
+from jaxprc.ir.tracing import close_over_consts, get_aval, trace_to_jaxpr
+
+from .registry import register_pass
+
+
+# ---------------------------------------------------------------- tangents
+
+class Zero:
+    """A symbolic zero tangent (or cotangent) of type ``aval``."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    @staticmethod
+    def from_primal_value(x) -> "Zero":
+        return Zero(tangent_aval(aval_of(x)))
+
+    def __repr__(self):
+        return f"Zero({self.aval.str_short()})"
+
+
+def aval_of(x) -> ShapedArray:
+    """The type of a value, tracer, Literal, Zero or UndefinedPrimal."""
+    aval = getattr(x, "aval", None)
+    return aval if isinstance(aval, ShapedArray) else get_aval(x)
+
+
+def is_differentiable(aval: ShapedArray) -> bool:
+    return dt.is_inexact(aval.dtype)
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+    """The tangent type: the same for floats, float0 for integers and booleans (as in JAX)."""
+    return aval if is_differentiable(aval) else ShapedArray(aval.shape, dt.float0)
+
+
+def zeros(aval: ShapedArray):
+    if aval.dtype == dt.float0:
+        raise TypeError(f"cannot materialise a float0 zero of type {aval.str_short()} in a program")
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
+def instantiate_zeros(t):
+    return zeros(t.aval) if isinstance(t, Zero) else t
+
+
+def add_tangents(a, b):
+    if isinstance(a, Zero):
+        return b
+    if isinstance(b, Zero):
+        return a
+    return lax.add(a, b)
+
+
+def literal_value(lit: Literal):
+    """A literal as a rule argument: a Python scalar when weakly typed, else a numpy scalar."""
+    return lit.val.item() if lit.aval.weak_type else lit.val
+
+
+# --------------------------------------------------------------- the pass
+
+JvpRule = Callable[..., Any]
+jvp_rules: dict = {}
+
+
+def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangents: Sequence[Any]):
+    """Run ``jaxpr`` on primals and tangents in the current trace: (primal outs, tangent outs)."""
+    primal_env: dict[Var, Any] = {}
+    tangent_env: dict[Var, Any] = {}
+
+    def read_primal(a):
+        return literal_value(a) if isinstance(a, Literal) else primal_env[a]
+
+    def read_tangent(a):
+        return Zero(tangent_aval(a.aval)) if isinstance(a, Literal) else tangent_env[a]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        primal_env[v], tangent_env[v] = c, Zero(tangent_aval(v.aval))
+    for v, p, t in zip(jaxpr.invars, primals, tangents):
+        primal_env[v], tangent_env[v] = p, t
+    for eqn in jaxpr.eqns:
+        prim = eqn.primitive
+        tangents_in = [read_tangent(a) for a in eqn.invars]
+        if all(isinstance(t, Zero) for t in tangents_in):
+            outs = prim.bind(*[a if isinstance(a, Literal) else primal_env[a] for a in eqn.invars],
+                             **eqn.params)
+            outs = outs if prim.multiple_results else [outs]
+            touts = [Zero(tangent_aval(v.aval)) for v in eqn.outvars]
+        else:
+            rule = jvp_rules.get(prim)
+            if rule is None:
+                raise NotImplementedError(
+                    f"Differentiation rule for '{prim.name}' not implemented (jvp pass): no entry in "
+                    "jvp_rules, so forward- and reverse-mode derivatives through it are unavailable.")
+            outs, touts = rule([read_primal(a) for a in eqn.invars], tangents_in, **eqn.params)
+            if not prim.multiple_results:
+                outs, touts = [outs], [touts]
+        for v, p, t in zip(eqn.outvars, outs, touts):
+            primal_env[v], tangent_env[v] = p, t
+    return ([read_primal(a) if isinstance(a, Literal) else primal_env[a] for a in jaxpr.outvars],
+            [read_tangent(a) for a in jaxpr.outvars])
+
+
+def jvp_jaxpr(cj: ClosedJaxpr, nonzeros: Sequence[bool], instantiate: Sequence[bool] | bool,
+              primal_values: Sequence[Any] | None = None) -> tuple[ClosedJaxpr, list[bool]]:
+    """The jvp of ``cj``: inputs are the primals then the tangents of inputs marked ``nonzeros``;
+    outputs are the primal outputs then the tangents of outputs that are nonzero (or instantiated).
+
+    Returns that jaxpr and the nonzero mask of output tangents. Integer outputs never get a
+    tangent output (float0 zeros are made by the caller). ``primal_values``, when given, are
+    concrete primal inputs, so Python code traced during the pass may inspect values.
+    """
+    n_out = len(cj.jaxpr.outvars)
+    if isinstance(instantiate, bool):
+        instantiate = [instantiate] * n_out
+    in_avals = cj.in_avals
+    nonzeros = [bool(nz) and is_differentiable(a) for nz, a in zip(nonzeros, in_avals)]
+    tangent_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
+    out_nonzeros: list[bool] = []
+
+    def fun(*args):
+        primals, rest = list(args[:len(in_avals)]), iter(args[len(in_avals):])
+        tangents = [next(rest) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzeros)]
+        outs, touts = jvp_eval(cj.jaxpr, cj.consts, primals, tangents)
+        touts = [instantiate_zeros(t) if inst and is_differentiable(aval_of(t)) else t
+                 for t, inst in zip(touts, instantiate)]
+        out_nonzeros[:] = [not isinstance(t, Zero) for t in touts]
+        return outs + [t for t in touts if not isinstance(t, Zero)]
+
+    concrete = None
+    if primal_values is not None:
+        concrete = list(primal_values) + [None] * len(tangent_avals)
+    out = trace_to_jaxpr(fun, list(in_avals) + tangent_avals, name="jvp", concrete_args=concrete)
+    return out, out_nonzeros
+
+
+def jvp(cj: ClosedJaxpr) -> ClosedJaxpr:
+    """The pipeline pass: (primals, tangents of every float input) -> (outputs, all tangents)."""
+    out, _ = jvp_jaxpr(cj, [True] * len(cj.in_avals), instantiate=True)
+    return out
+
+
+register_pass("jvp", jvp)
+
+
+# ------------------------------------------------------- rule definitions
+
+def _rule(*names: str):
+    """Register a rule under the named primitives (those that exist)."""
+    def register(fn):
+        for name in names:
+            if name in PRIMITIVES:
+                jvp_rules[PRIMITIVES[name]] = fn if len(names) == 1 else _bound(fn, PRIMITIVES[name])
+        return fn
+    return register
+
+
+def _bound(fn, prim):
+    return lambda primals, tangents, **params: fn(prim, primals, tangents, **params)
+
+
+def _zero_tangent_jvp(prim, primals, tangents, **params):
+    outs = prim.bind(*primals, **params)
+    avals = [aval_of(o) for o in (outs if prim.multiple_results else [outs])]
+    touts = [Zero(tangent_aval(a)) for a in avals]
+    return outs, (touts if prim.multiple_results else touts[0])
+
+
+_rule("sign", "floor", "ceil", "round", "is_finite", "not", "population_count", "clz",
+      "stop_gradient", "nextafter", "and", "or", "xor", "shift_left", "shift_right_arithmetic",
+      "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "bitcast_convert_type",
+      "argmax", "argmin", "iota", "reduce_and", "reduce_or", "reduce_xor")(_zero_tangent_jvp)
+
+
+def _linear_jvp(prim, primals, tangents, **params):
+    """Linear in its first operand, the others (indices) held fixed: the tangent is the op itself."""
+    out = prim.bind(*primals, **params)
+    return out, prim.bind(instantiate_zeros(tangents[0]), *primals[1:], **params)
+
+
+_rule("neg", "copy", "real", "imag", "conj", "broadcast_in_dim", "reshape", "transpose", "squeeze",
+      "rev", "slice", "reduce_sum", "cumsum", "dynamic_slice", "gather")(_linear_jvp)
+
+
+def _multilinear_jvp(prim, primals, tangents, **params):
+    """Linear in all operands jointly (zeros instantiated): pad, concatenate, ..."""
+    out = prim.bind(*primals, **params)
+    return out, prim.bind(*map(instantiate_zeros, tangents), **params)
+
+
+_rule("pad", "concatenate")(_multilinear_jvp)
+
+
+def _unary(name: str, tangent: Callable):
+    """``tangent(t, x, ans)``: the output tangent of a unary function (linear in t)."""
+    prim = PRIMITIVES.get(name)
+
+    def rule(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, **params)
+        return ans, tangent(t, x, ans, **params)
+    if prim is not None:
+        jvp_rules[prim] = rule
+
+
+_SQRT_PI = math.sqrt(math.pi)
+_unary("exp", lambda t, x, ans: lax.mul(t, ans))
+_unary("exp2", lambda t, x, ans: lax.mul(t, lax.mul(ans, math.log(2.0))))
+_unary("log", lambda t, x, ans: lax.div(t, x))
+_unary("log1p", lambda t, x, ans: lax.div(t, lax.add(x, 1.0)))
+_unary("expm1", lambda t, x, ans: lax.mul(t, lax.add(ans, 1.0)))
+_unary("tanh", lambda t, x, ans: lax.mul(t, lax.sub(1.0, lax.mul(ans, ans))))
+_unary("logistic", lambda t, x, ans: lax.mul(t, lax.mul(ans, lax.sub(1.0, ans))))
+_unary("sin", lambda t, x, ans: lax.mul(t, lax.cos(x)))
+_unary("cos", lambda t, x, ans: lax.mul(t, lax.neg(lax.sin(x))))
+_unary("tan", lambda t, x, ans: lax.mul(t, lax.add(1.0, lax.mul(ans, ans))))
+_unary("asin", lambda t, x, ans: lax.mul(t, lax.rsqrt(lax.sub(1.0, lax.mul(x, x)))))
+_unary("acos", lambda t, x, ans: lax.mul(t, lax.neg(lax.rsqrt(lax.sub(1.0, lax.mul(x, x))))))
+_unary("atan", lambda t, x, ans: lax.div(t, lax.add(1.0, lax.mul(x, x))))
+_unary("sinh", lambda t, x, ans: lax.mul(t, lax.cosh(x)))
+_unary("cosh", lambda t, x, ans: lax.mul(t, lax.sinh(x)))
+_unary("asinh", lambda t, x, ans: lax.mul(t, lax.rsqrt(lax.add(lax.mul(x, x), 1.0))))
+_unary("acosh", lambda t, x, ans: lax.mul(t, lax.rsqrt(lax.mul(lax.sub(x, 1.0), lax.add(x, 1.0)))))
+_unary("atanh", lambda t, x, ans: lax.div(t, lax.sub(1.0, lax.mul(x, x))))
+_unary("sqrt", lambda t, x, ans: lax.div(t, lax.mul(ans, 2.0)))
+_unary("rsqrt", lambda t, x, ans: lax.mul(t, lax.mul(lax.div(ans, x), -0.5)))
+_unary("cbrt", lambda t, x, ans: lax.mul(t, lax.mul(lax.integer_pow(ans, -2), 1.0 / 3.0)))
+_unary("square", lambda t, x, ans: lax.mul(t, lax.mul(x, 2.0)))
+_unary("abs", lambda t, x, ans: lax.mul(t, lax.sign(x)))
+_unary("erf", lambda t, x, ans: lax.mul(t, lax.mul(lax.exp(lax.neg(lax.mul(x, x))), 2.0 / _SQRT_PI)))
+_unary("erfc", lambda t, x, ans: lax.mul(t, lax.mul(lax.exp(lax.neg(lax.mul(x, x))), -2.0 / _SQRT_PI)))
+_unary("erf_inv", lambda t, x, ans: lax.mul(t, lax.mul(lax.exp(lax.mul(ans, ans)), _SQRT_PI / 2.0)))
+_unary("lgamma", lambda t, x, ans: lax.mul(t, lax.digamma(x)))
+
+
+def _integer_pow_tangent(t, x, ans, *, y):
+    if y == 1:
+        return t
+    return lax.mul(t, lax.mul(lax.integer_pow(x, y - 1) if y != 2 else x, float(y)))
+
+
+_unary("integer_pow", _integer_pow_tangent)
+
+
+@_rule("convert_element_type")
+def _convert_element_type_jvp(primals, tangents, *, new_dtype, **params):
+    (x,), (t,) = primals, tangents
+    out = PRIMITIVES["convert_element_type"].bind(x, new_dtype=new_dtype, **params)
+    if not dt.is_inexact(new_dtype):
+        return out, Zero(tangent_aval(aval_of(out)))
+    return out, lax.convert_element_type(t, new_dtype)
+
+
+def _bilinear(prim, primals, tangents, **params):
+    """Products: d(x*y) = dx*y + x*dy, each term the op itself with one tangent operand."""
+    (x, y), (tx, ty) = primals, tangents
+    out = prim.bind(x, y, **params)
+    left = Zero(tangent_aval(aval_of(out))) if isinstance(tx, Zero) else prim.bind(tx, y, **params)
+    right = Zero(tangent_aval(aval_of(out))) if isinstance(ty, Zero) else prim.bind(x, ty, **params)
+    return out, add_tangents(left, right)
+
+
+_rule("mul", "dot_general")(_bilinear)
+
+
+@_rule("add")
+def _add_jvp(primals, tangents):
+    return lax.add(*primals), add_tangents(*tangents)
+
+
+@_rule("sub")
+def _sub_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    return lax.sub(x, y), add_tangents(tx, ty if isinstance(ty, Zero) else lax.neg(ty))
+
+
+def _scaled(t, factor):
+    """t * factor; ``factor=1`` means t itself."""
+    return t if isinstance(t, Zero) or (isinstance(factor, int) and factor == 1) else lax.mul(t, factor)
+
+
+def _binary(name: str, partials: Callable):
+    """``partials(x, y, ans) -> (dans/dx, dans/dy)``; the tangent is tx*dx + ty*dy."""
+    prim = PRIMITIVES.get(name)
+
+    def rule(primals, tangents, **params):
+        (x, y), (tx, ty) = primals, tangents
+        ans = prim.bind(x, y, **params)
+        dx, dy = partials(x, y, ans)
+        return ans, add_tangents(_scaled(tx, dx) if dx is not None else Zero(tangent_aval(aval_of(ans))),
+                                 _scaled(ty, dy) if dy is not None else Zero(tangent_aval(aval_of(ans))))
+    if prim is not None:
+        jvp_rules[prim] = rule
+
+
+@_rule("div")
+def _div_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    ans = lax.div(x, y)
+    left = Zero(tangent_aval(aval_of(ans))) if isinstance(tx, Zero) else lax.div(tx, y)
+    return ans, add_tangents(left, _scaled(ty, lax.neg(lax.div(ans, y))))
+
+
+def _pow_partials(x, y, ans):
+    # d/dy x**y = log(x) x**y, taken as 0 where x == 0 (as JAX does)
+    safe_log = lax.log(lax.select_n(lax.eq(x, 0.0), x, lax.full_like(x, 1)))
+    return lax.mul(y, lax.pow(x, lax.sub(y, 1.0))), lax.mul(ans, safe_log)
+
+
+def _balanced_eq(x, ans, y):
+    """1 where x alone attains the extremum, 1/2 on ties, 0 elsewhere (JAX's convention)."""
+    one, half, zero = lax.full_like(ans, 1), lax.full_like(ans, 0.5), lax.full_like(ans, 0)
+    return lax.select_n(lax.eq(x, ans), zero, lax.select_n(lax.eq(y, ans), one, half))
+
+
+def _atan2_partials(x, y, ans):
+    denom = lax.add(lax.mul(x, x), lax.mul(y, y))
+    return lax.div(y, denom), lax.neg(lax.div(x, denom))
+
+
+def _rem_partials(x, y, ans):
+    q = lax.div(x, y)
+    return 1, lax.neg(lax.mul(lax.sign(q), lax.floor(lax.abs(q))))
+
+
+_binary("pow", _pow_partials)
+_binary("max", lambda x, y, ans: (_balanced_eq(x, ans, y), _balanced_eq(y, ans, x)))
+_binary("min", lambda x, y, ans: (_balanced_eq(x, ans, y), _balanced_eq(y, ans, x)))
+_binary("atan2", _atan2_partials)
+_binary("rem", _rem_partials)
+
+
+@_rule("clamp")
+def _clamp_jvp(primals, tangents):
+    (lo, x, hi), (tlo, tx, thi) = primals, tangents
+    out = PRIMITIVES["clamp"].bind(lo, x, hi)
+    shape = aval_of(x).shape
+
+    def where(pred, t):
+        if isinstance(t, Zero):
+            return Zero(tangent_aval(aval_of(out)))
+        if aval_of(t).shape != shape:
+            t = lax.broadcast_in_dim(t, shape, ())
+        return lax.select_n(pred, lax.full_like(out, 0), t)
+    inside = lax.bitwise_and(lax.gt(x, lo), lax.lt(x, hi))
+    t = add_tangents(where(lax.lt(x, lo), tlo), where(inside, tx))
+    return out, add_tangents(t, where(lax.gt(x, hi), thi))
+
+
+@_rule("select_n")
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = PRIMITIVES["select_n"].bind(which, *cases)
+    return out, PRIMITIVES["select_n"].bind(which, *map(instantiate_zeros, tangents[1:]))
+
+
+@_rule("dynamic_update_slice")
+def _dynamic_update_slice_jvp(primals, tangents):
+    x, update, *idx = primals
+    prim = PRIMITIVES["dynamic_update_slice"]
+    return prim.bind(x, update, *idx), prim.bind(instantiate_zeros(tangents[0]),
+                                                 instantiate_zeros(tangents[1]), *idx)
+
+
+def _scatter_linear_jvp(prim, primals, tangents, **params):
+    """scatter-add is linear in (operand, updates); plain scatter too when indices are unique."""
+    operand, indices, updates = primals
+    out = prim.bind(operand, indices, updates, **params)
+    return out, prim.bind(instantiate_zeros(tangents[0]), indices, instantiate_zeros(tangents[2]),
+                          **params)
+
+
+_rule("scatter-add", "scatter")(_scatter_linear_jvp)
+
+
+def _extremum_jvp(prim, primals, tangents, *, axes):
+    """The tangent at the extremum, averaged over ties (JAX's convention)."""
+    (x,), (t,) = primals, tangents
+    ans = prim.bind(x, axes=axes)
+    shape = aval_of(x).shape
+    kept = tuple(d for d in range(len(shape)) if d not in axes)
+    location = lax.convert_element_type(lax.eq(x, lax.broadcast_in_dim(ans, shape, kept)), aval_of(x).dtype)
+    counts = PRIMITIVES["reduce_sum"].bind(location, axes=axes)
+    weights = lax.div(location, lax.broadcast_in_dim(counts, shape, kept))
+    return ans, PRIMITIVES["reduce_sum"].bind(lax.mul(t, weights), axes=axes)
+
+
+_rule("reduce_max", "reduce_min")(_extremum_jvp)
+
+
+@_rule("reduce_prod")
+def _reduce_prod_jvp(primals, tangents, *, axes):
+    """d prod(x) = sum_i t_i * prod_{j != i} x_j, with the products of the others computed by
+    exclusive cumulative products from both ends (exact when some x_j are zero)."""
+    (x,), (t,) = primals, tangents
+    aval = aval_of(x)
+    kept = [d for d in range(aval.ndim) if d not in axes]
+    perm = tuple(kept) + tuple(axes)
+    kept_shape = tuple(aval.shape[d] for d in kept)
+    n = int(np.prod([aval.shape[d] for d in axes], dtype=np.int64))
+    flat = lambda v: lax.reshape(lax.transpose(v, perm), kept_shape + (n,))
+    xf, tf = flat(x), flat(instantiate_zeros(t))
+    last = len(kept_shape)
+    ones_pad = lambda v, lo, hi: lax.pad(v, lax.full((), 1, aval.dtype), [(0, 0, 0)] * last + [(lo, hi, 0)])
+    cum = lambda v, reverse: PRIMITIVES["cumprod"].bind(v, axis=last, reverse=reverse)
+    before = ones_pad(cum(xf, False), 1, -1)     # prod_{j<i}
+    after = ones_pad(cum(xf, True), -1, 1)       # prod_{j>i}
+    others = lax.mul(before, after)
+    ans = PRIMITIVES["reduce_prod"].bind(x, axes=axes)
+    return ans, PRIMITIVES["reduce_sum"].bind(lax.mul(tf, others), axes=(last,))
+
+
+@_rule("cumlogsumexp", "cumprod")
+def _cumulative_jvp(prim, primals, tangents, *, axis, reverse):
+    """Closed forms: for cumlogsumexp dy_i = exp(-y_i) sum_{j<=i} t_j exp(x_j); for cumprod
+    dy_i = y_i sum_{j<=i} t_j / x_j (nonzero x). cummax/cummin have no rule yet."""
+    (x,), (t,) = primals, tangents
+    ans = prim.bind(x, axis=axis, reverse=reverse)
+    cumsum = lambda v: PRIMITIVES["cumsum"].bind(v, axis=axis, reverse=reverse)
+    if prim.name == "cumlogsumexp":
+        return ans, lax.mul(cumsum(lax.mul(t, lax.exp(x))), lax.exp(lax.neg(ans)))
+    return ans, lax.mul(cumsum(lax.div(t, x)), ans)
+
+
+# ------------------------------------------------------------ control flow
+# Sub-jaxprs are differentiated with jvp_jaxpr; whatever the new body closes
+# over (consts) is hoisted into leading operands, as control flow requires.
+
+def _nonzero_tangents(tangents, nonzeros):
+    return [instantiate_zeros(t) for t, nz in zip(tangents, nonzeros) if nz]
+
+
+def _split_outs(outs, n, out_nz, out_avals):
+    primals, rest = list(outs[:n]), iter(outs[n:])
+    return primals, [next(rest) if nz else Zero(tangent_aval(a)) for nz, a in zip(out_nz, out_avals)]
+
+
+def _jit_jvp(primals, tangents, *, jaxpr, **params):
+    nonzeros = [not isinstance(t, Zero) for t in tangents]
+    body, out_nz = jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    body, consts = close_over_consts(body)
+    outs = PRIMITIVES["jit"].bind(*consts, *primals, *_nonzero_tangents(tangents, nonzeros),
+                                  jaxpr=body, **params)
+    return _split_outs(outs, len(jaxpr.out_avals), out_nz, jaxpr.out_avals)
+
+
+def _hoist_shared(jaxprs):
+    """Close several jaxprs over the union of their consts: each takes all of them first."""
+    closed = [close_over_consts(j) for j in jaxprs]
+    all_consts = [c for _, cs in closed for c in cs]
+    out = []
+    for i, (j, cs) in enumerate(closed):
+        before = sum(len(c) for _, c in closed[:i])
+        avals = [get_aval(c) for c in all_consts]
+        jj = j.jaxpr
+        pad_before = [Var(a) for a in avals[:before]]
+        pad_after = [Var(a) for a in avals[before + len(cs):]]
+        out.append(ClosedJaxpr(Jaxpr([], pad_before + jj.invars[:len(cs)] + pad_after + jj.invars[len(cs):],
+                                     jj.outvars, jj.eqns), []))
+    return out, all_consts
+
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, *ops = primals
+    nonzeros = [not isinstance(t, Zero) for t in tangents[1:]]
+    out_nz = [False] * len(branches[0].out_avals)
+    for br in branches:
+        out_nz = [a or b for a, b in zip(out_nz, jvp_jaxpr(br, nonzeros, instantiate=False)[1])]
+    new = [jvp_jaxpr(br, nonzeros, instantiate=out_nz)[0] for br in branches]
+    new, consts = _hoist_shared(new)
+    outs = PRIMITIVES["cond"].bind(index, *consts, *ops, *_nonzero_tangents(tangents[1:], nonzeros),
+                                   branches=tuple(new))
+    return _split_outs(outs, len(branches[0].out_avals), out_nz, branches[0].out_avals)
+
+
+def _reorder(cj: ClosedJaxpr, in_perm, out_perm) -> ClosedJaxpr:
+    j = cj.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, [j.invars[i] for i in in_perm],
+                             [j.outvars[i] for i in out_perm], j.eqns), cj.consts)
+
+
+def _groups(sizes):
+    """Index ranges of consecutive groups of the given sizes."""
+    out, start = [], 0
+    for s in sizes:
+        out.append(list(range(start, start + s)))
+        start += s
+    return out
+
+
+def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, num_consts, num_carry, linear):
+    nc, nk = num_consts, num_carry
+    n_ys = len(jaxpr.out_avals) - nk
+    nz = [not isinstance(t, Zero) for t in tangents]
+    consts_nz, carry_nz, xs_nz = nz[:nc], nz[nc:nc + nk], nz[nc + nk:]
+    while True:    # a carry tangent is nonzero if its next value is
+        _, out_nz = jvp_jaxpr(jaxpr, consts_nz + carry_nz + xs_nz, instantiate=carry_nz + [False] * n_ys)
+        new = [a or b for a, b in zip(carry_nz, out_nz[:nk])]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    body, out_nz = jvp_jaxpr(jaxpr, consts_nz + carry_nz + xs_nz, instantiate=carry_nz + [False] * n_ys)
+    body, hoisted = close_over_consts(body)
+    nh, nx = len(hoisted), len(primals) - nc - nk
+    # body inputs: hoisted, consts, carry, xs, t_consts, t_carry, t_xs -> scan's consts, carry, xs
+    h, c, k, x, tc, tk, tx = _groups([nh, nc, nk, nx, sum(consts_nz), sum(carry_nz), sum(xs_nz)])
+    ys_nz = out_nz[nk:]
+    # body outputs: carry, ys, t_carry, t_ys -> carry, t_carry, ys, t_ys
+    oc, oy, otc, oty = _groups([nk, n_ys, sum(carry_nz), sum(ys_nz)])
+    body = _reorder(body, h + c + tc + k + tk + x + tx, oc + otc + oy + oty)
+    t_consts = _nonzero_tangents(tangents[:nc], consts_nz)
+    t_carry = _nonzero_tangents(tangents[nc:nc + nk], carry_nz)
+    t_xs = _nonzero_tangents(tangents[nc + nk:], xs_nz)
+    operands = [*hoisted, *primals[:nc], *t_consts, *primals[nc:nc + nk], *t_carry, *primals[nc + nk:], *t_xs]
+    new_linear = ((False,) * nh + tuple(linear[:nc]) + (True,) * len(t_consts) + tuple(linear[nc:nc + nk])
+                  + (True,) * len(t_carry) + tuple(linear[nc + nk:]) + (True,) * len(t_xs))
+    outs = PRIMITIVES["scan"].bind(*operands, jaxpr=body, length=length, reverse=reverse, unroll=unroll,
+                                   num_consts=nh + nc + len(t_consts), num_carry=nk + len(t_carry),
+                                   linear=new_linear)
+    n_tk = len(t_carry)
+    carry, t_carry_out = outs[:nk], outs[nk:nk + n_tk]
+    ys, t_ys = outs[nk + n_tk:nk + n_tk + n_ys], outs[nk + n_tk + n_ys:]
+    out_avals = PRIMITIVES["scan"].abstract_eval(*[aval_of(p) for p in primals], jaxpr=jaxpr, length=length,
+                                                 reverse=reverse, unroll=unroll, num_consts=nc,
+                                                 num_carry=nk, linear=linear)
+    _, touts = _split_outs(list(carry) + list(ys) + list(t_carry_out) + list(t_ys), nk + n_ys,
+                           carry_nz + ys_nz, out_avals)
+    return list(carry) + list(ys), touts
+
+
+def _while_jvp(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    cn, bn = cond_nconsts, body_nconsts
+    nz = [not isinstance(t, Zero) for t in tangents]
+    bconsts_nz, carry_nz = nz[cn:cn + bn], nz[cn + bn:]
+    while True:
+        _, out_nz = jvp_jaxpr(body_jaxpr, bconsts_nz + carry_nz, instantiate=carry_nz)
+        new = [a or b for a, b in zip(carry_nz, out_nz)]
+        if new == carry_nz:
+            break
+        carry_nz = new
+    body, _ = jvp_jaxpr(body_jaxpr, bconsts_nz + carry_nz, instantiate=carry_nz)
+    body, hoisted = close_over_consts(body)
+    nk = len(carry_nz)
+    # body inputs: hoisted, bconsts, carry, t_bconsts, t_carry -> consts, carry
+    h, b, k, tb, tk = _groups([len(hoisted), bn, nk, sum(bconsts_nz), sum(carry_nz)])
+    body = _reorder(body, h + b + tb + k + tk, list(range(nk + sum(carry_nz))))
+    # the condition ignores the tangent carries
+    cj = cond_jaxpr.jaxpr
+    extra = [Var(tangent_aval(cj.invars[cn + i].aval)) for i, z in enumerate(carry_nz) if z]
+    cond = ClosedJaxpr(Jaxpr(cj.constvars, cj.invars + extra, cj.outvars, cj.eqns), cond_jaxpr.consts)
+    t_bconsts = _nonzero_tangents(tangents[cn:cn + bn], bconsts_nz)
+    t_carry = _nonzero_tangents(tangents[cn + bn:], carry_nz)
+    outs = PRIMITIVES["while"].bind(*primals[:cn], *hoisted, *primals[cn:cn + bn], *t_bconsts,
+                                    *primals[cn + bn:], *t_carry, cond_jaxpr=cond, body_jaxpr=body,
+                                    cond_nconsts=cn, body_nconsts=len(hoisted) + bn + len(t_bconsts))
+    avals = body_jaxpr.out_avals
+    return _split_outs(outs, nk, carry_nz, avals)
+
+
+for _name, _r in [("jit", _jit_jvp), ("cond", _cond_jvp), ("scan", _scan_jvp), ("while", _while_jvp)]:
+    if _name in PRIMITIVES:
+        jvp_rules[PRIMITIVES[_name]] = _r
+
+
+@_rule("sort")
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+    """Sort a position iota along, then move each tangent by that permutation (a gather)."""
+    aval = aval_of(primals[0])
+    iota = lax.broadcasted_iota(np.int32, aval.shape, dimension)
+    *outs, perm = PRIMITIVES["sort"].bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                                          num_keys=num_keys)
+    batch = tuple(d for d in range(aval.ndim) if d != dimension)
+    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(dimension,),
+                                   start_index_map=(dimension,), operand_batching_dims=batch,
+                                   start_indices_batching_dims=batch)
+    indices = lax.reshape(perm, aval.shape + (1,))
+    take = lambda t: PRIMITIVES["gather"].bind(
+        t, indices, dimension_numbers=dnums, slice_sizes=(1,) * aval.ndim, indices_are_sorted=False,
+        unique_indices=True, mode=GatherScatterMode.PROMISE_IN_BOUNDS, fill_value=None)
+    return outs, [t if isinstance(t, Zero) else take(t) for t in tangents]
