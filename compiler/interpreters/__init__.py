@@ -1,0 +1,7 @@
+"""``jaxprc.interpreters``: JAX's extension points for user primitives.
+
+``mlir`` (lowering rules), ``ad`` (jvp and transpose rules) and ``batching``
+(vmap rules) are views of the rule tables the compiler and the passes read,
+so a rule registered here is the one they use.
+"""
+from . import ad, batching, mlir  # noqa: F401

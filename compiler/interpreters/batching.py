@@ -1,0 +1,17 @@
+"""Batching (vmap) rules for user primitives, as in ``jax.interpreters.batching``.
+
+``primitive_batchers`` IS the vmap pass's rule table:
+``primitive_batchers[p] = rule(batched_args, batch_dims, **params) -> (out, out_dim)``
+(lists for multiple results), where a dim is an axis or ``not_mapped``.
+"""
+from jaxprc.passes.vmap import batch_rules, bdim_at_front, elementwise_rule, matchaxis, moveaxis, not_mapped
+
+__all__ = ["primitive_batchers", "not_mapped", "defbroadcasting", "moveaxis", "matchaxis",
+           "bdim_at_front"]
+
+primitive_batchers = batch_rules
+
+
+def defbroadcasting(prim):
+    """Batch an elementwise primitive: operands moved to one batch axis, the primitive applied."""
+    primitive_batchers[prim] = elementwise_rule(prim)

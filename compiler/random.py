@@ -1,0 +1,626 @@
+"""jaxprc.random: JAX's counter-based PRNG, bit for bit.
+
+JAX's default configuration: the threefry2x32 hash with
+``jax_threefry_partitionable=True`` (JAX 0.10's default), so a key's bits of
+shape ``s`` hash the 64-bit counters ``0 .. prod(s)-1`` (split into high and
+low uint32 halves) and xor the two output words.
+
+Threefry is written with ``jaxprc.lax`` (uint32 add, xor, shifts, or), so it
+runs eagerly, under ``jit``, ``vmap`` and ``grad`` like any other program.
+Each sampler's body is a ``jit`` with its shape and dtype static, as in JAX:
+eagerly it compiles once per signature; inside a trace it is a nested call.
+
+Keys. ``PRNGKey(seed)`` gives a raw key, a ``uint32[2]`` array. ``key(seed)``
+gives a typed key: a ``PRNGKeyArray`` wrapping ``uint32[..., 2]`` key data,
+registered as a pytree with that data as its one leaf. Its ``shape`` is the
+data's shape without the trailing 2, so ``jit`` passes it through, ``vmap``
+over axis ``k >= 0`` of a key array maps axis ``k`` of its data, and split /
+index / iterate work on the leading axes. (A negative ``in_axes`` counts
+from the end of the data, key words included: use non-negative axes.)
+Every function takes either kind; ``split`` and ``fold_in`` return the kind
+they were given.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Sequence
+
+import numpy as np
+
+from . import lax
+from . import numpy as jnp
+from .api import jit
+from .ir import dtypes as dt
+from .ir.tracing import get_aval
+from .ir.tree_util import register_pytree_node
+
+__all__ = ["PRNGKey", "PRNGKeyArray", "key", "key_data", "wrap_key_data", "split", "fold_in", "clone",
+           "bits", "uniform", "normal", "bernoulli", "randint", "categorical", "permutation", "choice",
+           "truncated_normal", "gumbel"]
+
+_UINT = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: np.dtype(np.uint32), 64: np.dtype(np.uint64)}
+_u32 = np.uint32
+
+
+def _static(*names):
+    """``jit`` with the named arguments static (shapes, dtypes, modes)."""
+    return functools.partial(jit, static_argnames=names)
+
+
+# ------------------------------------------------------------- threefry2x32
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _rotate_left(x, d: int):
+    return lax.bitwise_or(lax.shift_left(x, _u32(d)), lax.shift_right_logical(x, _u32(32 - d)))
+
+
+def threefry2x32(k1, k2, x1, x2):
+    """The Threefry-2x32 block cipher (20 rounds) of counters ``(x1, x2)`` under key ``(k1, k2)``.
+
+    uint32 arrays of one shape, or scalar keys.
+    """
+    ks = [k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _u32(0x1BD11BDA))]
+    x = [lax.add(x1, ks[0]), lax.add(x2, ks[1])]
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x[0] = lax.add(x[0], x[1])
+            x[1] = lax.bitwise_xor(x[0], _rotate_left(x[1], r))
+        x[0] = lax.add(x[0], ks[(i + 1) % 3])
+        x[1] = lax.add(x[1], lax.add(ks[(i + 2) % 3], _u32(i + 1)))
+    return x[0], x[1]
+
+
+def _unstack2(x):
+    """The two entries of ``x``'s leading axis (of size 2): key words, key pairs, paired draws."""
+    return lax.index_in_dim(x, 0, keepdims=False), lax.index_in_dim(x, 1, keepdims=False)
+
+
+def _counters(shape):
+    """The 64-bit counters 0 .. prod(shape)-1 laid out in ``shape``, as (high, low) uint32 halves."""
+    size = math.prod(shape)
+    if size >= 2 ** 32:
+        raise NotImplementedError(f"random bits of shape {shape}: more than 2**32 values")
+    low = lax.reshape(lax.iota(np.uint32, size), shape)
+    return lax.full(shape, _u32(0)), low
+
+
+def _hash_counters(keys, shape):
+    """Threefry of the counters of ``shape`` under each of ``keys`` (``uint32[*n, 2]``): ``n + shape``."""
+    keys_shape = get_aval(keys).shape[:-1]
+    out_shape = (*keys_shape, *shape)
+    k1, k2 = (lax.broadcast_in_dim(k, out_shape, range(len(keys_shape))) if keys_shape else k
+              for k in (lax.index_in_dim(keys, i, axis=-1, keepdims=False) for i in (0, 1)))
+    hi, lo = (lax.broadcast(c, keys_shape) for c in _counters(shape))
+    return threefry2x32(k1, k2, hi, lo)
+
+
+def _random_bits(key, bit_width: int, shape):
+    """Uniform unsigned ints of ``bit_width`` bits from a raw key (partitionable threefry).
+
+    A stack of keys gives their draws stacked, in one hash (XLA compiles one
+    threefry per program far faster than several).
+    """
+    bits1, bits2 = _hash_counters(key, shape)
+    dtype = _UINT[bit_width]
+    if bit_width == 64:
+        hi = lax.convert_element_type(bits1, dtype)
+        return lax.bitwise_or(lax.shift_left(hi, np.uint64(32)), lax.convert_element_type(bits2, dtype))
+    bits = lax.bitwise_xor(bits1, bits2)
+    return bits if bit_width == 32 else lax.convert_element_type(bits, dtype)
+
+
+@_static("shape")
+def _split(key, shape):
+    bits1, bits2 = _hash_counters(key, shape)
+    return jnp.stack([bits1, bits2], axis=len(shape))
+
+
+@jit
+def _fold_in(key, data):
+    k1, k2 = _unstack2(key)
+    y1, y2 = threefry2x32(k1, k2, _u32(0), data)
+    return jnp.stack([y1, y2])
+
+
+@jit
+def _seed(seed):
+    """A raw key from an integer scalar: its high and low 32 bits."""
+    dtype = get_aval(seed).dtype
+    word = lambda x: lax.broadcast(lax.convert_element_type(x, np.uint32), (1,))
+    hi = word(lax.shift_right_logical(seed, np.array(32, dtype))) if dtype.itemsize == 8 else \
+        lax.full((1,), _u32(0))
+    return lax.concatenate([hi, word(seed)], 0)
+
+
+# --------------------------------------------------------------------- keys
+
+class PRNGKeyDType:
+    """The dtype of typed threefry2x32 keys, shown as ``key<fry>``."""
+    name = "key<fry>"
+    itemsize = 8
+
+    def __repr__(self):
+        return self.name
+
+    __str__ = __repr__
+
+
+KEY_DTYPE = PRNGKeyDType()
+
+
+class PRNGKeyArray:
+    """An array of typed threefry2x32 keys over ``uint32[*shape, 2]`` key data (a pytree of one leaf)."""
+    __slots__ = ("_base",)
+
+    def __init__(self, base):
+        self._base = base          # no checks: pytree machinery rebuilds it around any leaf
+
+    shape = property(lambda self: tuple(get_aval(self._base).shape[:-1]))
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: math.prod(self.shape))
+    dtype = property(lambda self: KEY_DTYPE)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of an unsized key array (shape ())")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, idx):
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        return PRNGKeyArray(self._base[(*idx, slice(None))])
+
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return PRNGKeyArray(jnp.reshape(self._base, (*shape, 2)))
+
+    def __eq__(self, other):
+        if not isinstance(other, PRNGKeyArray):
+            return NotImplemented
+        return jnp.all(jnp.equal(self._base, other._base), axis=-1)
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else jnp.logical_not(eq)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return f"Array({self.shape}, dtype={KEY_DTYPE}) overlaying:\n{np.asarray(self._base)}"
+
+
+register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None), lambda _, kids: PRNGKeyArray(kids[0]))
+
+
+def _check_key(name: str, key, allow_batched: bool = False):
+    """(raw key data, whether the key was typed); one key unless ``allow_batched``."""
+    typed = isinstance(key, PRNGKeyArray)
+    base = key._base if typed else key
+    if isinstance(base, (list, tuple)):
+        base = np.asarray(base)
+    try:
+        aval = get_aval(base)
+    except TypeError:
+        raise TypeError(f"{name}: expected a PRNG key (from jaxprc.random.key or PRNGKey), got "
+                        f"{type(key).__name__}") from None
+    if aval.dtype != np.uint32 or aval.shape[-1:] != (2,):
+        raise TypeError(f"{name}: expected a PRNG key: a typed key, or raw key data of type uint32[2]; "
+                        f"got {aval.str_short()}")
+    if not allow_batched and aval.ndim != 1:
+        raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
+                         f"{aval.shape[:-1]} != (). Use jaxprc.vmap for batching.")
+    return base, typed
+
+
+def _seed_value(name: str, seed):
+    if isinstance(seed, PRNGKeyArray):
+        raise TypeError(f"{name} accepts a scalar seed, but was given a PRNG key.")
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        # Like JAX: a Python int is an int64, narrowed (wrapping) to int32 without x64.
+        return np.asarray(np.int64(seed)).astype(dt.default_int_dtype())
+    aval = get_aval(seed)
+    if aval.shape:
+        raise TypeError(f"{name} accepts a scalar seed, but was given an array of shape {aval.shape} "
+                        f"!= (). Use jaxprc.vmap for batching")
+    if not dt.is_int(aval.dtype):
+        raise TypeError(f"PRNG key seed must be an integer; got {aval.str_short()}")
+    return seed
+
+
+def PRNGKey(seed) -> "jnp.ndarray":
+    """A raw threefry2x32 key, ``uint32[2]``: the seed's high and low 32 bits."""
+    return _seed(_seed_value("PRNGKey", seed))
+
+
+def key(seed) -> PRNGKeyArray:
+    """A typed threefry2x32 key (shape ``()``) from an integer seed."""
+    return PRNGKeyArray(_seed(_seed_value("key", seed)))
+
+
+def key_data(keys):
+    """The ``uint32[..., 2]`` data of typed (or raw) keys."""
+    base, _ = _check_key("key_data", keys, allow_batched=True)
+    return base
+
+
+def wrap_key_data(key_bits_array, *, impl=None):
+    """Typed keys over ``uint32[..., 2]`` key data."""
+    if impl not in (None, "threefry2x32"):
+        raise ValueError(f"unsupported PRNG implementation {impl!r}: jaxprc has only 'threefry2x32'")
+    if isinstance(key_bits_array, PRNGKeyArray):
+        raise TypeError("wrap_key_data expects uint32 key data, got typed keys")
+    base, _ = _check_key("wrap_key_data", key_bits_array, allow_batched=True)
+    return PRNGKeyArray(base)
+
+
+def _rewrap(typed: bool, base):
+    return PRNGKeyArray(base) if typed else base
+
+
+def split(key, num: int | tuple[int, ...] = 2):
+    """``num`` (or ``shape``) new keys along new leading axes."""
+    base, typed = _check_key("split", key)
+    shape = tuple(int(n) for n in num) if isinstance(num, Sequence) else (int(num),)
+    return _rewrap(typed, _split(base, shape=shape))
+
+
+def fold_in(key, data):
+    """A new key from ``key`` and a 32-bit integer ``data``."""
+    base, typed = _check_key("fold_in", key)
+    if isinstance(data, int) and not isinstance(data, bool):
+        data = _u32(data % 2 ** 32)
+    if get_aval(data).shape:
+        raise TypeError(f"fold_in accepts a scalar, but was given an array of shape {get_aval(data).shape} "
+                        f"!= (). Use jaxprc.vmap for batching.")
+    return _rewrap(typed, _fold_in(base, lax.convert_element_type(data, np.uint32)))
+
+
+def clone(key):
+    """The same key (keys are immutable values here)."""
+    return key
+
+
+# ----------------------------------------------------------------- samplers
+
+def _shape(shape) -> tuple[int, ...]:
+    return tuple(int(d) for d in shape) if isinstance(shape, Sequence) else (int(shape),)
+
+
+def _check_shape(name: str, shape, *param_shapes):
+    if param_shapes and jnp.broadcast_shapes(shape, *param_shapes) != shape:
+        raise ValueError(f"{name} parameter shapes must be broadcast-compatible with shape argument, and "
+                         f"the result of broadcasting the shapes must equal the shape argument, but got "
+                         f"parameter shapes {list(param_shapes)} for shape argument {shape}.")
+
+
+def _float_dtype(name: str, dtype, kinds=("float",)):
+    dtype = dt.default_float_dtype() if dtype is None else dt.canonicalize_dtype(dtype)
+    if not (dt.is_float(dtype) or ("complex" in kinds and dt.is_complex(dtype))):
+        raise ValueError(f"dtype argument to `{name}` must be a {' or '.join(kinds)} dtype, got {dtype}")
+    return dtype
+
+
+@_static("bit_width", "shape")
+def _bits(key, bit_width, shape):
+    return _random_bits(key, bit_width, shape)
+
+
+def bits(key, shape=(), dtype=None):
+    """Uniform random bits as unsigned ints (default uint32; uint64 with x64)."""
+    base, _ = _check_key("bits", key)
+    dtype = dt.canonicalize_dtype(np.uint64) if dtype is None else dt.canonicalize_dtype(dtype)
+    if not dt.is_unsigned(dtype):
+        raise ValueError(f"dtype argument to `bits` must be an unsigned int dtype, got {dtype}")
+    return _bits(base, bit_width=dtype.itemsize * 8, shape=_shape(shape))
+
+
+@_static("shape", "dtype")
+def _uniform(key, minval, maxval, shape, dtype):
+    minval = jnp.broadcast_to(lax.convert_element_type(minval, dtype), shape)
+    maxval = jnp.broadcast_to(lax.convert_element_type(maxval, dtype), shape)
+    finfo = dt.finfo(dtype)
+    nbits, nmant = finfo.bits, finfo.nmant
+    # Random mantissa bits under the exponent of 1.0 give a float in [1, 2); shift it to [0, 1).
+    rng_bits = 8 if nmant < 8 else nbits
+    uint = _UINT[nbits]
+    raw = _random_bits(key, rng_bits, shape)
+    if rng_bits != nbits:
+        raw = lax.convert_element_type(raw, uint)
+    float_bits = lax.bitwise_or(lax.shift_right_logical(raw, np.array(rng_bits - nmant, uint)),
+                                np.array(1.0, dtype).view(uint))
+    floats = lax.sub(lax.bitcast_convert_type(float_bits, dtype), np.array(1.0, dtype))
+    return lax.max(minval, lax.add(lax.mul(floats, lax.sub(maxval, minval)), minval))
+
+
+def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
+    """Uniform floats in [minval, maxval)."""
+    base, _ = _check_key("uniform", key)
+    dtype = _float_dtype("uniform", dtype)
+    shape = _shape(shape)
+    _check_shape("uniform", shape, get_aval(minval).shape, get_aval(maxval).shape)
+    return _uniform(base, minval, maxval, shape=shape, dtype=dtype)
+
+
+def _normal_real(key, shape, dtype):
+    lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype), dtype=dtype)
+    u = _uniform(key, lo, np.array(1.0, dtype), shape=shape, dtype=dtype)
+    return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
+
+
+@_static("shape", "dtype")
+def _normal(key, shape, dtype):
+    if not dt.is_complex(dtype):
+        return _normal_real(key, shape, dtype)
+    real_dtype = np.finfo(dtype).dtype
+    key_re, key_im = _unstack2(_split(key, shape=(2,)))
+    re = lax.convert_element_type(_normal_real(key_re, shape, real_dtype), dtype)
+    im = lax.convert_element_type(_normal_real(key_im, shape, real_dtype), dtype)
+    return (re + 1j * im) / np.array(np.sqrt(2), dtype)
+
+
+def normal(key, shape=(), dtype=None):
+    """Standard normal samples: ``sqrt(2) * erf_inv(u)`` for ``u`` uniform in (-1, 1)."""
+    base, _ = _check_key("normal", key)
+    return _normal(base, shape=_shape(shape), dtype=_float_dtype("normal", dtype, ("float", "complex")))
+
+
+@_static("shape", "dtype")
+def _truncated_normal(key, lower, upper, shape, dtype):
+    sqrt2 = np.array(np.sqrt(2), dtype)
+    lower = lax.convert_element_type(lower, dtype)
+    upper = lax.convert_element_type(upper, dtype)
+    a = lax.erf(lax.div(lower, sqrt2))
+    b = lax.erf(lax.div(upper, sqrt2))
+    out = lax.mul(sqrt2, lax.erf_inv(_uniform(key, a, b, shape=shape, dtype=dtype)))
+    # Keep rounding (or u == a) from reaching the bounds: the support is the open interval.
+    return jnp.clip(out, lax.nextafter(lax.stop_gradient(lower), np.array(np.inf, dtype)),
+                    lax.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype)))
+
+
+def truncated_normal(key, lower, upper, shape=None, dtype=None):
+    """Standard normal samples restricted to the open interval (lower, upper)."""
+    base, _ = _check_key("truncated_normal", key)
+    dtype = _float_dtype("truncated_normal", dtype)
+    param_shapes = (get_aval(lower).shape, get_aval(upper).shape)
+    if shape is None:
+        shape = jnp.broadcast_shapes(*param_shapes)
+    else:
+        shape = _shape(shape)
+        _check_shape("truncated_normal", shape, *param_shapes)
+    return _truncated_normal(base, lower, upper, shape=shape, dtype=dtype)
+
+
+@_static("shape", "mode")
+def _bernoulli(key, p, shape, mode):
+    dtype = get_aval(p).dtype
+    if mode == "high":
+        u1, u2 = _unstack2(_uniform(key, 0., 1., shape=(2, *shape), dtype=dtype))
+        u2 = lax.mul(u2, np.array(2.0 ** -dt.finfo(dtype).nmant, dtype))   # u2's bits below u1's
+        return lax.lt(u2, jnp.subtract(p, u1))
+    return lax.lt(_uniform(key, 0., 1., shape=shape, dtype=dtype), jnp.broadcast_to(p, shape))
+
+
+def bernoulli(key, p=0.5, shape=None, mode: str = "low"):
+    """Booleans that are True with probability ``p``."""
+    base, _ = _check_key("bernoulli", key)
+    if mode not in ("high", "low"):
+        raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
+    aval = get_aval(p)
+    dtype = dt.canonicalize_dtype(aval.dtype)
+    if not dt.is_float(dtype):
+        raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
+    p = lax.convert_element_type(p, dtype)
+    if shape is None:
+        shape = aval.shape
+    else:
+        shape = _shape(shape)
+        _check_shape("bernoulli", shape, aval.shape)
+    return _bernoulli(base, p, shape=shape, mode=mode)
+
+
+def _convert_and_clip_integer(val, dtype):
+    """``val`` as ``dtype``, saturating at its bounds instead of wrapping."""
+    src = get_aval(val).dtype
+    lo = np.array(max(dt.iinfo(dtype).min, dt.iinfo(src).min), src)
+    hi = np.array(min(dt.iinfo(dtype).max, dt.iinfo(src).max), src)
+    return lax.convert_element_type(lax.clamp(lo, val, hi), dtype)
+
+
+@_static("shape", "dtype")
+def _randint(key, minval, maxval, shape, dtype):
+    # Like JAX: 2 * nbits random bits per value reduced modulo the span (biased unless it is a power of 2).
+    minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
+    if not dt.is_int(minval.dtype):
+        minval = minval.astype(dt.default_int_dtype())
+    if not dt.is_int(maxval.dtype):
+        maxval = maxval.astype(dt.default_int_dtype())
+    maxval_out_of_range = jnp.broadcast_to(lax.gt(maxval, _convert_and_clip_integer(
+        np.array(dt.iinfo(dtype).max, dtype), maxval.dtype)), shape)
+    minval = jnp.broadcast_to(_convert_and_clip_integer(minval, dtype), shape)
+    maxval = jnp.broadcast_to(_convert_and_clip_integer(maxval, dtype), shape)
+    nbits = dt.iinfo(dtype).bits
+    higher_bits, lower_bits = _unstack2(_random_bits(_split(key, shape=(2,)), nbits, shape))
+
+    unsigned = _UINT[nbits]
+    span = lax.convert_element_type(lax.sub(maxval, minval), unsigned)
+    one = np.array(1, unsigned)
+    span = lax.select(lax.le(maxval, minval), lax.full_like(span, one), span)   # maxval <= minval: minval
+    # maxval past the dtype's range: the span is one larger (wrapping to 0 = the whole range).
+    span = lax.select(lax.bitwise_and(maxval_out_of_range, lax.gt(maxval, minval)), lax.add(span, one), span)
+    # (hi * 2**nbits + lo) % span, with 2**nbits % span computed without overflow.
+    multiplier = lax.rem(lax.full_like(span, np.array(2 ** (nbits // 2), unsigned)), span)
+    multiplier = lax.rem(lax.mul(multiplier, multiplier), span)
+    offset = lax.add(lax.mul(lax.rem(higher_bits, span), multiplier), lax.rem(lower_bits, span))
+    offset = lax.rem(offset, span)
+    return lax.add(minval, lax.convert_element_type(offset, dtype))
+
+
+def randint(key, shape, minval, maxval, dtype=None):
+    """Integers uniform in [minval, maxval) (modulo-biased as in JAX)."""
+    base, _ = _check_key("randint", key)
+    dtype = dt.default_int_dtype() if dtype is None else dt.canonicalize_dtype(dtype)
+    if not dt.is_int(dtype) or dt.is_bool(dtype):
+        raise TypeError(f"randint only accepts integer dtypes, got {dtype}")
+    shape = _shape(shape)
+    _check_shape("randint", shape, get_aval(minval).shape, get_aval(maxval).shape)
+    info = dt.iinfo(dtype)
+    sampling_dtype = dtype
+    if info.bits < 32:    # sample narrow ints in 32 bits, as JAX does, to reduce the bias
+        sampling_dtype = np.dtype(np.int32)
+        minval = jnp.clip(jnp.asarray(minval).astype(np.int32), int(info.min), int(info.max))
+        maxval = jnp.clip(jnp.asarray(maxval).astype(np.int32), int(info.min), int(info.max) + 1)
+    out = _randint(base, minval, maxval, shape=shape, dtype=sampling_dtype)
+    return out if sampling_dtype == dtype else lax.convert_element_type(out, dtype)
+
+
+@_static("axis")
+def _shuffle(key, x, axis):
+    # Sort by random 32-bit keys, repeated often enough that all elements get distinct key strings
+    # with high probability (JAX's heuristic).
+    size = math.prod(get_aval(x).shape)
+    num_rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(num_rounds):
+        key, subkey = _unstack2(_split(key, shape=(2,)))
+        sort_keys = _random_bits(subkey, 32, get_aval(x).shape)
+        _, x = lax.sort_key_val(sort_keys, x, axis)
+    return x
+
+
+def _concrete_int(name: str, x) -> int:
+    try:
+        return int(x)
+    except Exception as e:
+        raise TypeError(f"{name}: the integer argument must be concrete (a Python int or an array "
+                        f"outside of tracing), got {x!r}") from e
+
+
+def permutation(key, x, axis: int = 0, independent: bool = False):
+    """A random permutation of ``arange(x)`` (int ``x``) or of ``x`` along ``axis``."""
+    base, _ = _check_key("permutation", key)
+    if not isinstance(x, (int, np.integer)):
+        x = jnp.asarray(x)
+    ndim = np.ndim(x) if isinstance(x, (int, np.integer)) else x.ndim
+    if not ndim:
+        if not dt.is_int(get_aval(x).dtype):
+            raise TypeError("x must be an integer or at least 1-dimensional")
+        return _shuffle(base, jnp.arange(_concrete_int("permutation", x)), axis=0)
+    axis = _canonical_axis(axis, ndim)
+    if independent or ndim == 1:
+        return _shuffle(base, x, axis=axis)
+    ind = _shuffle(base, jnp.arange(x.shape[axis]), axis=0)
+    return jnp.take(x, ind, axis)
+
+
+def _canonical_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim
+
+
+def _top_k_indices(x, k: int):
+    """Indices of the ``k`` largest entries along the last axis, largest first (lower index on ties)."""
+    n = get_aval(x).shape[-1]
+    iota = lax.broadcasted_iota(np.int32, get_aval(x).shape, get_aval(x).ndim - 1)
+    _, order = lax.sort_key_val(lax.neg(x), iota, dimension=-1)
+    return lax.slice_in_dim(order, 0, k, axis=-1) if k < n else order
+
+
+def choice(key, a, shape: Sequence[int] = (), replace: bool = True, p=None, axis: int = 0, mode=None):
+    """A random sample of ``a`` (or of ``arange(a)``) of ``shape`` along ``axis``."""
+    base, _ = _check_key("choice", key)
+    if not isinstance(shape, Sequence):
+        raise TypeError(f"shape argument of jaxprc.random.choice must be a sequence, got {shape}")
+    shape = _shape(shape)
+    arr = jnp.asarray(a)
+    if arr.ndim == 0:
+        n_inputs = _concrete_int("choice", a)
+    else:
+        axis = _canonical_axis(axis, arr.ndim)
+        n_inputs = arr.shape[axis]
+    n_draws = math.prod(shape)
+    if n_draws == 0:
+        return jnp.zeros(shape, dtype=arr.dtype)
+    if n_inputs <= 0:
+        raise ValueError("a must be greater than 0 unless no samples are taken")
+    if not replace and n_draws > n_inputs:
+        raise ValueError(f"Cannot take a larger sample (size {n_draws}) than population (size {n_inputs}) "
+                         "when 'replace=False'")
+    if p is None:
+        if replace:
+            ind = randint(base, shape, 0, n_inputs)
+            result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+        else:
+            perm = permutation(base, n_inputs if arr.ndim == 0 else arr, axis)
+            result = lax.slice_in_dim(perm, 0, n_draws, axis=axis if arr.ndim else 0)
+    else:
+        p_arr = jnp.asarray(p)
+        if not dt.is_inexact(p_arr.dtype):
+            p_arr = p_arr.astype(dt.default_float_dtype())
+        if p_arr.shape != (n_inputs,):
+            raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
+                             f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
+        if replace:
+            p_cuml = jnp.cumsum(p_arr)
+            r = p_cuml[-1] * (1 - uniform(base, shape, dtype=p_cuml.dtype))
+            ind = jnp.searchsorted(p_cuml, r).astype(dt.default_int_dtype())
+        else:   # Gumbel top-k
+            g = gumbel(base, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
+            ind = _top_k_indices(g, n_draws).astype(dt.default_int_dtype())
+        result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+    return jnp.reshape(result, shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1:])
+
+
+@_static("shape", "dtype", "mode")
+def _gumbel(key, shape, dtype, mode):
+    info = dt.finfo(dtype)
+    if mode == "high":
+        high, low = _unstack2(_uniform(key, 0., 1., shape=(2, *shape), dtype=dtype))
+        # Below 0.5, refine with a second draw's bits to resolve small values.
+        refined = lax.add(lax.add(high, lax.mul(np.array(2.0 ** -info.nmant, dtype), low)),
+                          np.array(info.tiny, dtype))
+        x = lax.select(lax.ge(high, np.array(0.5, dtype)), high, refined)
+        return lax.neg(lax.log(lax.neg(lax.log1p(lax.neg(x)))))
+    u = _uniform(key, np.array(info.tiny, dtype), 1., shape=shape, dtype=dtype)
+    return lax.neg(lax.log(lax.neg(lax.log(u))))
+
+
+def gumbel(key, shape=(), dtype=None, mode=None):
+    """Standard Gumbel samples ``-log(-log(u))``; ``mode="high"`` uses two draws for small ``u``."""
+    base, _ = _check_key("gumbel", key)
+    dtype = _float_dtype("gumbel", dtype)
+    mode = "low" if mode is None else mode
+    if mode not in ("high", "low"):
+        raise ValueError(f"Must provide valid mode for gumbel ('high' or 'low'), got: {mode}")
+    return _gumbel(base, shape=_shape(shape), dtype=dtype, mode=mode)
+
+
+def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, mode=None):
+    """Indices drawn from ``softmax(logits, axis)`` (Gumbel max; Gumbel top-k without replacement)."""
+    base, _ = _check_key("categorical", key)
+    logits = jnp.asarray(logits)
+    ndim = logits.ndim
+    axis = _canonical_axis(axis, ndim)
+    batch_shape = logits.shape[:axis] + logits.shape[axis + 1:]
+    if shape is None:
+        shape = batch_shape
+    else:
+        shape = _shape(shape)
+        _check_shape("categorical", shape, batch_shape)
+    prefix = shape[:len(shape) - len(batch_shape)]
+    if replace:
+        sample_shape = list(shape[len(prefix):])
+        sample_shape.insert(axis, logits.shape[axis])
+        noise = gumbel(base, (*prefix, *sample_shape), logits.dtype, mode=mode)
+        return jnp.argmax(noise + jnp.expand_dims(logits, tuple(range(len(prefix)))), axis=axis + len(prefix))
+    k = math.prod(prefix)
+    if k > logits.shape[axis]:
+        raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number of "
+                         f"categories ({logits.shape[axis]}).")
+    perturbed = logits + gumbel(base, logits.shape, logits.dtype, mode=mode)
+    indices = _top_k_indices(jnp.moveaxis(perturbed, axis, -1), k)      # int32 batch_shape + (k,)
+    return lax.reshape(indices, shape, (indices.ndim - 1, *range(indices.ndim - 1)))

@@ -1,0 +1,502 @@
+"""Benchmarks side by side with JAX: ``python -m jaxprc.tools.bench [--quick] [--json FILE]``.
+
+Each benchmark is one program written once against the API jaxprc shares
+with JAX, and run on both libraries in one process, alternating which goes
+first, so both see the same machine load. A benchmark's ``setup(lib)`` builds
+what it needs (and warms caches), then returns ``sample()``: one measurement,
+in the benchmark's unit. Reported per library: median, min and max of the
+samples; and the ratio of the medians, jaxprc / JAX, against the target of
+DESIGN.md "Performance".
+
+``jax`` is needed only here (the ``bench`` extra); ``--libs jaxprc`` runs
+without it.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import importlib
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from typing import Callable
+
+import numpy as np
+
+_now = time.perf_counter
+
+# ----------------------------------------------------------------- libraries
+
+
+@dataclasses.dataclass
+class Lib:
+    """One implementation of the shared API: ``api`` is ``jax`` or ``jaxprc``."""
+    name: str
+    api: object
+    np: object
+    lax: object
+    odeint: Callable | None
+
+    def block(self, x):
+        return self.api.block_until_ready(x)
+
+
+def load_lib(name: str) -> Lib:
+    api = importlib.import_module(name)
+    try:
+        odeint = importlib.import_module(f"{name}.experimental.ode").odeint
+    except (ImportError, AttributeError):
+        odeint = None
+    return Lib(name, api, importlib.import_module(f"{name}.numpy"), importlib.import_module(f"{name}.lax"),
+               odeint)
+
+
+# ------------------------------------------------------------------ programs
+# Written once against the shared API; ``lib`` picks the implementation.
+
+CHAIN_EQNS = 2000     # tanh, cos, mul, add per step: no literals, so both libraries record 2000 equations
+
+
+def make_chain(lib: Lib):
+    """A fresh elementwise chain of CHAIN_EQNS equations (a new function object: JAX caches traces per function)."""
+    jnp = lib.np
+
+    def chain(x):
+        for _ in range(CHAIN_EQNS // 4):
+            x = jnp.tanh(x) * jnp.cos(x) + x
+        return x
+    return chain
+
+
+def make_chain_loss(lib: Lib):
+    chain = make_chain(lib)
+    return lambda x: lib.np.sum(chain(x))
+
+
+MLP_SIZES, MLP_BATCH = (784, 512, 512, 10), 128
+
+
+def mlp_data(seed=0):
+    rng = np.random.default_rng(seed)
+    params = [(rng.normal(0, 1 / np.sqrt(m), (m, n)).astype(np.float32), np.zeros(n, np.float32))
+              for m, n in zip(MLP_SIZES[:-1], MLP_SIZES[1:])]
+    x = rng.normal(size=(MLP_BATCH, MLP_SIZES[0])).astype(np.float32)
+    y = np.eye(MLP_SIZES[-1], dtype=np.float32)[rng.integers(0, MLP_SIZES[-1], MLP_BATCH)]
+    return params, x, y
+
+
+def make_mlp_loss(lib: Lib):
+    jnp = lib.np
+
+    def mlp_loss(params, x, y):
+        h = x
+        for w, b in params[:-1]:
+            h = jnp.maximum(h @ w + b, 0.0)
+        w, b = params[-1]
+        logits = h @ w + b
+        return -jnp.mean(jnp.sum(lib.api.nn.log_softmax(logits) * y, axis=-1))
+    return mlp_loss
+
+
+def make_sgd_step(lib: Lib, lr=0.01):
+    grad_loss = lib.api.grad(make_mlp_loss(lib))
+
+    def sgd_step(params, x, y):
+        grads = grad_loss(params, x, y)
+        return [(w - lr * gw, b - lr * gb) for (w, b), (gw, gb) in zip(params, grads)]
+    return sgd_step
+
+
+RNN_STEPS, RNN_BATCH, RNN_IN, RNN_HIDDEN = 100, 32, 64, 128
+
+
+def rnn_data(seed=0):
+    rng = np.random.default_rng(seed)
+    w = rng.normal(0, 1 / np.sqrt(RNN_HIDDEN), (RNN_HIDDEN, RNN_HIDDEN)).astype(np.float32)
+    u = rng.normal(0, 1 / np.sqrt(RNN_IN), (RNN_IN, RNN_HIDDEN)).astype(np.float32)
+    xs = rng.normal(size=(RNN_STEPS, RNN_BATCH, RNN_IN)).astype(np.float32)
+    return w, u, xs
+
+
+def make_rnn_loss(lib: Lib):
+    jnp = lib.np
+
+    def rnn_loss(w, u, xs):
+        def step(h, x):
+            h = jnp.tanh(h @ w + x @ u)
+            return h, jnp.sum(h)
+        h, sums = lib.lax.scan(step, jnp.zeros((RNN_BATCH, RNN_HIDDEN), jnp.float32), xs)
+        return jnp.sum(h * h) + jnp.sum(sums)
+    return rnn_loss
+
+
+def make_pendulum_loss(lib: Lib):
+    """Loss at the end of a damped pendulum trajectory; its gradient runs odeint's custom_vjp."""
+    jnp = lib.np
+    ts = jnp.linspace(0.0, 5.0, 50)
+
+    def dynamics(y, t, g, damping):
+        theta, omega = y[0], y[1]
+        return jnp.stack([omega, -g * jnp.sin(theta) - damping * omega])
+
+    def loss(y0, g, damping):
+        ys = lib.odeint(dynamics, y0, ts, g, damping)
+        return jnp.sum(ys[-1] ** 2)
+    return loss
+
+
+# --------------------------------------------------------------- benchmarks
+
+@dataclasses.dataclass
+class Bench:
+    name: str
+    unit: str
+    setup: Callable[[Lib], Callable[[], float]] | None = None   # -> sample(); None for size benchmarks
+    size: Callable[[Lib], str] | None = None                     # -> StableHLO text (program size)
+    target: float | None = None                                  # max ratio jaxprc / JAX
+    requires: str = ""                                           # Lib attribute that must be present
+
+
+BENCHES: list[Bench] = []
+
+
+def bench(name, unit, target=None, requires=""):
+    def register(setup):
+        BENCHES.append(Bench(name, unit, setup=setup, target=target, requires=requires))
+        return setup
+    return register
+
+
+def size_bench(name, requires=""):
+    def register(lower_text):
+        BENCHES.append(Bench(name, "ops", size=lower_text, target=1.0, requires=requires))
+        return lower_text
+    return register
+
+
+def _timed(fn) -> float:
+    t = _now()
+    fn()
+    return _now() - t
+
+
+def _per_call(run_once, calls: int) -> Callable[[], float]:
+    """A sample: µs per call over ``calls`` calls (``run_once(i)`` does one call)."""
+    def sample():
+        t = _now()
+        for i in range(calls):
+            run_once(i)
+        return (_now() - t) / calls * 1e6
+    return sample
+
+
+_X8 = np.linspace(-1, 1, 8, dtype=np.float32)
+_XS = np.linspace(-1, 1, 16 * 8, dtype=np.float32).reshape(16, 8)
+
+
+@bench("tracing: make_jaxpr(chain)", "µs/eqn", target=0.5)
+def _trace_chain(lib):
+    return lambda: _timed(lambda: lib.api.make_jaxpr(make_chain(lib))(_X8)) / CHAIN_EQNS * 1e6
+
+
+@bench("tracing: make_jaxpr(grad(chain))", "µs/eqn", target=0.5)
+def _trace_grad(lib):
+    return lambda: _timed(lambda: lib.api.make_jaxpr(lib.api.grad(make_chain_loss(lib)))(_X8)) / CHAIN_EQNS * 1e6
+
+
+@bench("tracing: make_jaxpr(vmap(chain))", "µs/eqn", target=0.5)
+def _trace_vmap(lib):
+    return lambda: _timed(lambda: lib.api.make_jaxpr(lib.api.vmap(make_chain(lib)))(_XS)) / CHAIN_EQNS * 1e6
+
+
+@bench("lowering: jit(chain).lower().as_text()", "µs/eqn", target=0.5)
+def _lower_chain(lib):
+    return lambda: _timed(lambda: lib.api.jit(make_chain(lib)).lower(_X8).as_text()) / CHAIN_EQNS * 1e6
+
+
+@bench("first call: jit(grad(mlp_loss))", "ms")
+def _first_call(lib):
+    params, x, y = mlp_data()
+
+    def sample():
+        f = lib.api.jit(lib.api.grad(make_mlp_loss(lib)))
+        return _timed(lambda: lib.block(f(params, x, y))) * 1e3
+    return sample
+
+
+def _dispatch_fn(lib):
+    f = lib.api.jit(lambda a, b: a * b + 1.0)
+    a, b = np.arange(4, dtype=np.float32), np.full(4, 2.0, np.float32)
+    assert np.allclose(np.asarray(f(a, b)), a * b + 1.0)
+    return f, a, b
+
+
+@bench("dispatch: jit(a*b+1) device arrays", "µs/call", target=2.0)
+def _dispatch_device(lib):
+    f, a, b = _dispatch_fn(lib)
+    a, b = lib.api.device_put(a), lib.api.device_put(b)
+    lib.block(f(a, b))
+    run = _per_call(lambda i: f(a, b), 2000)
+    return lambda: (run(), lib.block(f(a, b)))[0]
+
+
+@bench("dispatch: jit(a*b+1) numpy in/out", "µs/call", target=2.0)
+def _dispatch_numpy(lib):
+    f, a, b = _dispatch_fn(lib)
+    return _per_call(lambda i: np.asarray(f(a, b)), 1000)
+
+
+@bench("eager: jnp.sin(f32[8])", "µs/op", target=1.5)
+def _eager_sin(lib):
+    x = lib.api.device_put(_X8)
+    sin = lib.np.sin
+    lib.block(sin(x))
+    run = _per_call(lambda i: sin(x), 1000)
+    return lambda: (run(), lib.block(sin(x)))[0]
+
+
+@bench("runtime: jit MLP SGD step 784-512-512-10 b128", "ms/step", target=1.05)
+def _mlp_step(lib):
+    params, x, y = mlp_data()
+    step = lib.api.jit(make_sgd_step(lib))
+    params, x, y = lib.api.device_put((params, x, y))
+    state = [lib.block(step(params, x, y))]
+
+    def run():
+        for _ in range(5):
+            state[0] = step(state[0], x, y)
+        lib.block(state[0])
+    return lambda: _timed(run) / 5 * 1e3
+
+
+@bench("runtime: jit(grad) of 100-step scan RNN", "ms/call", target=1.05)
+def _rnn_grad(lib):
+    args = lib.api.device_put(rnn_data())
+    f = lib.api.jit(lib.api.grad(make_rnn_loss(lib), argnums=(0, 1)))
+    lib.block(f(*args))
+    return lambda: _timed(lambda: lib.block(f(*args))) * 1e3
+
+
+@bench("runtime: jit(grad) of odeint pendulum", "ms/call", target=1.05, requires="odeint")
+def _ode_grad(lib):
+    f = lib.api.jit(lib.api.grad(make_pendulum_loss(lib), argnums=(0, 1, 2)))
+    args = (np.array([2.0, 0.0], np.float32), np.float32(9.81), np.float32(0.3))
+    lib.block(f(*args))
+    return lambda: _timed(lambda: lib.block(f(*args))) * 1e3
+
+
+@size_bench("StableHLO size: grad(mlp_loss)")
+def _size_mlp(lib):
+    params, x, y = mlp_data()
+    return lib.api.jit(lib.api.grad(make_mlp_loss(lib))).lower(params, x, y).as_text()
+
+
+@size_bench("StableHLO size: vmap(chain)")
+def _size_vmap_chain(lib):
+    return lib.api.jit(lib.api.vmap(make_chain(lib))).lower(_XS).as_text()
+
+
+@size_bench("StableHLO size: grad(scan RNN)")
+def _size_rnn(lib):
+    return lib.api.jit(lib.api.grad(make_rnn_loss(lib), argnums=(0, 1))).lower(*rnn_data()).as_text()
+
+
+# ------------------------------------------------------------ op counting
+
+_OP_NAME = re.compile(r'^\s*(?:%[\w#:, %]+=\s*)?"?([a-z_][\w]*\.[\w.]+)"?')
+_PRETTY_FUNC_OPS = re.compile(r"^\s*(?:%[\w#:, %]+=\s*)?(return|call)\b")
+_NESTED_OP = re.compile(r"\bapplies\s+([a-z_]\w*\.\w+)")   # compact reduce: `applies stablehlo.add`
+
+
+def count_ops(text: str) -> dict[str, int]:
+    """Operations in MLIR text by name, module and function headers excluded.
+
+    Counts one op per line (pretty or generic form), the pretty ``return`` and
+    ``call`` of the func dialect, and the op inside a compact ``reduce ...
+    applies`` line (which stands for a region of two ops: the op and its return).
+    """
+    counts: dict[str, int] = {}
+
+    def add(name, n=1):
+        counts[name] = counts.get(name, 0) + n
+    for line in text.splitlines():
+        m = _OP_NAME.match(line)
+        if m:
+            name = m.group(1)
+            if name in ("func.func", "builtin.module"):
+                continue
+            add(name)
+            for nested in _NESTED_OP.findall(line):
+                add(nested)
+                add("stablehlo.return")
+            continue
+        m = _PRETTY_FUNC_OPS.match(line)
+        if m:
+            add("func." + m.group(1))
+    return counts
+
+
+# ---------------------------------------------------------------- harness
+
+@dataclasses.dataclass
+class Result:
+    bench: Bench
+    samples: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    error: dict[str, str] = dataclasses.field(default_factory=dict)
+    ops: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+
+    def value(self, lib: str) -> float | None:
+        if lib in self.ops:
+            return float(sum(self.ops[lib].values()))
+        s = self.samples.get(lib)
+        return statistics.median(s) if s else None
+
+    def ratio(self) -> float | None:
+        a, b = self.value("jaxprc"), self.value("jax")
+        return a / b if a is not None and b else None
+
+
+def _error_text(e: BaseException) -> str:
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first[:160]}"
+
+
+def run_bench(b: Bench, libs: list[Lib], reps: int, budget_s: float, log) -> Result:
+    """Alternate the libraries sample by sample until ``reps`` samples each or the budget is spent (min 3)."""
+    result = Result(b)
+    if b.size is not None:
+        for lib in libs:
+            try:
+                result.ops[lib.name] = count_ops(b.size(lib))
+            except Exception as e:   # a library lacking a feature: report it, go on
+                result.error[lib.name] = _error_text(e)
+        return result
+    samplers = {}
+    for lib in libs:
+        try:
+            samplers[lib.name] = b.setup(lib)
+            samplers[lib.name]()          # warm-up sample, discarded
+        except Exception as e:
+            result.error[lib.name] = _error_text(e)
+            samplers.pop(lib.name, None)
+    order = [lib.name for lib in libs if lib.name in samplers]
+    start = _now()
+    for rep in range(reps):
+        for name in (order if rep % 2 == 0 else order[::-1]):
+            gc.collect()
+            result.samples.setdefault(name, []).append(samplers[name]())
+        if rep >= 2 and _now() - start > budget_s:
+            break
+    log(f"  {b.name}: {rep + 1} reps in {_now() - start:.1f}s")
+    return result
+
+
+# -------------------------------------------------------------- reporting
+
+def _fmt(x: float) -> str:
+    if x >= 100:
+        return f"{x:.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def _cell(r: Result, lib: str) -> str:
+    if lib in r.error:
+        return "error"
+    if lib in r.ops:
+        return str(sum(r.ops[lib].values()))
+    s = r.samples.get(lib)
+    if not s:
+        return "–"
+    return f"{_fmt(statistics.median(s))} ({_fmt(min(s))}–{_fmt(max(s))})"
+
+
+def markdown_table(results: list[Result]) -> str:
+    rows = ["| benchmark | unit | JAX median (min–max) | jaxprc median (min–max) | ratio | target | met |",
+            "|---|---|---|---|---|---|---|"]
+    for r in results:
+        ratio = r.ratio()
+        t = r.bench.target
+        met = "" if ratio is None or t is None else ("yes" if ratio <= t else "**no**")
+        rows.append(f"| {r.bench.name} | {r.bench.unit} | {_cell(r, 'jax')} | {_cell(r, 'jaxprc')} | "
+                    f"{'–' if ratio is None else f'{ratio:.2f}'} | {'' if t is None else f'≤ {t}'} | {met} |")
+    return "\n".join(rows)
+
+
+def notes(results: list[Result], skipped: list[str]) -> list[str]:
+    out = [f"- {r.bench.name}: {lib}: {msg}" for r in results for lib, msg in r.error.items()]
+    return out + [f"- {s}" for s in skipped]
+
+
+def conditions(libs, reps, quick, elapsed, load_before) -> str:
+    versions = ", ".join(f"{lib.name} {getattr(lib.api, '__version__', '?')}" for lib in libs)
+    import jaxlib
+    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}, jaxlib {jaxlib.__version__}, {versions}; "
+            f"{'--quick' if quick else 'full'} run, up to {reps} samples per library, alternating; "
+            f"load average {load_before:.1f} before / {os.getloadavg()[0]:.1f} after; {elapsed:.0f} s")
+
+
+def to_json(results: list[Result]) -> list[dict]:
+    out = []
+    for r in results:
+        entry = {"name": r.bench.name, "unit": r.bench.unit, "target": r.bench.target, "ratio": r.ratio(),
+                 "errors": r.error}
+        for lib, s in r.samples.items():
+            entry[lib] = {"median": statistics.median(s), "min": min(s), "max": max(s), "samples": s}
+        for lib, ops in r.ops.items():
+            entry[lib] = {"ops": sum(ops.values()), "by_op": ops}
+        out.append(entry)
+    return out
+
+
+# -------------------------------------------------------------------- main
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m jaxprc.tools.bench", description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="few samples per benchmark (under two minutes)")
+    p.add_argument("--only", action="append", default=[],
+                   help="run benchmarks whose name contains this text (repeatable)")
+    p.add_argument("--libs", default="jax,jaxprc", help="comma-separated: jax,jaxprc (default both)")
+    p.add_argument("--reps", type=int, help="samples per library (default 5 quick, 15 full)")
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    args = p.parse_args(argv)
+
+    reps = args.reps or (5 if args.quick else 15)
+    budget = 8.0 if args.quick else 60.0
+    load_before = os.getloadavg()[0]
+    libs = [load_lib(n.strip()) for n in args.libs.split(",") if n.strip()]
+    log = lambda msg: print(msg, file=sys.stderr, flush=True)
+    start = _now()
+    results, skipped = [], []
+    for b in BENCHES:
+        if args.only and not any(s in b.name for s in args.only):
+            continue
+        missing = [lib.name for lib in libs if b.requires and getattr(lib, b.requires) is None]
+        if missing:
+            skipped.append(f"{b.name}: skipped, {' and '.join(missing)} has no {b.requires}")
+            continue
+        results.append(run_bench(b, libs, reps, budget, log))
+    elapsed = _now() - start
+
+    print(markdown_table(results))
+    print()
+    print(f"Conditions: {conditions(libs, reps, args.quick, elapsed, load_before)}.")
+    extra = notes(results, skipped)
+    if extra:
+        print("\nNotes:\n" + "\n".join(extra))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"conditions": conditions(libs, reps, args.quick, elapsed, load_before),
+                       "results": to_json(results), "notes": extra}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

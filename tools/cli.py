@@ -1,0 +1,668 @@
+"""The ``jaxprc`` command line: an mlir-opt-like tool over the text IR and Python functions.
+
+Every subcommand is a function ``cmd_NAME(args) -> int`` registered with its
+argparse parser in ``build_parser``. User errors (bad files, bad text, failing
+passes) exit non-zero with a one-paragraph message; ``--debug`` shows the
+traceback instead. IR dumps asked for with ``--print-after*`` go to stderr,
+as mlir-opt's do, so stdout (or ``-o``) holds only the result.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import sys
+import textwrap
+
+
+class UsageError(Exception):
+    """A mistake on the command line (bad file, bad option value, failing step)."""
+
+
+# ------------------------------------------------------------------ files
+
+def _read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise UsageError(f"cannot read {path!r}: {e.strerror}") from None
+
+
+def _write_text(path: str | None, text: str) -> None:
+    text = text if text.endswith("\n") else text + "\n"
+    if path in (None, "-"):
+        sys.stdout.write(text)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {path!r}: {e.strerror}") from None
+
+
+def load_program(path: str):
+    """Parse and verify a text IR file; errors name the file (and line:column for parse errors)."""
+    from jaxprc.ir.core import JaxprTypeError
+    from jaxprc.ir.parser import ParseError, parse
+    from jaxprc.ir.verify import verify
+    where = "<stdin>" if path == "-" else path
+    text = _read_text(path)
+    try:
+        program = parse(text)
+    except ParseError as e:
+        raise UsageError(f"{where}: {e}") from None
+    try:
+        verify(program)
+    except JaxprTypeError as e:
+        raise UsageError(f"{where}: the program does not verify: {e}") from None
+    return program
+
+
+def input_names(program) -> list[str]:
+    """The names the printer gives the program's inputs (constvars are named first)."""
+    from jaxprc.ir.printer import Namer
+    namer = Namer()
+    for v in program.jaxpr.constvars:
+        namer.bind(v)
+    return [namer.bind(v) for v in program.jaxpr.invars]
+
+
+# ------------------------------------------------------------- type text
+
+_TYPE_TEXT = re.compile(r"(~?)([A-Za-z][A-Za-z0-9]*)\[([0-9,\s]*)\]")
+
+
+def split_top_level(text: str, sep: str) -> list[str]:
+    """Split on ``sep`` outside brackets, so items may hold shapes or tuples."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
+
+
+def parse_type_text(text: str):
+    """``'f32[8,4]'`` (``~`` prefix: weakly typed) -> a ``ShapeDtypeStruct``."""
+    import jaxprc
+    from jaxprc.ir import dtypes as dt
+    m = _TYPE_TEXT.fullmatch(text.strip())
+    if m is None:
+        raise UsageError(f"bad type text {text.strip()!r}: expected a dtype and a shape in "
+                         "brackets, like f32[8,4] or i32[] (a scalar)")
+    weak, name, dims = m.groups()
+    dtype = dt.FROM_SHORT_NAME.get(name)
+    if dtype is None:
+        raise UsageError(f"bad type text {text.strip()!r}: unknown dtype {name!r}; expected one of "
+                         + ", ".join(dt.FROM_SHORT_NAME))
+    sizes = [d.strip() for d in dims.split(",")] if dims.strip() else []
+    if any(not d for d in sizes):
+        raise UsageError(f"bad type text {text.strip()!r}: malformed shape; expected "
+                         "comma-separated sizes like f32[3,4]")
+    return jaxprc.ShapeDtypeStruct(tuple(int(d) for d in sizes), dtype, weak_type=bool(weak))
+
+
+def parse_arg_types(text: str) -> tuple:
+    """``'f32[8,4], f32[8]'`` -> a tuple of ``ShapeDtypeStruct``s."""
+    items = split_top_level(text, ",")
+    if items == [""]:
+        return ()
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(parse_type_text(item))
+        except UsageError as e:
+            raise UsageError(f"--args, argument {i + 1}: {e}") from None
+    return tuple(out)
+
+
+def eval_args_expr(text: str) -> tuple:
+    """A Python expression of ``ShapeDtypeStruct``s (any pytree); a tuple is the argument list."""
+    import numpy as np
+    import jaxprc
+    import jaxprc.numpy as jnp
+    scope = {"ShapeDtypeStruct": jaxprc.ShapeDtypeStruct, "T": parse_type_text, "np": np, "jnp": jnp}
+    try:
+        value = eval(text, scope)  # noqa: S307  (the user's own expression, like their own .py file)
+    except UsageError:
+        raise
+    except Exception as e:
+        raise UsageError(f"--args-expr {text!r} does not evaluate: {type(e).__name__}: {e}") from None
+    return value if isinstance(value, tuple) else (value,)
+
+
+# ------------------------------------------------------- Python functions
+
+def load_function(spec: str):
+    """``'path/model.py:loss'`` (or ``:Class.method``) -> (the function, its name)."""
+    import runpy
+    path, colon, attr = spec.rpartition(":")
+    if not colon or not path or not attr:
+        raise UsageError(f"expected FILE.py:FUNC, got {spec!r}")
+    if not os.path.isfile(path):
+        raise UsageError(f"cannot read {path!r}: no such file")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))   # so the file's own imports work
+    try:
+        namespace = runpy.run_path(path, run_name="__jaxprc_trace__")
+    except Exception as e:
+        raise UsageError(f"running {path} failed: {type(e).__name__}: {e}") from e
+    head, *rest = attr.split(".")
+    if head not in namespace:
+        found = sorted(k for k, v in namespace.items() if callable(v) and not k.startswith("_")
+                       and getattr(v, "__module__", None) == "__jaxprc_trace__")
+        raise UsageError(f"{path} defines no {head!r}; functions defined there: "
+                         f"{', '.join(found) or 'none'}")
+    fun = namespace[head]
+    for part in rest:
+        fun = getattr(fun, part, None)
+        if fun is None:
+            raise UsageError(f"{path}: {attr!r} not found (no attribute {part!r})")
+    if not callable(fun):
+        raise UsageError(f"{path}: {attr!r} is a {type(fun).__name__}, not a function")
+    return fun, attr
+
+
+# ------------------------------------------------------------ transforms
+#
+# ``--args`` gives the types of FUNC's own arguments; each transform builds a
+# new function and derives its argument types from the previous ones, so every
+# stage can be traced (and printed with --print-after).
+
+def _tree_map(f, tree):
+    from jaxprc.tree_util import tree_map
+    return tree_map(f, tree)
+
+
+def _tangent_struct(s):
+    import jaxprc
+    from jaxprc.ir import dtypes as dt
+    dtype = s.dtype if dt.is_inexact(s.dtype) else dt.float0
+    return jaxprc.ShapeDtypeStruct(s.shape, dtype)
+
+
+def _t_derivative(api_name):
+    def transform(fun, specs, argnums=0):
+        import jaxprc
+        return getattr(jaxprc, api_name)(fun, argnums=argnums), specs
+    return transform
+
+
+def _t_jvp(fun, specs):
+    import jaxprc
+    n = len(specs)
+
+    def jvp_fun(*args):
+        return jaxprc.jvp(fun, args[:n], args[n:])
+    return jvp_fun, specs + _tree_map(_tangent_struct, specs)
+
+
+def _t_linearize(fun, specs):
+    import jaxprc
+    n = len(specs)
+
+    def linearized_fun(*args):
+        out, f_jvp = jaxprc.linearize(fun, *args[:n])
+        return out, f_jvp(*args[n:])
+    return linearized_fun, specs + _tree_map(_tangent_struct, specs)
+
+
+def _t_vjp(fun, specs):
+    import jaxprc
+    n = len(specs)
+    cotangent = _tree_map(_tangent_struct, jaxprc.eval_shape(fun, *specs))
+
+    def vjp_fun(*args):
+        out, pullback = jaxprc.vjp(fun, *args[:n])
+        return out, pullback(args[n])
+    return vjp_fun, specs + (cotangent,)
+
+
+def _t_vmap(fun, specs, in_axes=0, axis_size=4, out_axes=0):
+    import jaxprc
+    axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(specs)
+    if len(axes) != len(specs):
+        raise UsageError(f"vmap in_axes {in_axes!r} has {len(axes)} entries for "
+                         f"{len(specs)} arguments")
+
+    def batched(axis, s):
+        if axis is None:
+            return s
+        if not isinstance(axis, int) or not -s.ndim - 1 <= axis <= s.ndim:
+            raise UsageError(f"vmap in_axes entry {axis!r} is not an axis of an argument of "
+                             f"shape {s.shape}")
+        axis %= s.ndim + 1
+        return jaxprc.ShapeDtypeStruct(s.shape[:axis] + (axis_size,) + s.shape[axis:], s.dtype,
+                                       s.weak_type)
+
+    new_specs = tuple(_tree_map(lambda s, a=a: batched(a, s), spec) for a, spec in zip(axes, specs))
+    return jaxprc.vmap(fun, in_axes=tuple(axes), out_axes=out_axes), new_specs
+
+
+TRANSFORMS = {
+    "grad": _t_derivative("grad"),
+    "value_and_grad": _t_derivative("value_and_grad"),
+    "jacfwd": _t_derivative("jacfwd"),
+    "jacrev": _t_derivative("jacrev"),
+    "hessian": _t_derivative("hessian"),
+    "jvp": _t_jvp,
+    "vjp": _t_vjp,
+    "linearize": _t_linearize,
+    "vmap": _t_vmap,
+}
+# The option a bare value (``vmap:0``, ``grad:1``) stands for.
+_POSITIONAL_OPTION = {"vmap": "in_axes", "grad": "argnums", "value_and_grad": "argnums",
+                      "jacfwd": "argnums", "jacrev": "argnums", "hessian": "argnums"}
+
+
+def _literal(text: str, what: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise UsageError(f"{what}: {text!r} is not a Python literal (like 0, None or (0, None))") from None
+
+
+def parse_transform(spec: str) -> tuple[str, dict]:
+    """``'vmap:(0,None):axis_size=8'`` -> ``('vmap', {'in_axes': (0, None), 'axis_size': 8})``."""
+    name, *opts = split_top_level(spec, ":")
+    if name not in TRANSFORMS:
+        raise UsageError(f"unknown transform {name!r} in --transform {spec!r}; known transforms: "
+                         + ", ".join(TRANSFORMS))
+    options = {}
+    for opt in opts:
+        key, eq, value = opt.partition("=")
+        if not eq:
+            key, value = _POSITIONAL_OPTION.get(name), opt
+            if key is None:
+                raise UsageError(f"transform {name!r} takes no options, got {opt!r}")
+        options[key.strip()] = _literal(value.strip(), f"--transform {spec}")
+    return name, options
+
+
+def apply_transform(fun, specs, spec: str):
+    name, options = parse_transform(spec)
+    try:
+        return TRANSFORMS[name](fun, specs, **options)
+    except TypeError as e:
+        raise UsageError(f"--transform {spec}: {e}") from None
+
+
+# -------------------------------------------------------------- pipelines
+
+class Dumper:
+    """Prints the IR after the steps named by ``--print-after`` (all with ``--print-after-all``)."""
+
+    def __init__(self, after_all: bool, after: list[str] | None):
+        self.after_all, self.after = after_all, set(after or ())
+
+    def wants(self, step: str) -> bool:
+        return self.after_all or step.split(":")[0] in self.after
+
+    def __call__(self, step: str, program) -> None:
+        if self.wants(step):
+            print(f"// -----// IR after {step} //----- //\n{program}\n", file=sys.stderr)
+
+
+def run_passes(program, pipeline: str | None, dump: Dumper, where: str):
+    """Run a pass pipeline, verifying the IR after every pass; errors name the failing pass."""
+    from jaxprc.ir.verify import verify
+    from jaxprc.passes import get_pass, parse_pipeline
+    if not pipeline:
+        return program
+    try:
+        steps = parse_pipeline(pipeline)
+    except (KeyError, ValueError) as e:
+        raise UsageError(f"--passes {pipeline!r}: {e.args[0]}") from None
+    for name, options in steps:
+        label = ":".join([name, *(f"{k}={v!r}" for k, v in options.items())])
+        try:
+            program = get_pass(name)(program, **options)
+        except Exception as e:
+            raise UsageError(f"pass {label!r} failed on {where}: {type(e).__name__}: {e}") from e
+        try:
+            verify(program)
+        except Exception as e:
+            raise UsageError(f"pass {label!r} produced an invalid program from {where}: {e}") from e
+        dump(name, program)
+    return program
+
+
+def emit(program, kind: str, name: str) -> str:
+    """The program as text IR, StableHLO, or XLA's optimized HLO (after compiling it)."""
+    from jaxprc import runtime
+    from jaxprc.dispatch import compile_closed_jaxpr
+    from jaxprc.lowering import lower_jaxpr
+    name = re.sub(r"\W", "_", name) or "main"
+    if kind == "jaxpr":
+        return str(program)
+    try:
+        if kind == "stablehlo":
+            return lower_jaxpr(program, name=name, platform=runtime.default_backend()).as_text()
+        return compile_closed_jaxpr(program, name).as_text()
+    except Exception as e:
+        raise UsageError(f"{'lowering' if kind == 'stablehlo' else 'compiling'} {name} failed: "
+                         f"{type(e).__name__}: {e}") from e
+
+
+# ---------------------------------------------------------------- commands
+
+def cmd_trace(args) -> int:
+    """Trace FILE.py:FUNC, apply transforms and passes, emit IR / StableHLO / HLO."""
+    import jaxprc
+    if args.args is not None and args.args_expr is not None:
+        raise UsageError("give the argument types with either --args or --args-expr, not both")
+    if args.args_expr is not None:
+        specs = eval_args_expr(args.args_expr)
+    else:
+        specs = parse_arg_types(args.args or "")
+    fun, name = load_function(args.function)
+    dump = Dumper(args.print_after_all, args.print_after)
+
+    def trace(f, stage):
+        try:
+            return jaxprc.make_jaxpr(f)(*specs)
+        except UsageError:
+            raise
+        except Exception as e:
+            raise UsageError(f"tracing {name} ({stage}) on arguments {', '.join(map(str, specs))} "
+                             f"failed: {type(e).__name__}: {e}") from e
+
+    if dump.wants("trace"):
+        dump("trace", trace(fun, "as written"))
+    for spec in args.transform or ():
+        fun, specs = apply_transform(fun, specs, spec)
+        if dump.wants(spec):
+            dump(spec, trace(fun, f"after --transform {spec}"))
+    program = trace(fun, "after --transform " + " ".join(args.transform) if args.transform else "as written")
+    program = run_passes(program, args.passes, dump, name)
+    _write_text(args.output, emit(program, args.emit, name.split(".")[-1]))
+    return 0
+
+
+def cmd_opt(args) -> int:
+    """Run a pass pipeline over a text IR file and write text IR."""
+    program = load_program(args.file)
+    program = run_passes(program, args.passes, Dumper(args.print_after_all, args.print_after), args.file)
+    _write_text(args.output, str(program))
+    return 0
+
+
+def cmd_lower(args) -> int:
+    """Lower a text IR file to StableHLO, or compile it to XLA's optimized HLO."""
+    program = load_program(args.file)
+    name = "main" if args.file == "-" else os.path.splitext(os.path.basename(args.file))[0]
+    _write_text(args.output, emit(program, args.emit, name))
+    return 0
+
+
+def _load_value(text: str, aval, name: str):
+    """An input value: a .npy file or a Python literal, checked against the input's type."""
+    import numpy as np
+    from jaxprc.ir import dtypes as dt
+    if text.endswith(".npy") or os.path.isfile(text):
+        try:
+            value = np.load(text, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise UsageError(f"input {name}: cannot load {text!r}: {e}") from None
+        if not np.can_cast(value.dtype, aval.dtype, "same_kind"):
+            raise UsageError(f"input {name}: {text} holds {value.dtype} values, but {name} is "
+                             f"{aval.str_short()}")
+    else:
+        value = _literal(text, f"input {name}")
+    try:
+        value = np.asarray(value, dtype=aval.dtype)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"input {name}: {text!r} is not a value of type {aval.str_short()}: {e}") from None
+    if value.ndim == 0 and aval.shape:
+        value = np.broadcast_to(value, aval.shape)     # a scalar fills the whole input
+    if value.shape != aval.shape:
+        raise UsageError(f"input {name}: expected type {aval.str_short()}, got shape "
+                         f"{value.shape} of dtype {dt.short_name(value.dtype)}")
+    return value
+
+
+def collect_inputs(program, given: list[str]) -> list:
+    """``NAME=VALUE`` or positional ``VALUE`` items -> one value per program input."""
+    names = input_names(program)
+    avals = dict(zip(names, program.in_avals))
+    signature = ", ".join(f"{n}:{a.str_short()}" for n, a in avals.items()) or "none"
+    values: dict[str, str] = {}
+    position = 0
+    for item in given:
+        m = re.fullmatch(r"([A-Za-z_]\w*)=(.*)", item, re.S)
+        if m:
+            name, text = m.groups()
+            if name not in avals:
+                raise UsageError(f"--input {item}: the program has no input named {name!r}; "
+                                 f"its inputs are {signature}")
+        else:
+            if position >= len(names):
+                raise UsageError(f"--input {item}: more inputs than the program's {len(names)} "
+                                 f"({signature})")
+            name, text = names[position], item
+            position += 1
+        if name in values:
+            raise UsageError(f"input {name} is given twice")
+        values[name] = text
+    missing = [f"{n}:{avals[n].str_short()}" for n in names if n not in values]
+    if missing:
+        raise UsageError(f"missing --input for {', '.join(missing)} (the program's inputs are "
+                         f"{signature}; give NAME=FILE.npy or NAME=literal)")
+    return [_load_value(values[n], avals[n], n) for n in names]
+
+
+def cmd_run(args) -> int:
+    """Compile and run a text IR file on the given inputs."""
+    import numpy as np
+    import jaxprc
+    program = load_program(args.file)
+    inputs = collect_inputs(program, args.input or [])
+    try:
+        outs = jaxprc.jit(jaxprc.jaxpr_as_fun(program))(*inputs)
+    except Exception as e:
+        raise UsageError(f"running {args.file} failed: {type(e).__name__}: {e}") from e
+    outs = [np.asarray(o) for o in outs]
+    if args.output:
+        os.makedirs(args.output, exist_ok=True)
+        for i, o in enumerate(outs):
+            np.save(os.path.join(args.output, f"out{i}.npy"), o)
+        print(f"wrote {len(outs)} output{'s' if len(outs) != 1 else ''} to {args.output}/out*.npy")
+        return 0
+    for i, (o, aval) in enumerate(zip(outs, program.out_avals)):
+        print(f"out{i}:{aval.str_short()} = {np.array2string(o, separator=', ', threshold=200)}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    """Parse, verify and round-trip a text IR file."""
+    from jaxprc.ir.equality import alpha_equivalent
+    from jaxprc.ir.parser import parse
+    program = load_program(args.file)
+    printed = str(program)
+    again = parse(printed)
+    if not alpha_equivalent(program, again) or str(again) != printed:
+        raise UsageError(f"{args.file}: the program does not survive a print/parse round trip")
+    n = len(program.jaxpr.eqns)
+    print(f"{args.file}: ok ({n} equation{'s' if n != 1 else ''}, verified, round-trips)")
+    return 0
+
+
+def cmd_graph(args) -> int:
+    """Write the dataflow graph of a text IR file as Graphviz DOT or SVG."""
+    from jaxprc.tools.graph import to_dot, to_svg
+    program = load_program(args.file)
+    fmt = args.format or ("svg" if (args.output or "").endswith(".svg") else "dot")
+    _write_text(args.output, to_svg(program) if fmt == "svg" else to_dot(program))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    """The end-to-end walk; see ``demo``'s description."""
+    from jaxprc.tools.demo import run_demo
+    return run_demo()
+
+
+# ------------------------------------------------------------------ parser
+
+EPILOG = textwrap.dedent("""\
+    examples:
+      jaxprc trace model.py:loss --args 'f32[8,4], f32[8]' --transform grad --print-after-all
+      jaxprc opt prog.jaxpr --passes jvp,vmap:axis_size=4,dce -o batched.jaxpr
+      jaxprc lower batched.jaxpr --emit stablehlo
+      jaxprc run prog.jaxpr --input x=data.npy --input y=2.0
+      jaxprc check prog.jaxpr
+      jaxprc graph prog.jaxpr -o prog.svg
+      jaxprc demo
+
+    `jaxprc COMMAND --help` explains each command.
+    """)
+
+TRANSFORM_HELP = textwrap.dedent("""\
+    transforms (--transform, applied in the order given; each derives the
+    argument types of the function it builds from the previous ones):
+      grad[:argnums], value_and_grad[:argnums]   same arguments
+      jacfwd[:argnums], jacrev[:argnums], hessian[:argnums]
+      jvp, linearize    arguments + one tangent per argument -> (outputs, output tangents)
+      vjp               arguments + a cotangent of the output -> (outputs, input cotangents)
+      vmap[:in_axes][:axis_size=N][:out_axes=A]
+                        inserts a batch axis of size N (default 4) at in_axes (default 0)
+    options are Python literals, e.g. vmap:(0,None):axis_size=8 or grad:(0,1).
+    """)
+
+
+def _sub(sub, name, help_, description, examples, run):
+    p = sub.add_parser(name, help=help_, description=description,
+                       epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples), "  "),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(run=run)
+    return p
+
+
+def _add_pipeline_options(p):
+    p.add_argument("--passes", metavar="PIPELINE",
+                   help="comma-separated passes with :key=value options, e.g. jvp,vmap:axis_size=4,dce")
+    p.add_argument("--print-after-all", action="store_true",
+                   help="print the IR after every step to stderr")
+    p.add_argument("--print-after", action="append", metavar="STEP",
+                   help="print the IR after the pass (or transform, or 'trace') named STEP; repeatable")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="jaxprc", description=__doc__.splitlines()[0],
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    t = _sub(sub, "trace", "trace a Python function, transform it, emit IR/StableHLO/HLO",
+             "Trace FUNC from FILE.py on arguments of the given types, apply --transform's in "
+             "order, run --passes, and write the result.\n\n" + TRANSFORM_HELP, """\
+             jaxprc trace model.py:loss --args 'f32[8,4], f32[8]'
+             jaxprc trace model.py:loss --args 'f32[8,4], f32[8]' --transform grad --print-after-all
+             jaxprc trace model.py:loss --args 'f32[8,4], f32[8]' --transform grad --transform vmap:0
+             jaxprc trace model.py:predict --args-expr "({'w': T('f32[4,2]')}, T('f32[8,4]'))"
+             jaxprc trace model.py:loss --args 'f32[8,4], f32[8]' --passes cse,dce --emit hlo -o loss.hlo
+             """, cmd_trace)
+    t.add_argument("function", metavar="FILE.py:FUNC", help="the Python file and the function in it")
+    t.add_argument("--args", metavar="TYPES",
+                   help="argument types as IR type text, e.g. 'f32[8,4], f32[8], ~f32[]' (~: weak type)")
+    t.add_argument("--args-expr", metavar="EXPR",
+                   help="arguments as a Python expression (a tuple is the argument list) of "
+                        "ShapeDtypeStruct(shape, dtype) or T('f32[3]'), for pytree arguments; "
+                        "np and jnp are in scope")
+    t.add_argument("--transform", action="append", metavar="T", help="a transform (see above); repeatable")
+    _add_pipeline_options(t)
+    t.add_argument("--emit", choices=["jaxpr", "stablehlo", "hlo"], default="jaxpr",
+                   help="what to write: text IR (default), StableHLO, or XLA's optimized HLO")
+    t.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+
+    o = _sub(sub, "opt", "run a pass pipeline over a text IR file",
+             "Read a text IR program (FILE or - for stdin), run the --passes pipeline, verifying "
+             "the IR after each pass, and write the resulting text IR.", """\
+             jaxprc opt prog.jaxpr --passes jvp,dce
+             jaxprc opt prog.jaxpr --passes vmap:axis_size=4,dce -o batched.jaxpr
+             cat prog.jaxpr | jaxprc opt - --passes jvp,cse,dce --print-after-all
+             """, cmd_opt)
+    o.add_argument("file", help="text IR file, or - for stdin")
+    _add_pipeline_options(o)
+    o.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+
+    lo = _sub(sub, "lower", "lower a text IR file to StableHLO or XLA's optimized HLO",
+              "Lower a text IR program to StableHLO (the MLIR module jit compiles), or with "
+              "--emit hlo compile it and print XLA's optimized HLO.", """\
+              jaxprc lower prog.jaxpr
+              jaxprc lower prog.jaxpr --emit hlo -o prog.hlo
+              """, cmd_lower)
+    lo.add_argument("file", help="text IR file, or - for stdin")
+    lo.add_argument("--emit", choices=["stablehlo", "hlo"], default="stablehlo")
+    lo.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+
+    r = _sub(sub, "run", "compile and run a text IR file",
+             "Compile a text IR program with XLA and run it. Inputs are named as the program "
+             "prints them (the names in its `lambda` header), or given in order without a name. "
+             "A value is a .npy file or a Python literal; a scalar fills a whole array.", """\
+             jaxprc run prog.jaxpr --input a=x.npy --input b=2.0
+             jaxprc run prog.jaxpr --input '[1.0, 2.0, 3.0]' --input 0.5
+             jaxprc run prog.jaxpr --input a=x.npy --input b=y.npy --output results/
+             """, cmd_run)
+    r.add_argument("file", help="text IR file, or - for stdin")
+    r.add_argument("--input", "-i", action="append", metavar="[NAME=]VALUE",
+                   help="an input: NAME=FILE.npy, NAME=literal, or positional; repeatable")
+    r.add_argument("--output", metavar="DIR", help="write the outputs as DIR/out0.npy, out1.npy, ...")
+
+    c = _sub(sub, "check", "parse, verify and round-trip a text IR file",
+             "Parse FILE (or - for stdin), verify it, and check that printing and parsing it "
+             "again gives the same program. Errors give the line and column.", """\
+             jaxprc check prog.jaxpr
+             jaxprc opt prog.jaxpr --passes jvp | jaxprc check -
+             """, cmd_check)
+    c.add_argument("file", help="text IR file, or - for stdin")
+
+    g = _sub(sub, "graph", "draw the dataflow graph of a text IR file (DOT or SVG)",
+             "Write the dataflow graph of a program: inputs, one node per equation, edges "
+             "labelled with the values' types, sub-jaxprs (cond branches, loop bodies, custom "
+             "rules' functions) as nested clusters. The format follows -o's suffix (.svg or "
+             ".dot; DOT by default). SVG is laid out by jaxprc itself; for large programs, "
+             "write .dot and use Graphviz (dot -Tsvg prog.dot > prog.svg).", """\
+             jaxprc graph prog.jaxpr -o prog.svg
+             jaxprc graph prog.jaxpr -o prog.dot && dot -Tpng prog.dot > prog.png
+             """, cmd_graph)
+    g.add_argument("file", help="text IR file, or - for stdin")
+    g.add_argument("-o", "--output", metavar="OUT", help="OUT.svg or OUT.dot (default: DOT to stdout)")
+    g.add_argument("--format", choices=["dot", "svg"], help="override the format chosen from -o")
+
+    _sub(sub, "demo", "an end-to-end walk through a small model with a custom rule",
+         "Trace a small model whose activation has a custom derivative rule, print its IR, "
+         "the IR after each pass of a gradient pipeline (jvp, partial evaluation, transpose, "
+         "cse, dce), the StableHLO, and the gradient computed by XLA, checked against finite "
+         "differences.", """\
+         jaxprc demo
+         python -m jaxprc demo
+         """, cmd_demo)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # user-facing boundary: one paragraph, no traceback
+        if args.debug:
+            raise
+        from jaxprc.ir.core import JaxprcError
+        kind = "error" if isinstance(e, (UsageError, JaxprcError)) else f"error ({type(e).__name__})"
+        hint = "" if isinstance(e, UsageError) else " (run with --debug for the traceback)"
+        print(f"jaxprc {args.command}: {kind}: {e}{hint}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
