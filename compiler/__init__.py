@@ -10,9 +10,14 @@ _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # before jaxlib loads libj
 from . import ir  # noqa: E402
 from .ir.dtypes import config  # noqa: E402,F401
 from .ir.core import ShapedArray, JaxprcError  # noqa: E402,F401
-from .ir.tracing import ConcretizationTypeError, UnexpectedTracerError  # noqa: E402,F401
+from .ir.tracing import ConcretizationTypeError, UnexpectedTracerError, ensure_compile_time_eval  # noqa: E402,F401
 
 from .api import *  # noqa: E402,F401,F403
 from .ad import *  # noqa: E402,F401,F403
 from .vmap import *  # noqa: E402,F401,F403
-from . import lax, numpy, nn, tree_util  # noqa: E402,F401
+from . import lax, numpy, nn, tree_util, tree, random, core, interpreters  # noqa: E402,F401
+from .custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert  # noqa: E402,F401
+from . import custom_derivatives  # noqa: E402,F401
+from . import scipy, experimental  # noqa: E402,F401
+from .ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402,F401
+from . import ad_checkpoint  # noqa: E402,F401

@@ -16,7 +16,8 @@ import numpy as np
 
 from .ir import dtypes as dt
 from .ir import lax
-from .ir.core import PRIMITIVES, ClosedJaxpr
+from .evaluate import evaluate_jaxpr
+from .ir.core import ClosedJaxpr
 from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,
                          current_builder, eval_jaxpr, get_aval, trace_to_jaxpr)
 from .ir.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
@@ -62,7 +63,7 @@ def _trace_flat(fun: Callable, args: Sequence[Any], name: str):
             outer = isinstance(x, Tracer)
             t = builder.new_arg(get_aval(x), None if outer else x)
             if outer:
-                builder.outer_args[t.var] = x
+                builder.outer_args[t._var] = x
             tracers.append(t)
         cj = builder.build(fun(*tracers))
     return close_over_consts(cj)
@@ -90,21 +91,9 @@ def _flatten_fun(fun, in_tree, has_aux=False):
 
 # -------------------------------------------------------------- evaluating
 
-_PROGRAMS: dict = {}   # structurally equal programs share one compiled executable
-
-
 def _evaluate(cj: ClosedJaxpr, args: Sequence[Any], name: str) -> list:
     """Run ``cj`` on ``args`` here: inline inside a trace, compiled once at top level."""
-    cj, consts = close_over_consts(cj)
-    args = list(consts) + list(args)
-    jit_p = PRIMITIVES.get("jit")
-    if current_builder() is not None or jit_p is None or jit_p.impl_rule is None:
-        return eval_jaxpr(cj.jaxpr, cj.consts, *args)
-    try:
-        canonical = _PROGRAMS.setdefault(cj, cj)
-    except (TypeError, ImportError):     # no structural hash available: compile this one
-        canonical = cj
-    return list(jit_p.bind(*args, jaxpr=canonical, name=name))
+    return evaluate_jaxpr(cj, args, name)
 
 
 def _simplify(cj: ClosedJaxpr, used_outputs: Sequence[bool] | None = None) -> ClosedJaxpr:
@@ -182,16 +171,29 @@ class _Linearized:
     def run_primal(self, name):
         outs = _evaluate(_simplify(self.known), self.args, name)
         self.residuals = outs[self.n_primal_outs:]
-        primal_outs = outs[:self.n_primal_outs]
+        self.primal_outs = primal_outs = outs[:self.n_primal_outs]
         out = tree_unflatten(self.out_tree, primal_outs[:self.n_out])
         aux = tree_unflatten(self.aux_tree, primal_outs[self.n_out:]) if self.aux_tree is not None else None
         return out, aux
 
-    def transposed(self):
-        """residuals + cotangents of the differentiable outputs -> cotangents of the inputs."""
+    def transposed(self, values=None):
+        """residuals + cotangents of the differentiable outputs -> cotangents of the inputs.
+        ``values``: those inputs' concrete values, so a custom_vjp bwd runs on them."""
         n_lin_in = len(self.lin.in_avals) - self.n_res
-        ct_cj, _ = transpose_jaxpr(self.lin, [False] * self.n_res + [True] * n_lin_in)
+        ct_cj, _ = transpose_jaxpr(self.lin, [False] * self.n_res + [True] * n_lin_in, values=values)
         return _simplify(ct_cj)
+
+    def calls_python_bwd(self) -> bool:
+        """Outside any trace, a custom_vjp's bwd in the linear map runs on concrete values: the
+        backward pass is then formed after the primal pass has run."""
+        return current_builder() is None and any(
+            e.primitive.name == "custom_lin" and getattr(e.params["bwd"], "runs_on_values", False)
+            for e in self.lin.eqns)
+
+    def concrete_cotangents(self, cts) -> list:
+        """Run the backward pass on concrete residuals and output cotangents."""
+        args = list(self.residuals) + list(cts)
+        return _evaluate(self.transposed(values=args), args, "vjp")
 
     def input_cotangents(self, cts, fill: Sequence[bool] | None = None) -> list:
         """Cotangents per input leaf: float0 zeros for integers, zeros where ``fill`` (all by
@@ -228,7 +230,8 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     """
     lz = _Linearized(fun, primals, has_aux, "vjp")
     out, aux = lz.run_primal("vjp")
-    residuals, ct_cj = lz.residuals, lz.transposed()
+    residuals = lz.residuals
+    ct_cj = None if lz.calls_python_bwd() else lz.transposed()
 
     def vjp_fun(ct):
         flat_ct, tree = tree_flatten(ct)
@@ -240,7 +243,10 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
                 raise ValueError(f"vjp: a cotangent of shape {get_aval(c).shape} was given for an "
                                  f"output of type {a.str_short()}")
         cts = [c for c, nz in zip(flat_ct, lz.out_nz) if nz]
-        in_cts = lz.input_cotangents(_evaluate(ct_cj, list(residuals) + cts, "vjp"))
+        if ct_cj is None:
+            in_cts = lz.input_cotangents(lz.concrete_cotangents(cts))
+        else:
+            in_cts = lz.input_cotangents(_evaluate(ct_cj, list(residuals) + cts, "vjp"))
         return tree_unflatten(lz.in_tree, in_cts)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
@@ -292,9 +298,13 @@ def _grad_transform(fun, argnums, has_aux, allow_int, with_value, name):
         if not is_differentiable(lz.out_avals[0]):
             raise TypeError(f"{name} requires real- or complex-valued outputs (output dtype that is "
                             f"a sub-dtype of np.inexact), but got {lz.out_avals[0].dtype.name}.")
-        program = _grad_program(lz, with_value or has_aux)
-        outs = _evaluate(program, lz.args, name)
         n_val = lz.n_primal_outs if (with_value or has_aux) else 0
+        if lz.calls_python_bwd():
+            lz.run_primal(name)
+            one = np.ones((), lz.out_avals[0].dtype)
+            outs = list(lz.primal_outs[:n_val]) + lz.concrete_cotangents([one])
+        else:
+            outs = _evaluate(_grad_program(lz, with_value or has_aux), lz.args, name)
         values, cts = outs[:n_val], outs[n_val:]
         in_cts = lz.input_cotangents(cts, fill=[False] * len(diff_mask))
         per_arg, pos = [], 0

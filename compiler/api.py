@@ -17,12 +17,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import dispatch, runtime
+from . import dispatch, passes, runtime
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.tracing import _STACK, Tracer, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
-    trace_to_jaxpr
+    register_internal_dir, trace_to_jaxpr
 from .ir.tree_util import registry as _registry
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
 
@@ -31,6 +31,11 @@ __all__ = ["Array", "ShapeDtypeStruct", "XlaCompileError", "XlaError", "XlaRunti
            "jaxpr_as_fun", "make_jaxpr"]
 
 _flatten = _registry.flatten
+
+# Equations record the user's line: frames in the front end (this package,
+# jaxprc.numpy, ...) and in the passes are the library's own, like ir's.
+register_internal_dir(__file__)
+register_internal_dir(passes.__file__)
 _config = dt.config
 _JaxRuntimeError = runtime.JaxRuntimeError
 

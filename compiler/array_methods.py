@@ -124,8 +124,6 @@ _PROPERTIES = {
 def install_on(cls: type) -> None:
     """Give ``cls`` (an array type whose instances have an aval) numpy's operators and methods."""
     for name, fn in {**_OPERATORS, **_METHODS}.items():
-        if type(cls.__dict__.get(name)).__name__ == "member_descriptor":
-            continue   # a slot of the class itself (Tracer.var): the data attribute wins
         setattr(cls, name, fn)
     for name, getter in _PROPERTIES.items():
         setattr(cls, name, property(getter))

@@ -593,9 +593,57 @@ def _scan(ctx, *args, jaxpr, length, reverse, num_consts, num_carry, **_):
     return final[1 + nc + nx:]
 
 
-@_rule("jit", "checkpoint")
-def _call(ctx, *args, jaxpr, name=None, **_):
-    return ctx.call(jaxpr, args, name or ctx.primitive.name)
+@_rule("jit")
+def _call(ctx, *args, jaxpr, name):
+    return ctx.call(jaxpr, args, name)
+
+
+@_rule("checkpoint")
+def _checkpoint(ctx, *args, jaxpr, prevent_cse, policy):
+    """Inlined behind an optimization barrier on its operands (with ``prevent_cse``): XLA can
+    neither merge a recomputation with the forward computation it repeats (CSE) nor move it
+    before its last operand exists -- in the backward pass that is a cotangent, which comes late."""
+    if prevent_cse and args:
+        if ctx.platform == "cpu":
+            args = _depend_on_last(args, ctx.avals_in)
+        args = list(hlo.OptimizationBarrierOp(list(args)).results)
+    return ctx.lower_jaxpr(jaxpr, *args)
+
+
+def _bits_type(aval, shape) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(shape, ir.IntegerType.get_unsigned(aval.dtype.itemsize * 8))
+
+
+def _depend_on_last(args, avals):
+    """XLA:CPU erases optimization barriers before its last CSE and its scheduling, so there the
+    operands are also made to depend on the last one, exactly: a zero XLA cannot prove zero (the
+    bits of the last operand's first element shifted right by their width) is OR-ed into the
+    bits of each operand. Arguments of the enclosing function are left alone: they are live
+    throughout anyway, and tying them would only copy them."""
+    tieable = [i for i, a in enumerate(avals) if a.size and (dt.is_float(a.dtype) or dt.is_int(a.dtype))]
+    if len(tieable) < 2:
+        return args
+    last, src = tieable[-1], avals[tieable[-1]]
+    width = src.dtype.itemsize * 8
+    first = hlo.slice(args[last], [0] * src.ndim, [1] * src.ndim, [1] * src.ndim)
+    bits = hlo.bitcast_convert(_bits_type(src, (1,) * src.ndim), first)
+    shift = hlo.constant(ir.DenseElementsAttr.get_splat(
+        _bits_type(src, (1,) * src.ndim), ir.IntegerAttr.get(ir.IntegerType.get_unsigned(width), width)))
+    zero = hlo.reshape(_bits_type(src, ()), hlo.shift_right_logical(bits, shift))
+    out = list(args)
+    for i in tieable[:-1]:
+        if isinstance(args[i].owner, ir.Block):
+            continue
+        a = avals[i]
+        z = hlo.broadcast_in_dim(_bits_type(a, a.shape), hlo.convert(_bits_type(a, ()), zero), [])
+        bits = hlo.bitcast_convert(_bits_type(a, a.shape), args[i])
+        out[i] = hlo.bitcast_convert(aval_to_ir_type(a), hlo.or_(bits, z))
+    return out
+
+
+@_rule("name")
+def _name(ctx, x, *, name):
+    return x
 
 
 @_rule("custom_jvp_call_jaxpr", "custom_vjp_call_jaxpr")

@@ -1,13 +1,14 @@
 """jaxprc.nn: common activation functions and softmax-style reductions, as in jax.nn.
 
-Plain definitions on jaxprc.numpy; the custom differentiation rules JAX uses
-for ``relu`` and ``softplus`` come with the custom_jvp work (issue 6).
+Definitions on jaxprc.numpy; ``relu`` and ``softplus`` carry custom JVP rules
+(relu's gradient at 0 is 0; softplus's derivative is the sigmoid, without overflow).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from jaxprc import lax
+from jaxprc.custom_derivatives import custom_jvp
 from jaxprc import numpy as jnp
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.prims import elementwise as ew
@@ -23,9 +24,13 @@ def _inexact(fn, x):
     return x, dtype, weak
 
 
+@custom_jvp
 def relu(x):
-    """``max(x, 0)``."""
+    """``max(x, 0)``; its derivative at 0 is 0."""
     return jnp.maximum(x, 0)
+
+
+relu.defjvps(lambda t, ans, x: jnp.where(jnp.asarray(x) > 0, t, jnp.zeros_like(t)))
 
 
 def relu6(x):
@@ -41,9 +46,13 @@ def log_sigmoid(x):
     return jnp.negative(softplus(jnp.negative(x)))
 
 
+@custom_jvp
 def softplus(x):
     """``log(1 + exp(x))`` without overflow."""
     return jnp.logaddexp(x, 0)
+
+
+softplus.defjvps(lambda t, ans, x: t * sigmoid(x))
 
 
 def silu(x):
@@ -106,17 +115,22 @@ def soft_sign(x):
     return jnp.divide(x, jnp.add(jnp.abs(x), 1))
 
 
-def _max_shift(x, axis, where=None, initial=-np.inf):
-    """The (gradient-free) maximum along ``axis``, with non-finite maxima replaced by 0."""
-    m = jnp.max(x, axis=axis, keepdims=True, where=where, initial=None if where is None else initial)
-    m = lax.stop_gradient(m)
+def _max(x, axis, where=None):
+    """The (gradient-free) maximum along ``axis``, kept as a size-1 axis."""
+    initial = None if where is None else -np.inf
+    return lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True, where=where, initial=initial))
+
+
+def _max_shift(x, axis, where=None):
+    """``_max`` with non-finite maxima replaced by 0, so all-infinite slices stay finite."""
+    m = _max(x, axis, where)
     return jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m))
 
 
 def log_softmax(x, axis=-1, where=None):
     """``x - logsumexp(x, axis)``, computed stably."""
     x, _, _ = _inexact("log_softmax", x)
-    shifted = jnp.subtract(x, _max_shift(x, axis, where))
+    shifted = jnp.subtract(x, _max(x, axis, where))
     total = jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True, where=where)
     return jnp.subtract(shifted, jnp.log(total))
 
@@ -124,7 +138,7 @@ def log_softmax(x, axis=-1, where=None):
 def softmax(x, axis=-1, where=None):
     """``exp(x) / sum(exp(x), axis)``, computed stably."""
     x, _, _ = _inexact("softmax", x)
-    unnormalized = jnp.exp(jnp.subtract(x, _max_shift(x, axis, where)))
+    unnormalized = jnp.exp(jnp.subtract(x, _max(x, axis, where)))
     if where is not None:
         unnormalized = jnp.where(where, unnormalized, 0.0)
     return jnp.divide(unnormalized, jnp.sum(unnormalized, axis=axis, keepdims=True, where=where))
@@ -150,14 +164,13 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     """``x``'s integers as one-hot vectors of length ``num_classes`` along ``axis``."""
     dtype = dt.default_float_dtype() if dtype is None else dt.canonicalize_dtype(jnp._dtypes.to_dtype(dtype))
     x = jnp.asarray(x)
-    out_ndim = aval_of(x).ndim + 1
-    axis = axis % out_ndim
-    expanded = jnp.expand_dims(x, axis)
-    shape = list(aval_of(expanded).shape)
-    shape[axis] = num_classes
-    classes = lax.broadcasted_iota(aval_of(x).dtype if dt.is_int(aval_of(x).dtype) else dt.int32,
-                                   tuple(shape), axis)
-    return convert(jnp.equal(expanded, classes), dtype)
+    in_shape = aval_of(x).shape
+    axis = axis % (len(in_shape) + 1)
+    shape = in_shape[:axis] + (num_classes,) + in_shape[axis:]
+    # One broadcast puts x's axes around the class axis; the iota counts along it.
+    spread = lax.broadcast_in_dim(x, shape, tuple(d for d in range(len(shape)) if d != axis))
+    classes = lax.broadcasted_iota(aval_of(x).dtype if dt.is_int(aval_of(x).dtype) else dt.int32, shape, axis)
+    return convert(jnp.equal(spread, classes), dtype)
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):

@@ -35,7 +35,7 @@ from .ir import dtypes as dt
 from .ir.tracing import get_aval
 from .ir.tree_util import register_pytree_node
 
-__all__ = ["PRNGKey", "PRNGKeyArray", "key", "key_data", "wrap_key_data", "split", "fold_in", "clone",
+__all__ = ["threefry2x32", "PRNGKey", "PRNGKeyArray", "key", "key_data", "wrap_key_data", "split", "fold_in", "clone",
            "bits", "uniform", "normal", "bernoulli", "randint", "categorical", "permutation", "choice",
            "truncated_normal", "gumbel"]
 
@@ -91,8 +91,8 @@ def _hash_counters(keys, shape):
     """Threefry of the counters of ``shape`` under each of ``keys`` (``uint32[*n, 2]``): ``n + shape``."""
     keys_shape = get_aval(keys).shape[:-1]
     out_shape = (*keys_shape, *shape)
-    k1, k2 = (lax.broadcast_in_dim(k, out_shape, range(len(keys_shape))) if keys_shape else k
-              for k in (lax.index_in_dim(keys, i, axis=-1, keepdims=False) for i in (0, 1)))
+    words = (lax.index_in_dim(keys, i, axis=-1, keepdims=False) for i in (0, 1))
+    k1, k2 = (lax.broadcast_in_dim(w, out_shape, range(len(keys_shape))) for w in words)
     hi, lo = (lax.broadcast(c, keys_shape) for c in _counters(shape))
     return threefry2x32(k1, k2, hi, lo)
 

@@ -1,8 +1,9 @@
 """``jaxprc.vmap``: trace at one example's types, run the vmap pass, evaluate in the current context.
 
-At top level the batched jaxpr executes; inside another trace (``jit``,
-``grad``, an outer ``vmap``) it is inlined into that trace, which is how
-transformations compose. The per-example trace gets no concrete values, so
+At top level the batched jaxpr is compiled (once per program structure) and
+runs; inside another trace (``jit``, ``grad``, an outer ``vmap``) it is
+inlined into that trace, which is how transformations compose
+(``evaluate.evaluate_jaxpr``). The per-example trace gets no concrete values, so
 Python control flow on batched values raises ``ConcretizationTypeError``, as
 in JAX.
 """
@@ -12,12 +13,12 @@ import collections
 import functools
 import inspect
 
-from jaxprc.ir.tracing import current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
+from jaxprc.ir.tracing import get_aval, trace_to_jaxpr
 from jaxprc.ir.tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
                                  tree_map, tree_unflatten)
 from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_jaxpr
 
-from .api import device_put
+from .evaluate import evaluate_jaxpr
 
 __all__ = ["vmap"]
 
@@ -76,10 +77,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
             path, _ = tree_flatten_with_path(leaf_numbers)[0][e.leaf_idx]
             raise ValueError(f"at vmap out_axes{keystr(path)}, got axis spec {e.dst} "
                              f"but output was batched on axis {e.src}") from None
-        outs = eval_jaxpr(batched.jaxpr, batched.consts, *args_flat)
-        if current_builder() is None:   # inputs passed through unchanged become device arrays too
-            outs = [device_put(o) for o in outs]
-        return tree_unflatten(out_tree[0], outs)
+        return tree_unflatten(out_tree[0], evaluate_jaxpr(batched, args_flat, f"vmap_{name}"))
 
     return vmap_f
 

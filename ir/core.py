@@ -267,8 +267,7 @@ class Primitive:
         return self.name
 
     def bind(self, *args, **params):
-        from .tracing import bind
-        return bind(self, args, params)
+        return _bind(self, args, params)
 
     def def_impl(self, impl):
         self.impl_rule = impl
@@ -288,6 +287,11 @@ class Primitive:
         if self.abstract_eval_rule is None:
             raise NotImplementedError(f"Abstract evaluation for '{self.name}' not implemented")
         return self.abstract_eval_rule(*avals, **params)
+
+
+def _bind(prim, args, params):
+    """Replaced by ``tracing.bind`` when the tracing module loads (it imports this one)."""
+    raise RuntimeError("jaxprc.ir.tracing is not loaded")
 
 
 # name -> Primitive; open: user primitives register here on construction, so

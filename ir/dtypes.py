@@ -35,33 +35,59 @@ def short_name(dtype) -> str:
     return SHORT_NAMES[np.dtype(dtype)]
 
 
+def _classify(dtype: np.dtype) -> str:
+    if dtype == bool_:
+        return "bool"
+    if dtype == bfloat16 or np.issubdtype(dtype, np.floating):
+        return "float"
+    if np.issubdtype(dtype, np.complexfloating):
+        return "complex"
+    if np.issubdtype(dtype, np.signedinteger):
+        return "int"
+    if np.issubdtype(dtype, np.unsignedinteger):
+        return "uint"
+    return "other"
+
+
+# Typing rules ask for kinds on every equation; np.issubdtype is slow, so classify once.
+_KINDS: dict = {d: _classify(d) for d in ALL_DTYPES}
+
+
+def kind(dtype) -> str:
+    """One of bool, int, uint, float, complex, other."""
+    k = _KINDS.get(dtype)
+    if k is None:
+        d = np.dtype(dtype)
+        k = _KINDS[dtype] = _KINDS.get(d) or _classify(d)
+    return k
+
+
 def is_float(dtype) -> bool:
-    dtype = np.dtype(dtype)
-    return dtype == bfloat16 or np.issubdtype(dtype, np.floating)
+    return kind(dtype) == "float"
 
 
 def is_complex(dtype) -> bool:
-    return np.issubdtype(np.dtype(dtype), np.complexfloating)
+    return kind(dtype) == "complex"
 
 
 def is_inexact(dtype) -> bool:
-    return is_float(dtype) or is_complex(dtype)
+    return kind(dtype) in ("float", "complex")
 
 
 def is_int(dtype) -> bool:
-    return np.issubdtype(np.dtype(dtype), np.integer)
+    return kind(dtype) in ("int", "uint")
 
 
 def is_signed(dtype) -> bool:
-    return np.issubdtype(np.dtype(dtype), np.signedinteger)
+    return kind(dtype) == "int"
 
 
 def is_unsigned(dtype) -> bool:
-    return np.issubdtype(np.dtype(dtype), np.unsignedinteger)
+    return kind(dtype) == "uint"
 
 
 def is_bool(dtype) -> bool:
-    return np.dtype(dtype) == bool_
+    return kind(dtype) == "bool"
 
 
 def finfo(dtype):

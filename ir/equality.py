@@ -149,8 +149,9 @@ class _Comparison:
 
 
 def _available(rule) -> bool:
-    """A rule's jaxpr can be compared without running user code: a forced thunk, or a ``to_jaxpr()`` object."""
-    return rule.forced if isinstance(rule, Thunk) else True
+    """A rule's jaxpr can be compared without running user code: a forced thunk, or a
+    ``to_jaxpr()`` object that does not say otherwise (``forced = False``)."""
+    return rule.forced if isinstance(rule, Thunk) else getattr(rule, "forced", True)
 
 
 # --------------------------------------------------------------------- hash

@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import core
 from . import dtypes as dt
 from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprcError, Literal, Primitive, ShapedArray,
                    SourceInfo, Var, out_avals_of)
@@ -68,6 +69,8 @@ pytype_aval_mappings.update({np.ndarray: _ndarray_aval, bool: _scalar_aval, int:
 def get_aval(x) -> ShapedArray:
     """The abstract value of a tracer, array or scalar; TypeError for anything else."""
     t = type(x)
+    if t is Tracer:
+        return x._var.aval
     fn = pytype_aval_mappings.get(t)
     if fn is not None:
         return fn(x)
@@ -93,19 +96,19 @@ def is_scalar_constant(x) -> bool:
 class Tracer:
     """A value being traced: a variable of a live JaxprBuilder."""
 
-    __slots__ = ("_builder", "var", "__weakref__")
+    __slots__ = ("_builder", "_var", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, builder: "JaxprBuilder", var: Var):
         self._builder = builder
-        self.var = var
+        self._var = var
 
-    aval = property(lambda self: self.var.aval)
-    shape = property(lambda self: self.var.aval.shape)
-    dtype = property(lambda self: self.var.aval.dtype)
-    ndim = property(lambda self: len(self.var.aval.shape))
-    size = property(lambda self: self.var.aval.size)
-    weak_type = property(lambda self: self.var.aval.weak_type)
+    aval = property(lambda self: self._var.aval)
+    shape = property(lambda self: self._var.aval.shape)
+    dtype = property(lambda self: self._var.aval.dtype)
+    ndim = property(lambda self: len(self._var.aval.shape))
+    size = property(lambda self: self._var.aval.size)
+    weak_type = property(lambda self: self._var.aval.weak_type)
 
     def __repr__(self):
         return f"Traced<{self.aval.str_short()}>"
@@ -151,24 +154,60 @@ class Tracer:
 # ----------------------------------------------------------- source location
 
 _PACKAGE_DIRS: tuple[str, ...] = ()
+_STDLIB_FUNCTOOLS = os.path.dirname(os.__file__) + os.sep + "functools.py"
+# file name -> whether its frames are the library's own. Every recorded
+# equation walks the stack up to the user's frame, so each file is judged once.
+_INTERNAL_FILES: dict[str, bool] = {}
 
 
 def register_internal_dir(path: str) -> None:
     """Frames in files under ``path`` are the library's own, never the user's line."""
     global _PACKAGE_DIRS
     _PACKAGE_DIRS = _PACKAGE_DIRS + (os.path.dirname(os.path.abspath(path)) + os.sep,)
+    _INTERNAL_FILES.clear()
 
 
 register_internal_dir(__file__)
-_STDLIB_FUNCTOOLS = os.path.dirname(os.__file__) + os.sep + "functools.py"
+
+
+def _is_internal(fname: str) -> bool:
+    internal = fname.startswith(_PACKAGE_DIRS) or fname == _STDLIB_FUNCTOOLS or fname.startswith("<frozen")
+    _INTERNAL_FILES[fname] = internal
+    return internal
+
+
+# The location to record for new equations when a pass or an interpreter re-emits
+# an existing equation: the original's, not the line that called the pass.
+_current_source: list[SourceInfo | None] = [None]
+
+
+class source_info_of:
+    """Within this block, recorded equations take ``info`` as their location."""
+
+    __slots__ = ("info", "saved")
+
+    def __init__(self, info: SourceInfo | None):
+        self.info = info
+
+    def __enter__(self):
+        self.saved = _current_source[0]
+        _current_source[0] = self.info
+
+    def __exit__(self, *exc):
+        _current_source[0] = self.saved
 
 
 def user_source_info() -> SourceInfo | None:
+    if _current_source[0] is not None:
+        return _current_source[0]
     frame = sys._getframe(1)
+    internal_files = _INTERNAL_FILES
     while frame is not None:
-        fname = frame.f_code.co_filename
-        if not fname.startswith(_PACKAGE_DIRS) and fname != _STDLIB_FUNCTOOLS and not fname.startswith("<frozen"):
-            return SourceInfo(fname, frame.f_lineno, frame.f_code.co_name)
+        code = frame.f_code
+        fname = code.co_filename
+        internal = internal_files.get(fname)
+        if not (_is_internal(fname) if internal is None else internal):
+            return SourceInfo(fname, frame.f_lineno, code.co_name)
         frame = frame.f_back
     return None
 
@@ -218,7 +257,7 @@ class JaxprBuilder:
     def to_atom(self, x) -> Var | Literal:
         if isinstance(x, Tracer):
             if x._builder is self:
-                return x.var
+                return x._var
             if not x._builder.live:
                 raise UnexpectedTracerError(
                     f"Encountered an unexpected tracer {x!r}: a value from a trace ('{x._builder.name}') "
@@ -266,7 +305,7 @@ class JaxprBuilder:
         """The concrete value of ``tracer``, evaluating what it depends on; else ``error``."""
         if not tracer._builder.live:
             raise UnexpectedTracerError(f"{what} of a tracer {tracer!r} that escaped its trace.")
-        target = tracer.var
+        target = tracer._var
         if target in self.known:
             return self.known[target]
         # Walk the producers back from the target; collect the equations to run.
@@ -300,7 +339,7 @@ class JaxprBuilder:
 
 def _concretization_message(tracer: Tracer, what: str) -> str:
     src = None
-    eqn = tracer._builder._producer.get(tracer.var)
+    eqn = tracer._builder._producer.get(tracer._var)
     if eqn is not None and eqn.source_info is not None:
         src = eqn.source_info
     where = f", created at {src}" if src else ", an argument of the traced function"
@@ -327,9 +366,26 @@ class no_trace:
 
 # ---------------------------------------------------------------------- bind
 
+_compile_time_eval = [False]
+
+
+class ensure_compile_time_eval:
+    """Within this block, operations on concrete values run at once even inside a trace
+    (JAX's ``jax.ensure_compile_time_eval``); operations on traced values are still traced."""
+
+    def __enter__(self):
+        self.saved = _compile_time_eval[0]
+        _compile_time_eval[0] = True
+
+    def __exit__(self, *exc):
+        _compile_time_eval[0] = self.saved
+
+
 def bind(prim: Primitive, args: Sequence[Any], params: dict):
     """Apply a primitive: record it in the innermost trace, or evaluate it now."""
     builder = _STACK[-1] if _STACK else None
+    if builder is not None and _compile_time_eval[0] and not any(isinstance(a, Tracer) for a in args):
+        builder = None
     if builder is None:
         for a in args:
             if isinstance(a, Tracer):
@@ -365,7 +421,8 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str 
     with builder:
         values = concrete_args if concrete_args is not None else [None] * len(in_avals)
         args = [builder.new_arg(a, v) for a, v in zip(in_avals, values)]
-        outs = fun(*args)
+        with source_info_of(None):   # a freshly traced function records its own lines
+            outs = fun(*args)
         return builder.build(outs)
 
 
@@ -395,9 +452,13 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args):
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
     for eqn in jaxpr.eqns:
-        outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        with source_info_of(eqn.source_info):
+            outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = [outs]
         for v, o in zip(eqn.outvars, outs):
             env[v] = o
     return [a.val if type(a) is Literal else env[a] for a in jaxpr.outvars]
+
+
+core._bind = bind

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Var
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Thunk, Var
 
 from .registry import register_pass
 
@@ -134,6 +135,22 @@ def _dce_while(used_outputs, eqn):
                                     outvars=_pick(eqn.outvars, used_carry), params=params)
 
 
-for _name, _rule in [("jit", _dce_jit), ("cond", _dce_cond), ("scan", _dce_scan), ("while", _dce_while)]:
+def _dce_custom_jvp(used_outputs, eqn):
+    """Prune unused outputs of the function and, lazily, of its rule (primal and tangent).
+    Inputs stay: the rule's consts are counted from its arity."""
+    if all(used_outputs):
+        return [True] * len(eqn.invars), eqn
+    p = eqn.params
+    fun, _ = dce_closed(p["fun_jaxpr"], used_outputs, keep_inputs=True)
+    used_tangents = [u for u, a in zip(used_outputs, p["fun_jaxpr"].out_avals) if dt.is_inexact(a.dtype)]
+    old = p["jvp_jaxpr_thunk"]
+    rule = Thunk(lambda: dce_closed(old(), list(used_outputs) + used_tangents, keep_inputs=True)[0],
+                 name=old.name)
+    return [True] * len(eqn.invars), eqn.replace(outvars=_pick(eqn.outvars, used_outputs),
+                                                 params={**p, "fun_jaxpr": fun, "jvp_jaxpr_thunk": rule})
+
+
+for _name, _rule in [("jit", _dce_jit), ("cond", _dce_cond), ("scan", _dce_scan), ("while", _dce_while),
+                     ("custom_jvp_call_jaxpr", _dce_custom_jvp)]:
     if _name in PRIMITIVES:
         dce_rules[PRIMITIVES[_name]] = _rule

@@ -18,7 +18,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir import lax
 from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxprc.ir.prims.structural import GatherDimensionNumbers, GatherScatterMode
-from jaxprc.ir.tracing import close_over_consts, get_aval, trace_to_jaxpr
+from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, get_aval, trace_to_jaxpr
 
 from .registry import register_pass
 
@@ -600,3 +600,78 @@ def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
         t, indices, dimension_numbers=dnums, slice_sizes=(1,) * aval.ndim, indices_are_sorted=False,
         unique_indices=True, mode=GatherScatterMode.PROMISE_IN_BOUNDS, fill_value=None)
     return outs, [t if isinstance(t, Zero) else take(t) for t in tangents]
+
+
+# ------------------------------------------------------- custom derivatives
+# A custom node's operands are its hoisted consts (values it closes over), then its arguments.
+# Its rule jaxprs take the consts the rule itself closes over first: ``n_rule_consts`` leading
+# operands, counted from the rule jaxpr's arity. Consts are not differentiable: a nonzero
+# tangent there means the user differentiates with respect to a closed-over value.
+
+class CustomDerivativeClosureError(TypeError):
+    """Differentiation of a custom_jvp/custom_vjp function with respect to a closed-over value."""
+
+
+def closed_over_error(kind: str) -> CustomDerivativeClosureError:
+    rules = "custom JVP rule" if kind == "custom_jvp" else "custom VJP rule"
+    adapt = "the custom_jvp rule" if kind == "custom_jvp" else "the custom_vjp fwd and bwd rules"
+    return CustomDerivativeClosureError(
+        f"Detected differentiation of a {kind} function with respect to a closed-over value. "
+        f"That isn't supported because the {rules} only specifies how to differentiate the "
+        f"{kind} function with respect to explicit input parameters.\n\n"
+        f"Try passing the closed-over value into the {kind} function as an argument, and "
+        f"adapting {adapt}.")
+
+
+def rule_const_count(rule: ClosedJaxpr, n_inputs: int) -> int:
+    """How many leading inputs of a rule jaxpr are consts (the rest are ``n_inputs`` values)."""
+    return len(rule.in_avals) - n_inputs
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, fun_jaxpr, jvp_jaxpr_thunk, num_consts, symbolic_zeros):
+    if any(not isinstance(t, Zero) for t in tangents[:num_consts]):
+        raise closed_over_error("custom_jvp")
+    args, arg_tangents = primals[num_consts:], tangents[num_consts:]
+    diff = [is_differentiable(a) for a in fun_jaxpr.in_avals[num_consts:]]
+    nonzero = [d and not isinstance(t, Zero) for d, t in zip(diff, arg_tangents)]
+    rule = None
+    if symbolic_zeros and not all(n == d for n, d in zip(nonzero, diff)):
+        for_zeros = getattr(jvp_jaxpr_thunk, "for_nonzeros", None)
+        rule = for_zeros(tuple(nonzero)) if for_zeros is not None else None
+    if rule is None:    # the thunk's rule takes a tangent for every differentiable argument
+        rule, nonzero = jvp_jaxpr_thunk(), diff
+    ts = [instantiate_zeros(t) for t, nz in zip(arg_tangents, nonzero) if nz]
+    n_rule_consts = rule_const_count(rule, len(args) + len(ts))
+    outs = eval_jaxpr(rule.jaxpr, rule.consts, *primals[:n_rule_consts], *args, *ts)
+    out_avals = fun_jaxpr.out_avals
+    n_out = len(out_avals)
+    touts = iter(outs[n_out:])
+    return outs[:n_out], [next(touts) if is_differentiable(a) else Zero(tangent_aval(a)) for a in out_avals]
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, out_trees,
+                         symbolic_zeros):
+    """Linearization of a custom_vjp call: run ``fwd``, then ``custom_lin`` on the tangents (it
+    carries ``bwd``; transposition calls it, forward mode cannot evaluate it)."""
+    if any(not isinstance(t, Zero) for t in tangents[:num_consts]):
+        raise closed_over_error("custom_vjp")
+    args, arg_tangents = primals[num_consts:], tangents[num_consts:]
+    fwd = fwd_jaxpr_thunk()
+    n_fwd_consts = rule_const_count(fwd, len(args))
+    outs = eval_jaxpr(fwd.jaxpr, fwd.consts, *primals[:n_fwd_consts], *args)
+    out_avals = fun_jaxpr.out_avals
+    n_out = len(out_avals)
+    res = outs[n_out:]
+    diff_in = [is_differentiable(a) for a in fun_jaxpr.in_avals[num_consts:]]
+    diff_out = [is_differentiable(a) for a in out_avals]
+    ts = [instantiate_zeros(t) for t, d in zip(arg_tangents, diff_in) if d]
+    lin_avals = tuple(a.strip_weak_type() for a, d in zip(out_avals, diff_out) if d)
+    touts = iter(PRIMITIVES["custom_lin"].bind(*res, *ts, num_res=len(res), bwd=bwd, out_avals=lin_avals,
+                                               symbolic_zeros=symbolic_zeros) if lin_avals else [])
+    return outs[:n_out], [next(touts) if d else Zero(tangent_aval(a)) for d, a in zip(diff_out, out_avals)]
+
+
+for _name, _r in [("custom_jvp_call_jaxpr", _custom_jvp_call_jvp),
+                  ("custom_vjp_call_jaxpr", _custom_vjp_call_jvp)]:
+    if _name in PRIMITIVES:
+        jvp_rules[PRIMITIVES[_name]] = _r

@@ -17,7 +17,8 @@ import numpy as np
 from jaxprc.ir import lax
 from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxprc.ir.prims.structural import GatherDimensionNumbers, ScatterDimensionNumbers
-from jaxprc.ir.tracing import close_over_consts, trace_to_jaxpr
+from jaxprc.ir.tracing import (ConcretizationTypeError, Tracer, close_over_consts, current_builder,
+                               eval_jaxpr, no_trace, trace_to_jaxpr)
 
 from .jvp import Zero, _hoist_shared, add_tangents, aval_of, instantiate_zeros, literal_value, zeros
 from .registry import register_pass
@@ -99,12 +100,15 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], cts_
 
 
 def transpose_jaxpr(cj: ClosedJaxpr, linear: Sequence[bool],
-                    instantiate: Sequence[bool] | bool = True) -> tuple[ClosedJaxpr, list[bool]]:
+                    instantiate: Sequence[bool] | bool = True,
+                    values: Sequence[Any] | None = None) -> tuple[ClosedJaxpr, list[bool]]:
     """The transpose of ``cj`` with respect to its ``linear`` inputs.
 
     The result takes (the non-linear inputs, then a cotangent per output) and returns a
     cotangent per linear input: materialised where ``instantiate``, else only those that are
-    nonzero. Returns it and the nonzero mask over the linear inputs.
+    nonzero. Returns it and the nonzero mask over the linear inputs. ``values``, when given,
+    are the concrete inputs of the result: a custom_vjp ``bwd`` then runs on concrete values
+    (the user's Python sees numbers) and its results enter the program as constants.
     """
     in_avals = cj.in_avals
     lin_avals = [a for a, lin in zip(in_avals, linear) if lin]
@@ -122,7 +126,7 @@ def transpose_jaxpr(cj: ClosedJaxpr, linear: Sequence[bool],
         nonzeros[:] = [not isinstance(ct, Zero) for ct in cts_in]
         return [ct for ct in cts_in if not isinstance(ct, Zero)]
 
-    out = trace_to_jaxpr(fun, nonlin_avals + list(cj.out_avals), name="transpose")
+    out = trace_to_jaxpr(fun, nonlin_avals + list(cj.out_avals), name="transpose", concrete_args=values)
     return out, nonzeros
 
 
@@ -454,9 +458,9 @@ def _cond_t(cts, index, *ops, branches):
 def _scan_t(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_carry, linear):
     nc, nk = num_consts, num_carry
     consts, carry, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
-    if not all(is_undefined_primal(c) for c in carry):
-        raise NotImplementedError("Transpose rule for 'scan' with a non-linear carry not implemented "
-                                  "(transpose pass): partial evaluation should have moved it out")
+    # Carries are transposed as linear even when their init is a known value: such an init
+    # is an instantiated zero tangent (a loop whose tangent becomes nonzero only inside),
+    # and its cotangent is simply dropped.
     lin_consts = [is_undefined_primal(c) for c in consts]
     lin_xs = [is_undefined_primal(x) for x in xs]
     res_consts = [c for c in consts if not is_undefined_primal(c)]
@@ -497,7 +501,8 @@ def _scan_t(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_carry, l
                  num_consts=n_consts, num_carry=len(init), linear=(False,) * len(operands))
     ct_consts, ct_init, ct_xs = outs[:len(const_avals)], outs[len(const_avals):len(init)], outs[len(init):]
     cc, cx = iter(ct_consts), iter(ct_xs)
-    return ([next(cc) if lin else None for lin in lin_consts] + list(ct_init)
+    return ([next(cc) if lin else None for lin in lin_consts]
+            + [ct if is_undefined_primal(c) else None for ct, c in zip(ct_init, carry)]
             + [next(cx) if lin else None for lin in lin_xs])
 
 
@@ -506,3 +511,42 @@ def _while_t(cts, *args, **params):
     raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
                      "with dynamic start/stop values. Try using lax.scan, or lax.fori_loop with "
                      "constant start/stop.")
+
+
+# ------------------------------------------------------- custom derivatives
+
+def _concrete(xs):
+    """The concrete values of ``xs`` when the current trace knows them all (else None)."""
+    builder = current_builder()
+    out = []
+    for x in xs:
+        if isinstance(x, Tracer):
+            if builder is None or x._builder is not builder:
+                return None
+            try:
+                x = builder.concretize(x, "custom_vjp bwd", ConcretizationTypeError)
+            except ConcretizationTypeError:
+                return None
+        out.append(x)
+    return out
+
+
+@_rule("custom_lin")
+def _custom_lin_t(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
+    """Calls the custom_vjp's ``bwd``. A Python rule (``bwd.call``) runs on concrete values when
+    this trace knows them (outside jit: the user's Python sees numbers) and on traced values
+    otherwise; a parsed program's bwd is just its jaxpr (the thunk's value)."""
+    res = list(args[:num_res])
+    call = getattr(bwd, "call", None)
+    if call is None:
+        j = bwd()
+        return [None] * num_res + eval_jaxpr(j.jaxpr, j.consts, *res, *map(instantiate_zeros, cts))
+    nonzero_cts = [ct for ct in cts if not isinstance(ct, Zero)]
+    concrete = _concrete(res + nonzero_cts) if getattr(bwd, "runs_on_values", False) else None
+    if concrete is None:
+        return [None] * num_res + list(call(*res, *cts))
+    values = iter(concrete)
+    res = [next(values) for _ in res]
+    cts = [ct if isinstance(ct, Zero) else next(values) for ct in cts]
+    with no_trace():
+        return [None] * num_res + list(call(*res, *cts))

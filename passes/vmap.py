@@ -24,12 +24,14 @@ from typing import Callable, Sequence
 import numpy as np
 
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, Thunk
 from jaxprc.ir.prims import control_flow as cf
+from jaxprc.ir.prims import custom as cst
 from jaxprc.ir.prims import elementwise as ew
 from jaxprc.ir.prims import linalg, reductions
 from jaxprc.ir.prims import structural as st
 from jaxprc.ir.tracing import Tracer, current_builder, get_aval, trace_to_jaxpr
+from jaxprc.passes.jvp import instantiate_zeros
 from jaxprc.passes.registry import register_pass
 
 __all__ = ["vmap_jaxpr", "batch_rules", "not_mapped", "batch_jaxpr", "batch_eval",
@@ -682,3 +684,93 @@ batch_rules.update({
 
 
 register_pass("vmap", vmap_jaxpr)
+
+
+# ------------------------------------------------------- custom derivatives
+# vmap(custom_jvp_call(f, f_jvp)) == custom_jvp_call(vmap(f), vmap(f_jvp)), likewise fwd and bwd:
+# the rules stay attached, so differentiating the batched program still uses them. Rule jaxprs
+# are batched lazily (thunks), memoized per (rule, batch dims) so that a rule calling its own
+# function batches into a rule referring to itself.
+
+_BATCHED_RULES: dict = {}     # (id(rule), size, dims, ...) -> (rule, its batched thunk)
+_MAX_BATCHED_RULES = 4096
+
+
+def _batch_all_at_front(cj: ClosedJaxpr, size: int, in_dims: Sequence) -> ClosedJaxpr:
+    """Batch a rule jaxpr (consts allowed); every output comes out batched at axis 0."""
+    def fun(*args):
+        outs, dims = batch_eval(cj.jaxpr, cj.consts, args, in_dims)
+        return [matchaxis(x, d, 0, size) for x, d in zip(outs, dims)]
+    return trace_to_jaxpr(fun, [batched_aval(a, d, size) for a, d in zip(cj.in_avals, in_dims)],
+                          name="vmap")
+
+
+def _rule_dims(dims, num_consts: int, arg_avals, with_tangents: bool):
+    """``dims_of(rule)``: batch dims of a rule jaxpr's inputs: its own consts, the arguments,
+    (their tangents)."""
+    arg_dims = list(dims[num_consts:])
+    tangent_dims = [d for d, a in zip(arg_dims, arg_avals) if dt.is_inexact(a.dtype)] if with_tangents else []
+
+    def dims_of(rule: ClosedJaxpr):
+        n_rule_consts = len(rule.in_avals) - len(arg_dims) - len(tangent_dims)
+        return list(dims[:n_rule_consts]) + arg_dims + tangent_dims
+    return dims_of
+
+
+def _memo_batched(rule: Thunk, size: int, dims, num_consts, arg_avals, with_tangents) -> Thunk:
+    """A thunk of ``rule`` batched like the node's operands ``dims``, memoized."""
+    key = (id(rule), size, tuple(dims), num_consts, with_tangents)
+    hit = _BATCHED_RULES.get(key)
+    if hit is None:
+        dims_of = _rule_dims(dims, num_consts, arg_avals, with_tangents)
+        batched = Thunk(lambda: _batch_all_at_front(rule(), size, dims_of(rule())), name=rule.name)
+        if len(_BATCHED_RULES) >= _MAX_BATCHED_RULES:
+            del _BATCHED_RULES[next(iter(_BATCHED_RULES))]
+        hit = _BATCHED_RULES[key] = (rule, batched)
+    return hit[1]
+
+
+def _custom_jvp_call_rule(args, dims, *, fun_jaxpr, jvp_jaxpr_thunk, num_consts, symbolic_zeros):
+    size = axis_size_of(args, dims)
+    n_out = len(fun_jaxpr.out_avals)
+    fun, _ = batch_jaxpr(fun_jaxpr, size, dims, [True] * n_out)
+    rule = _memo_batched(jvp_jaxpr_thunk, size, dims, num_consts, fun_jaxpr.in_avals[num_consts:], True)
+    outs = cst.custom_jvp_call_jaxpr_p.bind(*args, fun_jaxpr=fun, jvp_jaxpr_thunk=rule,
+                                            num_consts=num_consts, symbolic_zeros=symbolic_zeros)
+    return outs, [0] * n_out
+
+
+class BatchedBwd(Thunk):
+    """A custom_vjp ``bwd`` mapped over a batch: ``call`` takes residuals and cotangents batched
+    at axis 0 and batches the unbatched bwd's jaxpr inline; as a thunk, its batched jaxpr."""
+
+    def __init__(self, bwd: Thunk, size: int):
+        super().__init__(self._trace, bwd.name)
+        self.bwd, self.size = bwd, size
+
+    def call(self, *args):
+        j = self.bwd()
+        outs, dims = batch_eval(j.jaxpr, j.consts, [instantiate_zeros(a) for a in args], [0] * len(args))
+        return [matchaxis(x, d, 0, self.size) for x, d in zip(outs, dims)]
+
+    def _trace(self) -> ClosedJaxpr:
+        avals = [batched_aval(a, 0, self.size) for a in self.bwd().in_avals]
+        return trace_to_jaxpr(lambda *a: self.call(*a), avals, name="vmap")
+
+
+def _custom_vjp_call_rule(args, dims, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, out_trees,
+                          symbolic_zeros):
+    size = axis_size_of(args, dims)
+    n_out = len(fun_jaxpr.out_avals)
+    fun, _ = batch_jaxpr(fun_jaxpr, size, dims, [True] * n_out)
+    fwd = _memo_batched(fwd_jaxpr_thunk, size, dims, num_consts, fun_jaxpr.in_avals[num_consts:], False)
+    outs = cst.custom_vjp_call_jaxpr_p.bind(*args, fun_jaxpr=fun, fwd_jaxpr_thunk=fwd,
+                                            bwd=BatchedBwd(bwd, size), num_consts=num_consts,
+                                            out_trees=out_trees, symbolic_zeros=symbolic_zeros)
+    return outs, [0] * n_out
+
+
+batch_rules.update({
+    cst.custom_jvp_call_jaxpr_p: _custom_jvp_call_rule,
+    cst.custom_vjp_call_jaxpr_p: _custom_vjp_call_rule,
+})

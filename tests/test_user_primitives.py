@@ -215,6 +215,23 @@ def test_vmap_needs_batching_rule_then_composes():
     np.testing.assert_allclose(tangents, 2 * xs)
 
 
+
+def test_transformations_of_an_impl_only_primitive_run_its_impl():
+    """No lowering for this backend: at top level the transformed program runs op by op, through
+    the impl (JAX runs such primitives eagerly too); only jit needs the lowering."""
+    ma = MultiplyAdd().define("def_impl", "def_abstract_eval", "def_jvp", "def_transpose", "def_batching")
+    ma.register_lowering(platform="cuda" if BACKEND == "cpu" else "cpu")   # not this backend's
+    calls = []
+    impl = ma.p.impl_rule
+    ma.p.def_impl(lambda *args: calls.append(1) or impl(*args))
+    ys = api.vmap(ma.square_add)(XS, YS)
+    assert isinstance(ys, api.Array) and calls
+    np.testing.assert_allclose(ys, XS * XS + YS)
+    assert api.jvp(ma.square_add, (2., 10.), (1., 1.)) == (14., 5.)
+    np.testing.assert_allclose(api.vmap(api.grad(ma.square_add))(XS, YS), 2 * XS)
+    with not_implemented("lowering rule", ma.name):
+        api.jit(api.vmap(ma.square_add))(XS, YS)
+
 def test_interpreter_tables_are_the_passes_tables():
     assert ad.primitive_jvps is jvp_pass.jvp_rules
     assert ad.primitive_transposes is transpose_pass.transpose_rules

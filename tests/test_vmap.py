@@ -349,6 +349,44 @@ def test_top_level_results_are_device_arrays():
     np.testing.assert_array_equal(np.asarray(consts), np.ones(B, np.float32))
 
 
+
+@pytest.fixture
+def compiles(monkeypatch):
+    """Counts XLA compilations (every executable, program or single primitive, goes through runtime.compile)."""
+    count = [0]
+    compile_ = jaxprc.runtime.compile
+
+    def counting(*args, **kwargs):
+        count[0] += 1
+        return compile_(*args, **kwargs)
+    monkeypatch.setattr(jaxprc.runtime, "compile", counting)
+    return count
+
+
+def test_top_level_program_compiled_once_per_structure(compiles):
+    x = randn(B, 11)   # a shape no other test uses, so nothing is cached yet
+    for c in (randn(11), randn(11)):   # consts differ in value only: one program
+        f = lambda a: lax.mul(lax.cos(lax.sin(a)), c)
+        for _ in range(2):             # each call re-traces into a new, equal program
+            np.testing.assert_allclose(np.asarray(jaxprc.vmap(f)(x)), np.cos(np.sin(x)) * c, rtol=1e-6)
+    assert compiles[0] == 1            # op by op would have compiled sin, cos, broadcast and mul
+    jaxprc.vmap(f)(randn(B + 1, 11))   # new input types: a new program
+    assert compiles[0] == 2
+
+
+def test_custom_derivative_rules_do_not_defeat_the_program_cache(compiles):
+    """The rules are new objects on each trace; at top level only the primal function runs."""
+    sin_jvp = jaxprc.custom_jvp(lambda a: lax.sin(a))
+    sin_jvp.defjvp(lambda p, t: (lax.sin(p[0]), lax.mul(lax.cos(p[0]), t[0])))
+    sin_vjp = jaxprc.custom_vjp(lambda a: lax.sin(a))
+    sin_vjp.defvjp(lambda a: (lax.sin(a), a), lambda a, g: (lax.mul(lax.cos(a), g),))
+    x = randn(B, 13)
+    for f in (sin_jvp, sin_vjp):
+        for _ in range(2):
+            np.testing.assert_allclose(np.asarray(jaxprc.vmap(f)(x)), np.sin(x), rtol=1e-6)
+    assert compiles[0] == 1
+
+
 # Random programs: chains of ops on two (3, 4) inputs, each input mapped along a random axis.
 UNARY = [lax.sin, lax.exp, lambda a: lax.transpose(lax.transpose(a, (1, 0)), (1, 0)),
          lambda a: lax.rev(a, (1,)), lambda a: lax.cumsum(a, 1),

@@ -122,6 +122,13 @@ def parse_arg_types(text: str) -> tuple:
     return tuple(out)
 
 
+def describe_specs(specs) -> str:
+    """Argument types as type text: ``f32[8,4], {'b': f32[2]}``."""
+    from jaxprc.ir.core import ShapedArray
+    texts = _tree_map(lambda s: ShapedArray(s.shape, s.dtype, s.weak_type).str_short(), specs)
+    return ", ".join(re.sub(r"'(~?\w+\[[\d, ]*\])'", r"\1", repr(t)) for t in texts)
+
+
 def eval_args_expr(text: str) -> tuple:
     """A Python expression of ``ShapeDtypeStruct``s (any pytree); a tuple is the argument list."""
     import numpy as np
@@ -369,7 +376,7 @@ def cmd_trace(args) -> int:
         except UsageError:
             raise
         except Exception as e:
-            raise UsageError(f"tracing {name} ({stage}) on arguments {', '.join(map(str, specs))} "
+            raise UsageError(f"tracing {name} ({stage}) on arguments ({describe_specs(specs)}) "
                              f"failed: {type(e).__name__}: {e}") from e
 
     if dump.wants("trace"):
@@ -485,7 +492,8 @@ def cmd_check(args) -> int:
     program = load_program(args.file)
     printed = str(program)
     again = parse(printed)
-    if not alpha_equivalent(program, again) or str(again) != printed:
+    reprinted = str(again)       # (printing forces custom rules' thunks, so both sides compare by jaxpr)
+    if reprinted != printed or not alpha_equivalent(program, again):
         raise UsageError(f"{args.file}: the program does not survive a print/parse round trip")
     n = len(program.jaxpr.eqns)
     print(f"{args.file}: ok ({n} equation{'s' if n != 1 else ''}, verified, round-trips)")
@@ -535,9 +543,15 @@ TRANSFORM_HELP = textwrap.dedent("""\
     """)
 
 
-def _sub(sub, name, help_, description, examples, run):
-    p = sub.add_parser(name, help=help_, description=description,
-                       epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples), "  "),
+_DEBUG_ANYWHERE = argparse.ArgumentParser(add_help=False)
+_DEBUG_ANYWHERE.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                             help="show Python tracebacks on errors")
+
+
+def _sub(sub, name, help_, description, examples, run, notes=""):
+    p = sub.add_parser(name, help=help_, description=textwrap.fill(description, 79),
+                       parents=[_DEBUG_ANYWHERE],
+                       epilog=notes + "examples:\n" + textwrap.indent(textwrap.dedent(examples), "  "),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.set_defaults(run=run)
     return p
@@ -561,13 +575,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = _sub(sub, "trace", "trace a Python function, transform it, emit IR/StableHLO/HLO",
              "Trace FUNC from FILE.py on arguments of the given types, apply --transform's in "
-             "order, run --passes, and write the result.\n\n" + TRANSFORM_HELP, """\
+             "order, run --passes, and write the result.", """\
              jaxprc trace model.py:loss --args 'f32[8,4], f32[8]'
              jaxprc trace model.py:loss --args 'f32[8,4], f32[8]' --transform grad --print-after-all
              jaxprc trace model.py:loss --args 'f32[8,4], f32[8]' --transform grad --transform vmap:0
              jaxprc trace model.py:predict --args-expr "({'w': T('f32[4,2]')}, T('f32[8,4]'))"
              jaxprc trace model.py:loss --args 'f32[8,4], f32[8]' --passes cse,dce --emit hlo -o loss.hlo
-             """, cmd_trace)
+             """, cmd_trace, notes=TRANSFORM_HELP + "\n")
     t.add_argument("function", metavar="FILE.py:FUNC", help="the Python file and the function in it")
     t.add_argument("--args", metavar="TYPES",
                    help="argument types as IR type text, e.g. 'f32[8,4], f32[8], ~f32[]' (~: weak type)")

@@ -1,7 +1,7 @@
 """``jaxprc demo``: one small model taken from Python to XLA, every step printed.
 
 The model is a one-layer regression whose activation (softplus) carries a
-custom derivative rule when ``jaxprc.custom_jvp`` exists. Its gradient is
+custom derivative rule (when this build has ``custom_jvp``). Its gradient is
 built the way reverse mode works, one pass at a time (jvp, dce, partial
 evaluation into a primal and a linear program, transpose of the linear one),
 then the whole gradient program is cleaned with cse and dce, lowered to
@@ -23,9 +23,10 @@ def make_softplus():
     def softplus(x):
         return jnp.log1p(jnp.exp(x))
 
-    custom_jvp = getattr(jaxprc, "custom_jvp", None)
-    if custom_jvp is None:
-        return softplus, "plain softplus (this build has no jaxprc.custom_jvp)"
+    try:
+        from jaxprc.custom_derivatives import custom_jvp
+    except ImportError:
+        return softplus, "plain softplus (this build has no custom_jvp)"
     softplus = custom_jvp(softplus)
 
     @softplus.defjvp

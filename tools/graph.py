@@ -16,8 +16,11 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Var
-from jaxprc.ir.printer import Namer, format_scalar
+from jaxprc.ir.printer import Namer, format_scalar, is_definition
 
 MAX_PARAM_TEXT = 40
 
@@ -51,7 +54,11 @@ def _subjaxprs(key, value):
 def _param_text(key, value) -> str | None:
     if _subjaxprs(key, value):
         return None
-    text = f"{key}={value}"
+    if is_definition(value):       # a custom rule: named as in the text form
+        shown = "@" + str(getattr(value, "name", None) or getattr(value, "__name__", "rule"))
+    else:
+        shown = dt.short_name(value) if isinstance(value, np.dtype) else value
+    text = f"{key}={shown}"
     return text if len(text) <= MAX_PARAM_TEXT else text[:MAX_PARAM_TEXT - 3] + "..."
 
 

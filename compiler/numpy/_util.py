@@ -16,17 +16,23 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ShapedArray
 from jaxprc.ir.prims import elementwise as ew
-from jaxprc.ir.tracing import Tracer, get_aval, is_scalar_constant
+from jaxprc.ir.tracing import get_aval, is_scalar_constant, user_source_info
 
 _PY_KIND = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
+def located(fn: str) -> str:
+    """``fn`` and the user's ``file:line``, to begin an error message. Argument errors are found
+    before any equation is recorded, so the message itself must say where the bad call is."""
+    src = user_source_info()
+    return f"{fn} (at {src})" if src else fn
 
 
 def aval_of(x, fn: str = "") -> ShapedArray:
     try:
         return get_aval(x)
     except TypeError:
-        where = f"{fn}: " if fn else ""
-        raise TypeError(f"{where}expected an array or a scalar, got {x!r} of type {type(x).__name__}. "
+        raise TypeError(f"{located(fn or 'jaxprc.numpy')}: expected an array or a scalar, got {x!r} of type {type(x).__name__}. "
                         "jaxprc.numpy functions take jaxprc arrays, numpy arrays and Python scalars; "
                         "convert lists and tuples with jnp.asarray first.") from None
 
@@ -59,7 +65,7 @@ def broadcast_shapes(*shapes: Sequence[int], fn: str = "broadcast_shapes") -> tu
     for i in range(ndim):
         sizes = {s[i - ndim + len(s)] for s in shapes if i - ndim + len(s) >= 0} - {1}
         if len(sizes) > 1:
-            raise ValueError(f"{fn}: shapes {', '.join(map(str, map(tuple, shapes)))} cannot be "
+            raise ValueError(f"{located(fn)}: shapes {', '.join(map(str, map(tuple, shapes)))} cannot be "
                              "broadcast together (numpy broadcasting: trailing dimensions must be "
                              "equal or 1)")
         out.append(sizes.pop() if sizes else 1)
@@ -67,20 +73,17 @@ def broadcast_shapes(*shapes: Sequence[int], fn: str = "broadcast_shapes") -> tu
 
 
 def broadcast_to_shape(x, shape: Sequence[int]):
-    """``x`` broadcast to ``shape`` with an explicit ``broadcast_in_dim`` (numpy's rules)."""
+    """``x`` broadcast to ``shape`` with one explicit ``broadcast_in_dim`` (numpy's rules:
+    leading dimensions are added, size-1 dimensions expand)."""
     shape = tuple(shape)
     a = aval_of(x)
     if a.shape == shape:
         return x
     lead = len(shape) - a.ndim
     if lead < 0 or any(d not in (1, shape[lead + i]) for i, d in enumerate(a.shape)):
-        raise ValueError(f"cannot broadcast an array of shape {a.shape} to shape {shape}")
-    # Size-1 dimensions that expand are dropped from the operand first, as JAX does.
-    squeeze = tuple(i for i, d in enumerate(a.shape) if d == 1 and shape[lead + i] != 1)
-    if squeeze:
-        x = lax.squeeze(x, squeeze) if not is_constant(x) else np.squeeze(x, squeeze)
-    kept = [i for i in range(a.ndim) if i not in squeeze]
-    return lax.broadcast_in_dim(x, shape, tuple(lead + i for i in kept))
+        raise ValueError(f"{located('broadcast_to')}: cannot broadcast an array of shape {a.shape} "
+                         f"to shape {shape}")
+    return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
 def promote(fn: str, *args, to_inexact: bool = False):
@@ -114,7 +117,3 @@ def canonical_axes(axis, ndim: int, fn: str = "") -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise ValueError(f"{fn}: repeated axis in {axis!r}")
     return out
-
-
-def is_traced(x) -> bool:
-    return isinstance(x, Tracer)

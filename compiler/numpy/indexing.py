@@ -16,7 +16,7 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.tracing import ConcretizationTypeError
 
-from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, is_constant
+from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, is_constant, located
 
 _SLICE, _INT, _ARRAY, _NONE = "slice", "int", "array", "none"
 
@@ -70,13 +70,13 @@ def _parse_index(shape, idx):
                 else:
                     items.append((_ARRAY, i))
             else:
-                raise IndexError(f"indices must be integers, slices, None, Ellipsis, or integer or "
+                raise IndexError(f"{located('indexing')}: indices must be integers, slices, None, Ellipsis, or integer or "
                                  f"boolean arrays; got a {aval.str_short()} value")
     if sum(i is Ellipsis for i in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(1 for i in items if i is not None and i is not Ellipsis)
     if used > len(shape):
-        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "
+        raise IndexError(f"{located('indexing')}: too many indices for array: array is {len(shape)}-dimensional, "
                          f"but {used} were indexed")
     if Ellipsis not in items:
         items.append(Ellipsis)
@@ -99,7 +99,7 @@ def _parse_index(shape, idx):
 
 def _static_int(i, size, dim):
     if not -size <= i < size:
-        raise IndexError(f"index {i} is out of bounds for axis {dim} with size {size}")
+        raise IndexError(f"{located('indexing')}: index {i} is out of bounds for axis {dim} with size {size}")
     return i % size
 
 
@@ -111,7 +111,7 @@ def _apply_slices(x, entries):
         if kind == _SLICE:
             for bound in (v.start, v.stop, v.step):
                 if bound is not None and not isinstance(bound, (int, np.integer)):
-                    raise IndexError(f"slice bounds must be static integers, got {v!r}; use "
+                    raise IndexError(f"{located('indexing')}: slice bounds must be static integers, got {v!r}; use "
                                      "lax.dynamic_slice for traced start indices")
             chosen = range(*v.indices(shape[dim]))
             step = chosen.step

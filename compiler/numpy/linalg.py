@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from functools import partial
+
+from jaxprc.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 
 from ._util import aval_of, canonical_axis, convert
@@ -11,7 +14,7 @@ from ._util import aval_of, canonical_axis, convert
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector norms (any ``ord``, including inf, -inf and 0) over one axis, and the matrix
     norms 'fro', 1, -1, inf, -inf over two; with ``ord=None`` the 2-norm of all of ``axis``
-    (the whole array by default). A plain definition for now: its derivative at zero is NaN."""
+    (the whole array by default). The 2-norm's derivative at zero is zero (not NaN)."""
     from . import reductions as r
     from . import ufuncs as uf
     from .creation import asarray
@@ -27,7 +30,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         axes = tuple(canonical_axis(a, aval.ndim, "norm")
                      for a in ((axis,) if isinstance(axis, (int, np.integer)) else axis))
     if ord is None or (ord == "fro" and len(axes) == 2) or (ord == 2 and len(axes) == 1):
-        return uf.sqrt(r.sum(uf.real(uf.multiply(x, uf.conj(x))), axis=axes, keepdims=keepdims))
+        return _two_norm(x, axes, keepdims)
     absx = uf.absolute(x)
     if len(axes) == 1:
         if ord == np.inf:
@@ -55,6 +58,28 @@ def norm(x, ord=None, axis=None, keepdims=False):
         from .shape_ops import squeeze
         out = squeeze(out, axes)
     return out
+
+
+@partial(custom_jvp, nondiff_argnums=(1, 2))
+def _two_norm(x, axes, keepdims):
+    from . import reductions as r
+    from . import ufuncs as uf
+    return uf.sqrt(r.sum(uf.real(uf.multiply(x, uf.conj(x))), axis=axes, keepdims=keepdims))
+
+
+@_two_norm.defjvp
+def _two_norm_jvp(axes, keepdims, primals, tangents):
+    """d|x| = <x/|x|, dx>, taken as 0 where |x| = 0 (a subgradient) instead of 0/0."""
+    from . import reductions as r
+    from . import ufuncs as uf
+    from .selection import where
+    from .shape_ops import expand_dims
+    (x,), (t,) = primals, tangents
+    n = _two_norm(x, axes, keepdims)
+    n_b = n if keepdims else expand_dims(n, axes)
+    zero = uf.equal(n_b, 0)
+    direction = where(zero, 0, uf.divide(x, where(zero, 1, n_b)))
+    return n, r.sum(uf.real(uf.multiply(uf.conj(direction), t)), axis=axes, keepdims=keepdims)
 
 
 def matmul(x1, x2):

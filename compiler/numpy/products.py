@@ -8,7 +8,7 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 
-from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert
+from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, located
 
 
 def _promote_pair(fn, a, b):
@@ -43,36 +43,33 @@ def _check_contract(fn, a, b, contract):
     sa, sb = aval_of(a).shape, aval_of(b).shape
     for i, j in zip(*contract):
         if sa[i] != sb[j]:
-            raise TypeError(f"{fn}: shapes {sa} and {sb} are not aligned: dimension {i} of the "
+            raise TypeError(f"{located(fn)}: shapes {sa} and {sb} are not aligned: dimension {i} of the "
                             f"first ({sa[i]}) != dimension {j} of the second ({sb[j]})")
 
 
 def matmul(a, b, *, precision=None, preferred_element_type=None):
     """``a @ b``: matrix products over the last two axes, broadcasting the leading (batch) axes;
-    1-D operands are promoted to matrices and the added axis removed afterwards."""
+    a 1-D operand contributes its only axis to the contraction and no axis to the result."""
     a, b, dtype, weak = _promote_pair("matmul", a, b)
     if preferred_element_type is not None:
         dtype, weak = np.dtype(preferred_element_type), False
     sa, sb = aval_of(a).shape, aval_of(b).shape
     if not sa or not sb:
-        raise TypeError(f"matmul: operands must not be scalars, got shapes {sa} and {sb}; use * "
+        raise TypeError(f"{located('matmul')}: operands must not be scalars, got shapes {sa} and {sb}; use * "
                         "for scalar multiplication")
-    a_vec, b_vec = len(sa) == 1, len(sb) == 1
-    if a_vec:
-        a, sa = lax.expand_dims(a, (0,)), (1,) + sa
-    if b_vec:
-        b, sb = lax.expand_dims(b, (1,)), sb + (1,)
-    if sa[-1] != sb[-2]:
-        raise TypeError(f"matmul: contracting dimensions do not match: operand shapes "
-                        f"{aval_of(a).shape if not a_vec else sa[1:]} and {sb if not b_vec else sb[:-1]} "
-                        f"(last axis of a is {sa[-1]}, second-to-last of b is {sb[-2]})")
+    ka, kb = len(sa) - 1, max(len(sb) - 2, 0)
+    if sa[ka] != sb[kb]:
+        raise TypeError(f"{located('matmul')}: contracting dimensions do not match: operand shapes {sa} and {sb} "
+                        f"(last axis of a is {sa[ka]}, {'only' if len(sb) == 1 else 'second-to-last'} "
+                        f"axis of b is {sb[kb]})")
+    if len(sa) == 1 or len(sb) <= 2:
+        # No batch axes to line up: dot_general's (a's free axes, b's free axes) order is matmul's.
+        return _dot_general(a, b, (((ka,), (kb,)), ((), ())), dtype, weak)
     batch = broadcast_shapes(sa[:-2], sb[:-2], fn="matmul")
     a = broadcast_to_shape(a, batch + sa[-2:])
     b = broadcast_to_shape(b, batch + sb[-2:])
     nb = len(batch)
-    out = _dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))), dtype, weak)
-    squeeze = ((nb,) if a_vec else ()) + ((aval_of(out).ndim - 1,) if b_vec else ())
-    return lax.squeeze(out, squeeze) if squeeze else out
+    return _dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))), dtype, weak)
 
 
 def vdot(a, b):
@@ -95,14 +92,14 @@ def tensordot(a, b, axes=2):
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
         if n > min(na, nb) or n < 0:
-            raise TypeError(f"tensordot: axes={n} is out of range for operands of rank {na} and {nb}")
+            raise TypeError(f"{located('tensordot')}: axes={n} is out of range for operands of rank {na} and {nb}")
         contract = (tuple(range(na - n, na)), tuple(range(n)))
     else:
         ax_a, ax_b = axes
         ax_a = (ax_a,) if isinstance(ax_a, (int, np.integer)) else tuple(ax_a)
         ax_b = (ax_b,) if isinstance(ax_b, (int, np.integer)) else tuple(ax_b)
         if len(ax_a) != len(ax_b):
-            raise TypeError(f"tensordot: axes {axes} must have equal lengths")
+            raise TypeError(f"{located('tensordot')}: axes {axes} must have equal lengths")
         contract = (tuple(canonical_axis(i, na, "tensordot") for i in ax_a),
                     tuple(canonical_axis(i, nb, "tensordot") for i in ax_b))
     _check_contract("tensordot", a, b, contract)
@@ -144,7 +141,7 @@ def _parse_einsum(subscripts: str, ndims):
     inputs, _, output = subscripts.partition("->")
     terms = inputs.split(",")
     if len(terms) != len(ndims):
-        raise ValueError(f"einsum: {len(terms)} operand subscripts in {subscripts!r} but {len(ndims)} operands")
+        raise ValueError(f"{located('einsum')}: {len(terms)} operand subscripts in {subscripts!r} but {len(ndims)} operands")
     unused = [c for c in string.ascii_letters if c not in subscripts]
     ell_len = max([n - len(t.replace("...", "")) for t, n in zip(terms, ndims) if "..." in t] or [0])
     ellipsis = "".join(unused[:ell_len])
@@ -154,7 +151,7 @@ def _parse_einsum(subscripts: str, ndims):
             k = n - len(t.replace("...", ""))
             t = t.replace("...", ellipsis[ell_len - k:])
         if len(t) != n:
-            raise ValueError(f"einsum: subscripts {t!r} do not match an operand of rank {n}")
+            raise ValueError(f"{located('einsum')}: subscripts {t!r} do not match an operand of rank {n}")
         expanded.append(t)
     if "->" in subscripts:
         output = output.replace("...", ellipsis)

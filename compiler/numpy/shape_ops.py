@@ -8,7 +8,8 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 
-from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert
+from ._util import (aval_of, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert,
+                    located)
 
 
 def _array(a, fn):
@@ -39,10 +40,12 @@ def _resolve_shape(newshape, size: int, old) -> tuple[int, ...]:
         raise ValueError(f"reshape: invalid new shape {newshape} (at most one -1)")
     if unknown:
         if known == 0 or size % known:
-            raise TypeError(f"reshape: cannot reshape an array of shape {old} (size {size}) into shape {newshape}")
+            raise TypeError(f"{located('reshape')}: cannot reshape an array of shape {old} (size {size}) "
+                            f"into shape {newshape}")
         newshape = tuple(size // known if d == -1 else d for d in newshape)
     if int(np.prod(newshape, dtype=np.int64)) != size:
-        raise TypeError(f"reshape: cannot reshape an array of shape {old} (size {size}) into shape {newshape}")
+        raise TypeError(f"{located('reshape')}: cannot reshape an array of shape {old} (size {size}) "
+                        f"into shape {newshape}")
     return newshape
 
 
@@ -172,7 +175,7 @@ def concatenate(arrays, axis=0, dtype=None):
     shapes = [aval_of(a).shape for a in arrays]
     for s in shapes:
         if len(s) != n or s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:]:
-            raise ValueError(f"concatenate: all dimensions but axis {axis} must match, got shapes "
+            raise ValueError(f"{located('concatenate')}: all dimensions but axis {axis} must match, got shapes "
                              f"{', '.join(map(str, shapes))}")
     return arrays[0] if len(arrays) == 1 else lax.concatenate(arrays, axis)
 
@@ -184,7 +187,7 @@ def stack(arrays, axis=0, dtype=None):
     arrays = _promote_all(arrays, "stack")
     shapes = {aval_of(a).shape for a in arrays}
     if len(shapes) != 1:
-        raise ValueError(f"stack: all input arrays must have the same shape, got {sorted(shapes)}")
+        raise ValueError(f"{located('stack')}: all input arrays must have the same shape, got {sorted(shapes)}")
     axis = canonical_axis(axis, aval_of(arrays[0]).ndim + 1, "stack")
     return concatenate([expand_dims(a, axis) for a in arrays], axis, dtype)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.prims import elementwise as ew
 
@@ -119,9 +120,9 @@ def round(a, decimals: int = 0):
         from .creation import asarray
         return asarray(x)
     if decimals == 0:
-        return ew.round_p.bind(x, rounding_method=1)
+        return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
     factor = convert(10.0 ** decimals, dtype, weak)
-    return divide(ew.round_p.bind(multiply(x, factor), rounding_method=1), factor)
+    return divide(lax.round(multiply(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
 
 
 around = round
@@ -129,7 +130,7 @@ around = round
 
 def rint(x, /):
     (x,), dtype, _ = promote("rint", x, to_inexact=True)
-    return ew.round_p.bind(x, rounding_method=1)
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
 def trunc(x, /):
@@ -263,8 +264,12 @@ def right_shift(x1, x2, /):
 
 
 def _truth(x):
-    """``x != 0`` for non-boolean operands (a comparison, so weak operands stay weak)."""
-    return x if dt.is_bool(aval_of(x).dtype) else not_equal(x, 0)
+    """``x != 0`` for non-boolean operands. As in JAX, the zero is strongly typed unless ``x``
+    is a Python scalar, so only Python scalars give a weakly typed truth value."""
+    aval = aval_of(x)
+    if dt.is_bool(aval.dtype):
+        return x
+    return not_equal(x, convert(0, aval.dtype, weak=isinstance(x, (int, float, complex))))
 
 
 def _logical(prim, name):

@@ -13,7 +13,9 @@ from ..core import JaxprTypeError, Primitive, ShapedArray
 
 
 def _kinds(*preds):
-    return lambda d: any(p(d) for p in preds)
+    """A dtype predicate: the union of ``preds``, precomputed over the IR's dtypes."""
+    accepted = frozenset(d for d in dt.ALL_DTYPES if any(p(d) for p in preds))
+    return lambda d: d in accepted
 
 
 IS_BOOL, IS_INT, IS_UINT = dt.is_bool, dt.is_signed, dt.is_unsigned
@@ -49,7 +51,7 @@ def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -
     """A primitive mapping ``arity`` equal-typed operands to one value of the same shape.
 
     ``out_dtype(in_dtype)`` gives the result dtype when it differs (comparisons,
-    ``abs`` of complex); such results are never weak. ``params`` names the
+    ``abs`` of complex); as in JAX, the result is weak iff every operand is. ``params`` names the
     params the primitive takes (all required).
     """
     prim = Primitive(name)
@@ -68,9 +70,7 @@ def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -
                                  f"(operands {fmt_types(avals)}); it expects {KIND_NAMES[accepts]}")
         weak = all(a.weak_type for a in avals)
         if out_dtype is not None:
-            new = np.dtype(out_dtype(dtype))
-            weak = weak and new == dtype
-            dtype = new
+            dtype = np.dtype(out_dtype(dtype))
         return ShapedArray(avals[0].shape, dtype, weak)
 
     prim.def_abstract_eval(typing_rule)

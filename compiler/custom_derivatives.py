@@ -1,0 +1,641 @@
+"""custom_jvp and custom_vjp: user-defined differentiation rules for Python functions.
+
+Outside any trace a custom function just runs its Python function (evaluation
+ignores the rules). Inside a trace it is staged out as one node,
+``custom_jvp_call_jaxpr`` or ``custom_vjp_call_jaxpr``, holding the function's
+jaxpr and its rule as a memoized ``Thunk``; the passes then apply the rules
+(passes/jvp.py, transpose.py, vmap.py, dce.py).
+
+Operands of a node: the values its rule closes over, the values its function
+closes over, then the arguments. Rule jaxprs take the rule's closed-over
+values first. Rules are traced when the node is bound, while whatever they
+close over is alive, with the call's own values: outside ``jit`` they can
+branch on primal values. A rule calling its own custom function (with the
+same types) refers to the thunk being formed, so the recursion ends and the
+printed program names the rule once.
+
+The custom_vjp ``bwd`` is kept as a Python function: transposition calls it,
+on concrete values outside ``jit`` (a ``print`` in it shows numbers).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .ir import dtypes as dt
+from .ir import lax
+from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Thunk, Var
+from .ir.prims.custom import custom_jvp_call_jaxpr_p, custom_lin_p, custom_vjp_call_jaxpr_p
+from .ir.tracing import Tracer, close_over_consts, current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
+from .ir.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+from .ad import _NestedBuilder
+from .passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
+
+__all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert", "SymbolicZero",
+           "CustomVJPPrimal", "zero_from_primal"]
+
+
+class SymbolicZero:
+    """A zero tangent or cotangent given to a rule defined with ``symbolic_zeros=True``."""
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: self.aval.ndim)
+
+    def instantiate(self):
+        return lax.full(self.aval.shape, 0, self.aval.dtype)
+
+    def __repr__(self):
+        return f"SymbolicZero({self.aval.str_short()})"
+
+
+def zero_from_primal(x, symbolic_zeros: bool = False):
+    """Zero tangents for the primal pytree ``x``: SymbolicZeros or zero arrays."""
+    def zero(leaf):
+        aval = tangent_aval(get_aval(leaf).strip_weak_type())
+        if symbolic_zeros:
+            return SymbolicZero(aval)
+        return np.zeros(aval.shape, aval.dtype) if aval.dtype == dt.float0 else lax.full(aval.shape, 0, aval.dtype)
+    return tree_map(zero, x)
+
+
+class CustomVJPPrimal:
+    """A primal argument of a ``symbolic_zeros=True`` custom_vjp fwd: its value and whether it is
+    perturbed (differentiated)."""
+
+    def __init__(self, value, perturbed: bool):
+        self.value, self.perturbed = value, perturbed
+
+    def __repr__(self):
+        return f"CustomVJPPrimal(value={self.value!r}, perturbed={self.perturbed})"
+
+
+# ------------------------------------------------------------- arguments
+
+def _resolve_kwargs(fun: Callable, args, kwargs) -> tuple:
+    """Keyword arguments placed at their positions (inspect.signature), defaults filled in."""
+    if not kwargs:
+        return tuple(args)
+    try:
+        bound = inspect.signature(fun).bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"{_name(fun)}: {e}") from None
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"{_name(fun)}: keyword arguments {sorted(bound.kwargs)} could not be resolved "
+                        "to positions; custom_jvp/custom_vjp functions take their arguments by position "
+                        "(or by a name that maps to a position)")
+    return tuple(bound.args)
+
+
+def _name(f) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def _split(args, nondiff_argnums):
+    static = [args[i] for i in nondiff_argnums]
+    dynamic = [a for i, a in enumerate(args) if i not in nondiff_argnums]
+    return static, dynamic
+
+
+def _merger(nondiff_argnums, n_args):
+    def merge(static, dynamic):
+        static, dynamic = iter(static), iter(dynamic)
+        return [next(static) if i in nondiff_argnums else next(dynamic) for i in range(n_args)]
+    return merge
+
+
+def _check_nondiff_argnums(nums, n_args, fun):
+    for i in nums:
+        if not 0 <= i < n_args:
+            raise TypeError(f"{_name(fun)}: nondiff_argnums entry {i} is out of range for a call with "
+                            f"{n_args} positional arguments")
+
+
+# ---------------------------------------------------------------- tracing
+
+def _trace(fun: Callable, values: Sequence[Any], extra_avals: Sequence[ShapedArray], name: str):
+    """Trace ``fun`` on ``values`` (concrete, or tracers of an enclosing trace, whose values stay
+    reachable for Python) followed by abstract inputs of ``extra_avals``."""
+    builder = _NestedBuilder(name)
+    with builder:
+        inputs = []
+        for x in values:
+            if isinstance(x, Tracer):
+                t = builder.new_arg(x.aval)
+                builder.outer_args[t._var] = x
+            else:
+                t = builder.new_arg(get_aval(x), x)
+            inputs.append(t)
+        inputs += [builder.new_arg(a) for a in extra_avals]
+        return builder.build(fun(*inputs))
+
+
+def _hoist_tracer_consts(cj: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
+    """Move the consts that are tracers of enclosing traces into leading inputs."""
+    j = cj.jaxpr
+    traced = [isinstance(c, Tracer) for c in cj.consts]
+    if not any(traced):
+        return cj, []
+    keep = [(v, c) for v, c, t in zip(j.constvars, cj.consts, traced) if not t]
+    hoisted = [(v, c) for v, c, t in zip(j.constvars, cj.consts, traced) if t]
+    jaxpr = Jaxpr([v for v, _ in keep], [v for v, _ in hoisted] + j.invars, j.outvars, j.eqns)
+    return ClosedJaxpr(jaxpr, [c for _, c in keep]), [c for _, c in hoisted]
+
+
+def _with_leading_inputs(cj: ClosedJaxpr, avals: Sequence[ShapedArray]) -> ClosedJaxpr:
+    """``cj`` taking (and ignoring) extra leading inputs of the given types."""
+    j = cj.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, [Var(a) for a in avals] + j.invars, j.outvars, j.eqns), cj.consts)
+
+
+# Rules being formed, by (custom function, rule kind, input types): a call met while forming a
+# rule for the same key refers to that rule's thunk (a rule calling its own function).
+_FORMING: dict = {}
+
+
+class _Forming:
+    def __init__(self, thunk):
+        self.thunk = thunk
+        self.const_objs: list | None = None    # the rule's closed-over tracers, once known
+        self.recursive = False
+
+
+class RuleThunk(Thunk):
+    """The memoized jaxpr of a custom rule; ``consts`` are the tracers it closes over (operands
+    of the node). ``for_nonzeros`` re-traces a symbolic-zeros rule for one tangent pattern."""
+
+    def __init__(self, fn, name, retrace=None):
+        super().__init__(fn, name)
+        self.retrace = retrace
+        self.fwd_store = None     # custom_vjp: the residuals' tree, filled when fwd is traced
+
+    def settle(self, value: ClosedJaxpr) -> None:
+        """Memoize a value formed eagerly, outside ``__call__``."""
+        self._value, self._fn = value, None
+
+    def for_nonzeros(self, nonzeros):
+        if self.retrace is None:
+            return None
+        try:
+            return self.retrace(nonzeros)
+        except Exception:  # noqa: BLE001 -- e.g. it closes over a finished trace: use the full rule
+            return None
+
+
+def _form_rule(key, name: str, trace: Callable[[], ClosedJaxpr], retrace=None):
+    """Trace a rule now (see module doc); returns its thunk and the tracers it closes over.
+
+    When a rule cannot be traced now (e.g. it branches on a value under jit), its thunk stays
+    lazy and raises the error when differentiation needs the rule.
+    """
+    entry = _FORMING.get(key)
+    if entry is not None:
+        entry.recursive = True
+        return entry.thunk, list(entry.const_objs or [])
+
+    def form():
+        cj, objs = _hoist_tracer_consts(trace())
+        if objs:
+            raise ValueError(f"the custom rule {name} closes over traced values of a computation "
+                             "that has finished; define the custom function where those values are "
+                             "live, or pass them as arguments")
+        return cj
+    thunk = RuleThunk(form, name, retrace)
+    entry = _FORMING[key] = _Forming(thunk)
+    try:
+        cj, objs = _hoist_tracer_consts(trace())
+        if objs and entry.recursive:       # the recursive calls must pass these values too
+            entry.const_objs, first = objs, objs
+            cj, objs = _hoist_tracer_consts(trace())
+            cj = _order_consts(cj, objs, first)
+            objs = first
+    except Exception:
+        return thunk, []
+    finally:
+        del _FORMING[key]
+    thunk.settle(cj)
+    return thunk, objs
+
+
+def _order_consts(cj: ClosedJaxpr, objs, wanted) -> ClosedJaxpr:
+    """Reorder the leading const inputs of ``cj`` (values ``objs``) to the order ``wanted``."""
+    pos = {id(o): i for i, o in enumerate(objs)}
+    if sorted(pos) != sorted(id(o) for o in wanted):
+        raise ValueError("a recursive custom rule closes over different values on its second trace")
+    j, n = cj.jaxpr, len(objs)
+    invars = [j.invars[pos[id(o)]] for o in wanted] + j.invars[n:]
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns), cj.consts)
+
+
+def _static_key(static) -> tuple:
+    return tuple(id(s) for s in static)
+
+
+def _check_tree(what: str, expected_tree, got_tree):
+    if expected_tree != got_tree:
+        raise TypeError(f"{what}: expected the container (pytree) structure {expected_tree}, "
+                        f"got {got_tree}.")
+
+
+def _check_avals(what: str, expected: Sequence[ShapedArray], got: Sequence[ShapedArray], labels=None):
+    for i, (e, g) in enumerate(zip(expected, got)):
+        if e.shape != g.shape or e.dtype != g.dtype:
+            where = labels[i] if labels else f"output {i}"
+            raise TypeError(f"{what}: {where} has shape/dtype {g.strip_weak_type().str_short()}, "
+                            f"expected {e.strip_weak_type().str_short()}.")
+
+
+# -------------------------------------------------------------- custom_jvp
+
+class custom_jvp:
+    """A function with a custom JVP rule (``defjvp``), used by jvp, grad and everything built on
+    them; vmap, jit and control flow keep the rule attached.
+
+    ``nondiff_argnums``: arguments the rule receives first, before ``primals`` and ``tangents``;
+    they may be any Python values, traced arrays included (closed over).
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(nondiff_argnums))
+        self.jvp: Callable | None = None
+        self.symbolic_zeros = False
+
+    def __get__(self, instance, owner=None):
+        return self if instance is None else functools.partial(self, instance)
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        """Set the rule ``jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)``."""
+        self.jvp, self.symbolic_zeros = jvp, symbolic_zeros
+        return jvp
+
+    def defjvps(self, *tangent_fns: Callable | None) -> None:
+        """One rule per argument: ``fn(t, primal_out, *primals) -> tangent_out contribution``
+        (None: no contribution); the contributions are added."""
+        if self.nondiff_argnums:
+            raise TypeError("defjvps is not compatible with nondiff_argnums")
+
+        def jvp(primals, tangents):
+            out = self(*primals)
+            contributions = [fn(t, out, *primals) for fn, t in zip(tangent_fns, tangents) if fn is not None]
+            if not contributions:
+                return out, zero_from_primal(out)
+            return out, functools.reduce(lambda a, b: tree_map(_add_tangents, a, b), contributions)
+        jvp.__name__ = f"{_name(self.fun)}_jvps"
+        self.defjvp(jvp)
+
+    def __call__(self, *args, **kwargs):
+        if self.jvp is None:
+            raise AttributeError(f"No JVP defined for custom_jvp function {_name(self.fun)} using defjvp.")
+        args = _resolve_kwargs(self.fun, args, kwargs)
+        if current_builder() is None:        # evaluation ignores the rule
+            return self.fun(*args)
+        _check_nondiff_argnums(self.nondiff_argnums, len(args), self.fun)
+        static, dynamic = _split(args, self.nondiff_argnums)
+        # traced non-differentiable arguments are closed over, with a zero derivative (as in JAX)
+        static = [tree_map(lambda x: lax.stop_gradient(x) if isinstance(x, Tracer) else x, s)
+                  for s in static]
+        merge = _merger(self.nondiff_argnums, len(args))
+        flat_args, in_tree = tree_flatten(tuple(dynamic))
+        in_avals = [get_aval(x) for x in flat_args]
+        store = {}
+
+        def flat_fun(*leaves):
+            out = self.fun(*merge(static, tree_unflatten(in_tree, leaves)))
+            out_leaves, store["out_tree"] = tree_flatten(out)
+            return out_leaves
+        fun_cj = _trace(flat_fun, flat_args, [], _name(self.fun))
+        fun_cj, fun_consts = close_over_consts(fun_cj)
+        out_tree, out_avals = store["out_tree"], fun_cj.out_avals
+        diff_in = [is_differentiable(a) for a in in_avals]
+        rule_name = _name(self.jvp)
+
+        def flat_rule(nonzeros):
+            def rule(*leaves):
+                primals, tangents = list(leaves[:len(in_avals)]), iter(leaves[len(in_avals):])
+                ts = [next(tangents) if nz else self._zero_tangent(a)
+                      for a, nz in zip(in_avals, nonzeros)]
+                return self._run_rule(static, in_tree, primals, ts, out_tree, out_avals)
+            return rule
+
+        def trace_rule(nonzeros=tuple(diff_in)):
+            avals = [tangent_aval(a).strip_weak_type() for a, nz in zip(in_avals, nonzeros) if nz]
+            return _trace(flat_rule(nonzeros), flat_args, avals, rule_name)
+
+        def retrace(nonzeros):
+            cj = trace_rule(nonzeros)
+            if cj.consts and any(isinstance(c, Tracer) for c in cj.consts):
+                return None
+            return cj
+        key = (id(self), "jvp", in_tree, tuple(in_avals), _static_key(static))
+        thunk, rule_consts = _form_rule(key, rule_name, trace_rule, retrace if self.symbolic_zeros else None)
+        rule_avals = [get_aval(c) for c in rule_consts]
+        fun_cj = _with_leading_inputs(fun_cj, rule_avals)
+        outs = custom_jvp_call_jaxpr_p.bind(*rule_consts, *fun_consts, *flat_args, fun_jaxpr=fun_cj,
+                                            jvp_jaxpr_thunk=thunk,
+                                            num_consts=len(rule_consts) + len(fun_consts),
+                                            symbolic_zeros=self.symbolic_zeros)
+        return tree_unflatten(out_tree, outs)
+
+    def _zero_tangent(self, aval):
+        if aval.dtype == dt.float0 or not is_differentiable(aval):
+            return np.zeros(aval.shape, dt.float0)
+        t = tangent_aval(aval).strip_weak_type()
+        return SymbolicZero(t) if self.symbolic_zeros else lax.full(t.shape, 0, t.dtype)
+
+    def _run_rule(self, static, in_tree, primals, tangents, out_tree, out_avals):
+        """Call the user's rule; check its outputs against the function's; flat outputs."""
+        name = _name(self.jvp)
+        primals_tree = tuple(tree_unflatten(in_tree, primals))
+        tangents_tree = tuple(tree_unflatten(in_tree, tangents))
+        result = self.jvp(*static, primals_tree, tangents_tree)
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise TypeError(f"Custom JVP rule {name} for function {_name(self.fun)} must produce a pair "
+                            f"(list or tuple of length two) representing primal and tangent outputs, "
+                            f"but got {result!r}.")
+        primal_out, tangent_out = result
+        p_leaves, p_tree = tree_flatten(primal_out)
+        t_leaves, t_tree = tree_flatten(tangent_out, is_leaf=lambda x: isinstance(x, SymbolicZero))
+        if p_tree != out_tree:
+            raise TypeError(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal "
+                            f"outputs with the same container (pytree) structure as the function: "
+                            f"expected {out_tree}, got {p_tree}.")
+        if t_tree != p_tree:
+            raise TypeError(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal "
+                            f"and tangent outputs with equal container (pytree) structures, but got "
+                            f"{p_tree} and {t_tree} respectively.")
+        _check_avals(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal outputs "
+                     "with the function's shapes and dtypes", out_avals, [get_aval(x) for x in p_leaves],
+                     [f"primal output {i}" for i in range(len(p_leaves))])
+        tangents_out = []
+        for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+            pa = get_aval(p)
+            if not is_differentiable(pa):
+                continue
+            if isinstance(t, SymbolicZero):
+                t = t.instantiate()
+            ta = get_aval(t)
+            expected = tangent_aval(pa)
+            if ta.shape != expected.shape or ta.dtype != expected.dtype:
+                raise TypeError(
+                    f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal and "
+                    f"tangent outputs with corresponding shapes and dtypes: output {i} has primal "
+                    f"{pa.strip_weak_type().str_short()}, so its tangent must be "
+                    f"{expected.strip_weak_type().str_short()}, but got {ta.strip_weak_type().str_short()}.")
+            tangents_out.append(t)
+        return list(p_leaves) + tangents_out
+
+
+def _add_tangents(a, b):
+    if isinstance(a, SymbolicZero):
+        return b
+    if isinstance(b, SymbolicZero):
+        return a
+    return lax.add(a, b)
+
+
+# -------------------------------------------------------------- custom_vjp
+
+_NONDIFF_TRACER = (
+    "Found a JAX Tracer object passed as an argument to a custom_vjp function in a position "
+    "indicated by nondiff_argnums as non-differentiable. Tracers cannot be passed as "
+    "non-differentiable arguments to custom_vjp functions; instead, nondiff_argnums should only be "
+    "used for arguments that can't be or contain JAX tracers, e.g. function-valued arguments. In "
+    "particular, array-valued arguments should typically not be indicated as nondiff_argnums: pass "
+    "them as regular arguments, save them as residuals in fwd, and return None for them from bwd.")
+
+
+class custom_vjp:
+    """A function with a custom VJP rule: ``defvjp(fwd, bwd)``. Reverse mode (grad, vjp) uses
+    ``fwd`` and ``bwd``; forward mode (jvp) is an error; vmap, jit and control flow keep the
+    rules attached.
+
+    ``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, out_cotangent) -> a
+    tuple with one cotangent (or None) per non-static argument``.
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(sorted(nondiff_argnums))
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+        self.symbolic_zeros = False
+
+    def __get__(self, instance, owner=None):
+        return self if instance is None else functools.partial(self, instance)
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+        self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
+
+    def __call__(self, *args, **kwargs):
+        if self.fwd is None:
+            raise AttributeError(f"No VJP defined for custom_vjp function {_name(self.fun)} using defvjp.")
+        args = _resolve_kwargs(self.fun, args, kwargs)
+        if current_builder() is None:        # evaluation ignores the rules
+            return self.fun(*args)
+        _check_nondiff_argnums(self.nondiff_argnums, len(args), self.fun)
+        static, dynamic = _split(args, self.nondiff_argnums)
+        for s in static:
+            if any(isinstance(leaf, Tracer) for leaf in tree_flatten(s)[0]):
+                raise TypeError(_NONDIFF_TRACER)
+        merge = _merger(self.nondiff_argnums, len(args))
+        flat_args, in_tree = tree_flatten(tuple(dynamic))
+        in_avals = [get_aval(x) for x in flat_args]
+        store = {}
+
+        def flat_fun(*leaves):
+            out = self.fun(*merge(static, tree_unflatten(in_tree, leaves)))
+            out_leaves, store["out_tree"] = tree_flatten(out)
+            return out_leaves
+        fun_cj, fun_consts = close_over_consts(_trace(flat_fun, flat_args, [], _name(self.fun)))
+        out_tree, out_avals = store["out_tree"], fun_cj.out_avals
+        fwd_name = _name(self.fwd)
+
+        def flat_fwd(*leaves):
+            dyn = tree_unflatten(in_tree, leaves)
+            if self.symbolic_zeros:
+                dyn = tree_map(lambda x: CustomVJPPrimal(x, True), dyn)
+            result = self.fwd(*merge(static, dyn))
+            if not (isinstance(result, (tuple, list)) and len(result) == 2):
+                raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {_name(self.fun)} must "
+                                "produce a pair (list or tuple of length two) representing primal "
+                                "outputs and residuals (values stored from the forward pass for use on "
+                                f"the backward pass), got {result!r}.")
+            out, res = result
+            o_leaves, o_tree = tree_flatten(out)
+            if o_tree != out_tree:
+                raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {_name(self.fun)} must "
+                                "produce primal outputs with the same container (pytree) structure as "
+                                f"the function: expected {out_tree}, got {o_tree}.")
+            _check_avals(f"Custom VJP fwd rule {fwd_name} for function {_name(self.fun)} must produce "
+                         "primal outputs with the function's shapes and dtypes", out_avals,
+                         [get_aval(x) for x in o_leaves], [f"primal output {i}" for i in range(len(o_leaves))])
+            r_leaves, store["res_tree"] = tree_flatten(res)
+            return list(o_leaves) + list(r_leaves)
+
+        key = (id(self), "fwd", in_tree, tuple(in_avals), _static_key(static))
+        thunk, rule_consts = _form_rule(key, fwd_name, lambda: _trace(flat_fwd, flat_args, [], fwd_name))
+        if thunk.fwd_store is None or "res_tree" in store:   # a recursive call shares its caller's
+            thunk.fwd_store = store
+        bwd = CustomBwd(self, static, in_tree, in_avals, out_tree, out_avals, thunk)
+        fun_cj = _with_leading_inputs(fun_cj, [get_aval(c) for c in rule_consts])
+        outs = custom_vjp_call_jaxpr_p.bind(
+            *rule_consts, *fun_consts, *flat_args, fun_jaxpr=fun_cj, fwd_jaxpr_thunk=thunk, bwd=bwd,
+            num_consts=len(rule_consts) + len(fun_consts),
+            out_trees=(str(out_tree),), symbolic_zeros=self.symbolic_zeros)
+        return tree_unflatten(out_tree, outs)
+
+
+class CustomBwd(Thunk):
+    """The ``bwd`` param: the user's Python function behind a flat calling convention,
+    ``call(residuals..., cotangents of the differentiable outputs...)`` -> cotangents of the
+    differentiable inputs (``Zero`` where bwd returned None). As a thunk it is that function's
+    jaxpr, traced when first needed (for the text form); the parsed copy is a plain thunk."""
+
+    runs_on_values = True     # transposition may call it on concrete arrays
+
+    def __init__(self, cvjp: custom_vjp, static, in_tree, in_avals, out_tree, out_avals, fwd_thunk):
+        self.cvjp, self.static = cvjp, static
+        self.in_tree, self.in_avals = in_tree, in_avals
+        self.out_tree, self.out_avals = out_tree, out_avals
+        self._fwd_thunk = fwd_thunk   # residual types and structure come from fwd
+        super().__init__(self._trace, _name(cvjp.bwd))
+
+    res_tree = property(lambda self: self._fwd_thunk.fwd_store["res_tree"])
+    res_avals = property(lambda self: list(self._fwd_thunk().out_avals[len(self.out_avals):]))
+
+    def call(self, *args):
+        n_res = len(self.res_avals)
+        res, cts = args[:n_res], iter(args[n_res:])
+        cvjp = self.cvjp
+        full_cts = []
+        for a in self.out_avals:
+            if not is_differentiable(a):
+                ct = np.zeros(a.shape, dt.float0)
+            else:
+                ct = next(cts)
+                if isinstance(ct, Zero):
+                    ct = SymbolicZero(ct.aval) if cvjp.symbolic_zeros else lax.full(a.shape, 0, a.dtype)
+            full_cts.append(ct)
+        result = cvjp.bwd(*self.static, tree_unflatten(self.res_tree, list(res)),
+                          tree_unflatten(self.out_tree, full_cts))
+        return self._check_output(result)
+
+    def _check_output(self, result):
+        name, fname = self.name, _name(self.cvjp.fun)
+        args_tree = self.in_tree
+        n_args = args_tree.num_nodes and len(tree_unflatten(args_tree, [0] * args_tree.num_leaves))
+        if not isinstance(result, (tuple, list)) or len(result) != n_args:
+            got = tree_structure(result, is_leaf=lambda x: x is None) if isinstance(result, (tuple, list)) else type(result).__name__
+            raise TypeError(f"Custom VJP bwd rule {name} for function {fname} must produce an output with "
+                            "the same container (pytree) structure as the args tuple of the primal "
+                            "function, and in particular must produce a tuple of length equal to the "
+                            f"number of arguments to the primal function, but got bwd output structure "
+                            f"{got} for primal input structure {args_tree}.")
+        arg_subtrees = tree_unflatten(args_tree, list(range(args_tree.num_leaves)))
+        out = []
+        for i, (sub, r) in enumerate(zip(arg_subtrees, result)):
+            idx, sub_tree = tree_flatten(sub)
+            if r is None:
+                out += [None] * len(idx)
+                continue
+            leaves, tree = tree_flatten(r, is_leaf=lambda x: x is None or isinstance(x, SymbolicZero))
+            if tree != sub_tree:
+                raise TypeError(f"Custom VJP bwd rule {name} for function {fname} must produce an output "
+                                "with the same container (pytree) structure as the args tuple of the "
+                                f"primal function: for argument {i} expected {sub_tree}, got {tree}.")
+            out += leaves
+        cts = []
+        for i, (ct, a) in enumerate(zip(out, self.in_avals)):
+            if not is_differentiable(a):
+                continue
+            if ct is None or isinstance(ct, SymbolicZero):
+                cts.append(Zero(a.strip_weak_type()))
+                continue
+            ca = get_aval(ct)
+            if ca.shape != a.shape or (ca.dtype != a.dtype and dt.is_inexact(ca.dtype)):
+                raise TypeError(f"Custom VJP bwd rule {name} for function {fname} must produce an output "
+                                "with the same shape/dtypes as the args tuple of the primal function, "
+                                f"but at input leaf {i} the bwd rule produced an output of shape/dtype "
+                                f"{ca.strip_weak_type().str_short()} corresponding to an input of "
+                                f"shape/dtype {a.strip_weak_type().str_short()}.")
+            if ca.dtype != a.dtype:
+                ct = lax.convert_element_type(ct, a.dtype)
+            cts.append(ct)
+        return cts
+
+    def _trace(self) -> ClosedJaxpr:
+        ct_avals = [a.strip_weak_type() for a in self.out_avals if is_differentiable(a)]
+        return trace_to_jaxpr(lambda *a: [instantiate_zeros(c) for c in self.call(*a)],
+                              self.res_avals + ct_avals, name=self.name)
+
+    def __repr__(self):
+        return f"CustomBwd({self.name})"
+
+
+# ------------------------------------------------------------ conveniences
+
+def custom_gradient(fun: Callable) -> Callable:
+    """``fun(*args) -> (out, vjp_fn)`` where ``vjp_fn(ct)`` gives the input cotangents (a tuple,
+    or one value for one argument)."""
+    converted_of_last_fwd = {}    # fwd runs (is traced) right before its bwd is formed
+
+    @custom_vjp
+    def wrapped(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        out, vjp_fn = fun(*args)
+        converted_of_last_fwd["fn"], consts = closure_convert(vjp_fn, out)
+        return out, consts
+
+    def bwd(consts, ct):
+        cts = converted_of_last_fwd["fn"](ct, *consts)
+        return tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
+    wrapped.defvjp(fwd, bwd)
+    return functools.wraps(fun)(lambda *args: wrapped(*args))
+
+
+def closure_convert(fun: Callable, *example_args):
+    """``(converted, consts)``: ``converted(*args, *consts) == fun(*args)`` with the traced values
+    ``fun`` closes over made explicit, so a custom_vjp can differentiate with respect to them."""
+    flat, in_tree = tree_flatten(example_args)
+    store = {}
+
+    def flat_fun(*leaves):
+        out_leaves, store["tree"] = tree_flatten(fun(*tree_unflatten(in_tree, leaves)))
+        return out_leaves
+    cj, consts = close_over_consts(trace_to_jaxpr(flat_fun, [get_aval(x) for x in flat]))
+
+    def converted(*args):
+        leaves = tree_flatten(args[:len(args) - len(consts)])[0]
+        outs = eval_jaxpr(cj.jaxpr, [], *args[len(args) - len(consts):], *leaves)
+        return tree_unflatten(store["tree"], outs)
+    return converted, consts
+
+
+# ------------------------------------------------- custom_lin outside transposition
+
+def _custom_lin_jvp_error(*args, **params):
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+custom_lin_p.def_impl(_custom_lin_jvp_error)
+
+
+def _custom_lin_lowering(ctx, *args, **params):
+    _custom_lin_jvp_error()
+
+
+from .lowering import register_lowering  # noqa: E402
+
+register_lowering(custom_lin_p, _custom_lin_lowering)

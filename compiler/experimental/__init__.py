@@ -1,0 +1,2 @@
+"""jaxprc.experimental: ``ode`` (odeint)."""
+from . import ode  # noqa: F401

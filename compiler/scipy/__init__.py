@@ -1,0 +1,2 @@
+"""jaxprc.scipy: SciPy functions with JAX's semantics (``special``)."""
+from . import special  # noqa: F401

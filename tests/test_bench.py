@@ -1,0 +1,42 @@
+"""The benchmark suite: its op counter, and a smoke run of the CLI on jaxprc alone (no jax here)."""
+import json
+import subprocess
+import sys
+
+from jaxprc.tools.bench import count_ops
+
+MODULE = """module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<f32> {jax.result_info = "result"}) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %0 = stablehlo.sine %arg0 : tensor<4xf32>
+    %1 = stablehlo.reduce(%0 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+    %2 = call @helper(%1) : (tensor<f32>) -> tensor<f32>
+    return %2 : tensor<f32>
+  }
+  func.func private @helper(%x: tensor<f32>) -> tensor<f32> {
+    %0 = "stablehlo.negate"(%x) : (tensor<f32>) -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+}
+"""
+
+
+def test_count_ops_reads_pretty_generic_and_compact_forms():
+    assert count_ops(MODULE) == {
+        "stablehlo.constant": 1, "stablehlo.sine": 1, "stablehlo.reduce": 1, "stablehlo.add": 1,
+        "stablehlo.return": 1, "func.call": 1, "func.return": 2, "stablehlo.negate": 1}
+
+
+def test_cli_runs_a_benchmark_and_writes_json(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "jaxprc.tools.bench", "--libs", "jaxprc", "--reps", "3",
+         "--only", "dispatch: jit(a*b+1) device", "--only", "StableHLO size: vmap", "--json", str(out)],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "| dispatch: jit(a*b+1) device arrays | µs/call | – |" in proc.stdout
+    results = {r["name"]: r for r in json.loads(out.read_text())["results"]}
+    dispatch = results["dispatch: jit(a*b+1) device arrays"]["jaxprc"]
+    assert len(dispatch["samples"]) == 3 and 0 < dispatch["min"] <= dispatch["median"] <= dispatch["max"]
+    size = results["StableHLO size: vmap(chain)"]["jaxprc"]
+    assert size["by_op"]["stablehlo.tanh"] == 500 and size["by_op"]["stablehlo.cosine"] == 500

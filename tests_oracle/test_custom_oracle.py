@@ -1,0 +1,194 @@
+"""custom_jvp / custom_vjp against JAX: the same Python code, written once over a module
+namespace, runs under both and must give the same values and derivatives."""
+from functools import partial
+
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+from jax.experimental.ode import odeint as jax_odeint
+from jax.scipy import special as jax_special
+
+import jaxprc as jx
+import jaxprc.numpy as xjnp
+from jaxprc.experimental.ode import odeint as jx_odeint
+from jaxprc.scipy import special as jx_special
+
+BACKENDS = {
+    "jax": (jax, jjnp, jax.lax),
+    "jaxprc": (jx, xjnp, jx.lax),
+}
+
+
+def close(a, b, tol=1e-5):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
+
+
+def both(program, *args):
+    """Run ``program(api, jnp, lax, *args)`` under JAX and jaxprc; return both results."""
+    return [jax.tree_util.tree_map(np.asarray, program(*BACKENDS[k], *args)) for k in ("jax", "jaxprc")]
+
+
+def assert_same(program, *args, tol=1e-5):
+    ours_jax, ours = both(program, *args)
+    for a, b in zip(jax.tree_util.tree_leaves(ours_jax), jax.tree_util.tree_leaves(ours)):
+        close(b, a, tol)
+
+
+# ---------------------------------------------------------------- the seeds
+
+def seed_f_vjp(api, jnp, lax):
+    @api.custom_vjp
+    def f(x):
+        return 2. * x
+    f.defvjp(lambda x: (f(x), x), lambda x, g: (3. * g,))
+    return f
+
+
+def seed_f_jvp(api, jnp, lax):
+    @api.custom_jvp
+    def f(x):
+        return 2. * x
+    f.defjvp(lambda p, t: (f(p[0]), 3. * t[0]))
+    return f
+
+
+@pytest.mark.parametrize("make", [seed_f_vjp, seed_f_jvp])
+def test_seed_vmap_grad_compositions(make):
+    def program(api, jnp, lax):
+        f = make(api, jnp, lax)
+        xs = np.ones(4, np.float32)
+        return (api.grad(f)(1.), api.vmap(api.grad(f))(xs),
+                api.grad(lambda x: api.vmap(f)(x).sum())(xs), api.jit(api.grad(f))(1.))
+    assert_same(program)
+
+
+def test_sin_examples_and_higher_order():
+    def program(api, jnp, lax, x):
+        @api.custom_jvp
+        def f(x):
+            return jnp.sin(x)
+
+        def f_jvp(primals, tangents):
+            x, = primals
+            t, = tangents
+            return f(x), 2. * jnp.cos(x) * t
+        f.defjvp(f_jvp)
+
+        @api.custom_vjp
+        def g(x):
+            return jnp.sin(x)
+        g.defvjp(lambda x: (g(x), jnp.cos(x)), lambda cos_x, ct: (cos_x * ct,))
+        return (api.grad(f)(x), api.grad(api.grad(f))(x), api.jvp(f, (x,), (1.5,)),
+                api.grad(g)(x), api.vjp(g, x)[1](2.), api.vmap(api.grad(f))(jnp.arange(3.)))
+    assert_same(program, 0.3)
+
+
+def test_clip_gradient_and_skip_app():
+    def program(api, jnp, lax, x, lo):
+        @api.custom_vjp
+        def clip_gradient(lo, hi, x):
+            return x
+
+        def clip_gradient_fwd(lo, hi, x):
+            return x, (lo, hi)
+
+        def clip_gradient_bwd(res, g):
+            lo, hi = res
+            return (None, None, jnp.clip(g, lo, hi))
+        clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
+
+        @partial(api.custom_vjp, nondiff_argnums=(0,))
+        def skip_app(f, x):
+            return f(x)
+        skip_app.defvjp(lambda f, x: (skip_app(f, x), None), lambda f, _, g: (g,))
+        clipped = lambda x, lo: clip_gradient(lo, 0.5, 3. * x)
+        return (api.grad(clipped)(x, lo), api.jit(api.grad(clipped))(x, lo),
+                api.vmap(api.grad(clipped), (0, None))(jnp.arange(3.), lo),
+                api.grad(lambda x: skip_app(jnp.sin, x))(x))
+    assert_same(program, 1., -0.25)
+
+
+def test_python_control_flow_in_f_and_rules():
+    def program(api, jnp, lax, x):
+        @api.custom_jvp
+        def f(x):
+            return x ** 2 if x > 0 else -x
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            (x,), (t,) = primals, tangents
+            return f(x), (10. if x > 0 else -10.) * t
+        return api.grad(f)(x), api.jvp(f, (x,), (1.,)), api.grad(f)(-x)
+    assert_same(program, 2.)
+
+
+def test_custom_functions_in_scan_bodies_and_closures():
+    def program(api, jnp, lax, x, y):
+        @api.custom_vjp
+        def f(x):
+            return jnp.sin(x)
+        f.defvjp(lambda x: (f(x), x), lambda x, g: (5. * jnp.cos(x) * g,))
+
+        def scanned(x):
+            return lax.scan(lambda c, _: (f(c) * 1.5, None), x, None, length=3)[0]
+
+        def closes_over(x, y):
+            @api.custom_jvp
+            def h(x):
+                return x * y
+            h.defjvp(lambda p, t: (h(p[0]), 7. * y * t[0]))
+            return api.grad(h)(x) + h(x)
+        return (api.grad(scanned)(x), api.jit(api.grad(scanned))(x),
+                api.jit(closes_over)(x, y), api.vmap(closes_over)(jnp.ones(3), jnp.arange(3.)))
+    assert_same(program, 0.4, 2.)
+
+
+# ---------------------------------------------------------------- library users
+
+def test_library_custom_rules():
+    x = np.array([-2., -0.5, 0., 0.5, 30.], np.float32)
+    pairs = [(jax.nn.relu, jx.nn.relu), (jax.nn.softplus, jx.nn.softplus),
+             (jax_special.expit, jx_special.expit)]
+    for jf, xf in pairs:
+        close(jx.vmap(jx.grad(xf))(x), jax.vmap(jax.grad(jf))(x))
+        close(xf(x), jf(x))
+    p = np.array([0.1, 0.5, 0.9], np.float32)
+    close(jx.vmap(jx.grad(jx_special.logit))(p), jax.vmap(jax.grad(jax_special.logit))(p))
+    close(jx_special.logit(p), jax_special.logit(p))
+    v = np.array([3., 4.], np.float32)
+    close(jx.grad(xjnp.linalg.norm)(v), jax.grad(jjnp.linalg.norm)(v))
+    assert np.all(np.asarray(jx.grad(xjnp.linalg.norm)(np.zeros(3, np.float32))) == 0)
+
+
+# --------------------------------------------------------------------- odeint
+
+def _pendulum(jnp):
+    def dynamics(y, t, b, c):
+        theta, omega = y[0], y[1]
+        return jnp.stack([omega, -b * omega - c * jnp.sin(theta)])
+    return dynamics
+
+
+@pytest.fixture
+def x64():
+    jx.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jx.config.update("jax_enable_x64", False)
+    jax.config.update("jax_enable_x64", False)
+
+
+def test_odeint_pendulum_values_and_gradients(x64):
+    y0 = np.array([np.pi - 0.1, 0.0])
+    t = np.linspace(0., 3., 5)
+    ours = jx_odeint(_pendulum(xjnp), y0, t, 0.25, 5.0)
+    theirs = jax_odeint(_pendulum(jjnp), y0, t, 0.25, 5.0)
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-5, atol=1e-8)
+
+    def loss(odeint, jnp):
+        return lambda y0, t, b, c: jnp.sum(odeint(_pendulum(jnp), y0, t, b, c) ** 2)
+    g_ours = jx.grad(loss(jx_odeint, xjnp), argnums=(0, 1, 2, 3))(y0, t, 0.25, 5.0)
+    g_theirs = jax.grad(loss(jax_odeint, jjnp), argnums=(0, 1, 2, 3))(y0, t, 0.25, 5.0)
+    for a, b in zip(g_ours, g_theirs):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-8)
