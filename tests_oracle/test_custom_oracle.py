@@ -170,16 +170,8 @@ def _pendulum(jnp):
     return dynamics
 
 
-@pytest.fixture
-def x64():
-    jx.config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jx.config.update("jax_enable_x64", False)
-    jax.config.update("jax_enable_x64", False)
-
-
-def test_odeint_pendulum_values_and_gradients(x64):
+@pytest.mark.x64
+def test_odeint_pendulum_values_and_gradients():
     y0 = np.array([np.pi - 0.1, 0.0])
     t = np.linspace(0., 3., 5)
     ours = jx_odeint(_pendulum(xjnp), y0, t, 0.25, 5.0)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from jax import lax
 
-jax.config.update("jax_enable_x64", True)
+from jaxprc import ir, lowering, runtime
+from jaxprc.ir.core import PRIMITIVES as P, ShapedArray
 
-from jaxprc import ir, lowering, runtime  # noqa: E402
-from jaxprc.ir.core import PRIMITIVES as P, ShapedArray  # noqa: E402
+pytestmark = pytest.mark.x64      # float64 and int64 edge cases on both sides
 
 S = ir.prims.structural
 BF16 = np.dtype(ml_dtypes.bfloat16)

@@ -20,7 +20,7 @@ BF16 = ml_dtypes.bfloat16
 
 @contextlib.contextmanager
 def x64(enabled: bool):
-    """Both libraries in the same x64 mode (other oracle modules flip JAX's flag globally)."""
+    """Both libraries in the same x64 mode for part of a test."""
     old_jax, old_ours = jax.config.jax_enable_x64, jaxprc.config.jax_enable_x64
     jax.config.update("jax_enable_x64", enabled)
     jaxprc.config.update("jax_enable_x64", enabled)
