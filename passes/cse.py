@@ -6,34 +6,31 @@ too. Params that cannot be hashed (callables, thunks) just opt out.
 """
 from __future__ import annotations
 
-from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Var
+from jaxprc.ir.core import Atom, ClosedJaxpr, Jaxpr, Var
 
 from .registry import map_subjaxprs, register_pass
 
 
 def cse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
-    rename: dict[Var, Var] = {}
+    rename: dict[Var, Atom] = {}
     seen: dict = {}
     eqns = []
-    read = lambda a: rename.get(a, a) if isinstance(a, Var) else a
     for eqn in jaxpr.eqns:
-        invars = [read(a) for a in eqn.invars]
+        invars = [rename.get(a, a) if type(a) is Var else a for a in eqn.invars]
         params = map_subjaxprs(eqn.params, cse)
-        eqn = eqn.replace(invars=invars, params=params)
+        if params is not eqn.params or any(a is not b for a, b in zip(invars, eqn.invars)):
+            eqn = eqn.replace(invars=invars, params=params)
+        key = (eqn.primitive, tuple(invars), tuple(sorted(params.items())))
         try:
-            key = (eqn.primitive, tuple(a if isinstance(a, Literal) else id(a) for a in invars),
-                   tuple(sorted(params.items())))
-            hash(key)
+            earlier = seen.setdefault(key, eqn)
         except (TypeError, ImportError):   # unhashable params, or no structural hash yet
-            key = None
-        earlier = seen.get(key) if key is not None else None
-        if earlier is not None:
+            earlier = eqn
+        if earlier is not eqn:
             rename.update(zip(eqn.outvars, earlier.outvars))
             continue
-        if key is not None:
-            seen[key] = eqn
         eqns.append(eqn)
-    return Jaxpr(jaxpr.constvars, jaxpr.invars, [read(a) for a in jaxpr.outvars], eqns)
+    return Jaxpr(jaxpr.constvars, jaxpr.invars, [rename.get(a, a) if type(a) is Var else a
+                                                 for a in jaxpr.outvars], eqns)
 
 
 def cse(cj: ClosedJaxpr) -> ClosedJaxpr:

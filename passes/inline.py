@@ -5,7 +5,7 @@ the lowering see one flat program.
 """
 from __future__ import annotations
 
-from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, Var
+from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Var
 
 from .registry import map_subjaxprs, register_pass
 

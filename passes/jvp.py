@@ -18,7 +18,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir import lax
 from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxprc.ir.prims.structural import GatherDimensionNumbers, GatherScatterMode
-from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, get_aval, trace_to_jaxpr
+from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, get_aval, source_info_of, trace_to_jaxpr
 
 from .registry import register_pass
 
@@ -103,20 +103,21 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
     for eqn in jaxpr.eqns:
         prim = eqn.primitive
         tangents_in = [read_tangent(a) for a in eqn.invars]
-        if all(isinstance(t, Zero) for t in tangents_in):
-            outs = prim.bind(*[a if isinstance(a, Literal) else primal_env[a] for a in eqn.invars],
-                             **eqn.params)
-            outs = outs if prim.multiple_results else [outs]
-            touts = [Zero(tangent_aval(v.aval)) for v in eqn.outvars]
-        else:
-            rule = jvp_rules.get(prim)
-            if rule is None:
-                raise NotImplementedError(
-                    f"Differentiation rule for '{prim.name}' not implemented (jvp pass): no entry in "
-                    "jvp_rules, so forward- and reverse-mode derivatives through it are unavailable.")
-            outs, touts = rule([read_primal(a) for a in eqn.invars], tangents_in, **eqn.params)
-            if not prim.multiple_results:
-                outs, touts = [outs], [touts]
+        with source_info_of(eqn.source_info):    # what the rule emits keeps the user's line
+            if all(isinstance(t, Zero) for t in tangents_in):
+                outs = prim.bind(*[a if isinstance(a, Literal) else primal_env[a] for a in eqn.invars],
+                                 **eqn.params)
+                outs = outs if prim.multiple_results else [outs]
+                touts = [Zero(tangent_aval(v.aval)) for v in eqn.outvars]
+            else:
+                rule = jvp_rules.get(prim)
+                if rule is None:
+                    raise NotImplementedError(
+                        f"Differentiation rule for '{prim.name}' not implemented (jvp pass): no entry in "
+                        "jvp_rules, so forward- and reverse-mode derivatives through it are unavailable.")
+                outs, touts = rule([read_primal(a) for a in eqn.invars], tangents_in, **eqn.params)
+                if not prim.multiple_results:
+                    outs, touts = [outs], [touts]
         for v, p, t in zip(eqn.outvars, outs, touts):
             primal_env[v], tangent_env[v] = p, t
     return ([read_primal(a) if isinstance(a, Literal) else primal_env[a] for a in jaxpr.outvars],
@@ -392,7 +393,34 @@ def _scatter_linear_jvp(prim, primals, tangents, **params):
                           **params)
 
 
-_rule("scatter-add", "scatter")(_scatter_linear_jvp)
+jvp_rules[PRIMITIVES["scatter-add"]] = _bound(_scatter_linear_jvp, PRIMITIVES["scatter-add"])
+
+
+@_rule("scatter")
+def _scatter_jvp(primals, tangents, **params):
+    """With duplicate indices, which update lands is XLA's choice, so the program asks: it
+    scatters an id per update (0 stands for the operand), reads the ids back, and masks out the
+    values that lost. Value and tangent are then scatter-adds of the masked values (as JAX does),
+    which transpose."""
+    prim = PRIMITIVES["scatter"]
+    if params["unique_indices"]:
+        return _scatter_linear_jvp(prim, primals, tangents, **params)
+    (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
+    u_shape = aval_of(updates).shape
+    window = params["dimension_numbers"].update_window_dims
+    id_shape = tuple(1 if d in window else n for d, n in enumerate(u_shape))
+    ids = lax.add(lax.reshape(lax.iota(np.int32, math.prod(id_shape)), id_shape), 1)
+    ids = lax.broadcast_in_dim(ids, u_shape, tuple(range(len(u_shape))))
+    landed = prim.bind(lax.full(aval_of(operand).shape, 0, np.int32), indices, ids, **params)
+    operand_kept = lax.eq(landed, 0)
+    update_kept = lax.eq(ids, scatter_window_gather(landed, indices, u_shape, **params))
+    keep = lambda kept, x: lax.select_n(kept, lax.full_like(x, 0), x)
+    scatter_add = lambda x, u: PRIMITIVES["scatter-add"].bind(x, indices, u, **params)
+    out = scatter_add(keep(operand_kept, operand), keep(update_kept, updates))
+    if isinstance(t_operand, Zero) and isinstance(t_updates, Zero):
+        return out, Zero(tangent_aval(aval_of(out)))
+    return out, scatter_add(keep(operand_kept, instantiate_zeros(t_operand)),
+                            keep(update_kept, instantiate_zeros(t_updates)))
 
 
 def _extremum_jvp(prim, primals, tangents, *, axes):
@@ -435,7 +463,7 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
 @_rule("cumlogsumexp", "cumprod")
 def _cumulative_jvp(prim, primals, tangents, *, axis, reverse):
     """Closed forms: for cumlogsumexp dy_i = exp(-y_i) sum_{j<=i} t_j exp(x_j); for cumprod
-    dy_i = y_i sum_{j<=i} t_j / x_j (nonzero x). cummax/cummin have no rule yet."""
+    dy_i = y_i sum_{j<=i} t_j / x_j (nonzero x)."""
     (x,), (t,) = primals, tangents
     ans = prim.bind(x, axis=axis, reverse=reverse)
     cumsum = lambda v: PRIMITIVES["cumsum"].bind(v, axis=axis, reverse=reverse)
@@ -584,22 +612,140 @@ for _name, _r in [("jit", _jit_jvp), ("cond", _cond_jvp), ("scan", _scan_jvp), (
         jvp_rules[PRIMITIVES[_name]] = _r
 
 
+def take_along_axis(x, indices, axis: int, permutation: bool = False):
+    """``out[..., i, ...] = x[..., indices[..., i, ...], ...]`` along ``axis`` (indices: int32 of
+    x's shape): a gather whose other dimensions are batch dimensions. ``permutation``: the
+    indices are a permutation along ``axis`` (unique, in bounds)."""
+    aval = aval_of(x)
+    batch = tuple(d for d in range(aval.ndim) if d != axis)
+    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
+                                   start_index_map=(axis,), operand_batching_dims=batch,
+                                   start_indices_batching_dims=batch)
+    return PRIMITIVES["gather"].bind(
+        x, lax.reshape(indices, aval.shape + (1,)), dimension_numbers=dnums,
+        slice_sizes=(1,) * aval.ndim, indices_are_sorted=False, unique_indices=permutation,
+        mode=GatherScatterMode.PROMISE_IN_BOUNDS if permutation else GatherScatterMode.CLIP,
+        fill_value=None)
+
+
 @_rule("sort")
 def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
-    """Sort a position iota along, then move each tangent by that permutation (a gather)."""
+    """Sort a position iota along, then move each tangent by that permutation."""
     aval = aval_of(primals[0])
     iota = lax.broadcasted_iota(np.int32, aval.shape, dimension)
     *outs, perm = PRIMITIVES["sort"].bind(*primals, iota, dimension=dimension, is_stable=is_stable,
                                           num_keys=num_keys)
-    batch = tuple(d for d in range(aval.ndim) if d != dimension)
-    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(dimension,),
-                                   start_index_map=(dimension,), operand_batching_dims=batch,
-                                   start_indices_batching_dims=batch)
-    indices = lax.reshape(perm, aval.shape + (1,))
-    take = lambda t: PRIMITIVES["gather"].bind(
-        t, indices, dimension_numbers=dnums, slice_sizes=(1,) * aval.ndim, indices_are_sorted=False,
-        unique_indices=True, mode=GatherScatterMode.PROMISE_IN_BOUNDS, fill_value=None)
-    return outs, [t if isinstance(t, Zero) else take(t) for t in tangents]
+    return outs, [t if isinstance(t, Zero) else take_along_axis(t, perm, dimension, permutation=True)
+                  for t in tangents]
+
+
+@_rule("cummax", "cummin")
+def _cumulative_extremum_jvp(prim, primals, tangents, *, axis, reverse):
+    """Each output is one of the inputs: the running extremum, last attained at a position p where
+    x[p] equals the output at p (the running extremum only changes there). The tangent is t[p].
+    On ties this picks the latest position in scan order; JAX's rule (an associative scan of
+    max's jvp) mixes the tied tangents instead."""
+    (x,), (t,) = primals, tangents
+    ans = prim.bind(x, axis=axis, reverse=reverse)
+    aval = aval_of(x)
+    iota = lax.broadcasted_iota(np.int32, aval.shape, axis)
+    attained = lax.eq(x, ans)
+    if reverse:     # the nearest attaining position at or after i
+        never = lax.full(aval.shape, aval.shape[axis] - 1, np.int32)
+        pos = lax.cummin(lax.select_n(attained, never, iota), axis, reverse=True)
+    else:           # the nearest attaining position at or before i
+        pos = lax.cummax(lax.select_n(attained, lax.full(aval.shape, 0, np.int32), iota), axis)
+    return ans, take_along_axis(instantiate_zeros(t), pos, axis)
+
+
+def _trigamma(x):
+    """polygamma(1, x) = sum_k 1/(x+k)^2, from lax ops (there is no polygamma primitive): for
+    x < 1/2 the reflection pi^2/sin^2(pi x) - trigamma(1-x); otherwise ``shift`` terms of the
+    sum, then the asymptotic series at w = x + shift >= 8.5 (relative error below 1e-11)."""
+    shift = 8
+    reflect = lax.lt(x, 0.5)
+    z = lax.select_n(reflect, x, lax.sub(1.0, x))
+    head = None
+    for k in range(shift):
+        zk = lax.add(z, float(k)) if k else z
+        term = lax.div(1.0, lax.mul(zk, zk))
+        head = term if head is None else lax.add(head, term)
+    w = lax.add(z, float(shift))
+    inv = lax.div(1.0, w)
+    inv2 = lax.mul(inv, inv)
+    # 1/w + 1/(2w^2) + 1/(6w^3) - 1/(30w^5) + 1/(42w^7) - 1/(30w^9)  (Bernoulli numbers)
+    series = lax.sub(1.0 / 42, lax.mul(inv2, 1.0 / 30))
+    series = lax.sub(1.0 / 30, lax.mul(inv2, series))
+    series = lax.sub(1.0 / 6, lax.mul(inv2, series))
+    series = lax.add(lax.add(1.0, lax.mul(inv, 0.5)), lax.mul(inv2, series))
+    value = lax.add(head, lax.mul(inv, series))
+    sin = lax.sin(lax.mul(x, math.pi))
+    reflected = lax.sub(lax.div(math.pi ** 2, lax.mul(sin, sin)), value)
+    return lax.select_n(reflect, value, reflected)
+
+
+_unary("digamma", lambda t, x, ans: lax.mul(t, _trigamma(x)))
+
+
+def scatter_window_gather(x, indices, updates_shape, *, dimension_numbers, indices_are_sorted,
+                          unique_indices, mode):
+    """The windows of ``x`` that a scatter with these params writes, shaped like its updates (the
+    gather inverse to the scatter)."""
+    dn = dimension_numbers
+    slice_sizes, pos = [], 0
+    for d in range(aval_of(x).ndim):
+        if d in dn.inserted_window_dims or d in dn.operand_batching_dims:
+            slice_sizes.append(1)
+        else:
+            slice_sizes.append(updates_shape[dn.update_window_dims[pos]])
+            pos += 1
+    gdn = GatherDimensionNumbers(offset_dims=dn.update_window_dims,
+                                 collapsed_slice_dims=dn.inserted_window_dims,
+                                 start_index_map=dn.scatter_dims_to_operand_dims,
+                                 operand_batching_dims=dn.operand_batching_dims,
+                                 start_indices_batching_dims=dn.scatter_indices_batching_dims)
+    return PRIMITIVES["gather"].bind(x, indices, dimension_numbers=gdn, slice_sizes=tuple(slice_sizes),
+                                     indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                                     mode=mode, fill_value=None)
+
+
+@_rule("scatter-mul")
+def _scatter_mul_jvp(primals, tangents, **params):
+    """As JAX: linear in the operand; the updates' tangent only with unique indices
+    (out = x * u there, so d out = x * du scattered)."""
+    (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
+    prim = PRIMITIVES["scatter-mul"]
+    out = prim.bind(operand, indices, updates, **params)
+    t_out = Zero(tangent_aval(aval_of(out)))
+    if not isinstance(t_operand, Zero):
+        t_out = prim.bind(t_operand, indices, updates, **params)
+    if not isinstance(t_updates, Zero):
+        if not params["unique_indices"]:
+            raise NotImplementedError(
+                "Differentiation rule for 'scatter-mul' with respect to its updates is only "
+                "implemented with unique_indices=True (jvp pass), as in JAX.")
+        spread = PRIMITIVES["scatter-add"].bind(zeros(aval_of(operand)), indices, t_updates, **params)
+        t_out = add_tangents(t_out, lax.mul(operand, spread))
+    return out, t_out
+
+
+@_rule("scatter-min", "scatter-max")
+def _scatter_extremum_jvp(prim, primals, tangents, **params):
+    """At each position the tangent of the value that won, averaged over ties (JAX's convention,
+    as for max): the operand and every update equal to the result there are the winners."""
+    (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
+    out = prim.bind(operand, indices, updates, **params)
+    if isinstance(t_operand, Zero) and isinstance(t_updates, Zero):
+        return out, Zero(tangent_aval(aval_of(out)))
+    dtype = aval_of(operand).dtype
+    scatter_add = lambda x, u: PRIMITIVES["scatter-add"].bind(x, indices, u, **params)
+    won = lambda x, y: lax.convert_element_type(lax.eq(x, y), dtype)
+    update_won = won(updates, scatter_window_gather(out, indices, aval_of(updates).shape, **params))
+    operand_won = won(operand, out)
+    winners = scatter_add(operand_won, update_won)
+    total = scatter_add(lax.mul(instantiate_zeros(t_operand), operand_won),
+                        lax.mul(instantiate_zeros(t_updates), update_won))
+    return out, lax.div(total, winners)
 
 
 # ------------------------------------------------------- custom derivatives

@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from jaxprc.ir import lax
-from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from jaxprc.ir.tracing import eval_jaxpr, trace_to_jaxpr
+from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Var
+from jaxprc.ir.tracing import eval_jaxpr, source_info_of, trace_to_jaxpr
 
 from .dce import dce_closed
 from .jvp import jvp_jaxpr
@@ -54,7 +54,8 @@ def partial_eval_jaxpr(cj: ClosedJaxpr, unknowns: Sequence[bool], instantiate: S
             unknown_eqns.append(eqn)
             unknown_vars.update(eqn.outvars)
             continue
-        k, u, out_uk = rule(eqn, uk_in)
+        with source_info_of(eqn.source_info):    # equations a rule makes keep the user's line
+            k, u, out_uk = rule(eqn, uk_in)
         known_eqns.extend(k)
         unknown_eqns.extend(u)
         unknown_vars.update(v for v, uk in zip(eqn.outvars, out_uk) if uk)

@@ -87,7 +87,11 @@ def map_subjaxprs(params: dict, fn: Callable[[ClosedJaxpr], ClosedJaxpr]) -> dic
 
     Passes that rewrite programs wholesale (cse, inline) recurse into the
     bodies of control flow and calls with this; thunks are left unforced.
+    ``params`` itself comes back when it holds no jaxpr.
     """
+    if not any(isinstance(v, (ClosedJaxpr, Jaxpr, tuple)) for v in params.values()):
+        return params
+
     def visit(v):
         if isinstance(v, ClosedJaxpr):
             return fn(v)
@@ -96,4 +100,5 @@ def map_subjaxprs(params: dict, fn: Callable[[ClosedJaxpr], ClosedJaxpr]) -> dic
         if isinstance(v, tuple) and any(isinstance(x, (ClosedJaxpr, Jaxpr)) for x in v):
             return tuple(visit(x) for x in v)
         return v
-    return {k: visit(v) for k, v in params.items()}
+    new = {k: visit(v) for k, v in params.items()}
+    return params if all(new[k] is v for k, v in params.items()) else new

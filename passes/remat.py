@@ -1,5 +1,6 @@
-"""Rematerialization: the rules of every pass for ``checkpoint``, its saving policies, and the
-``name`` primitive that policies can match.
+"""Rematerialization: the rules of every pass for ``checkpoint`` and for the ``name``
+primitive that saving policies can match (both primitives and the ``CheckpointPolicy`` param
+are defined in ``jaxprc.ir.prims.control_flow``).
 
 ``checkpoint[jaxpr, prevent_cse, policy]`` calls its jaxpr. It means something only to
 partial evaluation (so to linearize and reverse mode): of the known values the unknown
@@ -14,10 +15,8 @@ with JAX's signature ``policy(prim, *in_avals, **params) -> bool``.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Primitive, Var, param_type
-from jaxprc.ir.prims.control_flow import checkpoint_p
+from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Var
+from jaxprc.ir.prims.control_flow import checkpoint_p, name_p
 from jaxprc.ir.tracing import close_over_consts
 
 from .dce import dce_closed, dce_jaxpr, dce_rules
@@ -26,39 +25,7 @@ from .partial_eval import partial_eval_jaxpr, pe_rules
 from .transpose import is_undefined_primal, transpose_jaxpr, transpose_rules
 from .vmap import batch_rules
 
-__all__ = ["CheckpointPolicy", "POLICY_KINDS", "name_p", "saveable"]
-
-
-# ---------------------------------------------------------------- policies
-
-POLICY_KINDS = ("everything_saveable", "nothing_saveable", "dots_saveable",
-                "dots_with_no_batch_dims_saveable", "save_only_these_names",
-                "save_anything_except_these_names")
-
-
-@param_type
-class CheckpointPolicy(NamedTuple):
-    """A saving policy as data: ``kind`` (one of ``POLICY_KINDS``) and, for the name-based
-    kinds, the ``names`` given to ``checkpoint_name``. Called like JAX's policies."""
-    kind: str
-    names: tuple = ()
-
-    def __call__(self, prim: Primitive, *avals, **params) -> bool:
-        kind = self.kind
-        if kind == "everything_saveable":
-            return True
-        if kind == "nothing_saveable":
-            return False
-        if kind == "dots_saveable":
-            return prim.name == "dot_general"
-        if kind == "dots_with_no_batch_dims_saveable":
-            return prim.name == "dot_general" and not params["dimension_numbers"][1][0]
-        if kind == "save_only_these_names":
-            return prim is name_p and params["name"] in self.names
-        if kind == "save_anything_except_these_names":
-            return not (prim is name_p and params["name"] in self.names)
-        raise JaxprTypeError(f"checkpoint: unknown policy kind {kind!r}; expected one of "
-                             f"{', '.join(POLICY_KINDS)}")
+__all__ = ["saveable"]
 
 
 def saveable(policy, eqn: Eqn) -> bool:
@@ -70,17 +37,6 @@ def saveable(policy, eqn: Eqn) -> bool:
 
 # ------------------------------------------------------------ name primitive
 # ``checkpoint_name(x, name)``: the identity, tagged so that name-based policies can save x.
-
-name_p = Primitive("name")
-name_p.def_impl(lambda x, *, name: x)
-
-
-@name_p.def_abstract_eval
-def _name_abstract_eval(x, *, name):
-    if not isinstance(name, str):
-        raise JaxprTypeError(f"name: param name must be a string, got {name!r}")
-    return x
-
 
 def _name_jvp(primals, tangents, *, name):
     (x,), (t,) = primals, tangents

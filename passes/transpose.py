@@ -16,11 +16,12 @@ import numpy as np
 
 from jaxprc.ir import lax
 from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
-from jaxprc.ir.prims.structural import GatherDimensionNumbers, ScatterDimensionNumbers
+from jaxprc.ir.prims.structural import ScatterDimensionNumbers
 from jaxprc.ir.tracing import (ConcretizationTypeError, Tracer, close_over_consts, current_builder,
-                               eval_jaxpr, no_trace, trace_to_jaxpr)
+                               eval_jaxpr, no_trace, source_info_of, trace_to_jaxpr)
 
-from .jvp import Zero, _hoist_shared, add_tangents, aval_of, instantiate_zeros, literal_value, zeros
+from .jvp import (Zero, _hoist_shared, add_tangents, aval_of, instantiate_zeros, literal_value,
+                  scatter_window_gather, zeros)
 from .registry import register_pass
 
 
@@ -67,8 +68,9 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], cts_
             linear.update(eqn.outvars)
             linear_eqns.append(eqn)
             continue
-        outs = eqn.primitive.bind(*[a if isinstance(a, Literal) else primal_env[a] for a in eqn.invars],
-                                  **eqn.params)
+        with source_info_of(eqn.source_info):
+            outs = eqn.primitive.bind(*[a if isinstance(a, Literal) else primal_env[a] for a in eqn.invars],
+                                      **eqn.params)
         for v, o in zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]):
             primal_env[v] = o
 
@@ -92,9 +94,10 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], cts_
                 "not linear in its inputs, or its rule is missing, so reverse-mode differentiation "
                 "through it is unavailable.")
         ct_arg = cts if eqn.primitive.multiple_results else cts[0]
-        cts_in = rule(ct_arg, *map(read_primal, eqn.invars), **eqn.params)
-        for a, ct in zip(eqn.invars, cts_in):
-            add_ct(a, ct)
+        with source_info_of(eqn.source_info):    # the transposed ops keep the user's line
+            cts_in = rule(ct_arg, *map(read_primal, eqn.invars), **eqn.params)
+            for a, ct in zip(eqn.invars, cts_in):
+                add_ct(a, ct)
     return [ct_env.get(v, Zero(v.aval)) if is_undefined_primal(x) else None
             for v, x in zip(jaxpr.invars, args)]
 
@@ -196,6 +199,11 @@ def _div_t(ct, x, y):
 transpose_rules[PRIMITIVES["neg"]] = _linear_unary(lambda ct, x: lax.neg(ct))
 transpose_rules[PRIMITIVES["copy"]] = _linear_unary(lambda ct, x: ct)
 transpose_rules[PRIMITIVES["conj"]] = _linear_unary(lambda ct, x: lax.conj(ct))
+# real and imag are linear over the reals: a real cotangent goes back as ct + 0i and 0 - ct i.
+transpose_rules[PRIMITIVES["real"]] = _linear_unary(
+    lambda ct, x: lax.convert_element_type(ct, x.aval.dtype))
+transpose_rules[PRIMITIVES["imag"]] = _linear_unary(
+    lambda ct, x: lax.mul(lax.convert_element_type(lax.neg(ct), x.aval.dtype), 1j))
 
 
 @_rule("convert_element_type")
@@ -387,36 +395,54 @@ def _scatter_dnums(offset_dims, collapsed, index_map, operand_batching, indices_
                                    scatter_indices_batching_dims=indices_batching)
 
 
-def _gather_dnums(update_window_dims, inserted, index_map, operand_batching, indices_batching):
-    return GatherDimensionNumbers(offset_dims=update_window_dims, collapsed_slice_dims=inserted,
-                                  start_index_map=index_map, operand_batching_dims=operand_batching,
-                                  start_indices_batching_dims=indices_batching)
-
-
 @_rule("scatter-add")
-def _scatter_add_t(ct, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
-                   unique_indices, mode):
+def _scatter_add_t(ct, operand, indices, updates, **params):
     u_aval = aval_of(updates)
     if isinstance(ct, Zero):
         return [Zero(operand.aval) if is_undefined_primal(operand) else None, None,
                 Zero(u_aval) if is_undefined_primal(updates) else None]
-    dn = dimension_numbers
     ct_updates = None
     if is_undefined_primal(updates):
-        operand_shape = aval_of(operand).shape
-        slice_sizes, pos = [], 0
-        for d in range(len(operand_shape)):
-            if d in dn.inserted_window_dims or d in dn.operand_batching_dims:
-                slice_sizes.append(1)
-            else:
-                slice_sizes.append(u_aval.shape[dn.update_window_dims[pos]])
-                pos += 1
-        gdn = _gather_dnums(dn.update_window_dims, dn.inserted_window_dims, dn.scatter_dims_to_operand_dims,
-                            dn.operand_batching_dims, dn.scatter_indices_batching_dims)
-        ct_updates = _bind("gather", ct, indices, dimension_numbers=gdn, slice_sizes=tuple(slice_sizes),
-                           indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                           mode=mode, fill_value=None)
+        ct_updates = scatter_window_gather(ct, indices, u_aval.shape, **params)
     return [ct if is_undefined_primal(operand) else None, None, ct_updates]
+
+
+@_rule("scatter-mul")
+def _scatter_mul_t(ct, operand, indices, updates, **params):
+    """Linear in the operand (a scaling by the scattered products), and in the updates when the
+    indices are unique (out = operand * update there), like mul."""
+    if is_undefined_primal(operand) and is_undefined_primal(updates):
+        raise ValueError("transpose of scatter-mul: operand and updates are both linear, so the "
+                         "program is not linear")
+    if is_undefined_primal(operand):
+        if isinstance(ct, Zero):
+            return [Zero(operand.aval), None, None]
+        return [_bind("scatter-mul", ct, indices, updates, **params), None, None]
+    if not params["unique_indices"]:
+        raise NotImplementedError("Transpose rule for 'scatter-mul' with respect to its updates is only "
+                                  "implemented with unique_indices=True (transpose pass), as in JAX.")
+    if isinstance(ct, Zero):
+        return [None, None, Zero(updates.aval)]
+    return [None, None, scatter_window_gather(lax.mul(ct, operand), indices, updates.aval.shape, **params)]
+
+
+@_rule("scatter")
+def _scatter_t(ct, operand, indices, updates, **params):
+    """Linear only with unique indices (the jvp pass masks duplicates into scatter-adds): the
+    operand's cotangent is ct with the overwritten windows zeroed, the updates' those windows."""
+    if not params["unique_indices"]:
+        raise NotImplementedError("Transpose rule for 'scatter' is only implemented with "
+                                  "unique_indices=True (transpose pass), as in JAX.")
+    u_aval = aval_of(updates)
+    if isinstance(ct, Zero):
+        return [Zero(operand.aval) if is_undefined_primal(operand) else None, None,
+                Zero(u_aval) if is_undefined_primal(updates) else None]
+    ct_operand = ct_updates = None
+    if is_undefined_primal(operand):
+        ct_operand = _bind("scatter", ct, indices, zeros(u_aval), **params)
+    if is_undefined_primal(updates):
+        ct_updates = scatter_window_gather(ct, indices, u_aval.shape, **params)
+    return [ct_operand, None, ct_updates]
 
 
 # ------------------------------------------------------------ control flow

@@ -30,7 +30,7 @@ from jaxprc.ir.prims import custom as cst
 from jaxprc.ir.prims import elementwise as ew
 from jaxprc.ir.prims import linalg, reductions
 from jaxprc.ir.prims import structural as st
-from jaxprc.ir.tracing import Tracer, current_builder, get_aval, trace_to_jaxpr
+from jaxprc.ir.tracing import Tracer, get_aval, source_info_of, trace_to_jaxpr
 from jaxprc.passes.jvp import instantiate_zeros
 from jaxprc.passes.registry import register_pass
 
@@ -53,16 +53,19 @@ class BatchSpecError(ValueError):
 # --------------------------------------------------------- emitting helpers
 
 def aval_of(x) -> ShapedArray:
+    """The type of a tracer, literal or constant."""
     return x.aval if isinstance(x, (Tracer, Literal)) else get_aval(x)
 
 
 def batched_aval(aval: ShapedArray, d, size: int) -> ShapedArray:
+    """``aval`` with a batch axis of ``size`` inserted at ``d`` (unchanged when ``d`` is None)."""
     if d is None:
         return aval
     return aval.update(shape=aval.shape[:d] + (size,) + aval.shape[d:])
 
 
 def unbatched_aval(aval: ShapedArray, d) -> ShapedArray:
+    """``aval`` without its batch axis ``d`` (one example's type)."""
     if d is None:
         return aval
     return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:])
@@ -74,6 +77,7 @@ def shift(axes, d) -> tuple:
 
 
 def moveaxis(x, src: int, dst: int):
+    """``x`` with axis ``src`` moved to position ``dst`` (one ``transpose``, none if equal)."""
     if src == dst:
         return x
     perm = [i for i in range(aval_of(x).ndim) if i != src]
@@ -105,14 +109,17 @@ def bdim_at_front(x, d, size: int):
 
 
 def axis_size_of(args, dims) -> int:
+    """The batch size, read off the first batched operand."""
     return next(aval_of(x).shape[d] for x, d in zip(args, dims) if d is not None)
 
 
 def scalar(value, dtype) -> Literal:
+    """A scalar literal of ``dtype``."""
     return Literal(value, ShapedArray((), dtype))
 
 
 def full(value, dtype, shape):
+    """An array of ``shape`` filled with ``value`` (a broadcast literal)."""
     return st.broadcast_in_dim_p.bind(scalar(value, dtype), shape=tuple(shape), broadcast_dimensions=())
 
 
@@ -132,21 +139,18 @@ def batch_eval(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) -
         env[v] = (c, not_mapped)
     for v, x, d in zip(jaxpr.invars, args, dims):
         env[v] = (x, d)
-    builder = current_builder()
     for eqn in jaxpr.eqns:
         vals, in_dims = zip(*map(read, eqn.invars)) if eqn.invars else ((), ())
-        start = len(builder.eqns)
-        if all(d is not_mapped for d in in_dims):
-            outs = eqn.primitive.bind(*vals, **eqn.params)
-            out_dims = [not_mapped] * len(eqn.outvars) if eqn.primitive.multiple_results else not_mapped
-        else:
-            rule = batch_rules.get(eqn.primitive)
-            if rule is None:
-                raise NotImplementedError(f"Batching rule for '{eqn.primitive.name}' not implemented "
-                                          "(the vmap pass has no rule for this primitive)")
-            outs, out_dims = rule(list(vals), list(in_dims), **eqn.params)
-        for new in builder.eqns[start:]:
-            new.source_info = eqn.source_info
+        with source_info_of(eqn.source_info):
+            if all(d is not_mapped for d in in_dims):
+                outs = eqn.primitive.bind(*vals, **eqn.params)
+                out_dims = [not_mapped] * len(eqn.outvars) if eqn.primitive.multiple_results else not_mapped
+            else:
+                rule = batch_rules.get(eqn.primitive)
+                if rule is None:
+                    raise NotImplementedError(f"Batching rule for '{eqn.primitive.name}' not implemented "
+                                              "(the vmap pass has no rule for this primitive)")
+                outs, out_dims = rule(list(vals), list(in_dims), **eqn.params)
         if not eqn.primitive.multiple_results:
             outs, out_dims = [outs], [out_dims]
         for v, x, d in zip(eqn.outvars, outs, out_dims):
@@ -248,6 +252,7 @@ def align(args, dims, scalar_ok=frozenset()):
 
 
 def elementwise_rule(prim: Primitive, scalar_ok=frozenset()):
+    """The batching rule of an elementwise-style ``prim`` (operands aligned by ``align``)."""
     def rule(args, dims, **params):
         args, d = align(args, dims, scalar_ok)
         return prim.bind(*args, **params), d
@@ -535,6 +540,11 @@ batch_rules[linalg.dot_general_p] = _dot_general_rule
 
 # ---------------------------------------------------------- control flow
 
+def _front_dims(batched) -> list:
+    """Batch dims of values that are batched at axis 0 or not at all."""
+    return [0 if b else None for b in batched]
+
+
 def _cond_rule(args, dims, *, branches):
     (index, *ops), (index_dim, *op_dims) = args, dims
     size = axis_size_of(args, dims)
@@ -549,7 +559,7 @@ def _cond_rule(args, dims, *, branches):
         out_batched = joined
     new_branches = tuple(batch_jaxpr(b, size, op_dims, out_batched)[0] for b in branches)
     outs = cf.cond_p.bind(index, *ops, branches=new_branches)
-    return outs, [0 if b else None for b in out_batched]
+    return outs, _front_dims(out_batched)
 
 
 def _cond_as_select(index, index_dim, ops, op_dims, branches, size):
@@ -591,18 +601,14 @@ def _carry_fixpoint(body: ClosedJaxpr, size: int, carry_batched: list[bool],
         carry_batched = joined
 
 
-def _carry_dims(carry_batched) -> list:
-    return [0 if b else None for b in carry_batched]
-
-
 def _while_rule(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     size = axis_size_of(args, dims)
     nc, nb = cond_nconsts, body_nconsts
     cconsts, bconsts, init = args[:nc], args[nc:nc + nb], args[nc + nb:]
     cdims, bdims, idims = dims[:nc], dims[nc:nc + nb], dims[nc + nb:]
     carry_b = _carry_fixpoint(body_jaxpr, size, [d is not None for d in idims],
-                              lambda cb: [*bdims, *_carry_dims(cb)])
-    carry_dims = _carry_dims(carry_b)
+                              lambda cb: [*bdims, *_front_dims(cb)])
+    carry_dims = _front_dims(carry_b)
     _, (pred_batched,) = batch_jaxpr(cond_jaxpr, size, [*cdims, *carry_dims])
     if pred_batched:
         return _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size,
@@ -642,6 +648,7 @@ def _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size, cond_
     cond_j = trace_to_jaxpr(new_cond, cond_avals, name="vmap")
     body_j = trace_to_jaxpr(new_body, [*cond_avals[:nc], *body_avals], name="vmap")
     init = [matchaxis(x, d, 0, size) for x, d in zip(init, idims)]
+    # The body evaluates the predicate too, so it gets the cond consts ahead of its own.
     outs = cf.while_p.bind(*cconsts, *cconsts, *bconsts, *init, cond_jaxpr=cond_j, body_jaxpr=body_j,
                            cond_nconsts=nc, body_nconsts=nc + nb)
     return outs, carry_dims
@@ -656,10 +663,10 @@ def _scan_rule(args, dims, *, jaxpr, num_consts, num_carry, **params):
     xs = [x if d is None else moveaxis(x, d, 1) for x, d in zip(xs, xdims)]
     slice_dims = [None if d is None else 0 for d in xdims]
     ny = len(jaxpr.out_avals) - nk
-    in_dims_for = lambda cb: [*cdims, *_carry_dims(cb), *slice_dims]
+    in_dims_for = lambda cb: [*cdims, *_front_dims(cb), *slice_dims]
     carry_b = _carry_fixpoint(jaxpr, size, [d is not None for d in idims], in_dims_for, ny)
     new_jaxpr, out_b = batch_jaxpr(jaxpr, size, in_dims_for(carry_b), [*carry_b, *[False] * ny])
-    carry_dims = _carry_dims(carry_b)
+    carry_dims = _front_dims(carry_b)
     init = [matchaxis(x, d, cd, size) for x, d, cd in zip(init, idims, carry_dims)]
     outs = cf.scan_p.bind(*consts, *init, *xs, jaxpr=new_jaxpr, num_consts=nc, num_carry=nk, **params)
     return outs, [*carry_dims, *(1 if b else None for b in out_b[nk:])]
@@ -670,7 +677,7 @@ def _call_rule(prim: Primitive):
     def rule(args, dims, *, jaxpr, **params):
         new_jaxpr, out_b = batch_jaxpr(jaxpr, axis_size_of(args, dims), dims)
         outs = prim.bind(*args, jaxpr=new_jaxpr, **params)
-        return outs, [0 if b else None for b in out_b]
+        return outs, _front_dims(out_b)
     return rule
 
 
@@ -755,7 +762,7 @@ class BatchedBwd(Thunk):
 
     def _trace(self) -> ClosedJaxpr:
         avals = [batched_aval(a, 0, self.size) for a in self.bwd().in_avals]
-        return trace_to_jaxpr(lambda *a: self.call(*a), avals, name="vmap")
+        return trace_to_jaxpr(self.call, avals, name="vmap")
 
 
 def _custom_vjp_call_rule(args, dims, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, out_trees,
@@ -770,7 +777,18 @@ def _custom_vjp_call_rule(args, dims, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, num_co
     return outs, [0] * n_out
 
 
+def _custom_lin_rule(args, dims, *, num_res, bwd, out_avals, symbolic_zeros):
+    """A linearized custom_vjp call on a batch: residuals and tangents at axis 0, bwd mapped."""
+    size = axis_size_of(args, dims)
+    args = [matchaxis(x, d, 0, size) for x, d in zip(args, dims)]
+    outs = cst.custom_lin_p.bind(*args, num_res=num_res, bwd=BatchedBwd(bwd, size),
+                                 out_avals=tuple(batched_aval(a, 0, size) for a in out_avals),
+                                 symbolic_zeros=symbolic_zeros)
+    return outs, [0] * len(out_avals)
+
+
 batch_rules.update({
     cst.custom_jvp_call_jaxpr_p: _custom_jvp_call_rule,
     cst.custom_vjp_call_jaxpr_p: _custom_vjp_call_rule,
+    cst.custom_lin_p: _custom_lin_rule,
 })

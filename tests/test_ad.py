@@ -50,6 +50,7 @@ UNARY = {
     "cbrt": lambda x: lax.cbrt(lax.add(x, 2.0)), "integer_pow": lambda x: lax.integer_pow(x, 3),
     "exp2": lax.exp2, "lgamma": lambda x: lax.lgamma(lax.add(x, 2.0)),
     "erf_inv": lambda x: lax.erf_inv(lax.mul(x, 0.5)), "neg": lax.neg,
+    "digamma": lambda x: lax.digamma(lax.add(x, 2.0)),
 }
 
 
@@ -75,6 +76,17 @@ def _dot(x, w):
     return lax.dot_general(x, w, (((1,), (0,)), ((), ())))
 
 
+def _real_imag(z):
+    z2 = lax.mul(z, z)
+    return lax.add(lax.real(z2), lax.mul(lax.imag(z2), lax.imag(z)))
+
+
+_SCATTER_1D = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                          scatter_dims_to_operand_dims=(0,), operand_batching_dims=(),
+                                          scatter_indices_batching_dims=())
+_DUP = np.array([[2], [0], [2], [3]], np.int32)     # position 2 written twice
+_UNIQUE = np.array([[3], [0], [1]], np.int32)
+
 STRUCTURAL = {
     "dot": (_dot, [(2, 3), (3, 4)]),
     "batched_dot": (lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))), [(2, 3, 4), (2, 4, 5)]),
@@ -97,6 +109,18 @@ STRUCTURAL = {
     "convert": (lambda x: lax.convert_element_type(lax.mul(x, x), np.float32), [(3,)]),
     "clamp": (lambda x: lax.clamp(np.float32(-0.5), x, np.float32(0.5)), [(7,)]),
     "sort": (lambda x: lax.sort(x, 0), [(6,)]),
+    "real_imag": (lambda x, y: _real_imag(lax.add(lax.convert_element_type(x, np.complex64),
+                                                  lax.mul(lax.convert_element_type(y, np.complex64), 1j))),
+                  [(3,), (3,)]),
+    "cummax": (lambda x: lax.cummax(x, 0), [(6,)]),
+    "cummin_reverse": (lambda x: lax.cummin(x, 1, reverse=True), [(2, 5)]),
+    "scatter_duplicates": (lambda x, u: lax.scatter(x, _DUP, u, _SCATTER_1D), [(4,), (4,)]),
+    "scatter_unique": (lambda x, u: lax.scatter(x, _UNIQUE, u, _SCATTER_1D, unique_indices=True), [(4,), (3,)]),
+    "scatter_add": (lambda x, u: lax.scatter_add(x, _DUP, u, _SCATTER_1D), [(4,), (4,)]),
+    "scatter_max": (lambda x, u: lax.scatter_max(x, _DUP, lax.mul(u, 3.0), _SCATTER_1D), [(4,), (4,)]),
+    "scatter_min": (lambda x, u: lax.scatter_min(x, _DUP, lax.mul(u, 3.0), _SCATTER_1D), [(4,), (4,)]),
+    "scatter_mul": (lambda x, u: lax.scatter_mul(x, _UNIQUE, u, _SCATTER_1D, unique_indices=True),
+                    [(4,), (3,)]),
 }
 
 
@@ -106,6 +130,36 @@ def test_structural_jvp_and_vjp(name):
     args = [f32(*s) for s in shapes]
     check_jvp_fd(f, args)
     check_vjp_jvp(f, args)
+
+
+def test_digamma_derivative_is_trigamma():
+    """polygamma(1, x) in closed form: pi^2/6 at 1, pi^2/2 at 1/2, pi^2/2 + 4 at -1/2 (reflection)."""
+    x = np.array([1.0, 0.5, -0.5, 30.0], np.float64)
+    jx.config.update("jax_enable_x64", True)
+    try:
+        got = np.asarray(jx.vmap(jx.grad(lax.digamma))(x))
+    finally:
+        jx.config.update("jax_enable_x64", False)
+    np.testing.assert_allclose(got[:3], [np.pi ** 2 / 6, np.pi ** 2 / 2, np.pi ** 2 / 2 + 4], rtol=1e-10)
+    n = 30.0 + 5000    # the defining sum, with its tail 1/n + 1/(2n^2) + O(n^-3)
+    np.testing.assert_allclose(got[3], sum(1 / (30.0 + k) ** 2 for k in range(5000)) + 1 / n + 0.5 / n ** 2,
+                               rtol=1e-9)
+
+
+def test_scatter_gradients_follow_the_winning_values():
+    """Duplicate indices: only the update that landed gets a gradient (set), ties share it (max)."""
+    x, u = np.array([1., 5., 3., 2.], np.float32), np.array([4., 5., 4., 0.], np.float32)
+    idx = np.array([[0], [1], [0], [3]], np.int32)
+    gx, gu = jx.grad(lambda x, u: lax.reduce_sum(lax.scatter_max(x, idx, u, _SCATTER_1D), (0,)),
+                     argnums=(0, 1))(x, u)
+    np.testing.assert_allclose(gx, [0., 0.5, 1., 1.])      # 5 ties with an update; 2 beats 0
+    np.testing.assert_allclose(gu, [0.5, 0.5, 0.5, 0.])    # the two 4s tie at position 0
+    gx, gu = jx.grad(lambda x, u: lax.reduce_sum(lax.scatter(x, idx, u, _SCATTER_1D), (0,)),
+                     argnums=(0, 1))(x, u)
+    np.testing.assert_allclose(gx, [0., 0., 1., 0.])
+    assert sorted(np.asarray(gu).tolist()) == [0., 1., 1., 1.]    # one of the two writes to 0 lands
+    with pytest.raises(NotImplementedError, match="'scatter-mul'.*jvp pass"):
+        jx.grad(lambda u: lax.reduce_sum(lax.scatter_mul(x, idx, u, _SCATTER_1D), (0,)))(u)
 
 
 def test_grad_of_grad_of_grad_sin():
@@ -282,3 +336,24 @@ def test_grad_of_mlp_has_no_dead_equations_or_materialised_zeros():
     assert " 0.0:f32[]" not in text and "0.0:f32" not in text
     g1, g2 = jx.grad(loss, argnums=(0, 1))(*args)
     check_vjp_jvp(loss, list(args))
+
+
+def _located_loss(x, w):      # the lines of this body are what the gradient's equations cite
+    h = lax.tanh(lax.dot_general(x, w, (((1,), (0,)), ((), ()))))
+    y = lax.mul(h, lax.cos(h))
+    return lax.reduce_sum(lax.mul(y, y), (0, 1))
+
+
+def test_derived_equations_carry_the_users_lines():
+    """Like JAX: grad's equations point at the lines of the function, not at the grad call;
+    so do those of vmap of grad."""
+    import inspect
+    lines, first = inspect.getsourcelines(_located_loss)
+    body = set(range(first + 1, first + len(lines)))
+    x, w = f32(2, 3), f32(3, 4)
+    programs = [jx.make_jaxpr(jx.grad(_located_loss, argnums=(0, 1)))(x, w),
+                jx.make_jaxpr(jx.vmap(jx.grad(_located_loss), in_axes=(0, None)))(f32(5, 2, 3), w)]
+    for cj in programs:
+        assert all(e.source_info.file == __file__ for e in cj.eqns)
+        cited = {e.source_info.line for e in cj.eqns}
+        assert cited == body, f"lines {sorted(cited - body)} are outside the function"

@@ -33,7 +33,7 @@ from jaxprc.passes.vmap import vmap_jaxpr
 
 from programs import SmoothProgram
 
-SETTINGS = settings(max_examples=30, derandomize=True, deadline=None, database=None,
+SETTINGS = settings(max_examples=25, derandomize=True, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))
 SEEDS = st.integers(0, 2**31 - 1)
 
