@@ -19,7 +19,7 @@ pytree path.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -195,34 +195,66 @@ def _merge_consts(cjs: Sequence[ClosedJaxpr]):
 
 # ------------------------------------------------------------------ carries
 
-def _carry_name(fun) -> str:
+def _param_name(fun, position: int) -> str:
     try:
         params = list(inspect.signature(fun).parameters)
     except (TypeError, ValueError):
         params = []
-    return params[0] if params else "carry"
+    return params[position] if position < len(params) else "carry"
 
 
-def _check_carry_tree(api: str, fun, in_tree, out_tree) -> None:
+class _Body(NamedTuple):
+    """A loop body as the user wrote it, for error messages.
+
+    fori_loop's loops run a wrapper whose carry is a tuple holding the user's carry as element
+    ``index`` (next to the counter); errors then name the user's function and the paths inside
+    the user's own carry, not the wrapper's.
+    """
+    api: str                    # "while_loop", "scan", "fori_loop"
+    arg: str                    # the parameter that took the function: "body_fun", "f"
+    fun: Callable
+    carry_position: int         # which of fun's parameters is the carry
+    index: int | None = None    # the user's carry within the loop's carry tuple; None: all of it
+
+    def __str__(self) -> str:
+        return f"{self.api} {self.arg} ({_fun_name(self.fun)})"
+
+    def function(self) -> str:
+        return f"{self.api} body function ({_fun_name(self.fun)})"
+
+    def carry_name(self) -> str:
+        return _param_name(self.fun, self.carry_position)
+
+    def user_tree(self, treedef):
+        return treedef if self.index is None else treedef.children()[self.index]
+
+    def user_path(self, path):
+        """The path of a loop-carry leaf inside the user's carry; None for the wrapper's own."""
+        if self.index is None:
+            return path
+        return path[1:] if path[0].idx == self.index else None
+
+
+def _check_carry_tree(body: _Body, in_tree, out_tree) -> None:
+    in_tree, out_tree = body.user_tree(in_tree), body.user_tree(out_tree)
     if in_tree != out_tree:
         raise TypeError(
-            f"{api} function ({_fun_name(fun)}) carry input and carry output must have the same "
-            "pytree structure, "
-            f"but the input carry {_carry_name(fun)} is {in_tree} and the output carry is "
-            f"{out_tree}. Revise the function so that the carry output has the same pytree "
-            "structure as the carry input.")
+            f"{body.function()} carry input and carry output must have the same pytree "
+            f"structure, but the input carry {body.carry_name()} is {in_tree} and the output "
+            f"carry is {out_tree}. Revise the function so that the carry output has the same "
+            "pytree structure as the carry input.")
 
 
-def _check_carry_types(api: str, fun, paths, in_avals, out_avals) -> None:
+def _check_carry_types(body: _Body, paths, in_avals, out_avals) -> None:
     """Each output carry leaf must have its input's shape and dtype (weak bits aside)."""
-    name = _carry_name(fun)
+    name = body.carry_name()
     diffs = [f"the input carry component {name}{tu.keystr(p)} has type {a.str_short()} but the "
              f"corresponding output carry component has type {b.str_short()}"
-             for p, a, b in zip(paths, in_avals, out_avals) if not typematch(a, b)]
+             for p, a, b in zip([body.user_path(p) for p in paths], in_avals, out_avals)
+             if p is not None and not typematch(a, b)]
     if diffs:
         raise TypeError(
-            f"{api} function ({_fun_name(fun)}) carry input and carry output must have equal "
-            "types, but "
+            f"{body.function()} carry input and carry output must have equal types, but "
             + "; ".join(diffs) + ". Revise the function so that each carry output has the type of "
             "its input (cast with .astype), or give the initial carry the type the body returns.")
 
@@ -250,6 +282,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """``val = init_val; while cond_fun(val): val = body_fun(val)``, traced once."""
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+    return _while_loop(cond_fun, body_fun, init_val, _Body("while_loop", "body_fun", body_fun, 0))
+
+
+def _while_loop(cond_fun: Callable, body_fun: Callable, init_val, body: _Body):
     leaves, in_tree, avals, paths = _flatten(init_val, "while_loop init_val")
 
     def trace_loop(avals):
@@ -260,9 +296,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
                 pred[0].shape != () or pred[0].dtype != dt.bool_:
             raise TypeError("while_loop cond_fun must return a boolean scalar, but got output "
                             f"{cond_tree} of type(s) ({ew.fmt_types(pred)}).")
-        body_cj, body_tree = _trace(body_fun, in_tree, avals,
-                                    f"while_loop body_fun ({_fun_name(body_fun)})")
-        _check_carry_tree("while_loop body", body_fun, in_tree, body_tree)
+        body_cj, body_tree = _trace(body_fun, in_tree, avals, str(body))
+        _check_carry_tree(body, in_tree, body_tree)
         return cond_cj, body_cj
 
     cond_cj, body_cj = trace_loop(avals)
@@ -270,7 +305,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     if changed:
         avals = _avals(leaves, paths, "while_loop init_val")
         cond_cj, body_cj = trace_loop(avals)
-    _check_carry_types("while_loop body", body_fun, paths, avals, body_cj.out_avals)
+    _check_carry_types(body, paths, avals, body_cj.out_avals)
     cond_jaxpr, cond_consts = close_over_consts(cond_cj)
     body_jaxpr, body_consts = close_over_consts(body_cj)
     outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_jaxpr,
@@ -286,13 +321,16 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns (carry, stacked ys)."""
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
+    return _scan(f, init, xs, length, reverse, unroll, _Body("scan", "f", f, 0))
+
+
+def _scan(f: Callable, init, xs, length, reverse, unroll, f_body: _Body):
     init_leaves, init_tree, init_avals, init_paths = _flatten(init, "scan init")
     xs_leaves, xs_tree, xs_avals, xs_paths = _flatten(xs, "scan xs")
     length = _scan_length(xs_avals, xs_paths, length)
     x_avals = [a.update(shape=a.shape[1:]) for a in xs_avals]
     unroll = _scan_unroll(unroll, length)
     in_tree = tu.treedef_tuple([init_tree, xs_tree])
-    what = f"scan body f ({_fun_name(f)})"
 
     def body(args):
         out = f(*args)
@@ -302,9 +340,9 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
         return tuple(out)
 
     def trace_body(carry_avals):
-        cj, out_tree = _trace(body, in_tree, [*carry_avals, *x_avals], what)
+        cj, out_tree = _trace(body, in_tree, [*carry_avals, *x_avals], str(f_body))
         carry_tree, ys_tree = out_tree.children()
-        _check_carry_tree("scan body", f, init_tree, carry_tree)
+        _check_carry_tree(f_body, init_tree, carry_tree)
         return cj, ys_tree
 
     cj, ys_tree = trace_body(init_avals)
@@ -313,7 +351,7 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     if changed:
         init_avals = _avals(init_leaves, init_paths, "scan init")
         cj, ys_tree = trace_body(init_avals)
-    _check_carry_types("scan body", f, init_paths, init_avals, cj.out_avals[:num_carry])
+    _check_carry_types(f_body, init_paths, init_avals, cj.out_avals[:num_carry])
     jaxpr, consts = close_over_consts(cj)
     operands = [*consts, *init_leaves, *xs_leaves]
     outs = scan_p.bind(*operands, jaxpr=jaxpr, length=length, reverse=bool(reverse),
@@ -380,15 +418,24 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
     lo, hi = _leaf_aval(lower, "fori_loop lower", ()), _leaf_aval(upper, "fori_loop upper", ())
     dtype = _fori_dtype(lo, hi)
+    # The loops below carry (i, val) or (i, stop, val); errors about the carry must still
+    # name body_fun and paths inside val, never these wrappers or their tuples.
+    body = _Body("fori_loop", "body_fun", body_fun, 1)
+
+    def step(i, x):
+        out = body_fun(i, x)
+        _flatten(out, f"{body} output")     # a non-array leaf is named by its path in out
+        return out
+
     if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
         start, stop = int(np.asarray(lower)), int(np.asarray(upper))
 
         def scanned(carry, _):
             i, x = carry
-            return (_increment(i), body_fun(i, x)), None
+            return (_increment(i), step(i, x)), None
 
-        (_, result), _ = scan(scanned, (start, init_val), None, length=max(stop - start, 0),
-                              unroll=False if unroll is None else unroll)
+        (_, result), _ = _scan(scanned, (start, init_val), None, max(stop - start, 0), False,
+                               False if unroll is None else unroll, body._replace(index=1))
         return result
     if unroll not in (None, False, 1):
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
@@ -404,9 +451,10 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
 
     def loop_body(carry):
         i, stop, x = carry
-        return _increment(i), stop, body_fun(i, x)
+        return _increment(i), stop, step(i, x)
 
-    _, _, result = while_loop(loop_cond, loop_body, (lower, upper, init_val))
+    _, _, result = _while_loop(loop_cond, loop_body, (lower, upper, init_val),
+                               body._replace(index=2))
     return result
 
 

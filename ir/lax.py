@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import builtins
 import enum
-from typing import Any, Sequence
 
 import numpy as np
 

@@ -74,6 +74,7 @@ class _Params(list):
 
 
 def parse_type(token) -> ShapedArray:
+    """The ShapedArray a TYPE token (``f32[3,4]``, ``~i32[]`` when weakly typed) denotes."""
     text = str(token)
     weak = text.startswith("~")
     name, dims = text.lstrip("~")[:-1].split("[")
@@ -255,8 +256,8 @@ class _Builder(lark.Transformer):
         return c
 
     def closed_jaxpr(self, c):
-        lam, constbinders, inbinders, eqns, outs = c[:5]
-        trailer = c[5] if len(c) > 5 and c[5] is not None else None
+        _, constbinders, inbinders, eqns, outs = c[:5]
+        trailer = c[5] if len(c) > 5 else None
         env: dict[str, tuple[Var, lark.Token]] = {}
 
         def bind(binder) -> Var:
@@ -282,7 +283,7 @@ class _Builder(lark.Transformer):
         invars = [bind(b) for b in inbinders]
         built = [self._equation(e, resolve, bind) for e in eqns]
         jaxpr = Jaxpr(constvars, invars, [resolve(a) for a in outs], built)
-        return ClosedJaxpr(jaxpr, self._const_values(lam, constbinders, constvars, trailer))
+        return ClosedJaxpr(jaxpr, self._const_values(constbinders, trailer))
 
     def _equation(self, e: _EqnSyntax, resolve, bind) -> Eqn:
         prim = PRIMITIVES.get(str(e.prim))
@@ -309,10 +310,11 @@ class _Builder(lark.Transformer):
                       f"{prim.name} gives", computed.str_short())
         return Eqn(prim, invars, [bind(b) for b in e.binders], params)
 
-    def _const_values(self, lam, binders, constvars, trailer):
+    def _const_values(self, binders, trailer):
+        """The constvars' values, from the ``with name = value; ...`` trailer."""
+        names = [str(b[0]) for b in binders]
         given = {}
         for tok, value in trailer or ():
-            names = [str(b[0]) for b in binders]
             if str(tok) not in names:
                 _fail(tok, f"'{tok}' is not a constvar of this jaxpr",
                       "one of its constvars (" + ", ".join(names) + ")")
@@ -320,7 +322,7 @@ class _Builder(lark.Transformer):
                 _fail(tok, f"constvar '{tok}' given twice", "one value per constvar")
             given[str(tok)] = (tok, value)
         values = []
-        for (tok, _, aval), v in zip(binders, constvars):
+        for tok, _, aval in binders:
             if str(tok) not in given:
                 _fail(tok, f"constvar '{tok}' has no value",
                       f"'with {tok} = ...' after the jaxpr's closing brace")
@@ -426,8 +428,8 @@ def _end_position(text: str) -> tuple[int, int]:
 
 def parse(text: str) -> ClosedJaxpr:
     """Read a program printed by ``str(closed_jaxpr)`` (or written by hand) back into IR."""
-    parser, builder = _get_parser()
-    with _lock:
+    with _lock:                 # one parser whose transformer holds the state of one parse
+        parser, builder = _get_parser()
         builder.reset()
         try:
             return parser.parse(text)

@@ -93,11 +93,15 @@ class Group:
 
 
 class JaxprDoc:
+    """A jaxpr: its ``{ lambda ... let`` header, equations, outputs and ``with`` trailer."""
+
     def __init__(self, header: str, eqns: list, outs: str, trailer: str):
         self.header, self.eqns, self.outs, self.trailer = header, eqns, outs, trailer
 
 
 class EqnDoc:
+    """An equation: ``lhs = prim[params] args``; params break one per line when too long."""
+
     def __init__(self, lhs: str, prim: str, params: list, args: str):
         self.lhs, self.prim, self.params, self.args = lhs, prim, params, args
 
@@ -216,6 +220,7 @@ def is_definition(value) -> bool:
 
 
 def definition_jaxpr(value) -> ClosedJaxpr:
+    """The jaxpr a definition param stands for (forcing a thunk)."""
     j = value() if isinstance(value, Thunk) else value.to_jaxpr()
     return j if isinstance(j, ClosedJaxpr) else ClosedJaxpr(j, [])
 
@@ -340,6 +345,7 @@ def _const_text(c) -> str:
 
 
 def atom_text(a, namer: Namer) -> str:
+    """An operand: a variable's name, or a literal as ``value:type``."""
     if isinstance(a, Literal):
         return f"{format_scalar(a.val, a.aval.dtype)}:{a.aval.str_short()}"
     return namer.ref(a)

@@ -296,7 +296,16 @@ class JaxprBuilder:
         return outs if prim.multiple_results else outs[0]
 
     def build(self, outs: Sequence[Any]) -> ClosedJaxpr:
-        outvars = [self.to_atom(x) for x in outs]
+        outvars = []
+        for i, x in enumerate(outs):
+            try:
+                outvars.append(self.to_atom(x))
+            except TypeError:
+                raise TypeError(
+                    f"Output {i} of the traced function '{self.name}' is {x!r} of type "
+                    f"{type(x).__name__}, which is not an array: traced functions must return arrays, "
+                    "scalars, or pytrees of them (return other values from outside the "
+                    "transformation, or register the class as a pytree).") from None
         jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
         return ClosedJaxpr(jaxpr, self.consts)
 

@@ -25,9 +25,7 @@ def infer_out_avals(prim: Primitive, in_avals, params) -> list[ShapedArray]:
     """The typing rule's result; any failure of the rule becomes a JaxprTypeError naming the primitive."""
     try:
         out = out_avals_of(prim, list(in_avals), dict(params))
-    except JaxprTypeError:
-        raise
-    except NotImplementedError:
+    except (JaxprTypeError, NotImplementedError):
         raise
     except Exception as e:  # noqa: BLE001 -- a typing rule rejecting its params, in any way
         raise JaxprTypeError(f"{prim.name}: the typing rule rejected params {sorted(params)} "

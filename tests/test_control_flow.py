@@ -275,6 +275,40 @@ def test_fori_loop_traced_bound_is_a_while_loop():
         trace(lambda n, m, x: cf.fori_loop(n, m, lambda i, c: c, x), I, ShapedArray((), np.uint8), F)
 
 
+@pytest.mark.parametrize("bounds", ["concrete", "traced"])
+def test_fori_loop_carry_errors_name_the_users_body_and_carry(bounds):
+    """fori_loop runs a scan or while_loop over (i, val); errors must still be about body_fun
+    and paths inside val, never the internal wrapper or its carry tuple."""
+    to_i32 = lambda c: ew.convert_element_type_p.bind(c, new_dtype=i32, weak_type=False)
+    upper = (lambda n: 4) if bounds == "concrete" else (lambda n: n)
+
+    def body(i, state):
+        return {"s": state["s"], "x": to_i32(state["x"])}
+    line = body.__code__.co_firstlineno
+    with pytest.raises(TypeError) as e:
+        trace(lambda n, x: cf.fori_loop(0, upper(n), body, {"s": x, "x": x}), I, V3)
+    msg = str(e.value)
+    assert msg.startswith(f"fori_loop body function (body at {__file__}:{line}) carry input and "
+                          "carry output must have equal types"), msg
+    assert "the input carry component state['x'] has type f32[3] but the corresponding output " \
+           "carry component has type i32[3]" in msg
+    assert "['s']" not in msg and "control_flow.py" not in msg.replace(__file__, "")
+
+    def grows(i, val):
+        return (val, val)
+    with pytest.raises(TypeError) as e:
+        trace(lambda n, x: cf.fori_loop(0, upper(n), grows, x), I, V3)
+    msg = str(e.value)
+    assert msg.startswith(f"fori_loop body function (grows at {__file__}:"
+                          f"{grows.__code__.co_firstlineno}) carry input and carry output must "
+                          "have the same pytree structure, but the input carry val is "
+                          "PyTreeDef(*) and the output carry is PyTreeDef((*, *))"), msg
+
+    with pytest.raises(TypeError, match=r"^fori_loop body_fun \(<lambda> at .*\) output\['a'\] "
+                                        r"is a str"):
+        trace(lambda n, x: cf.fori_loop(0, upper(n), lambda i, v: {"a": "s"}, {"a": x}), I, V3)
+
+
 # ----------------------------------------------------------------------- scan
 
 def test_scan_pytrees_reverse_and_types():
@@ -440,6 +474,39 @@ def test_call_rules(prim, params):
     with pytest.raises(JaxprTypeError, match=rf"{prim.name}: arguments \(the callee's inputs\) expected "
                                              r"types \(f32\[3\], f32\[\]\) but got \(f32\[3\]\)"):
         prim.abstract_eval(V3, jaxpr=callee, **params)
+
+
+def test_checkpoint_policy_param_and_name_rule():
+    callee = closed(lambda a: [sin(a)], V3)
+    policy = cfp.CheckpointPolicy("save_only_these_names", ("h",))
+    for ok in (None, policy, lambda prim, *avals, **params: True):
+        assert cfp.checkpoint_p.abstract_eval(V3, jaxpr=callee, prevent_cse=False, policy=ok) == [V3]
+    for bad, msg in [(cfp.CheckpointPolicy("dots"), "unknown policy kind 'dots'; expected one of "
+                                                     "everything_saveable"),
+                     (cfp.CheckpointPolicy("save_only_these_names", ("h", 3)), "names must be a "
+                                                                               "tuple of strings"),
+                     ("dots_saveable", "policy must be None, a CheckpointPolicy or a callable")]:
+        with pytest.raises(JaxprTypeError, match=msg):
+            cfp.checkpoint_p.abstract_eval(V3, jaxpr=callee, prevent_cse=False, policy=bad)
+    # policies decide per primitive, matching values tagged by the name primitive
+    assert policy(cfp.name_p, V3, name="h") and not policy(cfp.name_p, V3, name="g")
+    assert not policy(ew.sin_p, V3)
+    assert cfp.name_p.abstract_eval(WF, name="h") == WF
+    with pytest.raises(JaxprTypeError, match="name: param name must be a string, got 3"):
+        cfp.name_p.abstract_eval(F, name=3)
+
+
+def test_checkpoint_policy_and_name_are_ir_and_parse():
+    """The parser finds the name primitive and the CheckpointPolicy param type in the IR's own
+    registries (the IR layer defines them; passes only add rules)."""
+    from jaxprc.ir import PARAM_TYPES, PRIMITIVES, parse
+    assert PARAM_TYPES["CheckpointPolicy"] is cfp.CheckpointPolicy and PRIMITIVES["name"] is cfp.name_p
+    cj = parse('{ lambda ; a:f32[3]. let b:f32[3] = checkpoint[jaxpr={ lambda ; c:f32[3]. let '
+               'd:f32[3] = name[name="h"] c in (d,) } prevent_cse=True '
+               'policy=CheckpointPolicy(kind="save_only_these_names", names=("h",))] a in (b,) }')
+    eqn = only_eqn(cj, "checkpoint")
+    assert eqn.params["policy"] == cfp.CheckpointPolicy("save_only_these_names", ("h",))
+    assert only_eqn(eqn.params["jaxpr"], "name").primitive is cfp.name_p
 
 
 def test_custom_rules():

@@ -172,6 +172,7 @@ def _structural_cases():
         "argmin": (lambda x: PRIMITIVES["argmin"].bind(x, axes=(0,), index_dtype=i32), [x23]),
         "checkpoint": (lambda x: PRIMITIVES["checkpoint"].bind(
             x, jaxpr=trace(lambda y: prims.exp_p.bind(y), X3), prevent_cse=True, policy=None), [X3]),
+        "name": (lambda x: prims.name_p.bind(x, name="hidden"), [X3]),
         "cond": (lambda p, x: cf.cond(p, lambda a: prims.sin_p.bind(a), lambda a: a, x),
                  [sa((), bool), X3]),
         "while": (lambda x: cf.while_loop(lambda c: lax.lt(c[0], 3), lambda c: (c[0] + 1, c[1] * 2.0),

@@ -567,7 +567,7 @@ def _add_pipeline_options(p):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="jaxprc", description=__doc__.splitlines()[0],
+    p = argparse.ArgumentParser(prog="jaxprc", description=__doc__.splitlines()[0].replace("``", ""),
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

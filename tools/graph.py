@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Var
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal
 from jaxprc.ir.printer import Namer, format_scalar, is_definition
 
 MAX_PARAM_TEXT = 40

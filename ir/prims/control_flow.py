@@ -1,4 +1,6 @@
-"""Control-flow and call primitives: cond, while, scan, jit (nested call), checkpoint.
+"""Control-flow and call primitives: cond, while, scan, jit (nested call), checkpoint, and
+what checkpoint's saving policies refer to: the ``CheckpointPolicy`` param and the ``name``
+primitive.
 
 Each holds sub-programs as ClosedJaxprs *without* consts: whatever a body
 closed over is hoisted into leading operands (``num_consts``, ``cond_nconsts``,
@@ -14,15 +16,15 @@ branch 0, ``while`` from the body's outputs, ``scan`` from the body's carry and
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ..core import ClosedJaxpr, JaxprTypeError, Primitive, ShapedArray
+from ..core import ClosedJaxpr, JaxprTypeError, Primitive, ShapedArray, param_type
 from .elementwise import fmt_types
 
-__all__ = ["cond_p", "while_p", "scan_p", "jit_p", "checkpoint_p",
-           "typematch", "check_subjaxpr", "check_operand_types"]
+__all__ = ["cond_p", "while_p", "scan_p", "jit_p", "checkpoint_p", "name_p", "CheckpointPolicy",
+           "POLICY_KINDS", "typematch", "check_subjaxpr", "check_operand_types"]
 
 
 def typematch(a: ShapedArray, b: ShapedArray) -> bool:
@@ -164,16 +166,75 @@ def _jit_params(*, name):
         raise JaxprTypeError(f"jit: param name must be a string, got {name!r}")
 
 
-def _checkpoint_params(*, prevent_cse, policy):
-    if type(prevent_cse) is not bool:
-        raise JaxprTypeError(f"checkpoint: param prevent_cse must be a bool, got {prevent_cse!r}")
-    # policy: None or a saving policy (jaxprc.checkpoint_policies); its form belongs to remat.
-
-
 jit_p = Primitive("jit")                  # a nested jit call
 jit_p.multiple_results = True
 jit_p.def_abstract_eval(_call_rule("jit", _jit_params))
 
-checkpoint_p = Primitive("checkpoint")    # remat: partial evaluation consults the policy
+
+# ----------------------------------------------------------------- checkpoint
+# Rematerialization (its pass rules are in passes/remat.py): of the values the backward pass
+# needs from a ``checkpoint``'s body, partial evaluation saves those the policy allows and
+# recomputes the rest. Policies can match values tagged by the ``name`` primitive.
+
+name_p = Primitive("name")                # checkpoint_name(x, name): the identity, tagged
+name_p.def_impl(lambda x, *, name: x)
+
+
+@name_p.def_abstract_eval
+def _name_rule(x, *, name):
+    if not isinstance(name, str):
+        raise JaxprTypeError(f"name: param name must be a string, got {name!r}")
+    return x
+
+
+POLICY_KINDS = ("everything_saveable", "nothing_saveable", "dots_saveable",
+                "dots_with_no_batch_dims_saveable", "save_only_these_names",
+                "save_anything_except_these_names")
+
+
+@param_type
+class CheckpointPolicy(NamedTuple):
+    """A saving policy as data (printable and parsable): ``kind`` (one of ``POLICY_KINDS``)
+    and, for the name-based kinds, the ``names`` given to ``checkpoint_name``. Called like
+    JAX's policies: ``policy(prim, *in_avals, **params) -> bool`` (save prim's results)."""
+    kind: str
+    names: tuple = ()
+
+    def __call__(self, prim: Primitive, *avals, **params) -> bool:
+        kind = self.kind
+        if kind == "everything_saveable":
+            return True
+        if kind == "nothing_saveable":
+            return False
+        if kind == "dots_saveable":
+            return prim.name == "dot_general"
+        if kind == "dots_with_no_batch_dims_saveable":
+            return prim.name == "dot_general" and not params["dimension_numbers"][1][0]
+        if kind == "save_only_these_names":
+            return prim is name_p and params["name"] in self.names
+        if kind == "save_anything_except_these_names":
+            return not (prim is name_p and params["name"] in self.names)
+        raise JaxprTypeError(_unknown_kind(kind))
+
+
+def _unknown_kind(kind) -> str:
+    return f"checkpoint: unknown policy kind {kind!r}; expected one of {', '.join(POLICY_KINDS)}"
+
+
+def _checkpoint_params(*, prevent_cse, policy):
+    if type(prevent_cse) is not bool:
+        raise JaxprTypeError(f"checkpoint: param prevent_cse must be a bool, got {prevent_cse!r}")
+    if isinstance(policy, CheckpointPolicy):
+        if policy.kind not in POLICY_KINDS:
+            raise JaxprTypeError(_unknown_kind(policy.kind))
+        if type(policy.names) is not tuple or not all(isinstance(n, str) for n in policy.names):
+            raise JaxprTypeError(f"checkpoint: policy names must be a tuple of strings, "
+                                 f"got {policy.names!r}")
+    elif policy is not None and not callable(policy):
+        raise JaxprTypeError(f"checkpoint: param policy must be None, a CheckpointPolicy or a "
+                             f"callable policy(prim, *avals, **params), got {policy!r}")
+
+
+checkpoint_p = Primitive("checkpoint")    # a call; partial evaluation consults the policy
 checkpoint_p.multiple_results = True
 checkpoint_p.def_abstract_eval(_call_rule("checkpoint", _checkpoint_params))
