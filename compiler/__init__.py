@@ -15,7 +15,7 @@ from .ir.tracing import ConcretizationTypeError, UnexpectedTracerError, ensure_c
 from .api import *  # noqa: E402,F401,F403
 from .ad import *  # noqa: E402,F401,F403
 from .vmap import *  # noqa: E402,F401,F403
-from . import lax, numpy, nn, tree_util, tree, random, core, interpreters  # noqa: E402,F401
+from . import lax, numpy, nn, tree_util, tree, random, core, interpreters, dtypes  # noqa: E402,F401
 from .custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert  # noqa: E402,F401
 from . import custom_derivatives  # noqa: E402,F401
 from . import scipy, experimental  # noqa: E402,F401

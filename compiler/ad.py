@@ -10,6 +10,8 @@ them in Python (``if x > 0:``), as in JAX outside ``jit``.
 """
 from __future__ import annotations
 
+import functools
+import gc
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -17,13 +19,13 @@ import numpy as np
 from .ir import dtypes as dt
 from .ir import lax
 from .evaluate import evaluate_jaxpr
-from .ir.core import ClosedJaxpr
+from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,
-                         current_builder, eval_jaxpr, get_aval, trace_to_jaxpr)
+                         current_builder, get_aval, trace_to_jaxpr)
 from .ir.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 from .passes.cse import cse
 from .passes.dce import dce, dce_closed
-from .passes.jvp import is_differentiable, jvp_jaxpr, tangent_aval
+from .passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_aval
 from .passes.partial_eval import linearize_jaxpr
 from .passes.transpose import transpose_jaxpr
 
@@ -93,7 +95,62 @@ def _flatten_fun(fun, in_tree, has_aux=False):
 
 def _evaluate(cj: ClosedJaxpr, args: Sequence[Any], name: str) -> list:
     """Run ``cj`` on ``args`` here: inline inside a trace, compiled once at top level."""
+    builder = current_builder()
+    if builder is not None and _spliceable(cj, args):
+        return _splice(builder, cj, args)
     return evaluate_jaxpr(cj, args, name)
+
+
+def _spliceable(cj: ClosedJaxpr, args) -> bool:
+    """Traced arguments of the types ``cj`` was made for (concrete ones go through ``bind``,
+    which may evaluate them at once: ``ensure_compile_time_eval``)."""
+    return any(isinstance(x, Tracer) for x in args) and all(
+        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(map(get_aval, args), cj.in_avals))
+
+
+def _splice(builder: JaxprBuilder, cj: ClosedJaxpr, args: Sequence[Any]) -> list:
+    """Append ``cj``'s equations to ``builder``'s trace, on fresh variables, and return its outputs.
+
+    The same as binding each equation again (``eval_jaxpr``), without typing every equation
+    a second time: the passes made ``cj`` well typed for arguments of these types.
+    """
+    env: dict[Var, Any] = {}
+    for v, x in zip(cj.jaxpr.constvars, cj.consts):
+        env[v] = builder.to_atom(x)
+    for v, x in zip(cj.jaxpr.invars, args):
+        env[v] = builder.to_atom(x)
+    read = lambda a: env[a] if type(a) is Var else a
+    for eqn in cj.jaxpr.eqns:
+        outvars = [Var(v.aval) for v in eqn.outvars]
+        new = Eqn(eqn.primitive, [read(a) for a in eqn.invars], outvars, eqn.params, eqn.source_info)
+        builder.eqns.append(new)
+        for old, v in zip(eqn.outvars, outvars):
+            env[old] = v
+            builder._producer[v] = new
+    return [Tracer(builder, a) if type(a) is Var else literal_value(a) for a in map(read, cj.jaxpr.outvars)]
+
+
+class _gc_paused:
+    """Cyclic garbage collection off inside (re-entrant). Tracing and the passes allocate many
+    objects that live on (variables, equations, types) and few cycles; CPython's full
+    collections, triggered by allocation counts, would traverse them all again and again:
+    without this, half the time of ``grad`` of a 2000-equation program."""
+
+    def __enter__(self):
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        if self.was_enabled:
+            gc.enable()
+
+
+def _without_gc(fn):
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with _gc_paused():
+            return fn(*args, **kwargs)
+    return run
 
 
 def _simplify(cj: ClosedJaxpr, used_outputs: Sequence[bool] | None = None) -> ClosedJaxpr:
@@ -108,6 +165,7 @@ def _float0_zeros(aval):
 
 # -------------------------------------------------------------------- jvp
 
+@_without_gc
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """``(fun(*primals), d fun(primals) . tangents)``; with ``has_aux``, also the aux value."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -121,9 +179,11 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     for p, t in zip(flat_primals, flat_tangents):
         pa, ta = get_aval(p), get_aval(t)
         expected = tangent_aval(pa)
-        if ta.shape != pa.shape or (ta.dtype != expected.dtype and expected.dtype != dt.float0):
+        if ta.shape != pa.shape or ta.dtype != expected.dtype:
+            hint = (" (integer and boolean primals take float0 tangents: "
+                    "np.zeros(shape, jaxprc.dtypes.float0))" if expected.dtype == dt.float0 else "")
             raise TypeError(f"jvp: a primal of type {pa.str_short()} needs a tangent of type "
-                            f"{expected.strip_weak_type().str_short()}, got {ta.str_short()}")
+                            f"{expected.strip_weak_type().str_short()}, got {ta.str_short()}{hint}")
     flat_fun, store = _flatten_fun(fun, in_tree, has_aux)
     cj, consts = _trace_flat(flat_fun, flat_primals, "jvp")
     nonzeros = [False] * len(consts) + [is_differentiable(get_aval(p)) for p in flat_primals]
@@ -163,7 +223,7 @@ class _Linearized:
         # tangents are wanted for the main outputs only, not for aux
         self.out_nz = out_nz[:self.n_out]
         lin_used = [True] * sum(self.out_nz) + [False] * sum(out_nz[self.n_out:])
-        self.lin = _simplify(lin, lin_used)
+        self.lin = dce(dce_closed(lin, lin_used, keep_inputs=True)[0])   # cse'd where it runs
         self.known, self.n_res = known, n_res
         self.n_primal_outs = len(cj.out_avals)
         self.args = list(consts) + list(flat_primals)
@@ -176,12 +236,12 @@ class _Linearized:
         aux = tree_unflatten(self.aux_tree, primal_outs[self.n_out:]) if self.aux_tree is not None else None
         return out, aux
 
-    def transposed(self, values=None):
+    def transposed(self, values=None, simplify=True):
         """residuals + cotangents of the differentiable outputs -> cotangents of the inputs.
         ``values``: those inputs' concrete values, so a custom_vjp bwd runs on them."""
         n_lin_in = len(self.lin.in_avals) - self.n_res
         ct_cj, _ = transpose_jaxpr(self.lin, [False] * self.n_res + [True] * n_lin_in, values=values)
-        return _simplify(ct_cj)
+        return _simplify(ct_cj) if simplify else ct_cj
 
     def calls_python_bwd(self) -> bool:
         """Outside any trace, a custom_vjp's bwd in the linear map runs on concrete values: the
@@ -191,9 +251,11 @@ class _Linearized:
             for e in self.lin.eqns)
 
     def concrete_cotangents(self, cts) -> list:
-        """Run the backward pass on concrete residuals and output cotangents."""
+        """Run the backward pass on concrete residuals and output cotangents (traced ones, as
+        under ``vmap(vjp_fun)``, stay traced: bwd then sees tracers)."""
         args = list(self.residuals) + list(cts)
-        return _evaluate(self.transposed(values=args), args, "vjp")
+        values = [None if isinstance(x, Tracer) else x for x in args]
+        return _evaluate(self.transposed(values=values), args, "vjp")
 
     def input_cotangents(self, cts, fill: Sequence[bool] | None = None) -> list:
         """Cotangents per input leaf: float0 zeros for integers, zeros where ``fill`` (all by
@@ -205,12 +267,14 @@ class _Linearized:
                 for w, f, a in zip(self.wrt, fill, self.in_avals)]
 
 
+@_without_gc
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map."""
     lz = _Linearized(fun, primals, has_aux, "linearize")
     out, aux = lz.run_primal("linearize")
-    residuals, lin = lz.residuals, lz.lin
+    residuals, lin = lz.residuals, cse(lz.lin)
 
+    @_without_gc
     def f_jvp(*tangents):
         flat_t, tree = tree_flatten(tuple(tangents))
         if tree != lz.in_tree:
@@ -223,6 +287,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
+@_without_gc
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of cotangents, one per primal.
 
@@ -233,6 +298,7 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     residuals = lz.residuals
     ct_cj = None if lz.calls_python_bwd() else lz.transposed()
 
+    @_without_gc
     def vjp_fun(ct):
         flat_ct, tree = tree_flatten(ct)
         if tree != lz.out_tree:
@@ -283,6 +349,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 
 def _grad_transform(fun, argnums, has_aux, allow_int, with_value, name):
+    @_without_gc
     def transformed(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), name)
         for n in nums:
@@ -323,22 +390,29 @@ def _grad_transform(fun, argnums, has_aux, allow_int, with_value, name):
 
 
 def _grad_program(lz: _Linearized, with_values: bool) -> ClosedJaxpr:
-    """One program: primal pass, then the transposed linear map applied to a cotangent of 1."""
-    ct_cj = lz.transposed()
-    known = lz.known
-    n_p = lz.n_primal_outs
+    """One program: primal pass, then the transposed linear map applied to a cotangent of 1.
 
-    def whole(*args):
-        outs = eval_jaxpr(known.jaxpr, known.consts, *args)
-        one = lax.full((), 1, lz.out_avals[0].dtype)
-        cts = eval_jaxpr(ct_cj.jaxpr, ct_cj.consts, *outs[n_p:], one)
-        return (outs[:n_p] if with_values else []) + cts
-    program = trace_to_jaxpr(whole, [get_aval(a) for a in lz.args], name="grad")
-    return _simplify(program)
+    The two programs are joined as they are: the transposed map's residual inputs become the
+    primal pass's residual outputs, its cotangent input the literal 1.
+    """
+    ct_cj = lz.transposed(simplify=False)
+    ct, known = ct_cj.jaxpr, lz.known
+    n_p = lz.n_primal_outs
+    one = Literal(1, ShapedArray((), lz.out_avals[0].dtype))
+    env = dict(zip(ct.invars, known.jaxpr.outvars[n_p:] + [one]))
+    read = lambda a: env.get(a, a) if type(a) is Var else a
+    eqns = list(known.jaxpr.eqns)
+    for eqn in ct.eqns:
+        invars = [read(a) for a in eqn.invars]
+        eqns.append(eqn if all(a is b for a, b in zip(invars, eqn.invars)) else eqn.replace(invars=invars))
+    outvars = (known.jaxpr.outvars[:n_p] if with_values else []) + [read(a) for a in ct.outvars]
+    program = Jaxpr(known.jaxpr.constvars + ct.constvars, known.jaxpr.invars, outvars, eqns)
+    return _simplify(ClosedJaxpr(program, list(known.consts) + list(ct_cj.consts)))
 
 
 # -------------------------------------------------------- linear_transpose
 
+@_without_gc
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     """The transpose of the linear ``fun`` at the types of ``primals``: ct -> tuple of input cts."""
     flat_primals, in_tree = tree_flatten(tuple(primals))
@@ -351,8 +425,9 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     cj, consts = close_over_consts(cj)
     ct_cj, _ = transpose_jaxpr(cj, [False] * len(consts) + [True] * len(in_avals))
     ct_cj = _simplify(ct_cj)
-    out_tree, out_avals = store["out_tree"], cj.out_avals
+    out_tree = store["out_tree"]
 
+    @_without_gc
     def transposed(*cts):
         ct = cts[0] if len(cts) == 1 else cts
         flat_ct, tree = tree_flatten(ct)
@@ -365,49 +440,58 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
 
 # ---------------------------------------------------------------- jacobians
 
-def _stack_rows(rows, out_shape, in_shape, out_dims_first):
-    """Stack per-basis-vector results into a Jacobian of shape out_shape + in_shape."""
-    n = len(rows)
-    if out_dims_first:        # rows are d out / d x_i: shape out_shape each -> [out, in]
-        flat = [lax.reshape(r, (int(np.prod(out_shape, dtype=np.int64)), 1)) for r in rows]
-        jac = lax.concatenate(flat, 1) if n else None
-    else:                     # rows are d y_i / d in: shape in_shape each -> [out, in]
-        flat = [lax.reshape(r, (1, int(np.prod(in_shape, dtype=np.int64)))) for r in rows]
-        jac = lax.concatenate(flat, 0) if n else None
-    return lax.reshape(jac, tuple(out_shape) + tuple(in_shape))
+def _std_basis(leaves) -> list:
+    """The standard basis of the space of ``leaves``, one ``(N, *leaf.shape)`` array per leaf
+    (N = total size): row i is the i-th unit vector, laid out like the leaves."""
+    sizes = [int(np.prod(np.shape(x), dtype=np.int64)) for x in leaves]
+    eye, offsets = np.eye(sum(sizes)), np.cumsum([0] + sizes)
+    return [eye[:, o:o + n].reshape(-1, *np.shape(x)).astype(get_aval(x).dtype)
+            for x, o, n in zip(leaves, offsets, sizes)]
 
 
-def _basis(aval, i):
-    e = np.zeros(aval.size, aval.dtype)
-    e[i] = 1
-    return e.reshape(aval.shape)
+def _split_axis(x, leaves, axis: int) -> list:
+    """``x``'s ``axis`` (of size N, the basis index) cut into one block per leaf, each block's
+    piece of that axis reshaped to the leaf's shape (at the same position)."""
+    blocks, start = [], 0
+    shape = tuple(get_aval(x).shape)
+    for leaf in leaves:
+        leaf_shape = tuple(np.shape(leaf))
+        n = int(np.prod(leaf_shape, dtype=np.int64))
+        piece = x if n == shape[axis] else lax.slice_in_dim(x, start, start + n, axis=axis)
+        blocks.append(lax.reshape(piece, shape[:axis] + leaf_shape + shape[axis + 1:]))
+        start += n
+    return blocks
+
+
+def _partial_in(fun, args, nums):
+    """``fun`` as a function of the arguments at positions ``nums`` only."""
+    def partial(*xs):
+        full = list(args)
+        for n, x in zip(nums, xs):
+            full[n] = x
+        return fun(*full)
+    return partial
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False):
-    """The Jacobian by forward mode: one jvp per input element, sharing one linearization."""
+    """The Jacobian by forward mode: ``jvp`` vmapped over the standard basis of the inputs."""
+    from .vmap import vmap
+
     def jac_fun(*args):
         nums = _argnums_tuple(argnums, len(args), "jacfwd")
         wrt = tuple(args[n] for n in nums)
-
-        def partial(*xs):
-            full = list(args)
-            for n, x in zip(nums, xs):
-                full[n] = x
-            return fun(*full)
-        out, f_jvp, *aux = linearize(partial, *wrt, has_aux=has_aux)
+        partial = _partial_in(fun, args, nums)
         flat_wrt, wrt_tree = tree_flatten(wrt)
-        flat_out, out_tree = tree_flatten(out)
-        wrt_avals = [get_aval(x) for x in flat_wrt]
-        # columns[j][k]: d out_k / d (wrt leaf j), as a list of per-element tangents
-        per_leaf = []
-        for j, a in enumerate(wrt_avals):
-            cols = []
-            for i in range(a.size):
-                ts = [_basis(b, i) if k == j else np.zeros(b.shape, b.dtype) for k, b in enumerate(wrt_avals)]
-                cols.append(tree_flatten(f_jvp(*tree_unflatten(wrt_tree, ts)))[0])
-            per_leaf.append([_stack_rows([c[k] for c in cols], get_aval(o).shape, a.shape, True)
-                             for k, o in enumerate(flat_out)])
+
+        def pushfwd(*basis_leaves):
+            return jvp(partial, wrt, tree_unflatten(wrt_tree, basis_leaves), has_aux=has_aux)
+        out_axes = (None, -1, None) if has_aux else (None, -1)
+        out, jac, *aux = vmap(pushfwd, out_axes=out_axes)(*_std_basis(flat_wrt))
+        flat_jac, out_tree = tree_flatten(jac)
+        # per_leaf[j][k]: d out_k / d (wrt leaf j), of shape out_k.shape + wrt_j.shape
+        per_out = [_split_axis(j, flat_wrt, get_aval(j).ndim - 1) for j in flat_jac]
+        per_leaf = [[blocks[j] for blocks in per_out] for j in range(len(flat_wrt))]
         jac = _assemble(per_leaf, out_tree, wrt_tree, isinstance(argnums, int))
         return (jac, aux[0]) if has_aux else jac
     return jac_fun
@@ -415,30 +499,18 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False, allow_int: bool = False):
-    """The Jacobian by reverse mode: one vjp per output element, sharing one linearization."""
+    """The Jacobian by reverse mode: the vjp vmapped over the standard basis of the outputs."""
+    from .vmap import vmap
+
     def jac_fun(*args):
         nums = _argnums_tuple(argnums, len(args), "jacrev")
         wrt = tuple(args[n] for n in nums)
-
-        def partial(*xs):
-            full = list(args)
-            for n, x in zip(nums, xs):
-                full[n] = x
-            return fun(*full)
-        out, vjp_fun, *aux = vjp(partial, *wrt, has_aux=has_aux)
+        out, vjp_fun, *aux = vjp(_partial_in(fun, args, nums), *wrt, has_aux=has_aux)
         flat_wrt, wrt_tree = tree_flatten(wrt)
         flat_out, out_tree = tree_flatten(out)
-        out_avals = [get_aval(o) for o in flat_out]
-        rows_per_out = []
-        for k, a in enumerate(out_avals):
-            rows = []
-            for i in range(a.size):
-                cts = [_basis(b, i) if m == k else np.zeros(b.shape, b.dtype) for m, b in enumerate(out_avals)]
-                rows.append(tree_flatten(vjp_fun(tree_unflatten(out_tree, cts)))[0])
-            rows_per_out.append(rows)
-        per_leaf = [[_stack_rows([r[j] for r in rows_per_out[k]], out_avals[k].shape,
-                                 get_aval(x).shape, False) for k in range(len(out_avals))]
-                    for j, x in enumerate(flat_wrt)]
+        rows = vmap(lambda *cts: vjp_fun(tree_unflatten(out_tree, cts)))(*_std_basis(flat_out))
+        # rows per wrt leaf j: (N_out, *wrt_j.shape); cut the leading axis per output leaf
+        per_leaf = [_split_axis(r, flat_out, 0) for r in tree_flatten(rows)[0]]
         jac = _assemble(per_leaf, out_tree, wrt_tree, isinstance(argnums, int))
         return (jac, aux[0]) if has_aux else jac
     return jac_fun

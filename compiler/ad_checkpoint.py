@@ -11,10 +11,9 @@ import functools
 from types import SimpleNamespace
 from typing import Callable, Sequence
 
-from .ir.prims.control_flow import checkpoint_p
+from .ir.prims.control_flow import CheckpointPolicy, checkpoint_p, name_p
 from .ir.tracing import close_over_consts, get_aval, trace_to_jaxpr
 from .ir.tree_util import tree_flatten, tree_unflatten
-from .passes.remat import CheckpointPolicy, name_p
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name"]
 # (JAX's module name: a module ``jaxprc.checkpoint`` would clash with the function.)

@@ -22,8 +22,8 @@ from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.tracing import _STACK, Tracer, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
-    register_internal_dir, trace_to_jaxpr
-from .ir.tree_util import registry as _registry
+    register_internal_dir, trace_to_jaxpr, user_source_info
+from .ir.tree_util import keystr, registry as _registry
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
 
 __all__ = ["Array", "ShapeDtypeStruct", "XlaCompileError", "XlaError", "XlaRuntimeError",
@@ -94,6 +94,7 @@ class _ArgSpec:
             params = []
         # Like JAX: a static position also makes its parameter name static, and back.
         positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self.positional_names = [p.name for p in positional]
         for i in nums:
             if -len(positional) <= i < len(positional) and positional[i].kind != inspect.Parameter.POSITIONAL_ONLY:
                 names += (positional[i].name,)
@@ -126,7 +127,10 @@ def _trace(fun, spec: _ArgSpec, args, kwargs, name: str):
     """Trace ``fun(*args, **kwargs)`` on abstract values: (ClosedJaxpr, output treedef)."""
     dyn, static, static_pos = spec.split(args, kwargs)
     leaves, in_tree = _flatten(dyn)
-    in_avals = [_arg_aval(x, name) for x in leaves]
+    try:
+        in_avals = [get_aval(x) for x in leaves]
+    except TypeError:
+        raise _invalid_argument_error(spec, dyn, static_pos, name) from None
     out_tree_box = []
 
     def flat_fun(*flat):
@@ -140,11 +144,30 @@ def _trace(fun, spec: _ArgSpec, args, kwargs, name: str):
     return cj, out_tree_box[0]
 
 
-def _arg_aval(x, name: str) -> ShapedArray:
-    try:
-        return get_aval(x)
-    except TypeError as e:
-        raise TypeError(f"Argument of '{name}': {e}") from None
+def _invalid_argument_error(spec: _ArgSpec, dyn, static_pos, name: str) -> TypeError:
+    """The first argument leaf that is not an array or scalar: which argument, where, and the fixes."""
+    for keys, x in _registry.flatten_with_path(dyn)[0]:
+        try:
+            get_aval(x)
+        except TypeError:
+            break
+    (which, key), rest = keys[:2], keystr(keys[2:])
+    if which.idx == 0:   # a positional argument; its index in the call counts the static ones too
+        index = [i for i in range(len(static_pos) + len(dyn[0])) if i not in static_pos][key.idx]
+        pname = spec.positional_names[index] if index < len(spec.positional_names) else None
+        where, fixes = f"args[{index}]{rest}", f"static_argnums={index}"
+    else:
+        pname = key.key
+        where, fixes = f"kwargs[{pname!r}]{rest}", ""
+    if pname is not None:
+        where = f"'{pname}' ({where})"
+        fixes += (" or " if fixes else "") + f"static_argnames={pname!r}"
+    src = user_source_info()
+    called = f", called at {src}" if src else ""
+    return TypeError(
+        f"Argument {where} of '{name}'{called}: {x!r} of type {type(x).__name__} is not a valid "
+        "jaxprc type (expected an array, a numpy scalar, or a Python bool/int/float/complex). "
+        f"Mark the argument static ({fixes}) if it is a hashable configuration value, or pass an array.")
 
 
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False,
@@ -197,6 +220,8 @@ def device_put(x, device=None):
         if isinstance(leaf, (Array, Tracer)):
             return leaf
         aval = runtime_aval(get_aval(leaf))
+        if runtime.carries_no_data(aval.dtype):       # float0 stays a host value, as in JAX
+            return np.zeros(aval.shape, aval.dtype)
         return Array(runtime.to_buffer(leaf, aval), aval)
     leaves, tree = _flatten(x)
     return tree.unflatten([put(leaf) for leaf in leaves])
@@ -240,7 +265,7 @@ class _CompiledCall:
     """
 
     __slots__ = ("executable", "jaxpr", "in_avals", "const_buffers", "out_tree", "single_output",
-                 "_execute", "_handlers")
+                 "_execute", "_handlers", "_out_aval")
 
     def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated_invars):
         self.jaxpr = cj
@@ -251,9 +276,11 @@ class _CompiledCall:
         self.const_buffers = [to_device_buffer(c, runtime_aval(v.aval))
                               for c, v in zip(hoisted, cj.jaxpr.invars)]
         self.out_tree = out_tree
-        self.single_output = out_tree.num_leaves == 1 and out_tree.num_nodes == 1
+        self.single_output = (out_tree.num_leaves == 1 and out_tree.num_nodes == 1
+                              and not self.executable.dataless_outputs)
         self._execute = self.executable.loaded.execute_sharded
         self._handlers = self.executable.result_handlers
+        self._out_aval = self.executable.out_avals[0] if self.single_output else None
 
     def __call__(self, leaves):
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a)
@@ -265,15 +292,22 @@ class _CompiledCall:
         except _JaxRuntimeError as e:
             raise self.executable.runtime_error(e) from None
         if self.single_output:
-            return Array(outs[0])
-        return self.out_tree.unflatten(list(map(Array, outs)))
+            return Array(outs[0], self._out_aval)
+        return self.out_tree.unflatten(self.executable.wrap_results(outs))
 
 
 def _host_signature(x):
-    """The cache-key entry of a non-Array argument leaf: its interned runtime aval."""
+    """The cache-key entry of a non-Array argument leaf: its interned runtime aval.
+
+    None for a value that is no array: the call then misses the cache, and
+    tracing it raises the error naming the argument and the caller's line.
+    """
     if type(x) is np.ndarray:
         return _ndarray_signature(x.shape, x.dtype, _config.jax_enable_x64)
-    return runtime_aval(get_aval(x))
+    try:
+        return runtime_aval(get_aval(x))
+    except TypeError:
+        return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -336,7 +370,10 @@ class JitFunction:
     def _call_in_trace(self, args, kwargs):
         dyn, static, _ = self._spec.split(args, kwargs)
         leaves, treedef = _flatten(dyn)
-        key = (treedef, static, dt.config.jax_enable_x64, *[get_aval(x) for x in leaves])
+        try:
+            key = (treedef, static, dt.config.jax_enable_x64, *[get_aval(x) for x in leaves])
+        except TypeError:   # no array: tracing raises the error naming the argument
+            key = None
         traced = self._traced.get(key)
         if traced is None:
             cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)

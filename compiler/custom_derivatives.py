@@ -39,14 +39,24 @@ __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert", "Sy
 
 
 class SymbolicZero:
-    """A zero tangent or cotangent given to a rule defined with ``symbolic_zeros=True``."""
+    """A zero tangent or cotangent given to a rule defined with ``symbolic_zeros=True``.
+
+    Like JAX's, it answers the attributes of its type (``shape``, ``dtype``, ``ndim``,
+    ``size``, ``weak_type``) without holding an array.
+    """
 
     def __init__(self, aval: ShapedArray):
         self.aval = aval
 
-    shape = property(lambda self: self.aval.shape)
-    dtype = property(lambda self: self.aval.dtype)
-    ndim = property(lambda self: self.aval.ndim)
+    def __getattr__(self, name):
+        if name == "aval":             # not yet set (copy, pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.aval, name)
+
+    @staticmethod
+    def from_primal_value(value) -> SymbolicZero:
+        """The symbolic zero tangent of ``value``: float0 for integers and booleans."""
+        return SymbolicZero(tangent_aval(get_aval(value)))
 
     def instantiate(self):
         return lax.full(self.aval.shape, 0, self.aval.dtype)
@@ -56,12 +66,14 @@ class SymbolicZero:
 
 
 def zero_from_primal(x, symbolic_zeros: bool = False):
-    """Zero tangents for the primal pytree ``x``: SymbolicZeros or zero arrays."""
+    """Zero tangents for the primal pytree ``x``, of the tangent types JAX gives: the primal's
+    dtype and weak type for floats, float0 for integers and booleans; SymbolicZeros when
+    ``symbolic_zeros``."""
     def zero(leaf):
-        aval = tangent_aval(get_aval(leaf).strip_weak_type())
         if symbolic_zeros:
-            return SymbolicZero(aval)
-        return np.zeros(aval.shape, aval.dtype) if aval.dtype == dt.float0 else lax.full(aval.shape, 0, aval.dtype)
+            return SymbolicZero.from_primal_value(leaf)
+        aval = get_aval(leaf)
+        return lax.full_like(leaf, 0) if is_differentiable(aval) else np.zeros(aval.shape, dt.float0)
     return tree_map(zero, x)
 
 
@@ -586,8 +598,8 @@ class CustomBwd(Thunk):
 
 def custom_gradient(fun: Callable) -> Callable:
     """``fun(*args) -> (out, vjp_fn)`` where ``vjp_fn(ct)`` gives the input cotangents (a tuple,
-    or one value for one argument)."""
-    converted_of_last_fwd = {}    # fwd runs (is traced) right before its bwd is formed
+    or one value for one argument); ``vjp_fn`` may close over values computed by ``fun``."""
+    from .ir.tree_util import Partial
 
     @custom_vjp
     def wrapped(*args):
@@ -595,11 +607,25 @@ def custom_gradient(fun: Callable) -> Callable:
 
     def fwd(*args):
         out, vjp_fn = fun(*args)
-        converted_of_last_fwd["fn"], consts = closure_convert(vjp_fn, out)
-        return out, consts
+        out_leaves, out_tree = tree_flatten(out)
+        store = {}
 
-    def bwd(consts, ct):
-        cts = converted_of_last_fwd["fn"](ct, *consts)
+        def flat_rule(*ct_leaves):
+            cts, store["tree"] = tree_flatten(vjp_fn(tree_unflatten(out_tree, ct_leaves)))
+            return cts
+        ct_avals = [tangent_aval(get_aval(x)).strip_weak_type() for x in out_leaves]
+        # the traced values the rule closes over become residuals; each call's rule travels in
+        # its residuals' structure (Partial's function), so calls never mix up their rules
+        rule, residuals = _hoist_tracer_consts(trace_to_jaxpr(flat_rule, ct_avals, name=_name(vjp_fn)))
+
+        def run_rule(*residuals_and_ct):
+            *res, ct = residuals_and_ct
+            outs = eval_jaxpr(rule.jaxpr, rule.consts, *res, *tree_flatten(ct)[0])
+            return tree_unflatten(store["tree"], outs)
+        return out, Partial(run_rule, *residuals)
+
+    def bwd(rule, ct):
+        cts = rule(ct)
         return tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
     wrapped.defvjp(fwd, bwd)
     return functools.wraps(fun)(lambda *args: wrapped(*args))
@@ -607,18 +633,33 @@ def custom_gradient(fun: Callable) -> Callable:
 
 def closure_convert(fun: Callable, *example_args):
     """``(converted, consts)``: ``converted(*args, *consts) == fun(*args)`` with the traced values
-    ``fun`` closes over made explicit, so a custom_vjp can differentiate with respect to them."""
+    ``fun`` closes over made explicit, so a custom_vjp can differentiate with respect to them.
+
+    As in JAX only values that may carry a derivative (traced floating-point values) are hoisted;
+    concrete values and traced integers stay closed over.
+    """
     flat, in_tree = tree_flatten(example_args)
     store = {}
 
     def flat_fun(*leaves):
         out_leaves, store["tree"] = tree_flatten(fun(*tree_unflatten(in_tree, leaves)))
         return out_leaves
-    cj, consts = close_over_consts(trace_to_jaxpr(flat_fun, [get_aval(x) for x in flat]))
+    cj = trace_to_jaxpr(flat_fun, [get_aval(x) for x in flat], name=_name(fun))
+    hoist = [isinstance(c, Tracer) and is_differentiable(c.aval) for c in cj.consts]
+    j = cj.jaxpr
+    jaxpr = Jaxpr([v for v, h in zip(j.constvars, hoist) if not h],
+                  [v for v, h in zip(j.constvars, hoist) if h] + j.invars, j.outvars, j.eqns)
+    closed = [c for c, h in zip(cj.consts, hoist) if not h]
+    consts = [c for c, h in zip(cj.consts, hoist) if h]
 
-    def converted(*args):
-        leaves = tree_flatten(args[:len(args) - len(consts)])[0]
-        outs = eval_jaxpr(cj.jaxpr, [], *args[len(args) - len(consts):], *leaves)
+    def converted(*args_and_consts):
+        n_args = len(args_and_consts) - len(consts)
+        leaves, tree = tree_flatten(args_and_consts[:n_args])
+        if tree != in_tree:
+            raise TypeError(f"the function made by closure_convert({_name(fun)}) takes arguments with "
+                            f"the container (pytree) structure of the example arguments followed by "
+                            f"{len(consts)} hoisted values: expected {in_tree}, got {tree}.")
+        outs = eval_jaxpr(jaxpr, closed, *args_and_consts[n_args:], *leaves)
         return tree_unflatten(store["tree"], outs)
     return converted, consts
 

@@ -58,58 +58,80 @@ def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=()) -> runti
 
 
 class _PrimitiveExecutable:
-    """One primitive compiled for one signature; ``__call__`` is the eager hot path."""
+    """One primitive compiled for one signature (one-equation jaxpr), with what running it needs."""
 
-    __slots__ = ("executable", "in_avals", "multiple_results", "_execute", "_handlers")
+    __slots__ = ("executable", "multiple_results", "execute", "handlers", "out_aval")
 
     def __init__(self, prim: Primitive, avals: list[runtime.Aval], params):
         invars = [Var(_shaped_of_runtime(a)) for a in avals]
         outvars = [Var(a) for a in out_avals_of(prim, [v.aval for v in invars], params)]
         jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
         self.executable = compile_closed_jaxpr(ClosedJaxpr(jaxpr, []), prim.name)
-        self.in_avals = avals
         self.multiple_results = prim.multiple_results
-        self._execute = self.executable.loaded.execute_sharded
-        self._handlers = self.executable.result_handlers
-
-    def __call__(self, args):
-        buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a) for x, a in zip(args, self.in_avals)]
-        try:
-            outs = self._execute(buffers).consume_with_handlers(self._handlers)
-        except runtime.JaxRuntimeError as e:
-            raise self.executable.runtime_error(e) from None
-        return [Array(o) for o in outs] if self.multiple_results else Array(outs[0])
-
-
-_CACHE: dict = {}
+        self.execute = self.executable.loaded.execute_sharded
+        self.handlers = self.executable.result_handlers
+        self.out_aval = self.executable.out_avals[0] if len(outvars) == 1 else None
 
 
 def _runtime_aval_of(x) -> runtime.Aval:
     return x.aval if type(x) is Array else runtime_aval(get_aval(x))
 
 
-def apply_primitive(prim: Primitive, *args, **params):
-    """Run ``prim`` on concrete values through XLA; Arrays out (a list for multiple results).
+class _EagerImpl:
+    """The impl of one primitive: its executables cached per (input avals, params).
 
-    The cache key holds the interned runtime avals of the arguments, so a hit
-    on device arrays costs a tuple hash and no IR objects; params keep their
-    call order (another order is only another entry).
+    The key holds the interned runtime avals of the arguments, so a hit on
+    device arrays costs a tuple hash and no IR objects; params keep their call
+    order (another order is only another entry). ``__call__`` is the whole of
+    an eager op's own overhead, so it is one frame: look up, transfer, run, wrap.
     """
-    key = (prim, tuple(params.items()), *map(_runtime_aval_of, args))
-    try:
-        entry = _CACHE.get(key)
-    except TypeError:   # an unhashable param: compile without caching
-        return _PrimitiveExecutable(prim, list(key[2:]), params)(args)
-    if entry is None:
-        entry = _CACHE[key] = _PrimitiveExecutable(prim, list(key[2:]), params)
-    return entry(args)
+
+    __slots__ = ("prim", "cache")
+
+    def __init__(self, prim: Primitive):
+        self.prim, self.cache = prim, {}
+
+    def __call__(self, *args, **params):
+        key = tuple([x.aval if type(x) is Array else _runtime_aval_of(x) for x in args])
+        if params:
+            key += tuple(params.items())
+        try:
+            entry = self.cache[key]
+        except KeyError:
+            entry = self.cache[key] = _PrimitiveExecutable(self.prim, list(key[:len(args)]), params)
+        except TypeError:   # an unhashable param: compile without caching
+            entry = _PrimitiveExecutable(self.prim, list(key[:len(args)]), params)
+        # zip stops at the arguments: the key's leading entries are their avals.
+        buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a) for x, a in zip(args, key)]
+        try:
+            outs = entry.execute(buffers).consume_with_handlers(entry.handlers)
+        except runtime.JaxRuntimeError as e:
+            raise entry.executable.runtime_error(e) from None
+        if entry.multiple_results:
+            return entry.executable.wrap_results(outs)
+        return Array(outs[0], entry.out_aval)
+
+
+_EAGER_IMPLS: dict[Primitive, _EagerImpl] = {}
+
+
+def _eager_impl(prim: Primitive) -> _EagerImpl:
+    impl = _EAGER_IMPLS.get(prim)
+    if impl is None:
+        impl = _EAGER_IMPLS[prim] = _EagerImpl(prim)
+    return impl
+
+
+def apply_primitive(prim: Primitive, *args, **params):
+    """Run ``prim`` on concrete values through XLA; Arrays out (a list for multiple results)."""
+    return _eager_impl(prim)(*args, **params)
 
 
 def install_impls() -> None:
     """Make ``apply_primitive`` the impl of every registered primitive that has none."""
     for prim in list(PRIMITIVES.values()):
         if prim.impl_rule is None:
-            prim.def_impl(functools.partial(apply_primitive, prim))
+            prim.def_impl(_eager_impl(prim))
 
 
 install_impls()

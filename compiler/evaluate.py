@@ -25,7 +25,7 @@ from . import runtime
 from .api import device_put
 from .ir.core import PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr
 from .ir.tracing import close_over_consts, current_builder, eval_jaxpr
-from .lowering import _rule_for
+from .lowering import canonical_platform, find_lowering_rule
 from .passes.registry import map_subjaxprs
 
 __all__ = ["evaluate_jaxpr"]
@@ -87,12 +87,6 @@ def _lowerable(program: ClosedJaxpr) -> bool:
     primitives are lowered even when evaluated op by op, so running the outer
     program op by op would not help them.
     """
-    platform = runtime.default_backend()
-    platform = "cuda" if platform == "gpu" else platform   # as lower_jaxpr names it
-    for prim in {e.primitive for e in program.jaxpr.eqns}:
-        try:
-            _rule_for(prim, platform)
-        except NotImplementedError:
-            if prim.impl_rule is not None:
-                return False
-    return True
+    platform = canonical_platform(runtime.default_backend())
+    return not any(prim.impl_rule is not None and find_lowering_rule(prim, platform) is None
+                   for prim in {e.primitive for e in program.jaxpr.eqns})

@@ -36,6 +36,11 @@ __all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering",
 
 PLATFORMS = ("cpu", "cuda", "rocm")
 
+
+def canonical_platform(platform: str) -> str:
+    """The platform name rules are registered under ("gpu" is an alias of "cuda", as in JAX)."""
+    return "cuda" if platform == "gpu" else platform
+
 # prim -> rule used on every platform; platform -> {prim -> rule} overrides.
 LOWERING_RULES: dict[Primitive, Callable] = {}
 PLATFORM_LOWERING_RULES: dict[str, dict[Primitive, Callable]] = {p: {} for p in PLATFORMS}
@@ -46,8 +51,7 @@ def register_lowering(prim: Primitive, rule: Callable, platform: str | None = No
     if platform is None:
         LOWERING_RULES[prim] = rule
     else:
-        if platform == "gpu":
-            platform = "cuda"
+        platform = canonical_platform(platform)
         if platform not in PLATFORM_LOWERING_RULES:
             raise ValueError(f"register_lowering: unknown platform {platform!r} for primitive "
                              f"'{prim.name}'; expected None or one of {PLATFORMS}")
@@ -57,14 +61,20 @@ def register_lowering(prim: Primitive, rule: Callable, platform: str | None = No
 
 # Built-in rules are written before the primitives of other owners may exist,
 # so they are kept by name and installed into LOWERING_RULES once the primitive
-# is registered (see ``_rule_for``).
+# is registered (see ``find_lowering_rule``).
 BUILTIN_RULES_BY_NAME: dict[str, Callable] = {}
 
 
-def _rule_for(prim: Primitive, platform: str) -> Callable:
+def find_lowering_rule(prim: Primitive, platform: str) -> Callable | None:
+    """The rule lowering ``prim`` on ``platform`` (a platform override first), or None."""
     rule = PLATFORM_LOWERING_RULES.get(platform, {}).get(prim) or LOWERING_RULES.get(prim)
     if rule is None and PRIMITIVES.get(prim.name) is prim and prim.name in BUILTIN_RULES_BY_NAME:
         rule = LOWERING_RULES[prim] = BUILTIN_RULES_BY_NAME[prim.name]
+    return rule
+
+
+def _rule_for(prim: Primitive, platform: str) -> Callable:
+    rule = find_lowering_rule(prim, platform)
     if rule is None:
         raise NotImplementedError(
             f"MLIR lowering rule for primitive '{prim.name}' not found for platform {platform}: "
@@ -83,7 +93,7 @@ def make_context() -> ir.Context:
     """A fresh MLIR context with func, stablehlo and chlo loaded (printed in pretty form)."""
     ctx = ir.Context()
     ctx.append_dialect_registry(_REGISTRY)
-    ctx.dialects["func"]
+    ctx.dialects["func"]            # loads the dialect (the registry only makes it available)
     hlo.register_dialect(ctx)
     chlo.register_dialect(ctx)
     return ctx
@@ -112,6 +122,7 @@ _IR_ELEMENT_TYPES = {
 
 
 def dtype_to_ir_type(dtype) -> ir.Type:
+    """The MLIR element type of a numpy dtype (in the current context)."""
     try:
         return _IR_ELEMENT_TYPES[np.dtype(dtype)]()
     except KeyError:
@@ -119,6 +130,7 @@ def dtype_to_ir_type(dtype) -> ir.Type:
 
 
 def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
+    """The MLIR tensor type of a ShapedArray."""
     return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
 
 
@@ -157,7 +169,7 @@ class ModuleContext:
     def __init__(self, module: ir.Module, platform: str):
         self.module = module
         self.platform = platform
-        self.callees: dict = {}          # callee key -> (symbol name, its ClosedJaxpr kept alive)
+        self.callees: dict = {}          # callee -> (symbol name, the callee kept alive)
         self.symbols: set[str] = {"main"}
 
     def unique_symbol(self, name: str) -> str:
@@ -196,36 +208,37 @@ class LoweringRuleContext:
 
 
 def lower_closed_jaxpr_inline(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args) -> list[ir.Value]:
+    """Emit ``cj``'s ops at the current insertion point, its consts as constants; returns its results."""
     if isinstance(cj, Jaxpr):
         cj = ClosedJaxpr(cj, [])
     consts = [ir_constant(c, v.aval.dtype) for v, c in zip(cj.jaxpr.constvars, cj.consts)]
     return jaxpr_subcomp(mctx, cj.jaxpr, consts, list(args))
 
 
-def _callee_key(cj: ClosedJaxpr):
-    """Structural identity when the IR's equality is available, object identity otherwise."""
-    try:
-        hash(cj)
-        return ("structural", cj)
-    except (ImportError, AttributeError, NotImplementedError, TypeError):
-        return ("identity", id(cj))
+def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility: str,
+                   arg_attrs: list[dict] | None = None) -> None:
+    """Append ``func.func @symbol`` computing ``cj`` to the module."""
+    in_types = [aval_to_ir_type(a) for a in cj.in_avals]
+    out_types = [aval_to_ir_type(a) for a in cj.out_avals]
+    with ir.InsertionPoint(mctx.module.body), ir.Location.unknown():
+        fn = func.FuncOp(symbol, ir.FunctionType.get(in_types, out_types))
+        fn.sym_visibility = ir.StringAttr.get(visibility)
+        if arg_attrs is not None:
+            fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
+        with ir.InsertionPoint(fn.add_entry_block()):
+            func.return_(lower_closed_jaxpr_inline(mctx, cj, fn.arguments))
 
 
 def call_jaxpr(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args, name: str) -> list[ir.Value]:
+    """A ``func.call`` of ``cj`` emitted as a private function; structurally equal callees
+    (``ClosedJaxpr.__eq__``/``__hash__``) share one function."""
     if isinstance(cj, Jaxpr):
         cj = ClosedJaxpr(cj, [])
-    key = _callee_key(cj)
-    entry = mctx.callees.get(key)
+    entry = mctx.callees.get(cj)
     if entry is None:
         symbol = mctx.unique_symbol(name)
-        in_types = [aval_to_ir_type(a) for a in cj.in_avals]
-        out_types = [aval_to_ir_type(a) for a in cj.out_avals]
-        with ir.InsertionPoint(mctx.module.body), ir.Location.unknown():
-            fn = func.FuncOp(symbol, ir.FunctionType.get(in_types, out_types))
-            fn.sym_visibility = ir.StringAttr.get("private")
-            with ir.InsertionPoint(fn.add_entry_block()):
-                func.return_(lower_closed_jaxpr_inline(mctx, cj, fn.arguments))
-        entry = mctx.callees[key] = (symbol, cj)
+        _emit_function(mctx, symbol, cj, "private")
+        entry = mctx.callees[cj] = (symbol, cj)
     out_types = [aval_to_ir_type(a) for a in cj.out_avals]
     call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(entry[0]), list(args))
     return list(call.results)
@@ -266,7 +279,7 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
 def _check_rule_results(prim, eqn, outs, avals_out) -> list[ir.Value]:
     if isinstance(outs, (ir.Value, ir.OpResult)):
         outs = [outs]
-    elif isinstance(outs, ir.OpView) or isinstance(outs, ir.Operation):
+    elif isinstance(outs, (ir.OpView, ir.Operation)):
         outs = list(outs.results)
     else:
         outs = list(outs)
@@ -333,26 +346,16 @@ def _donation_attrs(in_avals, out_avals, donated_invars) -> list[dict]:
 def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars: Sequence[bool] = (),
                 platform: str = "cpu") -> Lowered:
     """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``."""
-    if platform == "gpu":
-        platform = "cuda"
-    jaxpr = closed_jaxpr.jaxpr
+    platform = canonical_platform(platform)
     in_avals, out_avals = closed_jaxpr.in_avals, closed_jaxpr.out_avals
     context = make_context()
     with context, ir.Location.unknown():
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(name)
         mctx = ModuleContext(module, platform)
-        in_types = [aval_to_ir_type(a) for a in in_avals]
-        out_types = [aval_to_ir_type(a) for a in out_avals]
-        with ir.InsertionPoint(module.body):
-            main = func.FuncOp("main", ir.FunctionType.get(in_types, out_types))
-        main.sym_visibility = ir.StringAttr.get("public")
-        if any(donated_invars):
-            main.arg_attrs = ir.ArrayAttr.get(
-                [ir.DictAttr.get(a) for a in _donation_attrs(in_avals, out_avals, donated_invars)])
-        with ir.InsertionPoint(main.add_entry_block()):
-            consts = [ir_constant(c, v.aval.dtype) for v, c in zip(jaxpr.constvars, closed_jaxpr.consts)]
-            func.return_(jaxpr_subcomp(mctx, jaxpr, consts, list(main.arguments)))
+        arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars) if any(donated_invars)
+                     else None)
+        _emit_function(mctx, "main", closed_jaxpr, "public", arg_attrs)
         try:
             module.operation.verify()
         except ir.MLIRError as e:

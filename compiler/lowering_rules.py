@@ -45,11 +45,12 @@ def _compare_type(dtype) -> str:
 
 
 def compare(a, b, direction: str, dtype, kind: str | None = None) -> ir.Value:
+    """``stablehlo.compare`` of two ``dtype`` values; ``kind`` overrides the comparison type."""
     return hlo.compare(a, b, hlo.ComparisonDirectionAttr.get(direction),
                        compare_type=hlo.ComparisonTypeAttr.get(kind or _compare_type(dtype)))
 
 
-def _zero_like(x, aval):
+def _zeros(aval):
     return full(aval.shape, 0, aval.dtype)
 
 
@@ -100,22 +101,17 @@ for _names, _op in [
     ("rem", hlo.remainder), ("pow", hlo.power), ("atan2", hlo.atan2), ("nextafter", chlo.next_after),
     ("and", hlo.and_), ("or", hlo.or_), ("xor", hlo.xor), ("shift_left", hlo.shift_left),
     ("shift_right_arithmetic", hlo.shift_right_arithmetic),
-    ("shift_right_logical", hlo.shift_right_logical),
+    ("shift_right_logical", hlo.shift_right_logical), ("max", hlo.maximum), ("min", hlo.minimum),
 ]:
     _rule(_names)(_binary(_op))
-
-
-@_rule("max", "min")
-def _max_min(ctx, x, y):
-    return (hlo.maximum if ctx.primitive.name == "max" else hlo.minimum)(x, y)
 
 
 for _name, _direction in [("eq", "EQ"), ("ne", "NE"), ("lt", "LT"), ("le", "LE"), ("gt", "GT"), ("ge", "GE")]:
     _rule(_name)(lambda ctx, x, y, _d=_direction: compare(x, y, _d, ctx.avals_in[0].dtype))
 
 
-@_rule("stop_gradient", "copy")
-def _identity(ctx, x):
+@_rule("stop_gradient", "copy", "name")
+def _identity(ctx, x, **_):
     return x
 
 
@@ -123,7 +119,7 @@ def _identity(ctx, x):
 def _sign(ctx, x):
     aval = ctx.avals_in[0]
     if dt.is_unsigned(aval.dtype):    # stablehlo.sign is for signed and floating types
-        return hlo.select(compare(x, _zero_like(x, aval), "EQ", aval.dtype), x, full(aval.shape, 1, aval.dtype))
+        return hlo.select(compare(x, _zeros(aval), "EQ", aval.dtype), x, full(aval.shape, 1, aval.dtype))
     return hlo.sign(x)
 
 
@@ -145,7 +141,7 @@ def _exp2(ctx, x):
 
 @_rule("round")
 def _round(ctx, x, *, rounding_method=0):
-    to_even = rounding_method in (1, "TO_NEAREST_EVEN") or _param_name(rounding_method) == "TO_NEAREST_EVEN"
+    to_even = _param_name(rounding_method) in ("1", "TO_NEAREST_EVEN")
     return hlo.round_nearest_even(x) if to_even else hlo.round_nearest_afz(x)
 
 
@@ -180,7 +176,7 @@ def _convert_element_type(ctx, x, *, new_dtype, weak_type=False, **_):
     if aval_in.dtype == aval_out.dtype:
         return x
     if aval_out.dtype == dt.bool_:             # nonzero -> True (a plain convert would truncate)
-        return compare(x, _zero_like(x, aval_in), "NE", aval_in.dtype)
+        return compare(x, _zeros(aval_in), "NE", aval_in.dtype)
     return hlo.convert(aval_to_ir_type(aval_out), x)
 
 
@@ -251,7 +247,7 @@ def _slice(ctx, x, *, start_indices, limit_indices, strides=None):
     return hlo.slice(x, list(start_indices), list(limit_indices), strides)
 
 
-def _index_scalars(ctx, idxs, avals):
+def _index_scalars(idxs, avals):
     """Start indices of one common type (stablehlo requires it); int32 unless one needs 64 bits."""
     wide = any(a.dtype.itemsize > 4 for a in avals)
     target = dt.int64 if wide else dt.int32
@@ -260,12 +256,12 @@ def _index_scalars(ctx, idxs, avals):
 
 @_rule("dynamic_slice")
 def _dynamic_slice(ctx, x, *idxs, slice_sizes):
-    return hlo.dynamic_slice(x, _index_scalars(ctx, idxs, ctx.avals_in[1:]), list(slice_sizes))
+    return hlo.dynamic_slice(x, _index_scalars(idxs, ctx.avals_in[1:]), list(slice_sizes))
 
 
 @_rule("dynamic_update_slice")
 def _dynamic_update_slice(ctx, x, update, *idxs):
-    return hlo.dynamic_update_slice(x, update, _index_scalars(ctx, idxs, ctx.avals_in[2:]))
+    return hlo.dynamic_update_slice(x, update, _index_scalars(idxs, ctx.avals_in[2:]))
 
 
 @_rule("iota")
@@ -365,10 +361,8 @@ def _sort_key(x, dtype):
     """JAX's float canonicalisation for sorting: -0.0 -> 0.0 and every NaN -> +NaN."""
     if not dt.is_float(dtype):
         return x
-    scalar = _scalar_type(dtype)
     x = hlo.select(compare(x, full((), 0, dtype), "EQ", dtype), full((), 0, dtype), x)
-    return hlo.select(_is_nan(x, dtype), hlo.constant(ir.DenseElementsAttr.get_splat(
-        scalar, ir.FloatAttr.get(dtype_to_ir_type(dtype), float("nan")))), x)
+    return hlo.select(_is_nan(x, dtype), full((), np.nan, dtype), x)
 
 
 def _lexicographic_less(keys_lhs, keys_rhs, dtypes):
@@ -534,8 +528,8 @@ def _cond(ctx, index, *operands, branches, **_):
 
 def _while_loop(init, cond_fn, body_fn):
     """stablehlo.while over ``init``; cond_fn/body_fn take the loop-carried values."""
-    op = hlo.WhileOp([v.type for v in init], list(init))
     types = [v.type for v in init]
+    op = hlo.WhileOp(types, list(init))
     _add_region(op.cond, types, cond_fn)
     _add_region(op.body, types, body_fn)
     return list(op.results)
@@ -639,11 +633,6 @@ def _depend_on_last(args, avals):
         bits = hlo.bitcast_convert(_bits_type(a, a.shape), args[i])
         out[i] = hlo.bitcast_convert(aval_to_ir_type(a), hlo.or_(bits, z))
     return out
-
-
-@_rule("name")
-def _name(ctx, x, *, name):
-    return x
 
 
 @_rule("custom_jvp_call_jaxpr", "custom_vjp_call_jaxpr")

@@ -34,6 +34,7 @@ relu.defjvps(lambda t, ans, x: jnp.where(jnp.asarray(x) > 0, t, jnp.zeros_like(t
 
 
 def relu6(x):
+    """``min(max(x, 0), 6)``."""
     return jnp.minimum(jnp.maximum(x, 0), 6.0)
 
 
@@ -43,6 +44,7 @@ def sigmoid(x):
 
 
 def log_sigmoid(x):
+    """``log(sigmoid(x)) = -softplus(-x)``, without overflow."""
     return jnp.negative(softplus(jnp.negative(x)))
 
 
@@ -56,6 +58,7 @@ softplus.defjvps(lambda t, ans, x: t * sigmoid(x))
 
 
 def silu(x):
+    """``x * sigmoid(x)`` (also called swish)."""
     x, _, _ = _inexact("silu", x)
     return jnp.multiply(x, sigmoid(x))
 
@@ -76,22 +79,26 @@ def gelu(x, approximate: bool = True):
 
 
 def elu(x, alpha=1.0):
+    """``x`` for positive ``x``, ``alpha * (exp(x) - 1)`` otherwise (exp only of non-positive values)."""
     x, _, _ = _inexact("elu", x)
     safe = jnp.where(jnp.greater(x, 0), 0.0, x)
     return jnp.where(jnp.greater(x, 0), x, jnp.multiply(alpha, jnp.expm1(safe)))
 
 
 def celu(x, alpha=1.0):
+    """``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
     x, _, _ = _inexact("celu", x)
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
 def selu(x):
+    """``scale * elu(x, alpha)`` with the self-normalising constants."""
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
     return jnp.multiply(scale, elu(x, alpha))
 
 
 def leaky_relu(x, negative_slope=1e-2):
+    """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
     x, _, _ = _inexact("leaky_relu", x)
     return jnp.where(jnp.greater_equal(x, 0), x, jnp.multiply(negative_slope, x))
 
@@ -101,6 +108,7 @@ def hard_tanh(x):
 
 
 def hard_sigmoid(x):
+    """``relu6(x + 3) / 6``, a piecewise-linear sigmoid."""
     return jnp.divide(relu6(jnp.add(x, 3.0)), 6.0)
 
 
@@ -112,6 +120,7 @@ hard_swish = hard_silu
 
 
 def soft_sign(x):
+    """``x / (|x| + 1)``."""
     return jnp.divide(x, jnp.add(jnp.abs(x), 1))
 
 
@@ -174,6 +183,7 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
 
 
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
+    """``(x - mean) / sqrt(variance + epsilon)``, the statistics taken along ``axis`` unless given."""
     x, _, _ = _inexact("standardize", x)
     mean = jnp.mean(x, axis, keepdims=True) if mean is None else mean
     variance = jnp.var(x, axis, keepdims=True) if variance is None else variance

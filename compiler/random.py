@@ -265,8 +265,7 @@ def _rewrap(typed: bool, base):
 def split(key, num: int | tuple[int, ...] = 2):
     """``num`` (or ``shape``) new keys along new leading axes."""
     base, typed = _check_key("split", key)
-    shape = tuple(int(n) for n in num) if isinstance(num, Sequence) else (int(num),)
-    return _rewrap(typed, _split(base, shape=shape))
+    return _rewrap(typed, _split(base, shape=_shape(num)))
 
 
 def fold_in(key, data):
@@ -288,6 +287,7 @@ def clone(key):
 # ----------------------------------------------------------------- samplers
 
 def _shape(shape) -> tuple[int, ...]:
+    """A shape argument (an int or a sequence of ints) as a tuple of ints."""
     return tuple(int(d) for d in shape) if isinstance(shape, Sequence) else (int(shape),)
 
 
@@ -494,7 +494,7 @@ def _shuffle(key, x, axis):
 def _concrete_int(name: str, x) -> int:
     try:
         return int(x)
-    except Exception as e:
+    except (TypeError, ValueError) as e:     # a tracer's ConcretizationTypeError is a TypeError
         raise TypeError(f"{name}: the integer argument must be concrete (a Python int or an array "
                         f"outside of tracing), got {x!r}") from e
 

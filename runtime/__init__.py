@@ -4,9 +4,9 @@ Imports only jaxlib and numpy. Never calls the jaxlib functions that import
 jax when it is installed (notes/jaxlib.md §0).
 """
 from .client import backend, default_backend, devices
-from .array import Array, Aval, DeletedArrayError, device_put, to_buffer, to_numpy
+from .array import Array, Aval, DeletedArrayError, carries_no_data, device_put, to_buffer, to_numpy
 from .executable import Executable, JaxRuntimeError, XlaCompileError, XlaError, XlaRuntimeError, compile
 
 __all__ = ["Array", "Aval", "DeletedArrayError", "Executable", "JaxRuntimeError", "XlaCompileError", "XlaError",
-           "XlaRuntimeError", "backend", "compile", "default_backend", "device_put", "devices",
+           "XlaRuntimeError", "backend", "carries_no_data", "compile", "default_backend", "device_put", "devices",
            "to_buffer", "to_numpy"]

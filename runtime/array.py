@@ -49,6 +49,17 @@ class Aval:
         return f"Aval({self.shape}, {self.dtype.name}{weak})"
 
 
+def carries_no_data(dtype) -> bool:
+    """A zero-size void dtype (JAX's float0, the tangent type of integers): no device form of its
+    own. Devices hold such values as booleans; they come back to the host as numpy zeros."""
+    return dtype.kind == "V" and dtype.itemsize == 0
+
+
+def device_aval(aval: Aval) -> Aval:
+    """The type a value of ``aval`` has on the device."""
+    return Aval.get(aval.shape, np.bool_) if carries_no_data(aval.dtype) else aval
+
+
 class Array:
     """A value on a device: a PJRT buffer plus its shape, dtype and weak type.
 
@@ -191,6 +202,8 @@ def to_buffer(x, aval: Aval):
     (zero-copy transfers race with later host writes, notes §0.5): such
     buffers are copied synchronously; only arrays created here are handed over.
     """
+    if carries_no_data(aval.dtype):
+        aval, x = device_aval(aval), np.zeros(aval.shape, np.bool_)
     host = np.asarray(x, aval.dtype)
     owned = host is not x and host.base is None
     if not host.flags.c_contiguous:

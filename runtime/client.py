@@ -13,6 +13,7 @@ import glob
 import importlib.util
 import os
 import pathlib
+import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # before jaxlib loads libjax_common
 
@@ -78,8 +79,10 @@ def _make_backend(requested: str) -> Backend:
         if plugin is not None:
             try:
                 return Backend(_make_cuda_client(plugin), "gpu")
-            except Exception:   # plugin present but no usable GPU: fall back to CPU
-                pass
+            except Exception as e:   # noqa: BLE001 -- plugin present but no usable GPU
+                warnings.warn(f"A CUDA PJRT plugin is installed but no GPU could be used ({e}); "
+                              "falling back to the CPU. Set JAXPRC_PLATFORM=cpu to silence this.",
+                              RuntimeWarning, stacklevel=3)
     return Backend(xc.make_cpu_client(), "cpu")
 
 

@@ -17,7 +17,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import stablehlo
 
-from .array import Array, Aval, device_put
+from .array import Array, Aval, carries_no_data, device_aval, device_put
 from .client import backend
 
 
@@ -135,8 +135,10 @@ class Executable:
         sharding = backend().sharding
         self._execute = loaded.execute_sharded
         # Attach our avals to the results; _skip_checks avoids a jax-only validation (notes §9).
-        self.result_handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
+        self.result_handlers = [_jax.array_result_handler(device_aval(a), sharding, True, _skip_checks=True)
                                 for a in out_avals]
+        # Results that carry no data (float0) go back as host zeros, as in JAX.
+        self.dataless_outputs = [i for i, a in enumerate(out_avals) if carries_no_data(a.dtype)]
 
     def __call__(self, *args) -> list[Array]:
         return self.execute([a._buf if type(a) is Array else device_put(a)._buf for a in args])
@@ -147,7 +149,14 @@ class Executable:
             outs = self._execute(buffers).consume_with_handlers(self.result_handlers)
         except JaxRuntimeError as e:
             raise self.runtime_error(e) from None
-        return list(map(Array, outs))
+        return self.wrap_results(outs)
+
+    def wrap_results(self, outs) -> list:
+        """Arrays for the handled results of one run (host zeros where they carry no data)."""
+        results = list(map(Array, outs))
+        for i in self.dataless_outputs:
+            results[i] = np.zeros(self.out_avals[i].shape, self.out_avals[i].dtype)
+        return results
 
     def runtime_error(self, e: Exception) -> XlaRuntimeError:
         return XlaRuntimeError(f"XLA failed to run '{self.name}': {_explain(e)}")

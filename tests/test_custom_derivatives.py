@@ -219,6 +219,8 @@ def test_clip_gradient_new_way_under_any_transformation():
     close(jx.vmap(jx.grad(f), (None, 0, None))(1., np.array([-2., -0.5], np.float32), 0.5),
           [1.5, 1.5])
     close(jx.grad(f, argnums=(0, 1))(1., -0.5, 0.5)[1], 0.)   # None: no cotangent
+    # jacrev maps vjp_fun over cotangents: bwd then runs on traced cotangents
+    close(jx.jacrev(lambda x: f(x, -0.5, 0.5))(np.array([1., 2.], np.float32)), np.eye(2) * 1.5)
 
 
 def test_clip_gradient_old_way_works_on_constants_and_fails_loudly_on_tracers():
@@ -555,6 +557,51 @@ def test_dce_prunes_unused_outputs_of_custom_nodes():
     close(jx.grad(lambda x: jx.jaxpr_as_fun(pruned)(x)[0])(1.), 7.)
     unused = dce(jx.make_jaxpr(lambda x: (two(x), x)[1])(1.))
     assert not unused.eqns
+
+
+def test_dce_prunes_unused_outputs_of_custom_vjp_nodes():
+    """fun and fwd lose the unused output (residuals stay); bwd gets a zero cotangent for it."""
+    from jaxprc.passes.dce import dce
+    seen = []
+
+    @jx.custom_vjp
+    def two(x):
+        return jnp.sin(x), jnp.cos(x)
+
+    def bwd(x, cts):
+        seen.append(cts)
+        return (5. * cts[0] + 7. * cts[1],)
+    two.defvjp(lambda x: (two(x), x), bwd)
+    pruned = dce(jx.make_jaxpr(lambda x: two(x)[1])(1.))
+    node = [e for e in pruned.eqns if e.primitive.name == "custom_vjp_call_jaxpr"][0]
+    assert len(node.outvars) == 1
+    assert "sin" not in str(node.params["fun_jaxpr"])
+    assert "sin" not in str(node.params["fwd_jaxpr_thunk"]())
+    run = jx.jaxpr_as_fun(pruned)
+    close(run(1.)[0], np.cos(1.))
+    close(jx.grad(lambda x: run(x)[0])(1.), 7.)
+    assert float(seen[-1][0]) == 0. and float(seen[-1][1]) == 1.    # bwd ran on values
+    close(jx.jit(jx.grad(lambda x: run(x)[0]))(1.), 7.)            # and traced
+    close(jx.vmap(jx.grad(lambda x: run(x)[0]))(np.ones(3, np.float32)), [7.] * 3)
+    assert not dce(jx.make_jaxpr(lambda x: (two(x), x)[1])(1.)).eqns
+
+
+def test_vmap_of_a_linearized_custom_vjp_call():
+    """custom_lin batches: the batched linear map transposes to the per-example cotangents."""
+    from jaxprc.passes import linearize_jaxpr, transpose_jaxpr
+    from jaxprc.passes.vmap import vmap_jaxpr
+    f = lambda x, y: two_x_vjp(x) * y
+    _, lin, _, n_res = linearize_jaxpr(jx.make_jaxpr(f)(1., 2.), [True, True])
+    assert any(e.primitive.name == "custom_lin" for e in lin.eqns)
+    batched = vmap_jaxpr(lin, in_axes=0, axis_size=3)
+    assert any(e.primitive.name == "custom_lin" for e in batched.eqns)
+    ct_program, _ = transpose_jaxpr(batched, [False] * n_res + [True, True])
+    res = [np.full((3,) + a.shape, 1., a.dtype) for a in lin.in_avals[:n_res]]
+    cts = jx.jaxpr_as_fun(ct_program)(*res, np.array([1., 2., 3.], np.float32))
+    per_example = [jx.jaxpr_as_fun(transpose_jaxpr(lin, [False] * n_res + [True, True])[0])(
+        *[np.ones(a.shape, a.dtype) for a in lin.in_avals[:n_res]], np.float32(c)) for c in (1., 2., 3.)]
+    for k in range(2):
+        close(cts[k], [p[k] for p in per_example])
 
 
 # ------------------------------------------------------------------ library users

@@ -155,8 +155,6 @@ def test_string_argument_is_rejected(transform):
         transform(lambda a, s: a)(X23, "hello")
 
 
-@pytest.mark.xfail(strict=True, reason="compiler/api.py (R) does not put the caller's line or the "
-                                       "argument's path in the message")
 def test_string_argument_error_names_the_line():
     with pytest.raises(TypeError) as e:
         jaxprc.jit(lambda a, s: a)(X23, "hello")

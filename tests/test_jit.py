@@ -151,6 +151,39 @@ def test_unhashable_static_argument():
 
 # --------------------------------------------------------------- donation
 
+def _takes_a_mode(x, mode, *rest, scale=None):
+    return x
+
+
+@pytest.mark.parametrize("call,where,value,fixes", [
+    (lambda t: t(_takes_a_mode)(1.0, "fast"), "'mode' (args[1])", "'fast' of type str",
+     "static_argnums=1 or static_argnames='mode'"),
+    (lambda t: t(_takes_a_mode)(1.0, 2.0, 3.0, ["a", None]), "args[3][0]", "'a' of type str",
+     "static_argnums=3"),
+    (lambda t: t(_takes_a_mode)(1.0, 2.0, scale={"s": "x"}), "'scale' (kwargs['scale']['s'])",
+     "'x' of type str", "static_argnames='scale'"),
+])
+@pytest.mark.parametrize("transform", [jx.jit, jx.make_jaxpr, lambda f: jx.jit(lambda *a, **k: f(*a, **k))])
+def test_non_array_argument_error_names_argument_line_value_and_fixes(transform, call, where, value, fixes):
+    with pytest.raises(TypeError) as e:
+        call(transform)
+    message = str(e.value)
+    assert f"called at {__file__}:{call.__code__.co_firstlineno}:" in message
+    assert value in message and "is not a valid jaxprc type" in message and "pass an array" in message
+    if transform in (jx.jit, jx.make_jaxpr):    # the wrapper's own parameters have other names
+        assert f"Argument {where} of '_takes_a_mode'" in message and fixes in message
+
+
+def test_non_array_argument_error_on_a_warm_jit_and_inside_a_trace():
+    jf = jx.jit(_takes_a_mode)
+    jf(1.0, 2.0)                                      # a cached signature: the fast path runs first
+    with pytest.raises(TypeError, match=r"Argument 'mode' \(args\[1\]\) of '_takes_a_mode'"):
+        jf(1.0, "fast")
+    with pytest.raises(TypeError, match=r"Argument 'mode' \(args\[1\]\) of '_takes_a_mode'"):
+        jx.make_jaxpr(lambda x: jf(x, "fast"))(1.0)
+    np.testing.assert_array_equal(jx.jit(_takes_a_mode, static_argnames="mode")(1.0, "fast"), 1.0)
+
+
 def test_donate_argnums_deletes_the_donated_input():
     jf = jx.jit(lambda a, b: lax.add(a, b), donate_argnums=0)
     a, b = jx.device_put(_x(256)), jx.device_put(_x(256))

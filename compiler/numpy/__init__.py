@@ -53,10 +53,10 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = asarray(a), asarray(b)
-    dtype = result_type(a, b)
-    if not issubdtype(dtype, inexact):
+    common = result_type(a, b)
+    if not issubdtype(common, inexact):
         return equal(a, b)
-    a, b = a.astype(dtype), b.astype(dtype)
+    a, b = a.astype(common), b.astype(common)
     close = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
     close = logical_or(close, equal(a, b))
     return logical_or(close, logical_and(isnan(a), isnan(b))) if equal_nan else close

@@ -16,9 +16,11 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ShapedArray
 from jaxprc.ir.prims import elementwise as ew
-from jaxprc.ir.tracing import get_aval, is_scalar_constant, user_source_info
+from jaxprc.ir.tracing import Tracer, get_aval, is_scalar_constant, user_source_info
+from jaxprc.runtime import Array
 
 _PY_KIND = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+_VALUE_TYPES = (Tracer, Array)   # values already in jaxprc, as opposed to host constants
 
 
 def located(fn: str) -> str:
@@ -93,7 +95,16 @@ def promote(fn: str, *args, to_inexact: bool = False):
     boolean results become the default float dtype (weakness kept), as
     jax.numpy's transcendental functions do.
     """
-    avals = [aval_of(a, fn) for a in args]
+    try:
+        avals = [get_aval(a) for a in args]
+    except TypeError:
+        avals = [aval_of(a, fn) for a in args]   # raises, naming the function and the operand
+    if args and avals.count(avals[0]) == len(avals) and all(isinstance(a, _VALUE_TYPES) for a in args):
+        # Operands already in jaxprc sharing one type (the common eager case): nothing to do.
+        # (Constants take the general path: their host dtype may still need canonicalising.)
+        dtype, weak = avals[0].dtype, avals[0].weak_type
+        if not to_inexact or dt.is_inexact(dtype):
+            return list(args), dtype, weak
     dtype, weak = dt.promote_types(*((a.dtype, a.weak_type) for a in avals))
     if to_inexact and not dt.is_inexact(dtype):
         dtype = dt.default_float_dtype()

@@ -51,6 +51,12 @@ def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
     return out
 
 
+def as_array(a, fn: str):
+    """The operand ``a`` of ``fn`` as a jaxprc array; a TypeError naming ``fn`` if it is none."""
+    aval_of(a, fn)
+    return asarray(a)
+
+
 def asarray(a, dtype=None, order=None, *, copy=None):
     """``a`` as a jaxprc array; jaxprc arrays of the right dtype are returned as they are."""
     return array(a, dtype=dtype, copy=False)

@@ -16,6 +16,7 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.tracing import ConcretizationTypeError
 
+from .creation import as_array, asarray
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, is_constant, located
 
 _SLICE, _INT, _ARRAY, _NONE = "slice", "int", "array", "none"
@@ -23,12 +24,6 @@ _SLICE, _INT, _ARRAY, _NONE = "slice", "int", "array", "none"
 
 class NonConcreteBooleanIndexError(ConcretizationTypeError, IndexError):
     pass
-
-
-def _array(a, fn):
-    from .creation import asarray
-    aval_of(a, fn)
-    return asarray(a)
 
 
 def _concrete_bool_mask(mask):
@@ -55,15 +50,14 @@ def _parse_index(shape, idx):
             items.append((_INT, int(i)))
         else:
             if isinstance(i, (list, tuple)):
-                from .creation import asarray
                 i = np.asarray(i) if all(is_constant(v) for v in np.ravel(np.asarray(i, dtype=object))) \
                     else asarray(i)
             aval = aval_of(i, "indexing")
             if dt.is_bool(aval.dtype):
-                items.extend((_ARRAY, np.asarray(n, dt.default_int_dtype()))
-                             for n in np.nonzero(_concrete_bool_mask(i)))
                 if aval.ndim == 0:
                     raise IndexError("indexing with a 0-d boolean array is not supported")
+                items.extend((_ARRAY, np.asarray(n, dt.default_int_dtype()))
+                             for n in np.nonzero(_concrete_bool_mask(i)))
             elif dt.is_int(aval.dtype):
                 if aval.ndim == 0:   # a scalar: static if it is a numpy value, else dynamic
                     items.append((_INT, int(i) if is_constant(i) else i))
@@ -140,7 +134,7 @@ def getitem(x, idx, mode=None, fill_value=None):
     """``x[idx]`` with numpy's semantics (see the module docstring). Out-of-bounds indices are
     clamped; with a gather ``mode`` ("fill", "clip") integers go through the gather too, so
     that mode applies to them."""
-    x = _array(x, "indexing")
+    x = as_array(x, "indexing")
     entries = _parse_index(aval_of(x).shape, idx)
     kinds = {kind for kind, _, _ in entries}
     if _ARRAY in kinds or (mode is not None and _INT in kinds):
@@ -243,7 +237,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened array if None).
     Out-of-bounds indices give ``fill_value`` (NaN for floats) unless ``mode="clip"``."""
     from .shape_ops import ravel
-    a = _array(a, "take")
+    a = as_array(a, "take")
     if axis is None:
         a, axis = ravel(a), 0
     axis = canonical_axis(axis, aval_of(a).ndim, "take")
@@ -255,7 +249,7 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     """``arr`` indexed along ``axis`` by ``indices`` (same rank; other dimensions broadcast)."""
-    arr = _array(arr, "take_along_axis")
+    arr = as_array(arr, "take_along_axis")
     shape = aval_of(arr).shape
     if axis is None:
         from .shape_ops import ravel
@@ -285,7 +279,6 @@ def nonzero(a, *, size=None, fill_value=None):
     if size is not None:
         fill = 0 if fill_value is None else fill_value
         out = tuple(np.concatenate([o[:size], np.full(max(0, size - len(o)), fill, o.dtype)]) for o in out)
-    from .creation import asarray
     return tuple(asarray(o.astype(dt.default_int_dtype())) for o in out)
 
 
@@ -321,7 +314,7 @@ def _positions(shape, idx):
 
 def scatter_update(x, idx, values, combine: str):
     """``x`` with ``values`` combined into the elements ``x[idx]`` selects (scatter, drop out of bounds)."""
-    x = _array(x, "at")
+    x = as_array(x, "at")
     aval = aval_of(x)
     pos = _positions(aval.shape, idx)
     pos_shape = aval_of(pos).shape

@@ -8,6 +8,7 @@ from functools import partial
 from jaxprc.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 
+from .creation import as_array
 from ._util import aval_of, canonical_axis, convert
 
 
@@ -17,9 +18,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
     (the whole array by default). The 2-norm's derivative at zero is zero (not NaN)."""
     from . import reductions as r
     from . import ufuncs as uf
-    from .creation import asarray
-    x = asarray(x)
-    aval = aval_of(x, "norm")
+    x = as_array(x, "norm")
+    aval = aval_of(x)
     if not dt.is_inexact(aval.dtype):
         x = convert(x, dt.default_float_dtype())
     if axis is None:

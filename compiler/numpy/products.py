@@ -8,13 +8,15 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 
+from .creation import asarray
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, located
 
 
 def _promote_pair(fn, a, b):
-    """Both operands as arrays of their promoted dtype; also returns the result's (dtype, weak)."""
+    """Both operands as arrays of their promoted dtype; also returns the result's (dtype, weak).
+    Operands that are not arrays are a TypeError naming ``fn``."""
     from ._dtypes import result_type
-    from .creation import asarray
+    aval_of(a, fn), aval_of(b, fn)
     dtype, weak = result_type(a, b, return_weak_type_flag=True)
     return asarray(convert(a, dtype, weak)), asarray(convert(b, dtype, weak)), dtype, weak
 
@@ -124,7 +126,6 @@ def outer(a, b):
 def kron(a, b):
     from .shape_ops import reshape
     from .ufuncs import multiply
-    from .creation import asarray
     a, b = asarray(a), asarray(b)
     sa, sb = aval_of(a).shape, aval_of(b).shape
     n = max(len(sa), len(sb))
@@ -182,7 +183,6 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
     """Einstein summation, contracted left to right with ``dot_general`` (batch dimensions for
     labels shared and kept, contracting dimensions for labels shared and summed)."""
     from ._dtypes import result_type
-    from .creation import asarray
     from .shape_ops import transpose
     from .ufuncs import multiply
     dtype, weak = result_type(*operands, return_weak_type_flag=True)

@@ -9,13 +9,14 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 
 from ._dtypes import to_dtype
-from ._util import aval_of, canonical_axes, canonical_axis, convert
+from .creation import as_array
+from ._util import aval_of, broadcast_to_shape, canonical_axes, canonical_axis, convert
 
 
-def _array(a, fn):
-    from .creation import asarray
-    aval_of(a, fn)
-    return asarray(a)
+def _no_out(fn_name, out):
+    """jaxprc arrays are immutable: an ``out`` buffer cannot be filled, so it is refused (as in JAX)."""
+    if out is not None:
+        raise NotImplementedError(f"The 'out' argument to jnp.{fn_name} is not supported.")
 
 
 def _promote_integers(dtype):
@@ -37,9 +38,10 @@ def _keepdims(out, shape, axes, keepdims):
     return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
-def _reduce(fn_name, reducer, a, axis, dtype, keepdims, *, promote_integers=False,
+def _reduce(fn_name, reducer, a, axis, dtype, keepdims, *, out=None, promote_integers=False,
             upcast=False, initial=None, combine=None, where=None, neutral=None):
-    a = _array(a, fn_name)
+    _no_out(fn_name, out)
+    a = as_array(a, fn_name)
     aval = aval_of(a)
     axes = canonical_axes(axis, aval.ndim, fn_name)
     if dtype is not None:
@@ -61,14 +63,14 @@ def _reduce(fn_name, reducer, a, axis, dtype, keepdims, *, promote_integers=Fals
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
         promote_integers=True):
     from .ufuncs import add
-    return _reduce("sum", lax.reduce_sum, a, axis, dtype, keepdims, promote_integers=promote_integers,
+    return _reduce("sum", lax.reduce_sum, a, axis, dtype, keepdims, out=out, promote_integers=promote_integers,
                    upcast=True, initial=initial, combine=add, where=where, neutral=0)
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
          promote_integers=True):
     from .ufuncs import multiply
-    return _reduce("prod", lax.reduce_prod, a, axis, dtype, keepdims, promote_integers=promote_integers,
+    return _reduce("prod", lax.reduce_prod, a, axis, dtype, keepdims, out=out, promote_integers=promote_integers,
                    upcast=True, initial=initial, combine=multiply, where=where, neutral=1)
 
 
@@ -84,14 +86,14 @@ def _identity_of_max(dtype, sign):
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     from .ufuncs import maximum
     dtype = aval_of(a, "max").dtype
-    return _reduce("max", lax.reduce_max, a, axis, None, keepdims, initial=initial, combine=maximum,
+    return _reduce("max", lax.reduce_max, a, axis, None, keepdims, out=out, initial=initial, combine=maximum,
                    where=where, neutral=_identity_of_max(dtype, 1))
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     from .ufuncs import minimum
     dtype = aval_of(a, "min").dtype
-    return _reduce("min", lax.reduce_min, a, axis, None, keepdims, initial=initial, combine=minimum,
+    return _reduce("min", lax.reduce_min, a, axis, None, keepdims, out=out, initial=initial, combine=minimum,
                    where=where, neutral=_identity_of_max(dtype, -1))
 
 
@@ -99,17 +101,22 @@ amax, amin = max, min
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
-    return _reduce("all", lax.reduce_and, convert(_array(a, "all"), dt.bool_), axis, None, keepdims,
-                   where=where, neutral=True)
+    return _reduce("all", lax.reduce_and, convert(as_array(a, "all"), dt.bool_), axis, None, keepdims,
+                   out=out, where=where, neutral=True)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
-    return _reduce("any", lax.reduce_or, convert(_array(a, "any"), dt.bool_), axis, None, keepdims,
-                   where=where, neutral=False)
+    return _reduce("any", lax.reduce_or, convert(as_array(a, "any"), dt.bool_), axis, None, keepdims,
+                   out=out, where=where, neutral=False)
 
 
-def _count(shape, axes):
-    return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+def _count(fn_name, shape, axes, keepdims, where, dtype):
+    """How many elements each result of a reduction over ``axes`` combines: a Python int, or
+    with a ``where`` mask (broadcast to ``shape``) the ``dtype`` count of selected elements."""
+    if where is None:
+        return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+    mask = broadcast_to_shape(convert(as_array(where, fn_name), dt.bool_), shape)
+    return sum(mask, axis=axes, dtype=dtype, keepdims=keepdims)
 
 
 def _inexact_dtype(dtype, given):
@@ -121,34 +128,37 @@ def _inexact_dtype(dtype, given):
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Arithmetic mean; integers average in the default float dtype."""
     from .ufuncs import divide
-    a = _array(a, "mean")
+    _no_out("mean", out)
+    a = as_array(a, "mean")
     aval = aval_of(a)
     axes = canonical_axes(axis, aval.ndim, "mean")
     result_dtype = _inexact_dtype(aval.dtype, dtype)
     compute = _upcast_low_precision(result_dtype)
     total = sum(a, axis=axes, dtype=compute, keepdims=keepdims, where=where)
-    count = _count(aval.shape, axes) if where is None else sum(where, axis=axes, dtype=compute,
-                                                               keepdims=keepdims)
-    return convert(divide(total, convert(count, compute) if where is None else count), result_dtype)
+    count = _count("mean", aval.shape, axes, keepdims, where, compute)
+    return convert(divide(total, convert(count, compute)), result_dtype)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
-    """Variance: mean of squared deviations, divided by ``N - ddof``."""
+    """Variance: mean of squared deviations, divided by ``N - ddof`` (N counts the elements
+    ``where`` selects)."""
     from .ufuncs import conj, divide, multiply, real, subtract
+    _no_out("var", out)
     if correction is not None:
         ddof = correction
-    a = _array(a, "var")
+    a = as_array(a, "var")
     aval = aval_of(a)
     axes = canonical_axes(axis, aval.ndim, "var")
     result_dtype = _inexact_dtype(aval.dtype, dtype)
     compute = _upcast_low_precision(result_dtype)
     x = convert(a, compute)
-    centered = subtract(x, mean(x, axis=axes, keepdims=True))
+    centered = subtract(x, mean(x, axis=axes, keepdims=True, where=where))
     squares = multiply(centered, conj(centered))
     if dt.is_complex(compute):
         squares = real(squares)
-    total = sum(squares, axis=axes, keepdims=keepdims)
-    divisor = convert(_count(aval.shape, axes) - ddof, aval_of(total).dtype)
+    total = sum(squares, axis=axes, keepdims=keepdims, where=where)
+    count = _count("var", aval.shape, axes, keepdims, where, aval_of(total).dtype)
+    divisor = convert(count - ddof if where is None else subtract(count, ddof), aval_of(total).dtype)
     return convert(divide(total, divisor), _real(result_dtype))
 
 
@@ -157,13 +167,15 @@ def _real(dtype):
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    """Standard deviation: the square root of ``var``."""
     from .ufuncs import sqrt
-    return sqrt(var(a, axis, dtype, out, ddof, keepdims, correction=correction))
+    return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
 
 
 def _arg_reduction(fn_name, lax_fn):
     def fn(a, axis=None, out=None, keepdims=None):
-        a = _array(a, fn_name)
+        _no_out(fn_name, out)
+        a = as_array(a, fn_name)
         aval = aval_of(a)
         if axis is None:
             a = lax.reshape(a, (aval.size,))
@@ -172,12 +184,12 @@ def _arg_reduction(fn_name, lax_fn):
             ax = canonical_axis(axis, aval.ndim, fn_name)
         if aval_of(a).shape[ax] == 0:
             raise ValueError(f"{fn_name}: attempt to get {fn_name} of an empty sequence")
-        out = lax_fn(a, ax, dt.default_int_dtype())
+        result = lax_fn(a, ax, dt.default_int_dtype())
         if keepdims:
             shape = (1,) * aval.ndim if axis is None else tuple(
                 1 if i == ax else d for i, d in enumerate(aval.shape))
-            out = lax.reshape(out, shape)
-        return out
+            result = lax.reshape(result, shape)
+        return result
     fn.__name__ = fn.__qualname__ = fn_name
     fn.__doc__ = f"Index of the {fn_name[3:]}imum along ``axis`` (of the flattened array if None)."
     return fn
@@ -189,7 +201,8 @@ argmin = _arg_reduction("argmin", lax.argmin)
 
 def _cumulative(fn_name, lax_fn_name):
     def fn(a, axis=None, dtype=None, out=None):
-        a = _array(a, fn_name)
+        _no_out(fn_name, out)
+        a = as_array(a, fn_name)
         aval = aval_of(a)
         if axis is None:
             a = lax.reshape(a, (aval.size,))
@@ -213,6 +226,7 @@ cumulative_sum, cumulative_prod = cumsum, cumprod
 
 
 def ptp(a, axis=None, keepdims=False):
+    """Peak to peak: ``max - min`` along ``axis``."""
     from .ufuncs import subtract
     return subtract(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 

@@ -7,13 +7,8 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.prims import elementwise as ew
 
+from .creation import as_array, eye, zeros, zeros_like
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, promote
-
-
-def _array(a, fn):
-    from .creation import asarray
-    aval_of(a, fn)
-    return asarray(a)
 
 
 def where(condition, x=None, y=None, /):
@@ -45,7 +40,7 @@ def clip(arr, min=None, max=None, *, a_min=None, a_max=None):
     from .ufuncs import maximum, minimum
     min = a_min if min is None else min
     max = a_max if max is None else max
-    out = _array(arr, "clip")
+    out = as_array(arr, "clip")
     if min is not None:
         out = maximum(min, out)
     if max is not None:
@@ -54,7 +49,7 @@ def clip(arr, min=None, max=None, *, a_min=None, a_max=None):
 
 
 def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
-    a = _array(a, "sort")
+    a = as_array(a, "sort")
     if axis is None:
         from .shape_ops import ravel
         a, axis = ravel(a), 0
@@ -67,7 +62,7 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
 
 def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     """Indices that sort ``a`` along ``axis`` (a two-operand sort carrying an iota)."""
-    a = _array(a, "argsort")
+    a = as_array(a, "argsort")
     if axis is None:
         from .shape_ops import ravel
         a, axis = ravel(a), 0
@@ -90,8 +85,7 @@ def _rows_cols(shape):
 def triu(m, k: int = 0):
     """Zeros below the ``k``-th diagonal of the last two axes."""
     from .ufuncs import add, less_equal
-    from .creation import zeros_like
-    m = _array(m, "triu")
+    m = as_array(m, "triu")
     rows, cols = _rows_cols(aval_of(m).shape)
     return where(less_equal(add(rows, k), cols), m, zeros_like(m))
 
@@ -99,8 +93,7 @@ def triu(m, k: int = 0):
 def tril(m, k: int = 0):
     """Zeros above the ``k``-th diagonal of the last two axes."""
     from .ufuncs import add, greater_equal
-    from .creation import zeros_like
-    m = _array(m, "tril")
+    m = as_array(m, "tril")
     rows, cols = _rows_cols(aval_of(m).shape)
     return where(greater_equal(add(rows, k), cols), m, zeros_like(m))
 
@@ -108,7 +101,7 @@ def tril(m, k: int = 0):
 def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
     """The ``offset`` diagonal of the plane (axis1, axis2), as a trailing axis (a static gather)."""
     from .shape_ops import moveaxis
-    a = _array(a, "diagonal")
+    a = as_array(a, "diagonal")
     n = aval_of(a).ndim
     a = moveaxis(a, (canonical_axis(axis1, n, "diagonal"), canonical_axis(axis2, n, "diagonal")), (-2, -1))
     rows_n, cols_n = aval_of(a).shape[-2:]
@@ -118,14 +111,13 @@ def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
 
 def diag(v, k: int = 0):
     """The ``k``-th diagonal of a 2-D array, or a 2-D array with ``v`` on its ``k``-th diagonal."""
-    v = _array(v, "diag")
+    v = as_array(v, "diag")
     n = aval_of(v).ndim
     if n == 2:
         return diagonal(v, k)
     if n != 1:
         raise ValueError(f"diag: input must be 1-D or 2-D, got {n}-D")
     size = aval_of(v).shape[0] + abs(k)
-    from .creation import zeros, eye
     out = zeros((size, size), aval_of(v).dtype)
     if size == 0:
         return out
@@ -145,6 +137,6 @@ def searchsorted(a, v, side="left"):
     from .ufuncs import less, less_equal
     from .reductions import sum
     from .shape_ops import expand_dims
-    a, v = _array(a, "searchsorted"), _array(v, "searchsorted")
+    a, v = as_array(a, "searchsorted"), as_array(v, "searchsorted")
     cmp = less if side == "left" else less_equal
     return sum(cmp(a, expand_dims(v, -1)), axis=-1, dtype=dt.default_int_dtype())

@@ -8,14 +8,9 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 
+from .creation import as_array
 from ._util import (aval_of, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert,
                     located)
-
-
-def _array(a, fn):
-    from .creation import asarray
-    aval_of(a, fn)
-    return asarray(a)
 
 
 def ndim(a) -> int:
@@ -54,7 +49,7 @@ def reshape(a, shape=None, order="C", *, newshape=None):
     if order != "C":
         raise NotImplementedError("reshape: only order='C' is supported")
     shape = newshape if shape is None else shape
-    a = _array(a, "reshape")
+    a = as_array(a, "reshape")
     aval = aval_of(a)
     new = _resolve_shape(shape, aval.size, aval.shape)
     return a if new == aval.shape else lax.reshape(a, new)
@@ -65,7 +60,7 @@ def ravel(a, order="C"):
 
 
 def transpose(a, axes=None):
-    a = _array(a, "transpose")
+    a = as_array(a, "transpose")
     n = aval_of(a).ndim
     perm = tuple(range(n))[::-1] if axes is None else tuple(canonical_axis(int(i), n, "transpose") for i in axes)
     if sorted(perm) != list(range(n)):
@@ -83,7 +78,7 @@ def matrix_transpose(x):
 
 
 def swapaxes(a, axis1, axis2):
-    a = _array(a, "swapaxes")
+    a = as_array(a, "swapaxes")
     n = aval_of(a).ndim
     perm = list(range(n))
     i, j = canonical_axis(axis1, n, "swapaxes"), canonical_axis(axis2, n, "swapaxes")
@@ -92,7 +87,7 @@ def swapaxes(a, axis1, axis2):
 
 
 def moveaxis(a, source, destination):
-    a = _array(a, "moveaxis")
+    a = as_array(a, "moveaxis")
     n = aval_of(a).ndim
     src = (source,) if isinstance(source, int) else tuple(source)
     dst = (destination,) if isinstance(destination, int) else tuple(destination)
@@ -107,7 +102,7 @@ def moveaxis(a, source, destination):
 
 
 def squeeze(a, axis=None):
-    a = _array(a, "squeeze")
+    a = as_array(a, "squeeze")
     shp = aval_of(a).shape
     axes = tuple(i for i, d in enumerate(shp) if d == 1) if axis is None else canonical_axes(axis, len(shp), "squeeze")
     for i in axes:
@@ -118,20 +113,20 @@ def squeeze(a, axis=None):
 
 
 def expand_dims(a, axis):
-    a = _array(a, "expand_dims")
+    a = as_array(a, "expand_dims")
     n = aval_of(a).ndim
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     return lax.expand_dims(a, canonical_axes(axes, n + len(axes), "expand_dims"))
 
 
 def atleast_1d(*arys):
-    outs = [reshape(a, (1,)) if ndim(a) == 0 else _array(a, "atleast_1d") for a in arys]
+    outs = [reshape(a, (1,)) if ndim(a) == 0 else as_array(a, "atleast_1d") for a in arys]
     return outs[0] if len(outs) == 1 else outs
 
 
 def atleast_2d(*arys):
     def one(a):
-        a = _array(a, "atleast_2d")
+        a = as_array(a, "atleast_2d")
         return lax.broadcast_to_rank(a, 2) if ndim(a) < 2 else a
     outs = [one(a) for a in arys]
     return outs[0] if len(outs) == 1 else outs
@@ -139,7 +134,7 @@ def atleast_2d(*arys):
 
 def atleast_3d(*arys):
     def one(a):
-        a = _array(a, "atleast_3d")
+        a = as_array(a, "atleast_3d")
         n = ndim(a)
         if n == 0:
             return reshape(a, (1, 1, 1))
@@ -152,7 +147,7 @@ def atleast_3d(*arys):
 
 def _promote_all(arrays, fn):
     from ._dtypes import result_type
-    arrays = [_array(a, fn) for a in arrays]
+    arrays = [as_array(a, fn) for a in arrays]
     if not arrays:
         raise ValueError(f"{fn}: need at least one array")
     dtype, weak = result_type(*arrays, return_weak_type_flag=True)
@@ -235,7 +230,7 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def _split(ary, indices_or_sections, axis, fn, exact):
-    ary = _array(ary, fn)
+    ary = as_array(ary, fn)
     shp = aval_of(ary).shape
     axis = canonical_axis(axis, len(shp), fn)
     points = _split_points(shp[axis], indices_or_sections, fn, exact)
@@ -255,7 +250,7 @@ def vsplit(ary, indices_or_sections):
 
 
 def broadcast_to(array, shape):
-    array = _array(array, "broadcast_to")
+    array = as_array(array, "broadcast_to")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     return broadcast_to_shape(array, shape)
 
@@ -267,7 +262,7 @@ def broadcast_arrays(*args):
 
 def tile(A, reps):
     """``A`` repeated ``reps`` times along each axis."""
-    A = _array(A, "tile")
+    A = as_array(A, "tile")
     reps = (reps,) if isinstance(reps, int) else tuple(reps)
     shp = aval_of(A).shape
     n = max(len(reps), len(shp))
@@ -282,7 +277,7 @@ def tile(A, reps):
 
 def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     """Repeat each element ``repeats`` times (a static int or a static sequence per element)."""
-    a = _array(a, "repeat")
+    a = as_array(a, "repeat")
     if axis is None:
         a, axis = ravel(a), 0
     shp = aval_of(a).shape
@@ -300,7 +295,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
 
 
 def flip(m, axis=None):
-    m = _array(m, "flip")
+    m = as_array(m, "flip")
     axes = canonical_axes(axis, aval_of(m).ndim, "flip")
     return lax.rev(m, axes) if axes else m
 
@@ -315,7 +310,7 @@ def flipud(m):
 
 def roll(a, shift, axis=None):
     """Elements shifted along ``axis`` with wrap-around (static shifts: slices and a concatenate)."""
-    a = _array(a, "roll")
+    a = as_array(a, "roll")
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), aval_of(a).shape)
     shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
@@ -335,7 +330,7 @@ def roll(a, shift, axis=None):
 def pad(array, pad_width, mode="constant", *, constant_values=0):
     """Pad with a scalar constant (``lax.pad``) or, for numpy's index-based modes ("edge",
     "wrap", "reflect", "symmetric"), by gathering the indices numpy's own pad computes."""
-    array = _array(array, "pad")
+    array = as_array(array, "pad")
     aval = aval_of(array)
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (aval.ndim, 2))
     if (widths < 0).any():
@@ -358,7 +353,7 @@ def pad(array, pad_width, mode="constant", *, constant_values=0):
 
 def diff(a, n=1, axis=-1):
     from .ufuncs import subtract
-    a = _array(a, "diff")
+    a = as_array(a, "diff")
     ax = canonical_axis(axis, aval_of(a).ndim, "diff")
     for _ in range(n):
         size = aval_of(a).shape[ax]

@@ -14,6 +14,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.prims import elementwise as ew
 
 from ._util import aval_of, convert, promote
+from .creation import asarray, full_like, ones_like, zeros_like
 
 
 def _check_kind(fn: str, dtype, ok, what: str):
@@ -26,7 +27,6 @@ def _unop(prim, name: str, *, to_inexact=False, accepts=None, what="", identity_
     def fn(x, /):
         (x,), dtype, _ = promote(name, x, to_inexact=to_inexact)
         if identity_for is not None and identity_for(dtype):
-            from .creation import asarray
             return asarray(x)
         if accepts is not None:
             _check_kind(name, dtype, accepts, what)
@@ -84,7 +84,6 @@ asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh
 
 def positive(x, /):
     (x,), _, _ = promote("positive", x)
-    from .creation import asarray
     return asarray(x)
 
 
@@ -92,7 +91,6 @@ def absolute(x, /):
     """``|x|``; unsigned and boolean values are returned unchanged, complex gives its real dtype."""
     (x,), dtype, _ = promote("absolute", x)
     if dt.is_unsigned(dtype) or dt.is_bool(dtype):
-        from .creation import asarray
         return asarray(x)
     return ew.abs_p.bind(x)
 
@@ -109,7 +107,6 @@ def imag(x, /):
     (x,), dtype, _ = promote("imag", x)
     if dt.is_complex(dtype):
         return ew.imag_p.bind(x)
-    from .creation import zeros_like
     return zeros_like(x)
 
 
@@ -117,7 +114,6 @@ def round(a, decimals: int = 0):
     """Round half to even, like numpy; integers are returned unchanged."""
     (x,), dtype, weak = promote("round", a)
     if _INT_OR_BOOL(dtype):
-        from .creation import asarray
         return asarray(x)
     if decimals == 0:
         return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
@@ -136,7 +132,6 @@ def rint(x, /):
 def trunc(x, /):
     (x,), dtype, _ = promote("trunc", x)
     if _INT_OR_BOOL(dtype):
-        from .creation import asarray
         return asarray(x)
     from .selection import where
     return where(less(x, 0), ceil(x), floor(x))
@@ -198,7 +193,6 @@ def isnan(x, /):
 
 
 def _bool_like(x, value):
-    from .creation import full_like
     return full_like(x, value, dtype=dt.bool_)
 
 
@@ -338,7 +332,6 @@ def power(x1, x2, /):
         return ew.pow_p.bind(x1, x2)
     if dt.is_bool(dtype):
         return logical_or(x1, logical_not(x2))
-    from .creation import ones_like
     from .selection import where
     acc, base, exponent = ones_like(x1), x1, x2
     for _ in range(dtype.itemsize * 8):
