@@ -401,7 +401,9 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict):
                 raise UnexpectedTracerError(
                     f"Encountered an unexpected tracer {a!r} outside of any trace while applying "
                     f"'{prim.name}': a traced value escaped the function that created it.")
-        return prim.impl(*[_literal_value(a) if type(a) is Literal else a for a in args], **params)
+        args = [_literal_value(a) if type(a) is Literal else a for a in args]
+        rule = prim.impl_rule
+        return rule(*args, **params) if rule is not None else prim.impl(*args, **params)
     return builder.add_eqn(prim, args, params)
 
 

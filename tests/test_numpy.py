@@ -360,7 +360,7 @@ def test_getitem_errors():
         jaxprc.jit(lambda x: x[x > 0])(A)
 
 
-AT_CASES = [(1,), (slice(None), 2), (np.array([0, 2, 0]),), (Ellipsis, np.array([1, -1])), (A > 0,),
+AT_CASES = [(1,), (-1, Ellipsis), (1, 2), (slice(None), 2), (np.array([0, 2, 0]),), (Ellipsis, np.array([1, -1])), (A > 0,),
             (slice(None, None, -1), 0)]
 
 
@@ -393,6 +393,21 @@ def test_at_under_jit_with_traced_index():
     expected = A.copy()
     np.add.at(expected, (slice(None), np.array([0, 0, 3])), 1.0)
     close(jaxprc.jit(lambda x, i: x.at[:, i].add(1.0))(A, np.array([0, 0, 3])), expected)
+
+
+@pytest.mark.parametrize("i", [0, 2, -1, -3, 3, -4])
+def test_at_row_update_with_traced_index_is_one_window_scatter(i):
+    """``x.at[i].set(row)``: a single scatter of a whole row (XLA makes it a dynamic-update-slice);
+    out-of-bounds rows are dropped, negative ones count from the end."""
+    f = lambda x, i, v: x.at[i].set(v)
+    program = jaxprc.make_jaxpr(f)(A, i, V)
+    scatters = [e for e in program.jaxpr.eqns if e.primitive.name == "scatter"]
+    assert len(scatters) == 1 and scatters[0].invars[2].aval.shape == A.shape[1:], program
+    assert not any(e.primitive.name in ("iota", "gather") for e in program.jaxpr.eqns), program
+    expected = A.copy()
+    if -A.shape[0] <= i < A.shape[0]:
+        expected[i] = V
+    close(jaxprc.jit(f)(A, i, V), expected)
 
 
 # ------------------------------------------------------------------- linalg

@@ -95,6 +95,10 @@ def promote(fn: str, *args, to_inexact: bool = False):
     boolean results become the default float dtype (weakness kept), as
     jax.numpy's transcendental functions do.
     """
+    if len(args) == 1 and type(args[0]) is Array:      # the common eager unary op: a dict-free path
+        dtype, weak = args[0].aval.dtype, args[0].aval.weak_type
+        if not to_inexact or dt.is_inexact(dtype):
+            return list(args), dtype, weak
     try:
         avals = [get_aval(a) for a in args]
     except TypeError:

@@ -6,7 +6,9 @@ Ellipsis) become ``slice``/``rev``/``squeeze``, traced integers a
 and become their ``nonzero`` indices) become one ``gather``, whose result
 dimensions go where numpy puts them (in place when the advanced indices are
 adjacent, in front otherwise). ``.at`` updates scatter into the flattened
-array at the positions ``x[idx]`` would read, so they follow the same rules.
+array at the positions ``x[idx]`` would read, so they follow the same rules;
+the common ``x.at[i, j].set(row)`` (leading integers, then whole dimensions)
+is one window scatter that XLA turns into a dynamic-update-slice.
 """
 from __future__ import annotations
 
@@ -312,10 +314,62 @@ def _positions(shape, idx):
     return getitem(iota, idx, mode=lax.GatherScatterMode.FILL_OR_DROP, fill_value=size)
 
 
+def _is_integer_scalar(i) -> bool:
+    if isinstance(i, (bool, np.bool_)):
+        return False
+    if isinstance(i, (int, np.integer)):
+        return True
+    if isinstance(i, (slice, list, tuple)) or i is None or i is Ellipsis:
+        return False
+    try:
+        a = aval_of(i)
+    except TypeError:
+        return False
+    return a.ndim == 0 and dt.is_int(a.dtype)
+
+
+def _leading_integers(ndim, idx):
+    """The integers of an index made of leading integer scalars (static or traced) and then only
+    whole dimensions (``:`` and at most one ``...``); None for any other index."""
+    items = idx if isinstance(idx, tuple) else (idx,)
+    k = 0
+    while k < len(items) and _is_integer_scalar(items[k]):
+        k += 1
+    rest = items[k:]
+    whole = all(r is Ellipsis or (isinstance(r, slice) and r == slice(None)) for r in rest)
+    if not 0 < k <= ndim or not whole or sum(r is Ellipsis for r in rest) > 1:
+        return None
+    return items[:k]
+
+
+def _window_scatter(x, aval, integers, values, scatter):
+    """Combine ``values`` into the window ``x[i0, ..., ik-1]``: one scatter of a whole window."""
+    k = len(integers)
+    parts = [_normalized_indices(i, aval.shape[d]) for d, i in enumerate(integers)]
+    if all(is_constant(p) for p in parts):
+        indices = np.array(parts, dt.default_int_dtype())
+    else:
+        from .shape_ops import stack
+        indices = stack([convert(p, dt.default_int_dtype()) for p in parts])
+    window = aval.shape[k:]
+    values = broadcast_to_shape(convert(values, aval.dtype, aval.weak_type), window)
+    dnums = lax.ScatterDimensionNumbers(update_window_dims=tuple(range(len(window))),
+                                        inserted_window_dims=tuple(range(k)),
+                                        scatter_dims_to_operand_dims=tuple(range(k)),
+                                        operand_batching_dims=(), scatter_indices_batching_dims=())
+    return scatter(x, indices, values, dnums, indices_are_sorted=True, unique_indices=True,
+                   mode=lax.GatherScatterMode.FILL_OR_DROP)
+
+
 def scatter_update(x, idx, values, combine: str):
     """``x`` with ``values`` combined into the elements ``x[idx]`` selects (scatter, drop out of bounds)."""
     x = as_array(x, "at")
     aval = aval_of(x)
+    scatter = {"set": lax.scatter, "add": lax.scatter_add, "mul": lax.scatter_mul,
+               "min": lax.scatter_min, "max": lax.scatter_max}[combine]
+    integers = _leading_integers(aval.ndim, idx)
+    if integers is not None:
+        return _window_scatter(x, aval, integers, values, scatter)
     pos = _positions(aval.shape, idx)
     pos_shape = aval_of(pos).shape
     values = broadcast_to_shape(convert(values, aval.dtype, aval.weak_type), pos_shape)
@@ -324,8 +378,6 @@ def scatter_update(x, idx, values, combine: str):
     dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                         scatter_dims_to_operand_dims=(0,), operand_batching_dims=(),
                                         scatter_indices_batching_dims=())
-    scatter = {"set": lax.scatter, "add": lax.scatter_add, "mul": lax.scatter_mul,
-               "min": lax.scatter_min, "max": lax.scatter_max}[combine]
     out = scatter(lax.reshape(x, (aval.size,)), flat_pos, lax.reshape(values, (n,)), dnums,
                   mode=lax.GatherScatterMode.FILL_OR_DROP)
     return lax.reshape(out, aval.shape)
