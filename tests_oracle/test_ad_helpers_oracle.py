@@ -341,7 +341,6 @@ def test_float0_grad_allow_int():
     assert_same(program)
 
 
-@pytest.mark.xfail(strict=True, reason="reported to R: float0 values across jit/executable boundaries")
 @pytest.mark.parametrize("case", ["jit_grad", "vmap_grad", "jit_jvp"])
 def test_float0_across_jit_and_vmap(case):
     def program(ns):
