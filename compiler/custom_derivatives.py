@@ -59,6 +59,8 @@ class SymbolicZero:
         return SymbolicZero(tangent_aval(get_aval(value)))
 
     def instantiate(self):
+        if self.aval.dtype == dt.float0:        # no program value: a host zero, as in JAX
+            return np.zeros(self.aval.shape, dt.float0)
         return lax.full(self.aval.shape, 0, self.aval.dtype)
 
     def __repr__(self):
@@ -358,10 +360,10 @@ class custom_jvp:
         return tree_unflatten(out_tree, outs)
 
     def _zero_tangent(self, aval):
-        if aval.dtype == dt.float0 or not is_differentiable(aval):
-            return np.zeros(aval.shape, dt.float0)
         t = tangent_aval(aval).strip_weak_type()
-        return SymbolicZero(t) if self.symbolic_zeros else lax.full(t.shape, 0, t.dtype)
+        if self.symbolic_zeros:
+            return SymbolicZero(t)
+        return np.zeros(t.shape, dt.float0) if t.dtype == dt.float0 else lax.full(t.shape, 0, t.dtype)
 
     def _run_rule(self, static, in_tree, primals, tangents, out_tree, out_avals):
         """Call the user's rule; check its outputs against the function's; flat outputs."""
@@ -472,11 +474,12 @@ class custom_vjp:
         out_tree, out_avals = store["out_tree"], fun_cj.out_avals
         fwd_name = _name(self.fwd)
 
-        def flat_fwd(*leaves):
-            dyn = tree_unflatten(in_tree, leaves)
+        diff_in = tuple(is_differentiable(a) for a in in_avals)
+
+        def flat_fwd(*leaves, perturbed=diff_in, store=store):
             if self.symbolic_zeros:
-                dyn = tree_map(lambda x: CustomVJPPrimal(x, True), dyn)
-            result = self.fwd(*merge(static, dyn))
+                leaves = [CustomVJPPrimal(x, p) for x, p in zip(leaves, perturbed)]
+            result = self.fwd(*merge(static, tree_unflatten(in_tree, leaves)))
             if not (isinstance(result, (tuple, list)) and len(result) == 2):
                 raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {_name(self.fun)} must "
                                 "produce a pair (list or tuple of length two) representing primal "
@@ -498,7 +501,13 @@ class custom_vjp:
         thunk, rule_consts = _form_rule(key, fwd_name, lambda: _trace(flat_fwd, flat_args, [], fwd_name))
         if thunk.fwd_store is None or "res_tree" in store:   # a recursive call shares its caller's
             thunk.fwd_store = store
-        bwd = CustomBwd(self, static, in_tree, in_avals, out_tree, out_avals, thunk)
+        def fwd_for(perturbed):
+            variant = {}
+            cj = _trace(functools.partial(flat_fwd, perturbed=perturbed, store=variant), flat_args, [],
+                        fwd_name)
+            return cj, variant
+        bwd = CustomBwd(self, static, in_tree, in_avals, out_tree, out_avals, thunk,
+                        fwd_for if self.symbolic_zeros else None)
         fun_cj = _with_leading_inputs(fun_cj, [get_aval(c) for c in rule_consts])
         outs = custom_vjp_call_jaxpr_p.bind(
             *rule_consts, *fun_consts, *flat_args, fun_jaxpr=fun_cj, fwd_jaxpr_thunk=thunk, bwd=bwd,
@@ -515,12 +524,32 @@ class CustomBwd(Thunk):
 
     runs_on_values = True     # transposition may call it on concrete arrays
 
-    def __init__(self, cvjp: custom_vjp, static, in_tree, in_avals, out_tree, out_avals, fwd_thunk):
+    def __init__(self, cvjp: custom_vjp, static, in_tree, in_avals, out_tree, out_avals, fwd_thunk,
+                 fwd_for=None):
         self.cvjp, self.static = cvjp, static
         self.in_tree, self.in_avals = in_tree, in_avals
         self.out_tree, self.out_avals = out_tree, out_avals
         self._fwd_thunk = fwd_thunk   # residual types and structure come from fwd
+        self._fwd_for = fwd_for       # symbolic_zeros: fwd traced for one perturbation pattern
         super().__init__(self._trace, _name(cvjp.bwd))
+
+    def for_perturbed(self, perturbed):
+        """``(fwd jaxpr, bwd)`` for a call where only the ``perturbed`` inputs are differentiated
+        (symbolic_zeros: fwd sees ``CustomVJPPrimal.perturbed``, and its residuals may differ);
+        None when the full rule must serve (no symbolic zeros, or fwd cannot be traced again)."""
+        if self._fwd_for is None:
+            return None
+        try:
+            cj, store = self._fwd_for(tuple(perturbed))
+        except Exception:  # noqa: BLE001 -- e.g. fwd closes over a finished trace: use the full rule
+            return None
+        if any(isinstance(c, Tracer) for c in cj.consts):
+            return None
+        thunk = RuleThunk(None, self._fwd_thunk.name)
+        thunk.settle(cj)
+        thunk.fwd_store = store
+        return cj, CustomBwd(self.cvjp, self.static, self.in_tree, self.in_avals, self.out_tree,
+                             self.out_avals, thunk)
 
     res_tree = property(lambda self: self._fwd_thunk.fwd_store["res_tree"])
     res_avals = property(lambda self: list(self._fwd_thunk().out_avals[len(self.out_avals):]))

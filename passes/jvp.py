@@ -802,13 +802,17 @@ def _custom_vjp_call_jvp(primals, tangents, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, 
     if any(not isinstance(t, Zero) for t in tangents[:num_consts]):
         raise closed_over_error("custom_vjp")
     args, arg_tangents = primals[num_consts:], tangents[num_consts:]
-    fwd = fwd_jaxpr_thunk()
+    diff_in = [is_differentiable(a) for a in fun_jaxpr.in_avals[num_consts:]]
+    perturbed = [d and not isinstance(t, Zero) for d, t in zip(diff_in, arg_tangents)]
+    variant = None
+    if symbolic_zeros and perturbed != diff_in and hasattr(bwd, "for_perturbed"):
+        variant = bwd.for_perturbed(perturbed)
+    fwd, bwd = variant if variant is not None else (fwd_jaxpr_thunk(), bwd)
     n_fwd_consts = rule_const_count(fwd, len(args))
     outs = eval_jaxpr(fwd.jaxpr, fwd.consts, *primals[:n_fwd_consts], *args)
     out_avals = fun_jaxpr.out_avals
     n_out = len(out_avals)
     res = outs[n_out:]
-    diff_in = [is_differentiable(a) for a in fun_jaxpr.in_avals[num_consts:]]
     diff_out = [is_differentiable(a) for a in out_avals]
     ts = [instantiate_zeros(t) for t, d in zip(arg_tangents, diff_in) if d]
     lin_avals = tuple(a.strip_weak_type() for a, d in zip(out_avals, diff_out) if d)
