@@ -320,15 +320,8 @@ class custom_jvp:
         merge = _merger(self.nondiff_argnums, len(args))
         flat_args, in_tree = tree_flatten(tuple(dynamic))
         in_avals = [get_aval(x) for x in flat_args]
-        store = {}
-
-        def flat_fun(*leaves):
-            out = self.fun(*merge(static, tree_unflatten(in_tree, leaves)))
-            out_leaves, store["out_tree"] = tree_flatten(out)
-            return out_leaves
-        fun_cj = _trace(flat_fun, flat_args, [], _name(self.fun))
-        fun_cj, fun_consts = close_over_consts(fun_cj)
-        out_tree, out_avals = store["out_tree"], fun_cj.out_avals
+        fun_cj, fun_consts, out_tree = _trace_custom_fun(self.fun, static, merge, in_tree, flat_args)
+        out_avals = fun_cj.out_avals
         diff_in = [is_differentiable(a) for a in in_avals]
         rule_name = _name(self.jvp)
 
@@ -408,6 +401,18 @@ class custom_jvp:
         return list(p_leaves) + tangents_out
 
 
+def _trace_custom_fun(fun, static, merge, in_tree, flat_args):
+    """The custom function itself on the flat dynamic arguments: its jaxpr (closed-over values
+    hoisted to leading inputs), those values, and its output tree."""
+    store = {}
+
+    def flat_fun(*leaves):
+        out_leaves, store["out_tree"] = tree_flatten(fun(*merge(static, tree_unflatten(in_tree, leaves))))
+        return out_leaves
+    cj, consts = close_over_consts(_trace(flat_fun, flat_args, [], _name(fun)))
+    return cj, consts, store["out_tree"]
+
+
 def _add_tangents(a, b):
     if isinstance(a, SymbolicZero):
         return b
@@ -464,14 +469,9 @@ class custom_vjp:
         merge = _merger(self.nondiff_argnums, len(args))
         flat_args, in_tree = tree_flatten(tuple(dynamic))
         in_avals = [get_aval(x) for x in flat_args]
+        fun_cj, fun_consts, out_tree = _trace_custom_fun(self.fun, static, merge, in_tree, flat_args)
+        out_avals = fun_cj.out_avals
         store = {}
-
-        def flat_fun(*leaves):
-            out = self.fun(*merge(static, tree_unflatten(in_tree, leaves)))
-            out_leaves, store["out_tree"] = tree_flatten(out)
-            return out_leaves
-        fun_cj, fun_consts = close_over_consts(_trace(flat_fun, flat_args, [], _name(self.fun)))
-        out_tree, out_avals = store["out_tree"], fun_cj.out_avals
         fwd_name = _name(self.fwd)
 
         diff_in = tuple(is_differentiable(a) for a in in_avals)

@@ -17,9 +17,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from jaxprc.ir import Literal, ShapedArray, control_flow as cf, lax, prims, trace_to_jaxpr
-from jaxprc.ir.equality import alpha_equivalent, structural_hash
 from jaxprc.ir.parser import ParseError, parse
-from jaxprc.ir.verify import verify
+from roundtrip import assert_round_trip
 
 F32, I32, BOOL, BF16 = (np.dtype(d) for d in ("float32", "int32", "bool", ml_dtypes.bfloat16))
 SHAPES = [(), (2,), (2, 3)]
@@ -141,14 +140,7 @@ class RandomProgram:
 @SETTINGS
 @given(st.integers(0, 2**32))
 def test_random_programs_verify_and_round_trip(seed):
-    cj = RandomProgram(seed).program()
-    verify(cj)
-    text = str(cj)
-    back = parse(text)
-    assert str(back) == text
-    verify(back)
-    assert alpha_equivalent(back, cj) and alpha_equivalent(cj, back)
-    assert structural_hash(back) == structural_hash(cj)
+    assert_round_trip(RandomProgram(seed).program())
 
 
 @settings(SETTINGS, max_examples=300)

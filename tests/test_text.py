@@ -16,6 +16,7 @@ from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, 
 from jaxprc.ir.equality import alpha_equivalent, structural_hash
 from jaxprc.ir.parser import ParseError, parse
 from jaxprc.ir.verify import verify
+from roundtrip import assert_round_trip
 
 f32, i32, bf16 = np.dtype("float32"), np.dtype("int32"), np.dtype(ml_dtypes.bfloat16)
 
@@ -30,17 +31,6 @@ def trace(fun, *avals):
 def sa(shape, dtype=f32, weak=False):
     return ShapedArray(shape, dtype, weak)
 
-
-def assert_round_trip(cj: ClosedJaxpr) -> ClosedJaxpr:
-    """print(parse(print(j))) == print(j), parse(print(j)) ≡ j, both verify."""
-    verify(cj)
-    text = str(cj)
-    back = parse(text)
-    assert str(back) == text
-    verify(back)
-    assert alpha_equivalent(back, cj) and alpha_equivalent(cj, back)
-    assert structural_hash(back) == structural_hash(cj)
-    return back
 
 
 # ------------------------------------------------------------------- layout
