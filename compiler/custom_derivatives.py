@@ -11,8 +11,11 @@ closes over, then the arguments. Rule jaxprs take the rule's closed-over
 values first. Rules are traced when the node is bound, while whatever they
 close over is alive, with the call's own values: outside ``jit`` they can
 branch on primal values. A rule calling its own custom function (with the
-same types) refers to the thunk being formed, so the recursion ends and the
-printed program names the rule once.
+same types and non-differentiable arguments, compared by value where hashable)
+refers to the thunk being formed, so the recursion ends and the printed program
+names the rule once. Unlike JAX, whose rule thunks wait for differentiation,
+tracing at bind is what lets rules close over live tracers and branch on
+concrete values; the price is one trace of each rule per call site.
 
 The custom_vjp ``bwd`` is kept as a Python function: transposition calls it,
 on concrete values outside ``jit`` (a ``print`` in it shows numbers).
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -93,18 +97,27 @@ class CustomVJPPrimal:
 # ------------------------------------------------------------- arguments
 
 def _resolve_kwargs(fun: Callable, args, kwargs) -> tuple:
-    """Keyword arguments placed at their positions (inspect.signature), defaults filled in."""
-    if not kwargs:
+    """The call's arguments as positions (inspect.signature), positional defaults filled in, so
+    the rules see every argument; keyword-only parameters left at their defaults are dropped
+    (the function uses its default), keyword-only arguments passed are an error (as in JAX)."""
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):       # no signature (some builtins): positions as given
+        if kwargs:
+            raise TypeError(f"{_name(fun)}: keyword arguments need a function with a signature") from None
         return tuple(args)
     try:
-        bound = inspect.signature(fun).bind(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
     except TypeError as e:
-        raise TypeError(f"{_name(fun)}: {e}") from None
+        raise TypeError(f"The input arguments to the custom_jvp/custom_vjp-decorated function "
+                        f"{_name(fun)} could not be resolved to positional arguments. Binding failed "
+                        f"with the error: {e}") from None
     bound.apply_defaults()
-    if bound.kwargs:
-        raise TypeError(f"{_name(fun)}: keyword arguments {sorted(bound.kwargs)} could not be resolved "
-                        "to positions; custom_jvp/custom_vjp functions take their arguments by position "
-                        "(or by a name that maps to a position)")
+    passed = [k for k in bound.kwargs if k in kwargs]
+    if passed:
+        raise TypeError(f"{_name(fun)}: keyword arguments {passed} could not be resolved to positions; "
+                        "custom_jvp/custom_vjp functions take their arguments by position (or by a "
+                        "name that maps to a position)")
     return tuple(bound.args)
 
 
@@ -249,7 +262,20 @@ def _order_consts(cj: ClosedJaxpr, objs, wanted) -> ClosedJaxpr:
 
 
 def _static_key(static) -> tuple:
-    return tuple(id(s) for s in static)
+    """Non-differentiable arguments as a memo key: containers by structure, hashable leaves by
+    value (a rule rebuilding ``(0, 1)`` still matches), tracers and other leaves by identity."""
+    leaves, tree = tree_flatten(list(static))
+    return (tree, *(_leaf_key(x) for x in leaves))
+
+
+def _leaf_key(x):
+    if isinstance(x, Tracer):
+        return ("id", id(x))
+    try:
+        hash(x)
+    except TypeError:
+        return ("id", id(x))
+    return ("value", type(x), x)
 
 
 def _check_tree(what: str, expected_tree, got_tree):
@@ -314,9 +340,7 @@ class custom_jvp:
             return self.fun(*args)
         _check_nondiff_argnums(self.nondiff_argnums, len(args), self.fun)
         static, dynamic = _split(args, self.nondiff_argnums)
-        # traced non-differentiable arguments are closed over, with a zero derivative (as in JAX)
-        static = [tree_map(lambda x: lax.stop_gradient(x) if isinstance(x, Tracer) else x, s)
-                  for s in static]
+        static = [tree_map(_nondiff_value, s) for s in static]
         merge = _merger(self.nondiff_argnums, len(args))
         flat_args, in_tree = tree_flatten(tuple(dynamic))
         in_avals = [get_aval(x) for x in flat_args]
@@ -399,6 +423,20 @@ class custom_jvp:
                     f"{expected.strip_weak_type().str_short()}, but got {ta.strip_weak_type().str_short()}.")
             tangents_out.append(t)
         return list(p_leaves) + tangents_out
+
+
+def _nondiff_value(x):
+    """A traced non-differentiable argument is closed over with a zero derivative (as in JAX).
+    The stopped value is marked, so a rule passing it back to its own function keeps the same
+    object, and the recursive call finds the rule being formed (``_static_key``)."""
+    if not isinstance(x, Tracer) or _STOPPED.get(id(x)) is x:
+        return x
+    stopped = lax.stop_gradient(x)
+    _STOPPED[id(stopped)] = stopped
+    return stopped
+
+
+_STOPPED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def _trace_custom_fun(fun, static, merge, in_tree, flat_args):

@@ -18,6 +18,10 @@ class JaxprcError(Exception):
     """Base class of the errors a user can cause."""
 
 
+class RuleNotPrinted(JaxprcError):
+    """A rule of a parsed program whose text was left out (``@name = unprinted``)."""
+
+
 class JaxprTypeError(JaxprcError, TypeError):
     """An ill-typed program: a typing rule rejected its operands, or verify() found a fault."""
 

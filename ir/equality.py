@@ -6,7 +6,9 @@ corresponding one to one. Literal and float values compare bitwise, so
 ``-0.0`` differs from ``0.0`` while NaNs equal each other. Sub-jaxprs in
 params compare recursively, each a scope of its own. Thunks compare by their
 forced jaxprs when both are forced (coinductively: a rule that refers to
-itself is assumed equal while it is being compared), else by identity.
+itself is assumed equal while it is being compared), else by identity. As in the
+text form, rules nested deeper than the printer's ``MAX_DEFINITION_DEPTH`` are not
+compared.
 
 ``structural_hash`` is a blake2b digest of a canonical walk (variables by
 binding order): stable across processes, never based on ``id()``. Thunks
@@ -22,7 +24,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Thunk, Var
-from .printer import definition_jaxpr, is_definition
+from .printer import MAX_DEFINITION_DEPTH, definition_jaxpr, is_definition
 from .tracing import Tracer
 
 
@@ -64,6 +66,7 @@ class _Comparison:
     def __init__(self):
         self.assumed: set[tuple[int, int]] = set()   # thunk pairs under comparison
         self.keep: list = []                          # keeps those thunks (and their ids) alive
+        self.depth = 0                                # of the rules being compared
 
     def closed(self, a, b) -> bool:
         if isinstance(a, ClosedJaxpr) != isinstance(b, ClosedJaxpr):
@@ -136,7 +139,7 @@ class _Comparison:
             return x is y
 
     def definition(self, x, y) -> bool:
-        if x is y:
+        if x is y or self.depth >= MAX_DEFINITION_DEPTH:
             return True
         if not (is_definition(x) and is_definition(y) and _available(x) and _available(y)):
             return False
@@ -145,7 +148,11 @@ class _Comparison:
             return True
         self.assumed.add(key)
         self.keep.append((x, y))
-        return self.closed(definition_jaxpr(x), definition_jaxpr(y))
+        self.depth += 1
+        try:
+            return self.closed(definition_jaxpr(x), definition_jaxpr(y))
+        finally:
+            self.depth -= 1
 
 
 def _available(rule) -> bool:

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .core import (PARAM_TYPES, PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprcError, JaxprTypeError,
-                   Literal, ShapedArray, Thunk, Var)
+                   Literal, RuleNotPrinted, ShapedArray, Thunk, Var)
 from .verify import infer_out_avals
 
 
@@ -215,7 +215,7 @@ class _Builder(lark.Transformer):
         thunk = self.thunks.get(name)
         if thunk is None:
             definitions = self.definitions
-            thunk = self.thunks[name] = Thunk(lambda: definitions[name], name=name)
+            thunk = self.thunks[name] = Thunk(lambda: _defined(definitions, name), name=name)
             self.first_reference[name] = c[0]
         return thunk
 
@@ -333,6 +333,9 @@ class _Builder(lark.Transformer):
     def definition(self, c):
         return c[0], c[1]
 
+    def unprinted_definition(self, c):
+        return c[0], None
+
     def start(self, c):
         main, defs = c[0], c[1:]
         for tok, cj in defs:
@@ -344,6 +347,16 @@ class _Builder(lark.Transformer):
             if name not in self.definitions:
                 _fail(tok, f"undefined reference @{name}", f"a definition '@{name} = {{ lambda ... }}'")
         return main
+
+
+def _defined(definitions, name: str) -> ClosedJaxpr:
+    cj = definitions[name]
+    if cj is None:
+        raise RuleNotPrinted(f"the rule @{name} was not printed in the program text (it is nested "
+                             "deeper than the printer's definition depth), so this program cannot "
+                             "apply it; transform the original program, or print it with a larger "
+                             "max_definition_depth")
+    return cj
 
 
 def _array_value(name_tok, value, aval: ShapedArray) -> np.ndarray:

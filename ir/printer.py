@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt
-from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Thunk, Var
+from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, RuleNotPrinted, ShapedArray, Thunk, Var
 from .tracing import Tracer
 
 WIDTH = 80               # lines longer than this break, as in JAX
@@ -239,24 +239,31 @@ def _dtype_of_param(value):
     return None
 
 
+# Rules nest without end in some programs (odeint's bwd integrates an augmented ODE whose bwd
+# integrates a larger one, ...): definitions nested deeper than this print as ``unprinted``.
+MAX_DEFINITION_DEPTH = 4
+
+
 class _Printer:
     """Holds the ``@name`` definitions met while printing one program."""
 
-    def __init__(self):
+    def __init__(self, max_definition_depth: int = MAX_DEFINITION_DEPTH):
         self.def_names: dict[int, str] = {}
-        self.defs: list[tuple[str, Any]] = []     # (name, param object), in order of first reference
+        self.defs: list[tuple[str, Any, int]] = []   # (name, param object, depth), by first reference
+        self.depth = 0                               # of the definition being printed
+        self.max_depth = max_definition_depth
 
     def reference(self, value) -> str:
         name = self.def_names.get(id(value))
         if name is None:
             base = name = _definition_hint(value)
-            taken = {n for n, _ in self.defs}
+            taken = {n for n, _, _ in self.defs}
             k = 0
             while name in taken:
                 k += 1
                 name = f"{base}_{k}"
             self.def_names[id(value)] = name
-            self.defs.append((name, value))
+            self.defs.append((name, value, self.depth + 1))
         return "@" + name
 
     # -- docs ---------------------------------------------------------------
@@ -323,11 +330,21 @@ class _Printer:
         text = layout(self.jaxpr_doc(cj, Namer(), show_consts), 0, 0)
         done = 0
         while done < len(self.defs):        # definitions may reference further definitions
-            name, value = self.defs[done]
+            name, value, self.depth = self.defs[done]
             done += 1
-            body = layout(self.jaxpr_doc(definition_jaxpr(value), Namer(), True), 0, len(name) + 4)
+            cj = self._definition(value)
+            body = "unprinted" if cj is None else layout(self.jaxpr_doc(cj, Namer(), True), 0, len(name) + 4)
             text += f"\n\n@{name} = {body}"
         return text
+
+    def _definition(self, value) -> ClosedJaxpr | None:
+        """The definition's jaxpr, or None where it is too deep or was not printed in its source."""
+        if self.depth > self.max_depth:
+            return None
+        try:
+            return definition_jaxpr(value)
+        except RuleNotPrinted:
+            return None
 
 
 def _opaque_name(value) -> str:
@@ -362,6 +379,8 @@ def pp_eqn(eqn: Eqn, namer: Namer | None = None) -> str:
     return layout(_Printer().eqn_doc(eqn, namer), 0, 0)
 
 
-def pp_jaxpr(closed_jaxpr: ClosedJaxpr, show_consts: bool = True) -> str:
-    """The program's text, its ``@name`` definitions after it."""
-    return _Printer().program(closed_jaxpr, show_consts)
+def pp_jaxpr(closed_jaxpr: ClosedJaxpr, show_consts: bool = True,
+             max_definition_depth: int = MAX_DEFINITION_DEPTH) -> str:
+    """The program's text, its ``@name`` definitions after it (those nested deeper than
+    ``max_definition_depth`` as ``@name = unprinted``)."""
+    return _Printer(max_definition_depth).program(closed_jaxpr, show_consts)

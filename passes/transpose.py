@@ -469,6 +469,13 @@ def _jit_t(cts, *args, jaxpr, name):
     return _transpose_call_outputs(outs, args, nonzeros)
 
 
+@_rule("custom_jvp_call_jaxpr")
+def _custom_jvp_call_t(cts, *args, fun_jaxpr, jvp_jaxpr_thunk, num_consts, symbolic_zeros):
+    # In a linear program (a jvp rule applied its own function to tangents) the node is linear
+    # through its function; the rule has done its work, as in JAX's partial evaluation.
+    return _jit_t(cts, *args, jaxpr=fun_jaxpr, name=jvp_jaxpr_thunk.name)
+
+
 @_rule("cond")
 def _cond_t(cts, index, *ops, branches):
     if is_undefined_primal(index):

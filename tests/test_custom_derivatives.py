@@ -12,6 +12,8 @@ from jaxprc import ir, lax
 from jaxprc.custom_derivatives import SymbolicZero
 from jaxprc.ir.dtypes import float0
 
+from roundtrip import assert_round_trip
+
 
 def close(a, b, tol=1e-5):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol)
@@ -667,3 +669,94 @@ def test_linearized_program_with_custom_lin_round_trips_and_transposes():
     for program in (lin, parsed):
         ct, _ = transpose_jaxpr(program, [False] * n_res + [True])
         close(jx.jaxpr_as_fun(ct)(*res, np.float32(1.))[0], jx.grad(_rt_program)(x))
+
+
+# ---------------------------------------- library rules in the text form, recursion, defaults
+
+def _parsed_fn(cj):
+    back = assert_round_trip(cj)
+    return lambda *args: jx.jaxpr_as_fun(back)(*args)
+
+
+def test_norm_program_prints_its_recursive_rule_once_and_round_trips():
+    x = np.array([3., 4., 0.], np.float32)
+    cj = jx.make_jaxpr(lambda x: jnp.linalg.norm(x, axis=(0,)))(x)
+    assert str(cj).count("@_two_norm_jvp = ") == 1
+    fn = _parsed_fn(cj)
+    close(jx.grad(lambda x: fn(x)[0])(x), [0.6, 0.8, 0.])
+    close(jx.grad(lambda x: fn(x)[0])(np.zeros(3, np.float32)), np.zeros(3))
+
+
+def test_recursive_rule_with_pytree_and_traced_nondiff_arguments():
+    @partial(jx.custom_jvp, nondiff_argnums=(1, 2))
+    def scaled(x, axes, s):
+        return jnp.sum(x * s, axis=axes)
+
+    @scaled.defjvp
+    def scaled_jvp(axes, s, primals, tangents):
+        (x,), (t,) = primals, tangents
+        return scaled(x, tuple(axes), s), scaled(t, axes, s) * 2.   # rebuilt tuple, same values
+
+    x = np.ones((2, 3), np.float32)
+    f = lambda x, s: scaled(x, (1,), s).sum()
+    assert str(jx.make_jaxpr(f)(x, 3.)).count("@scaled_jvp = ") == 1
+    close(jx.grad(f)(x, 3.), np.full((2, 3), 6.))
+    close(jx.jit(jx.grad(f))(x, 3.), np.full((2, 3), 6.))
+    close(jx.grad(lambda x: _parsed_fn(jx.make_jaxpr(f)(x, 3.))(x, 3.)[0])(x), np.full((2, 3), 6.))
+
+
+def test_odeint_program_round_trips_and_its_parsed_copy_differentiates_twice():
+    from jaxprc.experimental.ode import odeint
+    ts = np.array([0., 1.], np.float32)
+    decay = lambda y, t, k: -k * y
+    cj = jx.make_jaxpr(lambda y0, k: odeint(decay, y0, ts, k)[-1].sum())(np.ones(2, np.float32), 1.)
+    assert "= unprinted" in str(cj)      # the adjoint's adjoint's ... rules are nested without end
+    fn = _parsed_fn(cj)
+    g_y0, g_k = jx.grad(lambda y0, k: fn(y0, k)[0], (0, 1))(np.ones(2, np.float32), 1.)
+    close(g_y0, np.full(2, np.exp(-1.)), 1e-4), close(g_k, -2 * np.exp(-1.), 1e-4)
+    close(jx.grad(jx.grad(lambda k: fn(np.ones(2, np.float32), k)[0]))(1.), 2 * np.exp(-1.), 1e-4)
+
+
+def test_a_rule_deeper_than_the_text_form_says_so_when_needed():
+    @jx.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), g(x) * t          # a rule referring to a deeper rule
+
+    @jx.custom_jvp
+    def g(x):
+        return jnp.cos(x)
+    g.defjvp(lambda p, t: (g(p[0]), -jnp.sin(p[0]) * t[0]))
+    text = ir.pp_jaxpr(jx.make_jaxpr(f)(1.), max_definition_depth=1)
+    assert "@f_jvp = {" in text and "@_lambda_ = unprinted" in text
+    parsed = ir.parse(text)
+    assert ir.pp_jaxpr(parsed, max_definition_depth=1) == text
+    fn = lambda x: jx.jaxpr_as_fun(parsed)(x)[0]
+    close(jx.grad(fn)(1.), np.cos(1.))
+    with pytest.raises(ir.RuleNotPrinted, match="was not printed"):
+        jx.grad(jx.grad(fn))(1.)
+
+
+def test_rules_see_positional_defaults_and_keyword_only_defaults_stay_out():
+    @jx.custom_jvp
+    def f(x, y=2.):
+        return x * y
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        return f(x, y), tx * y + ty * x
+    assert float(jx.grad(f)(3.)) == 2. and float(jx.grad(f)(3., 4.)) == 4.
+    assert float(jx.grad(lambda x: f(x, y=5.))(3.)) == 5.
+
+    @jx.custom_vjp
+    def g(x, *, scale=3.):
+        return x * scale
+    g.defvjp(lambda x: (g(x), None), lambda _, ct: (ct * 3.,))
+    assert float(jx.grad(g)(1.)) == 3.
+    with pytest.raises(TypeError, match="could not be resolved to positions"):
+        jx.grad(lambda x: g(x, scale=2.))(1.)
