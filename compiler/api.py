@@ -315,6 +315,19 @@ def _ndarray_signature(shape, dtype, x64):
     return runtime.Aval.get(shape, dt.canonicalize_dtype(dtype), False)
 
 
+# Caches per function and jit options, kept while the function lives: `jit(f)(x)` written in
+# a loop compiles once, as in JAX.
+_JIT_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _shared_caches(fun, options) -> tuple[dict, dict]:
+    try:
+        per_options = _JIT_CACHES.setdefault(fun, {})
+    except TypeError:          # not weakly referable, or unhashable: caches of its own
+        return {}, {}
+    return per_options.setdefault(options, ({}, {}))
+
+
 class JitFunction:
     """``jit(f)``: call it like ``f``; ``.lower(*args)`` gives the StableHLO."""
 
@@ -325,8 +338,9 @@ class JitFunction:
         self._spec = _ArgSpec(fun, static_argnums, static_argnames)
         donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
         self._donate_argnums = frozenset(donate)
-        self._cache: dict = {}          # call signature -> _CompiledCall
-        self._traced: dict = {}         # call signature -> (jaxpr without consts, consts, out_tree)
+        # call signature -> _CompiledCall, and -> (jaxpr without consts, consts, out_tree)
+        self._cache, self._traced = _shared_caches(
+            fun, (self._spec.argnums, self._spec.argnames, self._donate_argnums))
 
     # -- the fast path ----------------------------------------------------------
     def __call__(self, *args, **kwargs):

@@ -57,6 +57,22 @@ def test_second_call_neither_traces_nor_lowers_nor_compiles(counters):
     assert (len(traces), counters["lower"], counters["compile"], jf._cache_size()) == (1, 1, 1, 1)
 
 
+def test_jit_of_the_same_function_again_shares_the_cache(counters):
+    traces = []
+
+    def f(a):
+        traces.append(1)
+        return a * 2.
+
+    for _ in range(3):                 # `jit(f)(x)` in a loop compiles once, as in JAX
+        np.testing.assert_array_equal(np.asarray(jx.jit(f)(_x())), _x() * 2)
+    assert (len(traces), counters["compile"]) == (1, 1)
+    jx.jit(f, static_argnums=0)(3.)    # other options: caches of their own
+    assert len(traces) == 2
+    jx.jit(lambda a: f(a))(_x())       # another function
+    assert len(traces) == 3
+
+
 def test_cache_keys_on_shape_dtype_weak_type_and_structure(counters):
     traces = []
 
