@@ -101,9 +101,30 @@ for _names, _op in [
     ("rem", hlo.remainder), ("pow", hlo.power), ("atan2", hlo.atan2), ("nextafter", chlo.next_after),
     ("and", hlo.and_), ("or", hlo.or_), ("xor", hlo.xor), ("shift_left", hlo.shift_left),
     ("shift_right_arithmetic", hlo.shift_right_arithmetic),
-    ("shift_right_logical", hlo.shift_right_logical), ("max", hlo.maximum), ("min", hlo.minimum),
+    ("shift_right_logical", hlo.shift_right_logical),
 ]:
     _rule(_names)(_binary(_op))
+
+
+def _max_min(kind: str, dtype):
+    """The binary max or min of ``dtype`` values. Complex numbers compare lexicographically by
+    (real, imag), as in JAX (XLA's own maximum is not defined on them)."""
+    op = hlo.maximum if kind == "max" else hlo.minimum
+    if not dt.is_complex(dtype):
+        return op
+    direction = "GT" if kind == "max" else "LT"
+
+    def lexicographic(x, y):
+        rx, ry, ix, iy = hlo.real(x), hlo.real(y), hlo.imag(x), hlo.imag(y)
+        pick_x = hlo.select(compare(rx, ry, "EQ", dt.float32), compare(ix, iy, direction, dt.float32),
+                            compare(rx, ry, direction, dt.float32))
+        return hlo.select(pick_x, x, y)
+    return lexicographic
+
+
+@_rule("max", "min")
+def _max_min_rule(ctx, x, y):
+    return _max_min(ctx.primitive.name, ctx.avals_in[0].dtype)(x, y)
 
 
 for _name, _direction in [("eq", "EQ"), ("ne", "NE"), ("lt", "LT"), ("le", "LE"), ("gt", "GT"), ("ge", "GE")]:
@@ -317,7 +338,7 @@ def _gather(ctx, operand, indices, *, dimension_numbers, slice_sizes, mode, fill
 
 
 _SCATTER_COMBINERS = {"scatter": lambda old, new: new, "scatter-add": hlo.add, "scatter-mul": hlo.multiply,
-                      "scatter-min": hlo.minimum, "scatter-max": hlo.maximum}
+                      "scatter-min": "min", "scatter-max": "max"}
 
 
 def _clamp_scatter_indices(indices, idx_aval, op_aval, upd_aval, dnums):
@@ -348,6 +369,8 @@ def _scatter(ctx, operand, indices, updates, *, dimension_numbers, mode, indices
     op = hlo.ScatterOp([operand.type], [operand], indices, [updates], sdn,
                        indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices))
     combine = _SCATTER_COMBINERS[ctx.primitive.name]
+    if isinstance(combine, str):
+        combine = _max_min(combine, op_aval.dtype)
     if op_aval.dtype == dt.bool_ and ctx.primitive.name == "scatter-add":
         combine = hlo.or_
     scalar = _scalar_type(op_aval.dtype)
@@ -367,8 +390,14 @@ def _sort_key(x, dtype):
 
 def _lexicographic_less(keys_lhs, keys_rhs, dtypes):
     """lhs < rhs in the total order (NaNs last), lexicographically over the keys."""
+    parts = []                 # complex keys compare as (real, imag), as in JAX
+    for a, b, dtype in zip(keys_lhs, keys_rhs, dtypes):
+        if dt.is_complex(dtype):
+            parts += [(hlo.real(a), hlo.real(b), dt.float32), (hlo.imag(a), hlo.imag(b), dt.float32)]
+        else:
+            parts.append((a, b, dtype))
     result = None
-    for a, b, dtype in reversed(list(zip(keys_lhs, keys_rhs, dtypes))):
+    for a, b, dtype in reversed(parts):
         kind = "TOTALORDER" if dt.is_float(dtype) else None
         a, b = _sort_key(a, dtype), _sort_key(b, dtype)
         lt = compare(a, b, "LT", dtype, kind)
@@ -396,7 +425,7 @@ def _identity_value(kind: str, dtype):
     if kind in ("max", "min"):
         if dtype == dt.bool_:
             return kind == "min"
-        if dt.is_float(dtype):
+        if dt.is_inexact(dtype):
             return -np.inf if kind == "max" else np.inf
         info = np.iinfo(dtype)
         return info.min if kind == "max" else info.max
@@ -405,7 +434,7 @@ def _identity_value(kind: str, dtype):
     return {"sum": 0, "prod": 1, "or": 0, "xor": 0}[kind]
 
 
-_REDUCERS = {"sum": hlo.add, "prod": hlo.multiply, "max": hlo.maximum, "min": hlo.minimum,
+_REDUCERS = {"sum": hlo.add, "prod": hlo.multiply, "max": "max", "min": "min",
              "and": hlo.and_, "or": hlo.or_, "xor": hlo.xor}
 
 
@@ -414,7 +443,10 @@ def _reduce_rule(ctx, x, *, axes, **_):
     kind = ctx.primitive.name[len("reduce_"):]
     dtype = ctx.avals_in[0].dtype
     init = full((), _identity_value(kind, dtype), dtype)
-    return _reduce([x], [init], axes, [aval_to_ir_type(ctx.avals_out[0])], _REDUCERS[kind])
+    combine = _REDUCERS[kind]
+    if isinstance(combine, str):
+        combine = _max_min(combine, dtype)
+    return _reduce([x], [init], axes, [aval_to_ir_type(ctx.avals_out[0])], combine)
 
 
 @_rule("argmax", "argmin")
@@ -453,7 +485,7 @@ def _logaddexp(a, b, dtype):
 
 
 _CUMULATIVE = {"cumsum": ("sum", hlo.add), "cumprod": ("prod", hlo.multiply),
-               "cummax": ("max", hlo.maximum), "cummin": ("min", hlo.minimum),
+               "cummax": ("max", None), "cummin": ("min", None),
                "cumlogsumexp": ("logsumexp", None)}
 
 
@@ -469,6 +501,8 @@ def _cumulative(ctx, x, *, axis, reverse=False):
     dtype = aval.dtype
     if kind == "logsumexp":
         init, combine = -np.inf, lambda a, b: _logaddexp(a, b, dtype)
+    elif kind in ("max", "min"):
+        init, combine = _identity_value(kind, dtype), _max_min(kind, dtype)
     else:
         init = _identity_value(kind, dtype)
     window = [1] * aval.ndim

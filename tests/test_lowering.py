@@ -794,3 +794,19 @@ def test_cumulative_scan_lengths(n):
     check(outs[0], np.cumsum(x, 1), F64, scale=1e3)
     check(outs[1], _np_cumulative("cummax", x, 1, True), F64)
     check(outs[2], _np_cumulative("cumsum", xi, 0, True), np.int32)
+
+
+def test_complex_max_min_sort_order_by_real_then_imag_as_jax():
+    import jaxprc as jx
+    import jaxprc.numpy as jnp
+    from jaxprc import lax
+    # expected values printed by JAX 0.10.2
+    x = np.array([1 + 2j, 1 + 3j, 0 + 5j, 2 - 1j, np.nan + 0j], np.complex64)
+    y = np.array([1 + 3j, 1 + 2j, 1 + 0j, 2 - 2j, 1 + 0j], np.complex64)
+    np.testing.assert_array_equal(np.asarray(lax.max(x, y)), [1 + 3j, 1 + 3j, 1 + 0j, 2 - 1j, 1 + 0j])
+    np.testing.assert_array_equal(np.asarray(jx.jit(lax.min)(x, y)), [1 + 2j, 1 + 2j, 0 + 5j, 2 - 2j, 1 + 0j])
+    np.testing.assert_array_equal(np.asarray(lax.sort(x)), [0 + 5j, 1 + 2j, 1 + 3j, 2 - 1j, np.nan + 0j])
+    _, perm = lax.sort((x, np.arange(5, dtype=np.int32)), num_keys=1)
+    np.testing.assert_array_equal(np.asarray(perm), [2, 0, 1, 3, 4])
+    np.testing.assert_array_equal(np.asarray(lax.cummax(x)), [1 + 2j, 1 + 3j, 1 + 3j, 2 - 1j, np.nan + 0j])
+    assert complex(jnp.min(x[:4])) == 5j and complex(jx.jit(jnp.max)(x[:4])) == 2 - 1j

@@ -28,6 +28,7 @@ LINEAR = {
     "scatter-add", "scatter-mul", "select_n",
     "jit", "cond", "scan", "while", "checkpoint", "name",   # calls and control flow: their bodies
     "custom_lin",   # a linearized custom_vjp call: transposing it calls bwd
+    "custom_jvp_call_jaxpr",   # a rule applied its own function to tangents: linear through it
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

@@ -5,7 +5,7 @@ The result keeps the operand's dtype and weak type, as in JAX.
 from __future__ import annotations
 
 from ..core import Primitive, ShapedArray
-from .elementwise import BOOL_OR_INT, KIND_NAMES, NUM, ORDERED
+from .elementwise import ANY, BOOL_OR_INT, KIND_NAMES, NUM
 from .structural import check_axes, type_error
 
 
@@ -24,8 +24,8 @@ def _reduction(name: str, accepts) -> Primitive:
 
 reduce_sum_p = _reduction("reduce_sum", NUM)
 reduce_prod_p = _reduction("reduce_prod", NUM)
-reduce_max_p = _reduction("reduce_max", ORDERED)
-reduce_min_p = _reduction("reduce_min", ORDERED)
+reduce_max_p = _reduction("reduce_max", ANY)     # complex: by (real, imag), as in JAX
+reduce_min_p = _reduction("reduce_min", ANY)
 reduce_and_p = _reduction("reduce_and", BOOL_OR_INT)
 reduce_or_p = _reduction("reduce_or", BOOL_OR_INT)
 reduce_xor_p = _reduction("reduce_xor", BOOL_OR_INT)

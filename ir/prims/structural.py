@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..core import JaxprTypeError, Primitive, ShapedArray, param_type
-from .elementwise import INTEGRAL, IS_FLOAT, KIND_NAMES, NUM, ORDERED, fmt_types
+from .elementwise import ANY, INTEGRAL, IS_FLOAT, KIND_NAMES, NUM, ORDERED, fmt_types
 
 
 def type_error(name: str, avals, expected: str, **params) -> JaxprTypeError:
@@ -412,6 +412,6 @@ def _cumulative(name: str, accepts) -> Primitive:
 
 cumsum_p = _cumulative("cumsum", NUM)
 cumprod_p = _cumulative("cumprod", NUM)
-cummax_p = _cumulative("cummax", ORDERED)
-cummin_p = _cumulative("cummin", ORDERED)
+cummax_p = _cumulative("cummax", ANY)     # complex: by (real, imag), as in JAX
+cummin_p = _cumulative("cummin", ANY)
 cumlogsumexp_p = _cumulative("cumlogsumexp", IS_FLOAT)
