@@ -6,6 +6,8 @@ its own: it carries the aval object we give it. ``Aval`` is that object
 """
 from __future__ import annotations
 
+import sys
+
 import ml_dtypes
 import numpy as np
 from jaxlib import _jax
@@ -185,14 +187,24 @@ def to_numpy(a: Array) -> np.ndarray:
         raise DeletedArrayError(
             f"Array of type {a.dtype.name}{list(a.shape)} has been deleted: its buffer was "
             "donated to a jitted computation (donate_argnums) or freed with .delete().")
-    if a.aval.dtype == _BFLOAT16:
-        # No PEP-3118 format for bfloat16: numpy would silently give a 0-d object array.
-        from .executable import bfloat16_to_host
-        return bfloat16_to_host(a)
-    if backend().platform == "cpu":
-        return np.asarray(buf)
-    # Device memory is not host-addressable: an explicit device-to-host copy.
-    return buf._single_device_array_to_np_array_did_copy()[0]
+    # bfloat16 has no PEP-3118 format (numpy would give a 0-d object array), and device memory
+    # is not host-addressable: both take an explicit copy.
+    if a.aval.dtype == _BFLOAT16 or backend().platform != "cpu":
+        return _copy_to_host(buf)
+    return np.asarray(buf)
+
+
+def _copy_to_host(buf) -> np.ndarray:
+    """jaxlib's device-to-host copy. Its C++ imports jax, when installed, to make an aval
+    (notes §0.1); unless the user has imported jax, the import is made to fail fast."""
+    if "jax" in sys.modules:
+        return buf._single_device_array_to_np_array_did_copy()[0]
+    sys.modules["jax"] = None
+    try:
+        return buf._single_device_array_to_np_array_did_copy()[0]
+    finally:
+        if "jax" in sys.modules and sys.modules["jax"] is None:
+            del sys.modules["jax"]
 
 
 def to_buffer(x, aval: Aval):

@@ -8,7 +8,6 @@ the jaxlib calls that import jax, §0).
 """
 from __future__ import annotations
 
-import functools
 
 import ml_dtypes
 import numpy as np
@@ -182,24 +181,3 @@ def _explain(e: Exception) -> str:
         msg += (" (an argument's buffer was deleted: it was donated to an earlier call with "
                 "donate_argnums, or freed with .delete())")
     return msg
-
-
-# ----------------------------------------------------------- bfloat16 to host
-
-def _tensor_text(shape, elt: str) -> str:
-    return "tensor<" + "".join(f"{d}x" for d in shape) + elt + ">"
-
-
-@functools.lru_cache(maxsize=64)
-def _bitcast_bf16_to_u16(shape: tuple) -> Executable:
-    src, dst = _tensor_text(shape, "bf16"), _tensor_text(shape, "ui16")
-    return compile(f"""func.func public @main(%x: {src}) -> {dst} {{
-  %0 = stablehlo.bitcast_convert %x : ({src}) -> {dst}
-  return %0 : {dst} }}""", name="bfloat16_to_host")
-
-
-def bfloat16_to_host(a: Array) -> np.ndarray:
-    """numpy has no buffer format for bfloat16: move its bits as uint16 and view them back."""
-    from .array import to_numpy
-    (bits,) = _bitcast_bf16_to_u16(a.shape).execute([a._buf])
-    return to_numpy(bits).view(ml_dtypes.bfloat16)

@@ -39,6 +39,10 @@ WORKLOAD = textwrap.dedent("""
     keys = random.split(random.key(0))
     text = jaxprc.jit(loss).lower(w, x).as_text()
     np.testing.assert_allclose(np.asarray(batched), 2 * np.cos(np.arange(3.0)), rtol=1e-6)
+    halves = np.asarray(jnp.ones(3, jnp.bfloat16) / 2)         # bfloat16 and device memory:
+    from jaxprc.runtime.array import _copy_to_host             # jaxlib's copy to host
+    assert halves.dtype.name == "bfloat16" and (halves == 0.5).all()
+    np.testing.assert_array_equal(_copy_to_host(eager._buf), np.asarray(eager))
     from jaxprc.tools import cli                               # the command line
     assert cli.main(["demo"]) == 0
     assert "jax" not in sys.modules, sorted(m for m in sys.modules if m.split(".")[0] == "jax")
