@@ -285,6 +285,11 @@ class _CompiledCall:
     def __call__(self, leaves):
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a)
                    for x, a in zip(leaves, self.in_avals)]
+        for i, b in enumerate(buffers):      # XLA would log a deleted buffer to stderr, then fail
+            if b.is_deleted():
+                raise runtime.DeletedArrayError(
+                    f"argument {i} of '{self.executable.name}' is an Array whose buffer has been "
+                    "deleted: it was donated to an earlier call (donate_argnums) or freed with .delete().")
         if self.const_buffers:
             buffers = self.const_buffers + buffers
         try:
@@ -403,7 +408,8 @@ class JitFunction:
     def lower(self, *args, **kwargs) -> "Lowered":
         """Trace and lower for these arguments (arrays, scalars or ShapeDtypeStructs)."""
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
-        return Lowered(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs))
+        in_tree = _flatten(self._spec.split(args, kwargs)[0])[1]
+        return Lowered(cj, in_tree, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs))
 
     def trace(self, *args, **kwargs) -> ClosedJaxpr:
         return _trace(self._fun, self._spec, args, kwargs, self._name)[0]
@@ -447,9 +453,9 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
 class Lowered:
     """``jit(f).lower(*args)``: the StableHLO of one call signature."""
 
-    def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated_invars):
+    def __init__(self, cj: ClosedJaxpr, in_tree, out_tree, name: str, donated_invars):
         self.jaxpr = cj
-        self._out_tree = out_tree
+        self._in_tree, self._out_tree = in_tree, out_tree
         self._name = name
         self._donated = tuple(donated_invars)
         self._lowered = dispatch.lower_jaxpr(cj, name=name, donated_invars=self._donated,
@@ -466,14 +472,15 @@ class Lowered:
         return self._lowered.module
 
     def compile(self) -> "Compiled":
-        return Compiled(_CompiledCall(self.jaxpr, self._out_tree, self._name, self._donated))
+        return Compiled(_CompiledCall(self.jaxpr, self._out_tree, self._name, self._donated), self._in_tree)
 
 
 class Compiled:
-    """``jit(f).lower(*args).compile()``: callable on arguments of the lowered signature."""
+    """``jit(f).lower(*args).compile()``: callable on arguments of the lowered signature (its
+    non-static arguments, positional and keyword, in the same container structure)."""
 
-    def __init__(self, call: _CompiledCall):
-        self._call = call
+    def __init__(self, call: _CompiledCall, in_tree):
+        self._call, self._in_tree = call, in_tree
 
     def as_text(self) -> str:
         """XLA's optimized HLO."""
@@ -485,8 +492,12 @@ class Compiled:
     def cost_analysis(self):
         return self._call.executable.cost_analysis()
 
-    def __call__(self, *args):
-        leaves, _ = _flatten(args)
+    def __call__(self, *args, **kwargs):
+        leaves, tree = _flatten((args, kwargs))
+        if tree != self._in_tree:
+            raise TypeError(f"Compiled function called with arguments of container (pytree) structure "
+                            f"{tree}, but it was compiled for {self._in_tree} (static arguments are "
+                            "not passed again).")
         want = [_shape_struct(a) for a in self._call.jaxpr.in_avals]
         got = [_shape_struct(get_aval(x)) for x in leaves]
         if [(s.shape, s.dtype) for s in want] != [(s.shape, s.dtype) for s in got]:

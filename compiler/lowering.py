@@ -16,6 +16,7 @@ The built-in rules are in ``lowering_rules.py``.
 from __future__ import annotations
 
 import io
+import warnings
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # before jaxlib.mlir loads libjax_common
@@ -328,9 +329,10 @@ class Lowered:
 
 
 def _donation_attrs(in_avals, out_avals, donated_invars) -> list[dict]:
-    """``tf.aliasing_output = k`` for each donated input matched to an unaliased output of its type."""
+    """``tf.aliasing_output = k`` for each donated input matched to an unaliased output of its type;
+    a warning names the donated inputs no output can reuse (they stay alive, as in JAX)."""
     free = list(range(len(out_avals)))
-    attrs = []
+    attrs, unused = [], []
     for aval, donated in zip(in_avals, list(donated_invars) + [False] * len(in_avals)):
         attr = {}
         if donated:
@@ -339,7 +341,13 @@ def _donation_attrs(in_avals, out_avals, donated_invars) -> list[dict]:
             if match is not None:
                 free.remove(match)
                 attr["tf.aliasing_output"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), match)
+            else:
+                unused.append(aval.str_short())
         attrs.append(attr)
+    if unused:
+        warnings.warn(f"Some donated buffers were not usable: {', '.join(unused)}. No output has the "
+                      "shape and dtype of these donated inputs, so they were not donated (and stay "
+                      "valid).", stacklevel=2)
     return attrs
 
 

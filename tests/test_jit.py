@@ -208,10 +208,18 @@ def test_donate_argnums_deletes_the_donated_input():
     assert a.is_deleted() and not b.is_deleted()
     with pytest.raises(runtime.DeletedArrayError):
         np.asarray(a)
-    with pytest.raises(jx.XlaRuntimeError, match="jit_<lambda>.*donated"):
+    with pytest.raises(runtime.DeletedArrayError, match="argument 0 of 'jit_<lambda>'.*donated"):
         jf(a, b)
     lowered = jf.lower(_x(256), _x(256))
     assert "tf.aliasing_output" in lowered.as_text() or "buffer_donor" in lowered.as_text()
+
+
+def test_a_donated_input_no_output_can_reuse_warns_and_stays_alive():
+    jf = jx.jit(lambda a: a.sum(), donate_argnums=0)
+    a = jx.device_put(_x())
+    with pytest.warns(UserWarning, match=r"donated buffers were not usable: f32\[4\]"):
+        jf(a)
+    np.testing.assert_array_equal(np.asarray(a), _x())
 
 
 # ------------------------------------------------------------- nested jit
@@ -275,6 +283,15 @@ def test_lower_as_text_and_compile():
     np.testing.assert_array_equal(np.asarray(compiled(_x(), _x())), _x() * _x() + 1)
     with pytest.raises(TypeError, match="compiled for"):
         compiled(_x(5), _x(5))
+
+
+def test_compiled_takes_the_lowered_non_static_arguments_in_their_structure():
+    f = jx.jit(lambda x, n, y=1.: x * n + y, static_argnums=1)
+    compiled = f.lower(_x(), 2, y=3.).compile()
+    np.testing.assert_array_equal(np.asarray(compiled(_x(), y=3.)), _x() * 2 + 3)
+    for args, kwargs in [((_x(), 2), dict(y=3.)), (((_x(),),), dict(y=3.)), ((_x(),), {})]:
+        with pytest.raises(TypeError, match="container .pytree. structure"):
+            compiled(*args, **kwargs)
 
 
 def test_lower_accepts_shape_dtype_structs():
