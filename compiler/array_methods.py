@@ -82,6 +82,22 @@ def _round(self, decimals=0, out=None):
     return _numpy().round(self, decimals)
 
 
+def _python_round(self, ndigits=None):
+    """``round(x)`` gives an integer array, ``round(x, n)`` one of x's dtype (as in JAX)."""
+    rounded = _numpy().round(self, 0 if ndigits is None else ndigits)
+    return rounded if ndigits is not None else rounded.astype(_numpy().int_)
+
+
+def _setitem(self, idx, value):
+    raise TypeError(f"{type(self).__name__}s are immutable and do not support in-place item "
+                    "assignment; instead of x[idx] = y, use x = x.at[idx].set(y) (or .add, .mul, "
+                    ".min, .max).")
+
+
+def _copy(self):
+    return _numpy().array(self, copy=True)
+
+
 _OPERATORS = {
     "__add__": _binary("add"), "__radd__": _binary("add", True),
     "__sub__": _binary("subtract"), "__rsub__": _binary("subtract", True),
@@ -102,7 +118,7 @@ _OPERATORS = {
     "__gt__": _binary("greater"), "__ge__": _binary("greater_equal"),
     "__neg__": _unary("negative"), "__pos__": _unary("positive"), "__abs__": _unary("absolute"),
     "__invert__": _unary("invert"),
-    "__getitem__": _getitem, "__iter__": _iter, "__round__": _round,
+    "__getitem__": _getitem, "__setitem__": _setitem, "__iter__": _iter, "__round__": _python_round,
 }
 
 _METHODS = {name: _method(name) for name in (
@@ -110,12 +126,13 @@ _METHODS = {name: _method(name) for name in (
     "cumsum", "cumprod", "clip", "dot", "conj", "conjugate", "swapaxes", "var", "std", "take",
     "repeat", "sort", "argsort", "nonzero", "diagonal", "trace", "ptp")}
 _METHODS.update(reshape=_reshape, transpose=_transpose, astype=_astype, round=_round,
-                flatten=_method("ravel"))
+                flatten=_method("ravel"), copy=_copy)
 
 _PROPERTIES = {
     "T": lambda self: _numpy().transpose(self),
     "mT": lambda self: _numpy().matrix_transpose(self),
     "at": _at,
+    "itemsize": lambda self: self.dtype.itemsize,
     "real": lambda self: _numpy().real(self),
     "imag": lambda self: _numpy().imag(self),
 }

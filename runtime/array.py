@@ -130,6 +130,9 @@ class Array:
 
     __hash__ = None   # mutable-looking array semantics, like numpy and JAX
 
+    def __reduce__(self):       # pickle and deepcopy: the host value, back on the default device
+        return _from_host, (np.array(to_numpy(self)), self.weak_type)
+
     def __repr__(self):
         return _array_repr(self)
 
@@ -223,6 +226,11 @@ def to_buffer(x, aval: Aval):
     b = backend()
     return _jax.batched_device_put(aval, b.sharding, [host], [b.device],
                                    force_copy=not owned, enable_x64=True)
+
+
+def _from_host(value: np.ndarray, weak_type: bool) -> Array:
+    aval = Aval.get(value.shape, value.dtype, weak_type)
+    return Array(to_buffer(value, aval), aval)
 
 
 def device_put(x, weak_type: bool = False) -> Array:

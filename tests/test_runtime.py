@@ -251,3 +251,21 @@ def test_block_until_ready_returns_its_argument():
     assert a.block_until_ready() is a
     tree = {"a": a, "b": [a, 1]}
     assert jx.block_until_ready(tree) is tree
+
+
+def test_array_python_protocols_as_in_jax():
+    import copy
+    import pickle
+    import jaxprc.numpy as jnp
+    x = jnp.array([1.5, 2.5])
+    r = round(x[1])
+    assert r.dtype == np.int32 and int(r) == 2            # round half to even, integer result
+    assert round(x[0], 1).dtype == np.float32
+    assert x.itemsize == 4 and jnp.ones(2, jnp.bfloat16).itemsize == 2
+    for clone in (x.copy(), copy.deepcopy(x), pickle.loads(pickle.dumps(x))):
+        assert type(clone) is type(x) and clone.dtype == x.dtype
+        np.testing.assert_array_equal(np.asarray(clone), [1.5, 2.5])
+    weak = pickle.loads(pickle.dumps(jnp.asarray(2.0) * 1))
+    assert weak.weak_type == (jnp.asarray(2.0) * 1).weak_type
+    with pytest.raises(TypeError, match=r"immutable.*x.at\[idx\].set\(y\)"):
+        x[0] = 1.
