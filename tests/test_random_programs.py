@@ -160,3 +160,37 @@ def test_mutated_output_type_is_a_located_error(seed):
         assert f"declared type {wrong.str_short()}" in str(e)
     else:
         raise AssertionError("a wrongly typed binder was accepted")
+
+
+def _random_inputs(rng: random.Random, avals):
+    def value(aval):
+        if aval.dtype == BOOL:
+            return np.array([rng.random() < 0.5 for _ in range(int(np.prod(aval.shape)))]).reshape(aval.shape)
+        if aval.dtype == I32:
+            return np.array([rng.randint(-100, 100) for _ in range(int(np.prod(aval.shape)))],
+                            np.int32).reshape(aval.shape)
+        pool = SPECIAL_FLOATS + [rng.uniform(-3, 3) for _ in range(4)]
+        return np.array([rng.choice(pool) for _ in range(int(np.prod(aval.shape)))],
+                        aval.dtype).reshape(aval.shape)
+    return [value(a) for a in avals]
+
+
+@settings(SETTINGS, max_examples=60)
+@given(st.integers(0, 2**32))
+def test_random_programs_give_the_same_numbers_eagerly_and_under_jit(seed):
+    """Op-by-op evaluation (one executable per primitive) equals one XLA compilation of the
+    whole program; bfloat16 chains may keep float32 intermediates under jit, hence a tolerance."""
+    from jaxprc import jaxpr_as_fun, jit
+    from jaxprc.ir import eval_jaxpr
+    cj = RandomProgram(seed, max_depth=1).program()
+    args = _random_inputs(random.Random(seed), cj.in_avals)
+    eager = eval_jaxpr(cj.jaxpr, cj.consts, *args)
+    compiled = jit(jaxpr_as_fun(cj))(*args)
+    for e, c, aval in zip(eager, compiled, cj.out_avals):
+        e, c = np.asarray(e), np.asarray(c)
+        assert e.dtype == c.dtype == aval.dtype and e.shape == c.shape == aval.shape
+        if aval.dtype in (F32, BF16):
+            tol = 2e-2 if BF16 in [a.dtype for a in cj.in_avals] or aval.dtype == BF16 else 1e-5
+            np.testing.assert_allclose(c.astype(np.float64), e.astype(np.float64), rtol=tol, atol=tol)
+        else:
+            np.testing.assert_array_equal(c, e)
