@@ -595,6 +595,18 @@ def test_values(c, lib):
     return c.fn(lib, *c.args)
 
 
+@both
+def test_values_under_jit(c, lib):
+    """The MLP loss, the scan RNN, the while loops and the rest, compiled whole by XLA."""
+    return lib.jit(functools.partial(c.fn, lib))(*c.args)
+
+
+@both(mode="reverse")
+def test_grad_under_jit(c, lib):
+    return lib.jit(lib.value_and_grad(loss(c, lib), argnums=tuple(range(len(c.argnums())))))(
+        *program(c, lib)[1])
+
+
 @both(mode="forward")
 def test_jvp(c, lib):
     f, primals = program(c, lib)
