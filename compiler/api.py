@@ -309,10 +309,18 @@ def _host_signature(x):
     """
     if type(x) is np.ndarray:
         return _ndarray_signature(x.shape, x.dtype, _config.jax_enable_x64)
+    if type(x) in (float, int, bool, complex):
+        return _scalar_signature(type(x), _config.jax_enable_x64)
     try:
         return runtime_aval(get_aval(x))
     except TypeError:
         return None
+
+
+@functools.lru_cache(maxsize=None)
+def _scalar_signature(kind: type, x64: bool):
+    """Python scalars are weakly typed by kind alone (an int out of range fails in the transfer)."""
+    return runtime_aval(get_aval(kind(0)))
 
 
 @functools.lru_cache(maxsize=4096)
