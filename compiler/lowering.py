@@ -284,6 +284,8 @@ def _check_rule_results(prim, eqn, outs, avals_out) -> list[ir.Value]:
         outs = list(outs.results)
     else:
         outs = list(outs)
+    if len(outs) == len(avals_out) and all(v.type == aval_to_ir_type(a) for v, a in zip(outs, avals_out)):
+        return outs
     where = f" (at {eqn.source_info})" if eqn.source_info else ""
     if len(outs) != len(avals_out):
         raise TypeError(f"The lowering rule of '{prim.name}'{where} returned {len(outs)} value(s), "

@@ -295,6 +295,19 @@ class JaxprBuilder:
         outs = [Tracer(self, v) for v in outvars]
         return outs if prim.multiple_results else outs[0]
 
+    def copy_eqn(self, eqn: Eqn, args: Sequence[Any]):
+        """Record ``eqn`` again on operands of exactly its operands' types (tracers of this trace
+        or literals): its output types still hold, so its typing rule is not run again."""
+        invars = [a if type(a) is Literal else a._var for a in args]
+        outvars = [Var(v.aval) for v in eqn.outvars]
+        info = eqn.source_info if eqn.source_info is not None else user_source_info()
+        new = Eqn(eqn.primitive, invars, outvars, eqn.params, info)
+        self.eqns.append(new)
+        for v in outvars:
+            self._producer[v] = new
+        outs = [Tracer(self, v) for v in outvars]
+        return outs if eqn.primitive.multiple_results else outs[0]
+
     def build(self, outs: Sequence[Any]) -> ClosedJaxpr:
         outvars = []
         for i, x in enumerate(outs):
@@ -449,6 +462,20 @@ def close_over_consts(cj: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
     return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), []), list(cj.consts)
 
 
+def _retypes_unchanged(builder: JaxprBuilder, eqn: Eqn, operands) -> bool:
+    """Whether binding ``eqn`` on ``operands`` records it with the output types it has: they are
+    tracers of ``builder`` or literals of the operand types, and ``bind`` is the generic one."""
+    if type(eqn.primitive).bind is not Primitive.bind:
+        return False
+    for x, v in zip(operands, eqn.invars):
+        if type(x) is Literal:
+            if x.aval != v.aval:
+                return False
+        elif type(x) is not Tracer or x._builder is not builder or x._var.aval != v.aval:
+            return False
+    return True
+
+
 def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args):
     """Evaluate a jaxpr by binding each equation in the current context.
 
@@ -462,9 +489,14 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args):
         raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
+    builder = _STACK[-1] if _STACK and not _compile_time_eval[0] else None
     for eqn in jaxpr.eqns:
-        with source_info_of(eqn.source_info):
-            outs = eqn.primitive.bind(*map(read, eqn.invars), **eqn.params)
+        operands = list(map(read, eqn.invars))
+        if builder is not None and _retypes_unchanged(builder, eqn, operands):
+            outs = builder.copy_eqn(eqn, operands)      # inlining: the types are known
+        else:
+            with source_info_of(eqn.source_info):
+                outs = eqn.primitive.bind(*operands, **eqn.params)
         if not eqn.primitive.multiple_results:
             outs = [outs]
         for v, o in zip(eqn.outvars, outs):

@@ -232,6 +232,11 @@ def align(args, dims, scalar_ok=frozenset()):
     are (the primitive accepts a scalar there); other unbatched operands are
     materialised.
     """
+    d0 = dims[0]
+    if d0 is not None and all(d == d0 for d in dims):      # the common case: already aligned
+        ndim = aval_of(args[0]).ndim
+        if all(aval_of(x).ndim == ndim for x in args):
+            return list(args), d0
     size = axis_size_of(args, dims)
     ranks = [aval_of(x).ndim - (d is not None) for x, d in zip(args, dims)]
     rank = max(ranks)
