@@ -172,6 +172,21 @@ class ModuleContext:
         self.platform = platform
         self.callees: dict = {}          # callee -> (symbol name, the callee kept alive)
         self.symbols: set[str] = {"main"}
+        self._ir_types: dict = {}        # ShapedArray -> its MLIR type (types live in a context)
+        self._locations: dict = {}       # (primitive name, source info) -> MLIR location
+
+    def ir_type(self, aval: ShapedArray) -> ir.Type:
+        t = self._ir_types.get(aval)
+        if t is None:
+            t = self._ir_types[aval] = aval_to_ir_type(aval)
+        return t
+
+    def location(self, eqn) -> ir.Location:
+        key = (eqn.primitive.name, eqn.source_info)
+        loc = self._locations.get(key)
+        if loc is None:
+            loc = self._locations[key] = _location(eqn)
+        return loc
 
     def unique_symbol(self, name: str) -> str:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
@@ -270,21 +285,22 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
         rule = _rule_for(prim, mctx.platform)
         avals_out = [v.aval for v in eqn.outvars]
         rctx = LoweringRuleContext(mctx, prim, [a.aval for a in eqn.invars], avals_out)
-        with _location(eqn):
+        with mctx.location(eqn):
             outs = rule(rctx, *map(read, eqn.invars), **eqn.params)
-        outs = _check_rule_results(prim, eqn, outs, avals_out)
+        outs = _check_rule_results(mctx, eqn, outs, avals_out)
         env.update(zip(eqn.outvars, outs))
     return [read(a) for a in jaxpr.outvars]
 
 
-def _check_rule_results(prim, eqn, outs, avals_out) -> list[ir.Value]:
+def _check_rule_results(mctx: ModuleContext, eqn, outs, avals_out) -> list[ir.Value]:
+    prim = eqn.primitive
     if isinstance(outs, (ir.Value, ir.OpResult)):
         outs = [outs]
     elif isinstance(outs, (ir.OpView, ir.Operation)):
         outs = list(outs.results)
     else:
         outs = list(outs)
-    if len(outs) == len(avals_out) and all(v.type == aval_to_ir_type(a) for v, a in zip(outs, avals_out)):
+    if len(outs) == len(avals_out) and all(v.type == mctx.ir_type(a) for v, a in zip(outs, avals_out)):
         return outs
     where = f" (at {eqn.source_info})" if eqn.source_info else ""
     if len(outs) != len(avals_out):
