@@ -40,7 +40,17 @@ def _two_x_jvp_rule(primals, tangents):
     return two_x_jvp(x), 3. * t
 
 
-@pytest.mark.parametrize("f", [two_x_vjp, two_x_jvp], ids=["custom_vjp", "custom_jvp"])
+@jx.custom_vjp
+def two_x_literal(x):
+    return 2. * x
+
+
+# the seed's f_vjp word for word: its backward pass returns 3. * x, ignoring the cotangent
+two_x_literal.defvjp(lambda x: (two_x_literal(x), x), lambda x, g: (3. * x,))
+
+
+@pytest.mark.parametrize("f", [two_x_vjp, two_x_jvp, two_x_literal],
+                         ids=["custom_vjp", "custom_jvp", "custom_vjp_literal"])
 def test_vmap_keeps_the_custom_rule(f):
     """The design doc's problem: grad(f)(1.) == 3., vmap(grad(f)) and grad-of-vmap both 3s."""
     assert float(jx.grad(f)(1.)) == 3.
@@ -57,6 +67,23 @@ def test_vmap_semantics_are_defined_by_calls_to_f():
         batched = jx.jvp(jx.vmap(f), (xs,), (ts,))
         stacked = jx.jvp(lambda xs: jnp.stack([f(xs[i]) for i in range(3)]), (xs,), (ts,))
         close(batched[0], stacked[0]), close(batched[1], stacked[1])
+
+
+def test_solution_equations_hold_in_the_ir():
+    """vmap(custom_jvp_call(f, f_jvp)) == custom_jvp_call(vmap(f), vmap(f_jvp)), and
+    jvp(custom_jvp_call(f, f_jvp)) == f_jvp: the rule's 3, never f's derivative 2."""
+    xs = np.ones(4, np.float32)
+    for f, name in ((two_x_jvp, "custom_jvp_call_jaxpr"), (two_x_vjp, "custom_vjp_call_jaxpr")):
+        (node,) = jx.make_jaxpr(jx.vmap(f))(xs).eqns
+        assert node.primitive.name == name
+        assert [str(a) for a in node.params["fun_jaxpr"].in_avals] == ["f32[4]"]
+    (node,) = jx.make_jaxpr(jx.vmap(two_x_jvp))(xs).eqns
+    rule = node.params["jvp_jaxpr_thunk"]()
+    assert [str(a) for a in rule.in_avals] == ["f32[4]", "f32[4]"]
+    close(jx.jaxpr_as_fun(rule)(xs, xs)[1], 3. * xs)
+    jvp_program = jx.make_jaxpr(lambda x, t: jx.jvp(two_x_jvp, (x,), (t,)))(1., 1.)
+    tangent_eqns = [e for e in jvp_program.eqns if e.primitive.name == "mul"]
+    assert [float(e.invars[0].val) for e in tangent_eqns] == [3.]
 
 
 def test_jit_and_nested_jit_keep_the_rule():
@@ -238,9 +265,12 @@ def test_clip_gradient_old_way_works_on_constants_and_fails_loudly_on_tracers():
     clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
 
     close(jx.grad(lambda x: clip_gradient(-0.5, 0.5, 3. * x))(1.), 1.5)
-    with pytest.raises(TypeError, match="nondiff_argnums") as e:
-        jx.jit(lambda x, lo: clip_gradient(lo, 0.5, x))(1., -0.5)
-    assert "return None for them from bwd" in str(e.value)
+    for transformed in (jx.jit(lambda x, lo: clip_gradient(lo, 0.5, x)),
+                        jx.vmap(lambda x, lo: clip_gradient(lo, 0.5, x)),
+                        jx.grad(lambda x, lo: clip_gradient(lo, 0.5, x), argnums=1)):
+        with pytest.raises(TypeError, match="nondiff_argnums") as e:
+            transformed(np.ones(2, np.float32), np.full(2, -0.5, np.float32))
+        assert "return None for them from bwd" in str(e.value)
 
 
 def test_skip_app():
@@ -274,6 +304,21 @@ def test_custom_jvp_nondiff_argnums_accept_tracers():
     close(jx.grad(lambda k: scale(k, 1.))(2.), 0.)       # non-differentiable: zero, as in JAX
     close(jx.vmap(lambda k, x: scale(k, x))(np.arange(3., dtype=np.float32), np.ones(3, np.float32)),
           np.arange(3.))
+
+
+def test_integer_regular_arguments_of_custom_vjp_just_work():
+    """The update guide: array-like non-differentiable arguments passed as regular arguments
+    and residuals, integers included, work under autodiff; bwd returns None for them."""
+    @jx.custom_vjp
+    def scale(x, n):
+        return x * n, n + 1
+
+    scale.defvjp(lambda x, n: (scale(x, n), n), lambda n, g: (g[0] * n * 2., None))
+    close(jx.grad(lambda x: scale(x, 3)[0])(1.), 6.)
+    close(jx.jit(jx.grad(lambda x, n: scale(x, n)[0]))(1., 3), 6.)
+    close(jx.vmap(jx.grad(lambda x, n: scale(x, n)[0]))(np.ones(2, np.float32), np.array([1, 2])), [2., 4.])
+    g_n = jx.grad(lambda x, n: scale(x, n)[0], argnums=1, allow_int=True)(1., 3)
+    assert np.asarray(g_n).dtype == float0
 
 
 # ------------------------------------------------------------------- closures
@@ -374,6 +419,20 @@ def test_wrong_rule_outputs_say_expected_and_got():
     k.defvjp(lambda x: (k(x), None), lambda _, g: (jnp.ones(2),))
     with pytest.raises(TypeError, match=r"shape/dtype f32\[2\] corresponding to an input of shape/dtype f32\[\]"):
         jx.grad(k)(1.)
+
+    @jx.custom_vjp
+    def wrong_dtype(x):
+        return x
+    wrong_dtype.defvjp(lambda x: (wrong_dtype(x), None), lambda _, g: (g.astype(np.float16),))
+    with pytest.raises(TypeError, match=r"shape/dtype f16\[\] corresponding to an input of shape/dtype f32\[\]"):
+        jx.grad(wrong_dtype)(1.)
+
+    @jx.custom_jvp
+    def wrong_tangent_dtype(x):
+        return jnp.sin(x)
+    wrong_tangent_dtype.defjvp(lambda p, t: (wrong_tangent_dtype(p[0]), t[0].astype(np.float16)))
+    with pytest.raises(TypeError, match=r"tangent must be f32\[\], but got f16\[\]"):
+        jx.jvp(wrong_tangent_dtype, (1.,), (1.,))
 
     @jx.custom_vjp
     def m(x):
@@ -527,6 +586,11 @@ def test_text_round_trip_and_transform_the_parsed_copy():
     fn = lambda x: jx.jaxpr_as_fun(parsed)(x)[0]
     close(jx.grad(fn)(x), jx.grad(_rt_program)(x))
     close(jx.jit(jx.grad(fn))(x), jx.grad(_rt_program)(x))
+    with pytest.raises(TypeError, match="forward-mode autodiff"):      # _rt_g is a custom_vjp
+        jx.jvp(fn, (x,), (x,))
+    jvp_only = lambda x: jnp.sum(_rt_f(x) ** 2)
+    parsed_jvp_only = ir.parse(str(jx.make_jaxpr(jvp_only)(x)))
+    close(jx.jvp(lambda x: jx.jaxpr_as_fun(parsed_jvp_only)(x)[0], (x,), (x,)), jx.jvp(jvp_only, (x,), (x,)))
     xs = np.stack([x, 2 * x])
     close(jx.vmap(fn)(xs), jx.vmap(_rt_program)(xs))
     close(jx.grad(lambda xs: jx.vmap(fn)(xs).sum())(xs), jx.grad(lambda xs: jx.vmap(_rt_program)(xs).sum())(xs))

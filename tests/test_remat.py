@@ -97,7 +97,7 @@ C0 = np.linspace(0.5, 1.0, 4).astype(f32)
 XS = np.linspace(-1.0, 1.0, 20).astype(f32).reshape(5, 4)
 
 
-@pytest.mark.parametrize("policy", ["default", "everything", "python"])
+@pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_checkpoint_inside_scan_body(policy):
     wrap = lambda f: checkpoint(f, policy=POLICIES[policy], prevent_cse=False)
     expected = jaxprc.grad(lambda c, x: scan_loss(c, x, lambda f: f), argnums=(0, 1))(C0, XS)
@@ -128,7 +128,7 @@ def test_custom_vjp_inside_checkpoint():
     u = 3.0 * np.tanh(XS)       # the custom rule is used: its clipping shows in the gradient
     expected = np.clip(2 * np.sin(u) * np.cos(u), -0.1, 0.1) * 3.0 * (1 - np.tanh(XS) ** 2)
     assert_trees_close(jaxprc.grad(f)(XS), expected, rtol=1e-5)
-    for policy in (None, cp.everything_saveable, cp.dots_saveable):
+    for policy in POLICIES.values():
         assert_trees_close(jaxprc.grad(checkpoint(f, policy=policy))(XS), expected)
     assert_trees_close(jaxprc.jit(jaxprc.grad(checkpoint(f)))(XS), expected)
 

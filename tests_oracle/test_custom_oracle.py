@@ -53,7 +53,16 @@ def seed_f_jvp(api, jnp, lax):
     return f
 
 
-@pytest.mark.parametrize("make", [seed_f_vjp, seed_f_jvp])
+def seed_f_vjp_literal(api, jnp, lax):
+    """The seed's f_vjp word for word: the backward pass returns 3. * x."""
+    @api.custom_vjp
+    def f(x):
+        return 2. * x
+    f.defvjp(lambda x: (f(x), x), lambda x, g: (3. * x,))
+    return f
+
+
+@pytest.mark.parametrize("make", [seed_f_vjp, seed_f_jvp, seed_f_vjp_literal])
 def test_seed_vmap_grad_compositions(make):
     def program(api, jnp, lax):
         f = make(api, jnp, lax)
@@ -142,6 +151,18 @@ def test_custom_functions_in_scan_bodies_and_closures():
         return (api.grad(scanned)(x), api.jit(api.grad(scanned))(x),
                 api.jit(closes_over)(x, y), api.vmap(closes_over)(jnp.ones(3), jnp.arange(3.)))
     assert_same(program, 0.4, 2.)
+
+
+def test_integer_regular_arguments_and_outputs_of_custom_vjp():
+    def program(api, jnp, lax, x, n):
+        @api.custom_vjp
+        def scale(x, n):
+            return x * n, n + 1
+        scale.defvjp(lambda x, n: (scale(x, n), n), lambda n, g: (g[0] * n * 2., None))
+        first = lambda x, n: scale(x, n)[0]
+        return (api.grad(first)(x, n), api.jit(api.grad(first))(x, n),
+                api.vmap(api.grad(first))(jnp.ones(2), jnp.array([1, 2])), scale(x, n)[1])
+    assert_same(program, 1.5, 3)
 
 
 # ---------------------------------------------------------------- library users

@@ -104,6 +104,15 @@ def test_sampler_matches_jax(name):
                           sample(jax.random, jjnp, jax.random.PRNGKey(3)))
 
 
+@pytest.mark.parametrize("name", list(SAMPLERS))
+def test_sampler_under_jit_of_vmap_over_keys_matches_jax(name):
+    sample = SAMPLERS[name]
+    with x64(False):
+        ours = jaxprc.jit(jaxprc.vmap(lambda k: sample(jr, jaxprc.numpy, k)))(jr.split(jr.key(7), 3))
+        theirs = jax.jit(jax.vmap(lambda k: sample(jax.random, jjnp, k)))(jax.random.split(jax.random.key(7), 3))
+        assert_bits_equal(ours, theirs)
+
+
 def test_normal_of_key_0_is_jax_s():
     with x64(False):
         ours = jr.normal(jr.key(0), (3,))
