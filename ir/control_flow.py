@@ -294,8 +294,11 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val, body: _Body):
         pred = cond_cj.out_avals
         if cond_tree.num_leaves != 1 or not tu.treedef_is_leaf(cond_tree) or \
                 pred[0].shape != () or pred[0].dtype != dt.bool_:
-            raise TypeError("while_loop cond_fun must return a boolean scalar, but got output "
-                            f"{cond_tree} of type(s) ({ew.fmt_types(pred)}).")
+            raise TypeError("while_loop cond_fun must return a boolean scalar, but "
+                            f"{_fun_name(cond_fun)} returns {cond_tree} of type(s) "
+                            f"({ew.fmt_types(pred)}). "
+                            "Reduce it to one boolean (e.g. with jnp.all or jnp.any, or compare "
+                            "with < or ==).")
         body_cj, body_tree = _trace(body_fun, in_tree, avals, str(body))
         _check_carry_tree(body, in_tree, body_tree)
         return cond_cj, body_cj

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 import threading
 
@@ -84,7 +85,10 @@ def parse_type(token) -> ShapedArray:
     dims = [d.strip() for d in dims.split(",")] if dims.strip() else []
     if any(not d for d in dims):
         _fail(token, f"malformed shape in type '{text}'", "comma-separated sizes like f32[3,4]")
-    return ShapedArray(tuple(int(d) for d in dims), dtype, weak)
+    shape = tuple(int(d) for d in dims)
+    if any(d >= 2**63 for d in shape) or math.prod(shape) >= 2**63:   # sizes are int64 in XLA
+        _fail(token, f"type '{text}' is too large", "fewer than 2**63 elements")
+    return ShapedArray(shape, dtype, weak)
 
 
 def parse_scalar(token, dtype: np.dtype):

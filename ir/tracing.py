@@ -314,8 +314,10 @@ class JaxprBuilder:
             try:
                 outvars.append(self.to_atom(x))
             except TypeError:
+                src = user_source_info()     # the user's line that started this trace
+                called = f" (called at {src})" if src else ""
                 raise TypeError(
-                    f"Output {i} of the traced function '{self.name}' is {x!r} of type "
+                    f"Output {i} of the traced function '{self.name}'{called} is {x!r} of type "
                     f"{type(x).__name__}, which is not an array: traced functions must return arrays, "
                     "scalars, or pytrees of them (return other values from outside the "
                     "transformation, or register the class as a pytree).") from None

@@ -3,7 +3,8 @@
 Checks: every variable is bound once (constvars, invars, equation outputs)
 and before use; outvars are bound; each equation's declared output types
 equal what its primitive's typing rule computes from the operand types and
-params; literals are scalars whose value their dtype can represent. Params
+params; literals are scalars whose value their dtype can represent; a
+ClosedJaxpr's consts have their constvars' shapes and dtypes. Params
 holding ClosedJaxprs are verified recursively, each in its own scope
 (sub-jaxprs see only their own constvars and invars). Forced thunks are
 verified once each; unforced thunks are left alone (forcing runs user code).
@@ -49,6 +50,17 @@ def literal_problem(lit: Literal) -> str | None:
     return None
 
 
+def const_problem(value, aval: ShapedArray) -> str | None:
+    """Why a const's value cannot stand for its constvar (another shape or dtype), or None.
+    Tracers and device arrays give their shape and dtype without being read."""
+    if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        value = np.asarray(value)
+    if tuple(value.shape) != aval.shape or np.dtype(value.dtype) != aval.dtype:
+        short = ShapedArray(value.shape, value.dtype).str_short()
+        return f"its value has type {short}, expected {aval.str_short()}"
+    return None
+
+
 def verify(program: ClosedJaxpr | Jaxpr) -> None:
     """Raise JaxprTypeError at the first fault of ``program`` (see the module docstring)."""
     _Verifier().program(program if isinstance(program, ClosedJaxpr) else
@@ -61,7 +73,11 @@ class _Verifier:
         self.pending: list = []
 
     def program(self, cj: ClosedJaxpr) -> None:
-        self.jaxpr(cj.jaxpr, Namer(), "")
+        namer = Namer()
+        self.jaxpr(cj.jaxpr, namer, "")
+        for v, value in zip(cj.jaxpr.constvars, cj.consts):
+            if value is not None and (problem := const_problem(value, v.aval)):
+                raise JaxprTypeError(f"constvar {namer.ref(v)}:{v.aval.str_short()}: {problem}")
         while self.pending:                  # forced rule jaxprs, each once, with fresh names
             rule = self.pending.pop(0)
             self.jaxpr(definition_jaxpr(rule).jaxpr, Namer(), f" (in the rule jaxpr {rule!r})")

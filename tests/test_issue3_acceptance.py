@@ -143,6 +143,16 @@ def test_mismatched_cond_branches_name_both_types_and_lines():
     assert f"{HERE}:{false_branch.__code__.co_firstlineno}" in message
 
 
+def test_non_boolean_while_condition_names_the_function():
+    def cond_fun(c):
+        return c
+
+    with pytest.raises(TypeError) as e:
+        lax.while_loop(cond_fun, lambda c: c + 1, np.float32(0))
+    assert f"cond_fun at {HERE}:{cond_fun.__code__.co_firstlineno} returns" in str(e.value)
+    assert "f32[]" in str(e.value) and "\n" not in str(e.value)
+
+
 def test_non_array_operand_names_the_line():
     with pytest.raises(TypeError) as e:
         jnp.add(X23, "one")
@@ -159,6 +169,15 @@ def test_string_argument_error_names_the_line():
     with pytest.raises(TypeError) as e:
         jaxprc.jit(lambda a, s: a)(X23, "hello")
     assert here_line(-1) in str(e.value)
+
+
+@pytest.mark.parametrize("transform", [jaxprc.make_jaxpr, jaxprc.jit])
+def test_non_array_output_names_the_line(transform):
+    with pytest.raises(TypeError) as e:
+        transform(lambda a: (a, "label"))(X23)
+    message = str(e.value)
+    assert f"(called at {here_line(-2)})" in message and "'label' of type str" in message
+    assert "\n" not in message
 
 
 def positive_part(x):

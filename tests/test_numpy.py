@@ -49,7 +49,8 @@ UNARY = [
     ("log10", np.log10, POS), ("exp2", np.exp2, A), ("square", np.square, I), ("reciprocal", np.reciprocal, POS),
     ("cbrt", np.cbrt, A), ("trunc", np.trunc, A * 3), ("deg2rad", np.deg2rad, A), ("isnan", np.isnan, A),
     ("isfinite", np.isfinite, A), ("logical_not", np.logical_not, I), ("invert", np.invert, I),
-    ("signbit", np.signbit, A), ("rint", np.rint, A * 3),
+    ("signbit", np.signbit, A), ("rint", np.rint, A * 3), ("bitwise_count", np.bitwise_count, I),
+    ("square", np.square, I > 0),
 ]
 
 
@@ -99,6 +100,8 @@ def test_where_clip_and_friends():
 
 @pytest.mark.parametrize("fn,args,expected", [
     (jnp.add, (ShapedArray((3,), np.float16), 1.0), ["f16[3]"]),
+    (jnp.add, (ShapedArray((3,), np.float16, weak_type=True), 1), ["~f16[3]"]),
+    (jnp.fmod, (ShapedArray((3,), np.bool_), True), ["i32[3]"]),
     (jnp.add, (ShapedArray((3,), np.int32), 1.5), ["~f32[3]"]),
     (jnp.multiply, (ShapedArray((3,), np.int8), ShapedArray((3,), np.uint8)), ["i16[3]"]),
     (jnp.add, (ShapedArray((2, 3), np.float32), ShapedArray((3,), ml_dtypes.bfloat16)), ["f32[2,3]"]),

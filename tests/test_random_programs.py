@@ -29,7 +29,7 @@ ARITH = [prims.add_p, prims.sub_p, prims.mul_p, prims.div_p, prims.max_p, prims.
 COMPARE = [prims.lt_p, prims.le_p, prims.eq_p, prims.ne_p, prims.gt_p, prims.ge_p]
 SPECIAL_FLOATS = [0.0, -0.0, 1.5, -2.0, float("inf"), float("-inf"), float("nan"), 1e-30, 3.0e38]
 
-SETTINGS = settings(max_examples=1500, derandomize=True, deadline=None, database=None,
+SETTINGS = settings(max_examples=2500, derandomize=True, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))
 
 

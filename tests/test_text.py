@@ -400,6 +400,21 @@ def test_malformed_corpus(path):
     assert (e.line, e.column) == (int(m[1]), int(m[2])), str(e)
     assert m[3] in str(e), str(e)
     assert "Traceback" not in str(e) and "lark" not in str(e).lower()
+    src, caret = str(e).split("\n")[-2:]     # the offending line, then a caret under the column
+    assert src == text.splitlines()[e.line - 1] and caret == " " * (e.column - 1) + "^", str(e)
+
+
+@pytest.mark.parametrize("text,line,column", [
+    ("", 1, 1), ("  \n\n ", 1, 1), ("@undefined", 1, 1), ("(" * 5000, 1, 1),
+    ("{ lambda ; a:f32[3]. let b:f32[3] = sin \u03b1 in (b,) }", 1, 41),
+    ("{ lambda ; a:f32[3]. let b:f32[3] = sin\x00 a in (b,) }", 1, 40),
+    ("{ lambda ; a:f32[3]. let\n b:f32[3] = sin a in (b,)", 2, 26),
+], ids=["empty", "blank", "reference_only", "deep_parens", "unicode", "nul", "unterminated"])
+def test_hostile_texts_are_located_parse_errors(text, line, column):
+    with pytest.raises(ParseError) as info:
+        parse(text)
+    assert (info.value.line, info.value.column) == (line, column), str(info.value)
+    assert str(info.value).endswith("\n" + " " * (column - 1) + "^")
 
 
 # ------------------------------------------------------- custom-rule nodes

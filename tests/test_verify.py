@@ -1,4 +1,6 @@
-"""verify(): SSA, typing rules per equation, sub-jaxpr scopes, literals, forced thunks."""
+"""verify(): SSA, typing rules per equation, sub-jaxpr scopes, literals, consts, forced thunks."""
+import re
+
 import numpy as np
 import pytest
 
@@ -83,6 +85,16 @@ def test_literal_must_hold_a_value_of_its_dtype():
     lit.val = np.float64(1.0)          # corrupted after construction
     with pytest.raises(JaxprTypeError, match="literal value .* does not have its declared type f32"):
         verify(Jaxpr([], [a], [b], [eqn("add", [a, lit], [b])]))
+
+
+@pytest.mark.parametrize("value,short", [(np.ones(4, np.float32), "f32[4]"),
+                                         (np.ones(3, np.int32), "i32[3]")])
+def test_const_value_must_have_its_constvar_type(value, short):
+    a, c, b = Var(X), Var(X), Var(X)
+    cj = ClosedJaxpr(Jaxpr([c], [a], [b], [eqn("add", [a, c], [b])]), [value])
+    with pytest.raises(JaxprTypeError, match=rf"constvar a:f32\[3\]: its value has type {re.escape(short)}"):
+        verify(cj)
+    verify(ClosedJaxpr(cj.jaxpr, [np.ones(3, np.float32)]))
 
 
 def test_sub_jaxpr_sees_only_its_own_scope():

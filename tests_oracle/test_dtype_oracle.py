@@ -74,6 +74,9 @@ for op in ("add", "subtract", "multiply", "true_divide", "maximum", "equal", "le
 for op in ("floor_divide", "remainder", "arctan2", "logaddexp", "minimum", "not_equal"):
     for a, b in BINARY_TYPES[::3]:
         case(op, lambda m, x, y, op=op: getattr(m.np, op)(x, y), a, b)
+for op in ("add", "multiply", "maximum", "equal", "remainder", "fmod"):
+    for a, b in [("~f16[3]", 1), (2.0, "~bf16[2]"), ("bool[3]", True)]:   # weak non-default dtypes
+        case(op, lambda m, x, y, op=op: getattr(m.np, op)(x, y), a, b)
 for op in ("bitwise_and", "bitwise_or", "left_shift", "right_shift", "logical_and"):
     for a, b in [("i32[3]", "i32[3]"), ("u8[3]", 1), ("bool[3]", "bool[3]"), ("i8[3]", "u8[3]")]:
         case(op, lambda m, x, y, op=op: getattr(m.np, op)(x, y), a, b)
@@ -81,8 +84,10 @@ for op in ("bitwise_and", "bitwise_or", "left_shift", "right_shift", "logical_an
 UNARY_TYPES = ["f32[3]", "i32[3]", "u8[3]", "bool[3]", "f16[2]", "bf16[2]", "~f32[3]", "~i32[]", 1, 1.0]
 for op in ("sin", "exp", "sqrt", "abs", "negative", "floor", "sign", "isnan", "isfinite", "square",
            "reciprocal", "logical_not", "round", "log1p", "tanh"):
-    for t in UNARY_TYPES[: 10 if op in ("sin", "abs", "floor", "isnan", "square") else 10: 2]:
+    for t in UNARY_TYPES if op in ("sin", "abs", "floor", "isnan", "square") else UNARY_TYPES[::2]:
         case(op, lambda m, x, op=op: getattr(m.np, op)(x), t)
+for t in ("i8[3]", "bool[3]", "u16[2]", "~i32[]", 1, True):
+    case("bitwise_count", lambda m, x: m.np.bitwise_count(x), t)
 
 for op in ("sum", "mean", "prod", "max", "argmax", "all", "any", "var", "std", "cumsum", "cumprod"):
     for t, axis in [("f32[2,3]", None), ("i8[2,3]", 0), ("u8[4]", -1), ("bool[2,3]", 1), ("f16[3]", None),

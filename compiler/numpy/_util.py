@@ -3,8 +3,8 @@
 Operands are jaxprc values (tracers, device Arrays) or constants (Python
 scalars, numpy arrays and scalars). Constants stay constants while they are
 converted, so a traced ``x + 2.0`` records ``2.0`` as a literal, not an
-equation. A weakly typed constant is always a Python scalar: weak dtypes are
-exactly the default int/float/complex, which is what Python scalars trace as.
+equation. A weakly typed constant is a Python scalar when its dtype is the
+default int/float/complex (what Python scalars trace as), else a converted value.
 """
 from __future__ import annotations
 
@@ -48,10 +48,13 @@ def convert(x, dtype, weak: bool = False):
     """``x`` as ``dtype`` (weakly typed if ``weak``); constants are converted in numpy."""
     dtype = np.dtype(dtype)
     if is_scalar_constant(x):
-        value = np.asarray(x)
+        value = np.asarray(x).astype(dtype)[()]
         if weak and dtype != dt.bool_:
-            return _PY_KIND[dtype.kind](value.astype(dtype).item())
-        return value.astype(dtype)[()]
+            if dtype in (dt.default_int_dtype(), dt.default_float_dtype(), dt.default_complex_dtype()):
+                return _PY_KIND[dtype.kind](value.item())
+            # Python scalars trace as the default dtypes only: ~f16, ~bf16, ... need an equation.
+            return ew.convert_element_type_p.bind(value, new_dtype=dtype, weak_type=True)
+        return value
     if isinstance(x, np.ndarray):
         return x.astype(dtype, copy=False)
     a = aval_of(x)

@@ -75,11 +75,30 @@ tanh = _unop(ew.tanh_p, "tanh", to_inexact=True)
 arcsinh = _unop(ew.asinh_p, "arcsinh", to_inexact=True)
 arccosh = _unop(ew.acosh_p, "arccosh", to_inexact=True)
 arctanh = _unop(ew.atanh_p, "arctanh", to_inexact=True)
-square = _unop(ew.square_p, "square", accepts=_NOT_BOOL, what=_NUMERIC)
 conjugate = conj = _unop(ew.conj_p, "conjugate", identity_for=lambda d: not dt.is_complex(d))
 bitwise_not = invert = _unop(ew.not_p, "bitwise_not", accepts=_INT_OR_BOOL, what="an integer or boolean dtype")
-bitwise_count = _unop(ew.population_count_p, "bitwise_count", accepts=dt.is_int, what="an integer dtype")
 asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh, arctanh
+
+
+def _promote_numeric(fn, *args):
+    """Operands promoted, booleans counting as the default integer (JAX's promote_dtypes_numeric)."""
+    args, dtype, weak = promote(fn, *args)
+    if dt.is_bool(dtype):
+        dtype = dt.default_int_dtype()
+        args = [convert(x, dtype, weak) for x in args]
+    return args, dtype
+
+
+def square(x, /):
+    (x,), _ = _promote_numeric("square", x)
+    return ew.square_p.bind(x)
+
+
+def bitwise_count(x, /):
+    """The number of 1 bits of ``|x|``, as uint8 (numpy's and JAX's result type)."""
+    (x,), dtype = _promote_numeric("bitwise_count", x)
+    _check_kind("bitwise_count", dtype, dt.is_int, "an integer dtype")
+    return convert(ew.population_count_p.bind(absolute(x)), dt.uint8)
 
 
 def positive(x, /):
@@ -211,7 +230,6 @@ arctan2 = atan2 = _binop(ew.atan2_p, "arctan2", to_inexact=True)
 nextafter = _binop(ew.nextafter_p, "nextafter", to_inexact=True)
 maximum = _binop(ew.max_p, "maximum")
 minimum = _binop(ew.min_p, "minimum")
-fmod = _binop(ew.rem_p, "fmod", accepts=_NOT_BOOL, what=_NUMERIC)
 bitwise_and = _binop(ew.and_p, "bitwise_and", accepts=_INT_OR_BOOL, what="an integer or boolean dtype")
 bitwise_or = _binop(ew.or_p, "bitwise_or", accepts=_INT_OR_BOOL, what="an integer or boolean dtype")
 bitwise_xor = _binop(ew.xor_p, "bitwise_xor", accepts=_INT_OR_BOOL, what="an integer or boolean dtype")
@@ -235,12 +253,15 @@ def multiply(x1, x2, /):
     return (ew.and_p if dt.is_bool(dtype) else ew.mul_p).bind(x1, x2)
 
 
+def fmod(x1, x2, /):
+    """C's remainder (sign of ``x1``); booleans count as integers, as in JAX."""
+    (x1, x2), _ = _promote_numeric("fmod", x1, x2)
+    return ew.rem_p.bind(x1, x2)
+
+
 def _promote_shift(fn, x1, x2):
     """Shift operands: promoted, booleans counting as the default integer (as in JAX)."""
-    (x1, x2), dtype, weak = promote(fn, x1, x2)
-    if dt.is_bool(dtype):
-        dtype = dt.default_int_dtype()
-        x1, x2 = convert(x1, dtype, weak), convert(x2, dtype, weak)
+    (x1, x2), dtype = _promote_numeric(fn, x1, x2)
     _check_kind(fn, dtype, dt.is_int, "an integer dtype")
     return x1, x2, dtype
 
