@@ -177,10 +177,10 @@ def _integer_pow(ctx, x, *, y):
         n >>= 1
         if n:
             base = hlo.multiply(base, base)
+    if acc is not None and y > 0:       # no constant 1: it would be a dead op in the module
+        return acc
     one = full(aval.shape, 1, aval.dtype)
-    if acc is None:
-        return one
-    return hlo.divide(one, acc) if y < 0 else acc
+    return one if acc is None else hlo.divide(one, acc)
 
 
 @_rule("conj")

@@ -1,4 +1,6 @@
 """Product tests: the `jax` package must never enter these processes (DESIGN.md, Testing)."""
+import json
+import subprocess
 import sys
 
 import pytest
@@ -8,3 +10,15 @@ import pytest
 def _no_jax_in_product_process():
     yield
     assert "jax" not in sys.modules, "the jax package was imported in a product test process"
+
+
+@pytest.fixture(scope="session")
+def builtins():
+    """The primitives a fresh ``import jaxprc`` registers (asked of a subprocess: tests register
+    primitives of their own in the same open registry)."""
+    from jaxprc.ir import PRIMITIVES
+    names = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, jaxprc; print(json.dumps(sorted(jaxprc.ir.PRIMITIVES)))"],
+        check=True, capture_output=True, text=True).stdout)
+    assert len(names) > 100
+    return [PRIMITIVES[n] for n in names]

@@ -356,6 +356,10 @@ def test_errors_as_subprocess_have_no_traceback(first):
     (["run", LOSS_JAXPR, "--input", "a=1"], ["missing --input for b:f32[8]"]),
     (["run", LOSS_JAXPR, "-i", "a=[1, 2]", "-i", "b=1"], ["input a", "f32[8,4]", "(2,)"]),
     (["check", os.path.join(ROOT, "tests", "malformed", "duplicate_binder.jaxpr")], ["line "]),
+    (["trace", f"{MODEL}:loss", "--args", LOSS_ARGS, "--transform", "grad", "--print-after", "gard"],
+     ["--print-after gard", "trace, grad"]),
+    (["opt", LOSS_JAXPR, "--passes", "jvp,dce", "--print-after", "cse"], ["--print-after cse", "jvp, dce"]),
+    (["graph", LOSS_JAXPR, "-o", "loss.png"], ["cannot write .png", ".svg or .dot"]),
 ])
 def test_user_errors(argv, fragments, capsys):
     assert main(argv) == 1

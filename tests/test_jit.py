@@ -157,6 +157,11 @@ def test_traced_value_in_python_control_flow_is_a_clear_error():
 
     with pytest.raises(jx.ConcretizationTypeError, match="static_argnums"):
         jx.jit(f)(1.0)
+    with pytest.raises(jx.errors.TracerBoolConversionError):      # JAX's jax.errors names
+        jx.vmap(f)(np.ones(2, np.float32))
+    with pytest.raises(jx.errors.TracerIntegerConversionError):
+        jx.jit(lambda x, i: x[int(i)])(np.ones(2, np.float32), 1)
+    assert issubclass(jx.errors.NonConcreteBooleanIndexError, jx.errors.ConcretizationTypeError)
 
 
 def test_unhashable_static_argument():

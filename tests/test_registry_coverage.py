@@ -2,19 +2,14 @@
 defined (typing, lowering, jvp, vmap, and transpose where it is linear), else applying the
 pass raises a NotImplementedError naming the primitive and the pass.
 
-The built-in primitives are those a fresh ``import jaxprc`` registers (asked of a subprocess:
-tests register primitives of their own in the same open registry). The few intentional gaps
-are listed in EXCEPTIONS, each with its reason and a test that the pass fails as it should.
+The built-in primitives are those a fresh ``import jaxprc`` registers (conftest.py's ``builtins``).
+The few intentional gaps are listed in EXCEPTIONS, each with its reason and a test that the pass
+fails as it should.
 """
-import json
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import jaxprc as jx
-from jaxprc.ir import PRIMITIVES
 from jaxprc.ir.core import Primitive, ShapedArray
 from jaxprc.lowering import _rule_for
 from jaxprc.passes import jvp_rules, transpose_rules
@@ -37,15 +32,6 @@ EXCEPTIONS = {
                            "a custom_vjp function is an error, as in JAX)",
     ("vmap", "iota"): "it has no operands, so it is never batched: the pass re-emits it as it is",
 }
-
-
-@pytest.fixture(scope="module")
-def builtins():
-    names = json.loads(subprocess.run(
-        [sys.executable, "-c", "import json, jaxprc; print(json.dumps(sorted(jaxprc.ir.PRIMITIVES)))"],
-        check=True, capture_output=True, text=True).stdout)
-    assert len(names) > 100
-    return [PRIMITIVES[n] for n in names]
 
 
 def _lowers(prim) -> bool:

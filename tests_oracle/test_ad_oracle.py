@@ -19,7 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jax.ad_checkpoint  # noqa: F401  (lib.ad_checkpoint)
 import jaxprc
+import jaxprc.ad_checkpoint  # noqa: F401
 import jaxprc.nn  # noqa: F401  (lib.nn)
 import jaxprc.numpy  # noqa: F401  (lib.numpy)
 
@@ -459,6 +461,16 @@ def _(lib, x):
     return lib.numpy.sin(clip_grad(x * 3.0))
 
 
+@case("remat_named", X, second=True)
+def _(lib, x):
+    name = lib.ad_checkpoint.checkpoint_name
+
+    @lib.checkpoint
+    def f(y):
+        return lib.numpy.sin(name(y * y, "sq")) * y
+    return f(x) + x
+
+
 # ---------------------------------------------------------------- models
 
 @case("mlp_loss", normal(4, 8, scale=0.5), normal(8), normal(8, 3, scale=0.5), normal(5, 4))
@@ -682,8 +694,7 @@ def test_third_derivative_of_sin():
 def test_corpus_covers_every_primitive():
     """Every primitive of the registry appears in some traced program (or is listed here)."""
     not_user_level = {"custom_lin",                # only made by linearizing a custom_vjp
-                      "checkpoint", "name",        # no jaxprc.checkpoint API yet
-                      "copy"}                      # no jaxprc.numpy.copy yet
+                      "copy"}                      # jaxprc.numpy.array(copy=True) emits none
     seen = set()
 
     def walk(jaxpr):

@@ -314,18 +314,29 @@ class Dumper:
         if self.wants(step):
             print(f"// -----// IR after {step} //----- //\n{program}\n", file=sys.stderr)
 
+    def check_steps(self, steps: list[str]) -> None:
+        """A --print-after STEP that never runs is a typo: say so before doing the work."""
+        known = [s.split(":")[0] for s in steps]
+        unknown = sorted(self.after - set(known))
+        if unknown:
+            raise UsageError(f"--print-after {unknown[0]}: no step of that name runs here; "
+                             f"the steps are: {', '.join(known) or '(none)'}")
+
+
+def parse_passes(pipeline: str | None) -> list:
+    """The (name, options) steps of a --passes pipeline."""
+    from jaxprc.passes import parse_pipeline
+    try:
+        return parse_pipeline(pipeline) if pipeline else []
+    except (KeyError, ValueError) as e:
+        raise UsageError(f"--passes {pipeline!r}: {e.args[0]}") from None
+
 
 def run_passes(program, pipeline: str | None, dump: Dumper, where: str):
     """Run a pass pipeline, verifying the IR after every pass; errors name the failing pass."""
     from jaxprc.ir.verify import verify
-    from jaxprc.passes import get_pass, parse_pipeline
-    if not pipeline:
-        return program
-    try:
-        steps = parse_pipeline(pipeline)
-    except (KeyError, ValueError) as e:
-        raise UsageError(f"--passes {pipeline!r}: {e.args[0]}") from None
-    for name, options in steps:
+    from jaxprc.passes import get_pass
+    for name, options in parse_passes(pipeline):
         label = ":".join([name, *(f"{k}={v!r}" for k, v in options.items())])
         try:
             program = get_pass(name)(program, **options)
@@ -369,6 +380,7 @@ def cmd_trace(args) -> int:
         specs = parse_arg_types(args.args or "")
     fun, name = load_function(args.function)
     dump = Dumper(args.print_after_all, args.print_after)
+    dump.check_steps(["trace", *(args.transform or ()), *(n for n, _ in parse_passes(args.passes))])
 
     def trace(f, stage):
         try:
@@ -393,8 +405,9 @@ def cmd_trace(args) -> int:
 
 def cmd_opt(args) -> int:
     """Run a pass pipeline over a text IR file and write text IR."""
-    program = load_program(args.file)
-    program = run_passes(program, args.passes, Dumper(args.print_after_all, args.print_after), args.file)
+    dump = Dumper(args.print_after_all, args.print_after)
+    dump.check_steps([n for n, _ in parse_passes(args.passes)])
+    program = run_passes(load_program(args.file), args.passes, dump, args.file)
     _write_text(args.output, str(program))
     return 0
 
@@ -504,7 +517,11 @@ def cmd_graph(args) -> int:
     """Write the dataflow graph of a text IR file as Graphviz DOT or SVG."""
     from jaxprc.tools.graph import to_dot, to_svg
     program = load_program(args.file)
-    fmt = args.format or ("svg" if (args.output or "").endswith(".svg") else "dot")
+    suffix = os.path.splitext(args.output or "")[1]
+    if args.format is None and suffix not in ("", ".svg", ".dot", ".gv"):
+        raise UsageError(f"-o {args.output}: cannot write {suffix} files; name an .svg or .dot file "
+                         f"(or choose with --format)")
+    fmt = args.format or ("svg" if suffix == ".svg" else "dot")
     _write_text(args.output, to_svg(program) if fmt == "svg" else to_dot(program))
     return 0
 
