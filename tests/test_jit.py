@@ -219,6 +219,16 @@ def test_donate_argnums_deletes_the_donated_input():
     assert "tf.aliasing_output" in lowered.as_text() or "buffer_donor" in lowered.as_text()
 
 
+def test_a_copy_made_with_jnp_array_outlives_the_donated_original():
+    a = jx.device_put(_x(256))
+    copy, view = jx.numpy.array(a), jx.numpy.asarray(a)      # copy=True by default, as in JAX
+    jx.jit(lambda a: a * 2, donate_argnums=0)(a)
+    assert view.is_deleted() and not copy.is_deleted()
+    np.testing.assert_array_equal(np.asarray(copy), _x(256))
+    assert "copy" in str(jx.make_jaxpr(jx.numpy.array)(1.0))
+    assert "copy" not in str(jx.make_jaxpr(lambda x: jx.numpy.array(x, copy=False))(1.0))
+
+
 def test_a_donated_input_no_output_can_reuse_warns_and_stays_alive():
     jf = jx.jit(lambda a: a.sum(), donate_argnums=0)
     a = jx.device_put(_x())

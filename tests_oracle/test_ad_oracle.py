@@ -461,6 +461,11 @@ def _(lib, x):
     return lib.numpy.sin(clip_grad(x * 3.0))
 
 
+@case("array_copy", X, second=True)
+def _(lib, x):
+    return lib.numpy.array(x * x, copy=True) * x
+
+
 @case("remat_named", X, second=True)
 def _(lib, x):
     name = lib.ad_checkpoint.checkpoint_name
@@ -693,8 +698,7 @@ def test_third_derivative_of_sin():
 
 def test_corpus_covers_every_primitive():
     """Every primitive of the registry appears in some traced program (or is listed here)."""
-    not_user_level = {"custom_lin",                # only made by linearizing a custom_vjp
-                      "copy"}                      # jaxprc.numpy.array(copy=True) emits none
+    not_user_level = {"custom_lin"}                # only made by linearizing a custom_vjp
     seen = set()
 
     def walk(jaxpr):

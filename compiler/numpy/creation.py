@@ -7,6 +7,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.prims import elementwise as ew
 from jaxprc.ir.tracing import get_aval
 
 from ._dtypes import to_dtype
@@ -31,11 +32,13 @@ def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
     if isinstance(object, (list, tuple)) and not _is_constant_tree(object):
         from .shape_ops import stack
         from ._dtypes import result_type
-        parts = [array(o) for o in object]
+        parts = [asarray(o) for o in object]   # stacking copies already
         out = stack([convert(p, dtype or result_type(*parts)) for p in parts])
     elif not is_constant(object) and not isinstance(object, (list, tuple)):
         aval_of(object, "array")          # a clear error for non-array objects
-        out = object if dtype is None else convert(object, dtype, False)
+        # A copy is a new value, as in JAX: donating the original later must not delete it.
+        out = ew.copy_p.bind(object) if copy else object
+        out = out if dtype is None else convert(out, dtype, False)
     else:
         aval = get_aval(object) if not isinstance(object, (list, tuple)) else None
         weak = dtype is None and aval is not None and aval.weak_type
