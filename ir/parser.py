@@ -2,15 +2,20 @@
 
 Each jaxpr is resolved as its closing ``}`` is reduced: jaxprs are closed
 scopes, so its binders, equations and the types its primitives' typing rules
-compute are all known then. ``@name`` references become ``Thunk``s shared per
-name and resolved lazily, so definitions may refer to themselves. Every fault
-is a ``ParseError`` with line, column, what was expected and the offending
-line with a caret.
+compute are all known then. Definitions follow the program, so ``@name``
+references are placeholders until the end of the text, when each becomes what
+its definition is: a rule's (``@name = { ... }``) a ``Thunk`` shared per name
+and resolved lazily, so rules may refer to themselves; a shared jaxpr's
+(``@name = jaxpr { ... }``) that ClosedJaxpr itself, one object for every
+reference, which therefore must not contain itself. Equations holding
+references are type-checked then too. Every fault is a ``ParseError`` with
+line, column, what was expected and the offending line with a caret.
 """
 from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import json
 import math
 import os
@@ -72,6 +77,19 @@ class _EqnSyntax:
 
 class _Params(list):
     pass
+
+
+class _Reference:
+    """An ``@name`` param, until the definitions after the program say what it is."""
+    __slots__ = ("name", "token")
+
+    def __init__(self, name: str, token):
+        self.name, self.token = name, token
+
+
+def _holds_reference(value) -> bool:
+    return isinstance(value, _Reference) or (isinstance(value, tuple)
+                                              and any(_holds_reference(x) for x in value))
 
 
 def parse_type(token) -> ShapedArray:
@@ -137,9 +155,14 @@ class _Builder(lark.Transformer):
         self.reset()
 
     def reset(self):
+        self.references: list[_Reference] = []           # in text order
+        self.pending: list[tuple[Eqn, _EqnSyntax]] = []  # equations holding references
+        self.definitions: dict[str, ClosedJaxpr | None] = {}   # rules (None: unprinted)
+        self.shared: dict[str, ClosedJaxpr] = {}         # shared jaxprs
         self.thunks: dict[str, Thunk] = {}
-        self.first_reference: dict[str, lark.Token] = {}
-        self.definitions: dict[str, ClosedJaxpr] = {}
+        self.inside: dict[str, list[_Reference]] = {}    # definition name -> references in its body
+        self.resolving: list[str] = []                   # shared jaxprs being resolved, outermost first
+        self.resolved: set[str] = set()
 
     # -- atoms and types ----------------------------------------------------
     def binder(self, c):
@@ -215,13 +238,9 @@ class _Builder(lark.Transformer):
         return cls(**{str(t): v for t, v in fields})
 
     def reference(self, c):
-        name = str(c[0])[1:]
-        thunk = self.thunks.get(name)
-        if thunk is None:
-            definitions = self.definitions
-            thunk = self.thunks[name] = Thunk(lambda: _defined(definitions, name), name=name)
-            self.first_reference[name] = c[0]
-        return thunk
+        ref = _Reference(str(c[0])[1:], c[0])
+        self.references.append(ref)
+        return ref
 
     def opaque(self, c):
         _fail(c[0], f"opaque value {c[0]} cannot be read back (a Python callable without a jaxpr)",
@@ -299,6 +318,17 @@ class _Builder(lark.Transformer):
                 _fail(tok, f"param '{tok}' given twice", "each param once")
             params[str(tok)] = value
         invars = [resolve(a) for a in e.args]
+        deferred = any(_holds_reference(v) for v in params.values())
+        if not deferred:
+            self._check_types(prim, invars, params, e)
+        eqn = Eqn(prim, invars, [bind(b) for b in e.binders], params)
+        if deferred:        # its typing rule may need a definition that comes later
+            self.pending.append((eqn, e))
+        return eqn
+
+    @staticmethod
+    def _check_types(prim, invars, params, e: _EqnSyntax) -> None:
+        """The binders' declared types are those the primitive's typing rule gives."""
         try:
             out_avals = infer_out_avals(prim, [a.aval for a in invars], params)
         except (JaxprTypeError, NotImplementedError) as err:
@@ -312,7 +342,6 @@ class _Builder(lark.Transformer):
             if declared != computed:
                 _fail(type_tok, f"declared type {declared.str_short()} of '{tok}' differs from the type "
                       f"{prim.name} gives", computed.str_short())
-        return Eqn(prim, invars, [bind(b) for b in e.binders], params)
 
     def _const_values(self, binders, trailer):
         """The constvars' values, from the ``with name = value; ...`` trailer."""
@@ -335,22 +364,79 @@ class _Builder(lark.Transformer):
         return values
 
     def definition(self, c):
-        return c[0], c[1]
+        return c[0], c[1], self.definitions
 
     def unprinted_definition(self, c):
-        return c[0], None
+        return c[0], None, self.definitions
+
+    def shared_definition(self, c):
+        return c[0], c[1], self.shared
 
     def start(self, c):
         main, defs = c[0], c[1:]
-        for tok, cj in defs:
+        for tok, cj, kind in defs:
             name = str(tok)[1:]
-            if name in self.definitions:
+            if name in self.definitions or name in self.shared:
                 _fail(tok, f"@{name} is defined twice", "one definition per name")
-            self.definitions[name] = cj
-        for name, tok in self.first_reference.items():
-            if name not in self.definitions:
-                _fail(tok, f"undefined reference @{name}", f"a definition '@{name} = {{ lambda ... }}'")
+            kind[name] = cj
+        self._assign_references([tok for tok, _, _ in defs])
+        for ref in self.references:          # in text order: the first fault is reported
+            self._target(ref)
+        for eqn, syntax in self.pending:
+            eqn.params = {k: self._resolved(v) for k, v in eqn.params.items()}
+            self._check_types(eqn.primitive, eqn.invars, eqn.params, syntax)
         return main
+
+    # -- references -----------------------------------------------------------
+    def _assign_references(self, def_tokens) -> None:
+        """Each definition's references: those between its name and the next definition's."""
+        starts = [tok.start_pos for tok in def_tokens]
+        for ref in self.references:
+            k = bisect.bisect(starts, ref.token.start_pos) - 1
+            if k >= 0:
+                self.inside.setdefault(str(def_tokens[k])[1:], []).append(ref)
+
+    def _target(self, ref: _Reference):
+        """What ``ref`` stands for: a shared jaxpr, or a rule's thunk."""
+        if ref.name in self.shared:
+            return self._shared_jaxpr(ref)
+        if ref.name in self.definitions:
+            return self._thunk(ref.name)
+        _fail(ref.token, f"undefined reference @{ref.name}",
+              f"a definition '@{ref.name} = {{ lambda ... }}' or '@{ref.name} = jaxpr {{ lambda ... }}'")
+
+    def _thunk(self, name: str) -> Thunk:
+        thunk = self.thunks.get(name)
+        if thunk is None:
+            definitions = self.definitions
+            thunk = self.thunks[name] = Thunk(lambda: _defined(definitions, name), name=name)
+        return thunk
+
+    def _shared_jaxpr(self, ref: _Reference) -> ClosedJaxpr:
+        """The shared jaxpr, once the references in its body are known not to lead back to it
+        (a rule's thunk ends the search: it is formed lazily)."""
+        name = ref.name
+        if name in self.resolving:
+            cycle = " -> ".join(f"@{n}" for n in self.resolving[self.resolving.index(name):] + [name])
+            _fail(ref.token, f"the shared jaxpr @{name} contains itself ({cycle})",
+                  "a jaxpr that does not use itself (a recursive rule is written "
+                  f"'@{name} = {{ lambda ... }}')")
+        if name not in self.resolved:
+            self.resolving.append(name)
+            for inner in self.inside.get(name, ()):
+                self._target(inner)
+            self.resolving.pop()
+            self.resolved.add(name)
+        return self.shared[name]
+
+    def _resolved(self, value):
+        """A param with its references replaced by what they stand for."""
+        if isinstance(value, _Reference):
+            return self._target(value)
+        if isinstance(value, tuple) and _holds_reference(value):
+            items = [self._resolved(x) for x in value]
+            return type(value)._make(items) if hasattr(value, "_fields") else tuple(items)
+        return value
 
 
 def _defined(definitions, name: str) -> ClosedJaxpr:

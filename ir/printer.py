@@ -13,6 +13,20 @@ closed scope, and each occurrence of a sub-jaxpr is named afresh, so equal
 programs print equal text. Params print sorted by name. Thunks (custom-rule
 jaxprs) and params offering ``to_jaxpr()`` print as ``@name`` references to
 definitions printed once, after the program, so recursive rules terminate.
+A jaxpr param object met at two or more places of the printed text (a nested
+``jit`` called twice, a ``cond`` whose branches repeat one jaxpr) prints once,
+as a shared definition marked ``jaxpr``, and as ``@name`` at each place::
+
+    { lambda ; a:f32[]. let
+        b:f32[] = jit[jaxpr=@g name="g"] a
+        c:f32[] = jit[jaxpr=@g name="g"] b
+      in (c,) }
+
+    @g = jaxpr { lambda ; a:f32[]. let b:f32[] = sin a in (b,) }
+
+The parser gives every ``@g`` the same jaxpr object, where a rule's ``@name``
+becomes a lazy thunk. A shared definition is named after the ``name`` param of
+the equation that first holds it (when that is an identifier), else ``jaxpr``.
 A Python callable without ``to_jaxpr()`` prints as an opaque ``<...>``
 marker, which the parser rejects: such a program does not round-trip.
 
@@ -225,6 +239,16 @@ def definition_jaxpr(value) -> ClosedJaxpr:
     return j if isinstance(j, ClosedJaxpr) else ClosedJaxpr(j, [])
 
 
+def _jaxpr_hint(eqn: Eqn) -> str:
+    """The name of a shared jaxpr held by ``eqn``: its ``name`` param (a jit's function) if readable."""
+    name = eqn.params.get("name")
+    return name if isinstance(name, str) and re.fullmatch(r"[A-Za-z_]\w*", name, re.ASCII) else "jaxpr"
+
+
+def _as_closed(value) -> ClosedJaxpr:
+    return value if isinstance(value, ClosedJaxpr) else ClosedJaxpr(value, [None] * len(value.constvars))
+
+
 def _definition_hint(value) -> str:
     name = getattr(value, "name", None) or getattr(value, "__name__", None) or "rule"
     name = re.sub(r"\W", "_", str(name))
@@ -244,26 +268,85 @@ def _dtype_of_param(value):
 MAX_DEFINITION_DEPTH = 4
 
 
+class _Census:
+    """What one program's text will hold, found before printing it: how often each jaxpr param
+    object occurs (two or more: printed once, as a shared definition) and each rule's jaxpr.
+
+    It walks what the text prints, each part once: the program, each jaxpr param object at its
+    first occurrence (repeats are references), and the rule definitions, at the depth of their
+    first reference, as the printer would; so printing the parsed text finds the same.
+    """
+
+    def __init__(self, max_definition_depth: int):
+        self.max_depth = max_definition_depth
+        self.counts: dict[int, int] = {}          # jaxpr param object id -> occurrences
+        self.hints: dict[int, str] = {}           # jaxpr param object id -> shared definition name
+        self.objects: dict[int, Any] = {}         # the objects counted, keeping their ids valid
+        self.rules: list[tuple[Any, int]] = []    # (rule param, depth), by first reference
+        self.bodies: dict[int, ClosedJaxpr | None] = {}   # rule id -> its jaxpr (None: unprinted)
+
+    def shared(self, value) -> bool:
+        return self.counts.get(id(value), 0) > 1
+
+    def program(self, cj: ClosedJaxpr) -> None:
+        self.jaxpr(cj.jaxpr, 0)
+        done = 0
+        while done < len(self.rules):       # rules may reference further rules
+            rule, depth = self.rules[done]
+            done += 1
+            body = self.bodies[id(rule)] = self._rule_jaxpr(rule, depth)
+            if body is not None:
+                self.jaxpr(body.jaxpr, depth)
+
+    def jaxpr(self, j: Jaxpr, depth: int) -> None:
+        for eqn in j.eqns:
+            hint = _jaxpr_hint(eqn)
+            for k in sorted(eqn.params):
+                self.param(eqn.params[k], hint, depth)
+
+    def param(self, value, hint: str, depth: int) -> None:
+        if isinstance(value, tuple):
+            for x in value:
+                self.param(x, hint, depth)
+        elif isinstance(value, (ClosedJaxpr, Jaxpr)):
+            self.counts[id(value)] = self.counts.get(id(value), 0) + 1
+            if id(value) not in self.objects:
+                self.objects[id(value)] = value
+                self.hints[id(value)] = hint
+                self.jaxpr(_as_closed(value).jaxpr, depth)
+        elif is_definition(value) and id(value) not in self.objects:
+            self.objects[id(value)] = value
+            self.rules.append((value, depth + 1))
+
+    def _rule_jaxpr(self, rule, depth: int) -> ClosedJaxpr | None:
+        """The rule's jaxpr, or None where it is too deep or was not printed in its source."""
+        if depth > self.max_depth:
+            return None
+        try:
+            return definition_jaxpr(rule)
+        except RuleNotPrinted:
+            return None
+
+
 class _Printer:
     """Holds the ``@name`` definitions met while printing one program."""
 
     def __init__(self, max_definition_depth: int = MAX_DEFINITION_DEPTH):
         self.def_names: dict[int, str] = {}
-        self.defs: list[tuple[str, Any, int]] = []   # (name, param object, depth), by first reference
-        self.depth = 0                               # of the definition being printed
-        self.max_depth = max_definition_depth
+        self.defs: list[tuple[str, Any]] = []   # (name, param object), by first reference
+        self.census = _Census(max_definition_depth)   # empty (nothing shared) until program()
 
-    def reference(self, value) -> str:
+    def reference(self, value, hint: str) -> str:
         name = self.def_names.get(id(value))
         if name is None:
-            base = name = _definition_hint(value)
-            taken = {n for n, _, _ in self.defs}
+            base = name = hint
+            taken = {n for n, _ in self.defs}
             k = 0
             while name in taken:
                 k += 1
                 name = f"{base}_{k}"
             self.def_names[id(value)] = name
-            self.defs.append((name, value, self.depth + 1))
+            self.defs.append((name, value))
         return "@" + name
 
     # -- docs ---------------------------------------------------------------
@@ -291,14 +374,14 @@ class _Printer:
         if isinstance(value, tuple):
             return Group("(", [self.param_doc(x, namer) for x in value], ")", trailing_single=",")
         if isinstance(value, (ClosedJaxpr, Jaxpr)):
-            cj = value if isinstance(value, ClosedJaxpr) else ClosedJaxpr(
-                value, [None] * len(value.constvars))
+            if self.census.shared(value):
+                return self.reference(value, self.census.hints[id(value)])
             inner = namer.scope()
-            doc = self.jaxpr_doc(cj, inner, show_consts=True)
+            doc = self.jaxpr_doc(_as_closed(value), inner, show_consts=True)
             namer.count = inner.count
             return doc
         if is_definition(value):
-            return self.reference(value)
+            return self.reference(value, _definition_hint(value))
         return "<" + re.sub(r"[<>\n]", "", _opaque_name(value)) + ">"
 
     @staticmethod
@@ -327,24 +410,21 @@ class _Printer:
         return JaxprDoc(header, eqns, outs_text, trailer)
 
     def program(self, cj: ClosedJaxpr, show_consts: bool) -> str:
+        self.census.program(cj)
         text = layout(self.jaxpr_doc(cj, Namer(), show_consts), 0, 0)
         done = 0
         while done < len(self.defs):        # definitions may reference further definitions
-            name, value, self.depth = self.defs[done]
+            name, value = self.defs[done]
             done += 1
-            cj = self._definition(value)
-            body = "unprinted" if cj is None else layout(self.jaxpr_doc(cj, Namer(), True), 0, len(name) + 4)
-            text += f"\n\n@{name} = {body}"
+            text += f"\n\n@{name} = {self.definition(name, value)}"
         return text
 
-    def _definition(self, value) -> ClosedJaxpr | None:
-        """The definition's jaxpr, or None where it is too deep or was not printed in its source."""
-        if self.depth > self.max_depth:
-            return None
-        try:
-            return definition_jaxpr(value)
-        except RuleNotPrinted:
-            return None
+    def definition(self, name: str, value) -> str:
+        """A definition's right-hand side: ``jaxpr {...}`` (shared), ``{...}`` (a rule) or ``unprinted``."""
+        if isinstance(value, (ClosedJaxpr, Jaxpr)):
+            return "jaxpr " + layout(self.jaxpr_doc(_as_closed(value), Namer(), True), 0, len(name) + 10)
+        body = self.census.bodies[id(value)]
+        return "unprinted" if body is None else layout(self.jaxpr_doc(body, Namer(), True), 0, len(name) + 4)
 
 
 def _opaque_name(value) -> str:
