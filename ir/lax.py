@@ -535,13 +535,16 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                                  preferred_element_type=pet)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    """Vector/matrix products: contracts lhs's last dimension with rhs's first (ranks 1 or 2)."""
-    ln, rn = _aval(lhs).ndim, _aval(rhs).ndim
-    if ln not in (1, 2) or rn not in (1, 2):
-        raise TypeError(f"lax.dot takes operands of rank 1 or 2, got {_aval(lhs).str_short()} and "
-                        f"{_aval(rhs).str_short()}; use lax.dot_general for other ranks")
-    return dot_general(lhs, rhs, (((ln - 1,), (0,)), ((), ())), precision, preferred_element_type)
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None):
+    """Vector/matrix products: contracts lhs's last dimension with rhs's first (ranks 1 or 2),
+    or ``dot_general`` when ``dimension_numbers`` is given. Options are keyword-only, as in JAX 0.10."""
+    if dimension_numbers is None:
+        ln, rn = _aval(lhs).ndim, _aval(rhs).ndim
+        if ln not in (1, 2) or rn not in (1, 2):
+            raise TypeError(f"lax.dot takes operands of rank 1 or 2, got {_aval(lhs).str_short()} and "
+                            f"{_aval(rhs).str_short()}; pass dimension_numbers for other ranks")
+        dimension_numbers = (((ln - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
 
 
 # -------------------------------------------------------------- constants

@@ -88,8 +88,17 @@ def tree_map_with_path(f: Callable, tree, *rest, is_leaf=None):
     return treedef.unflatten([f(k, x, *xs) for (k, x), *xs in zip(keyed, *others)])
 
 
-def keystr(keys) -> str:
-    return "".join(str(k) for k in keys)
+def _simple_key(key) -> str:
+    """A key's bare index, dict key or attribute name (``keystr(..., simple=True)``)."""
+    for attr in ("idx", "key", "name"):
+        if hasattr(key, attr):
+            return str(getattr(key, attr))
+    return str(key)
+
+
+def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
+    """A key path as text: ``['a'][1]`` by default, ``a/1`` with ``simple=True, separator='/'``."""
+    return separator.join(map(_simple_key if simple else str, keys))
 
 
 def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,

@@ -357,3 +357,27 @@ def test_derived_equations_carry_the_users_lines():
         assert all(e.source_info.file == __file__ for e in cj.eqns)
         cited = {e.source_info.line for e in cj.eqns}
         assert cited == body, f"lines {sorted(cited - body)} are outside the function"
+
+
+# ------------------------------------------------------- low-precision floats
+# The rules build their constants in the operand's dtype: gradients of float16 and
+# bfloat16 programs stay in that dtype and agree with the float32 gradient.
+_LOW_PRECISION_FNS = {
+    "tanh": jx.numpy.tanh, "sqrt": jx.numpy.sqrt, "square": jx.numpy.square, "cube": lambda x: x ** 3,
+    "power": lambda x: x ** 2.5, "reciprocal": lambda x: 1.0 / x, "sigmoid": jx.nn.sigmoid,
+    "gelu": jx.nn.gelu, "softplus": jx.nn.softplus, "std": jx.numpy.std, "tan": jx.numpy.tan,
+    "arcsin": lambda x: jx.numpy.arcsin(x * 0.5), "arctan": jx.numpy.arctan, "log1p": jx.numpy.log1p,
+    "expm1": jx.numpy.expm1, "cbrt": jx.numpy.cbrt, "logsumexp": jx.nn.logsumexp,
+    "scan": lambda x: lax.scan(lambda c, y: (c * 0.5 + y, c), x[0], x)[0],
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gradients_of_low_precision_programs_keep_their_dtype(dtype):
+    dtype = np.dtype(dt.bfloat16 if dtype == "bfloat16" else np.float16)
+    x = np.linspace(0.1, 0.9, 4)
+    for name, f in _LOW_PRECISION_FNS.items():
+        grad = jx.jit(jx.grad(lambda v: jx.numpy.sum(f(v)).astype(np.float32)))
+        low, single = grad(x.astype(dtype)), grad(x.astype(np.float32))
+        assert low.dtype == dtype, name
+        np.testing.assert_allclose(np.asarray(low, np.float32), single, rtol=0.05, atol=0.02, err_msg=name)

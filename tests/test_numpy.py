@@ -3,6 +3,8 @@
 Numbers run eagerly (one cached XLA executable per primitive); the traced
 jaxprs are checked with the verifier and for their output types.
 """
+import warnings
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -40,6 +42,10 @@ def out_types(fn, *args):
 
 # ------------------------------------------------------------- elementwise
 
+SPECIAL = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], np.float32)
+Z = (A + 1j * np.round(A)).astype(np.complex64)   # complex values, some with equal real parts
+
+
 UNARY = [
     ("sin", np.sin, A), ("cos", np.cos, A), ("tan", np.tan, A), ("exp", np.exp, A), ("log", np.log, POS),
     ("sqrt", np.sqrt, POS), ("abs", np.abs, A), ("negative", np.negative, A), ("sign", np.sign, I),
@@ -50,7 +56,9 @@ UNARY = [
     ("cbrt", np.cbrt, A), ("trunc", np.trunc, A * 3), ("deg2rad", np.deg2rad, A), ("isnan", np.isnan, A),
     ("isfinite", np.isfinite, A), ("logical_not", np.logical_not, I), ("invert", np.invert, I),
     ("signbit", np.signbit, A), ("rint", np.rint, A * 3), ("bitwise_count", np.bitwise_count, I),
-    ("square", np.square, I > 0),
+    ("square", np.square, I > 0), ("rint", np.rint, I), ("signbit", np.signbit, I),
+    ("signbit", np.signbit, I > 0), ("isposinf", np.isposinf, SPECIAL), ("isneginf", np.isneginf, SPECIAL),
+    ("isinf", np.isinf, SPECIAL), ("nan_to_num", np.nan_to_num, SPECIAL),
 ]
 
 
@@ -73,6 +81,9 @@ BINARY = [
     ("left_shift", np.left_shift, I, 2), ("right_shift", np.right_shift, I, 1),
     ("logical_and", np.logical_and, I, I > 0), ("logical_or", np.logical_or, I, 0), ("power", np.power, I, 3),
     ("power", np.power, np.abs(I), np.array([0, 1, 2, 3], np.int32)), ("copysign", np.copysign, A, -V),
+    ("hypot", np.hypot, SPECIAL, SPECIAL[::-1]), ("hypot", np.hypot, np.float32(3e30), np.float32(4e30)),
+    ("heaviside", np.heaviside, SPECIAL, 0.5), ("float_power", np.float_power, POS, A),
+    ("logaddexp2", np.logaddexp2, A, V),
 ]
 
 
@@ -533,3 +544,80 @@ def test_eager_equals_jit():
     def f(x, y):
         return jnp.einsum("ij,jk->ik", jnp.tanh(x), y).sum(axis=0) + jnp.linalg.norm(x) * jnp.std(y)
     close(jaxprc.jit(f)(A, B), f(A, B), rtol=1e-5)
+
+
+def test_complex_comparisons_are_lexicographic_and_arctan2_continues():
+    # numpy orders complex numbers by real part, then imaginary part, as JAX does.
+    for name in ("less", "less_equal", "greater", "greater_equal"):
+        close(getattr(jnp, name)(Z, Z[::-1]), getattr(np, name)(Z, Z[::-1]))
+    # numpy has no complex arctan2: check the analytic continuation against a real case and JAX's value.
+    close(jnp.arctan2(A.astype(np.complex64), V.astype(np.complex64)).real, np.arctan2(A, V), atol=1e-5)
+    z = complex(jnp.arctan2(np.complex64(1 + 1j), np.complex64(1)))
+    assert abs(z - (1.0172219 + 0.40235934j)) < 1e-6
+
+
+def test_strict_dtype_rules_match_jax():
+    with pytest.raises(TypeError, match="round does not accept dtype bool"):
+        jnp.round(np.array([True, False]))
+    with pytest.raises(ValueError, match="hypot is not defined for complex"):
+        jnp.hypot(Z, 1.0)
+    with pytest.raises(ValueError, match="signbit is not defined for complex"):
+        jnp.signbit(Z)
+    # lax is looser than JAX on purpose: a Python scalar takes the array's dtype when it can hold it.
+    assert jaxprc.lax.add(np.ones(3, np.float16), 1).dtype == np.float16
+    with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes"):
+        jaxprc.lax.add(np.ones(3, np.int32), 1.5)
+
+
+def test_float_power_keeps_the_operand_precision():
+    assert jnp.float_power(np.ones(3, np.float16), 2.0).dtype == np.float16
+
+
+def test_nan_reductions_match_numpy():
+    x = np.where(A > 0.5, np.nan, A).astype(np.float32)
+    x[1] = np.nan
+    for name in ("nansum", "nanprod", "nanmean", "nanmax", "nanmin"):
+        for axis in (None, 0, 1):
+            with warnings.catch_warnings():   # numpy warns about the all-NaN row
+                warnings.simplefilter("ignore")
+                expected = getattr(np, name)(x, axis=axis)
+            close(getattr(jnp, name)(x, axis=axis), expected, rtol=1e-5)
+    close(jnp.nansum(I, axis=0), np.nansum(I, axis=0))
+    assert jnp.nanmax(x, axis=1, keepdims=True).shape == (3, 1)
+
+
+def test_cumulative_sum_and_prod_with_include_initial():
+    close(jnp.cumulative_sum(I, axis=1, include_initial=True),
+          np.concatenate([np.zeros((3, 1), np.int32), np.cumsum(I, axis=1)], axis=1))
+    close(jnp.cumulative_prod(POS, axis=0, include_initial=True),
+          np.concatenate([np.ones((1, 4), np.float32), np.cumprod(POS, axis=0)]), rtol=1e-5)
+    close(jnp.cumulative_sum(V, dtype=jnp.int32), np.cumsum(V.astype(np.int32)))
+    with pytest.raises(ValueError, match="explicit axis"):
+        jnp.cumulative_sum(I)
+
+
+def test_unstack_meshgrid_astype_match_numpy():
+    for axis in (0, 1, -1):
+        parts = jnp.unstack(A, axis=axis)
+        assert isinstance(parts, tuple) and len(parts) == A.shape[axis]
+        for ours, expected in zip(parts, np.moveaxis(A, axis, 0)):
+            close(ours, expected)
+    x, y, z = np.arange(3.0), np.arange(4), np.arange(2.0)
+    for indexing in ("xy", "ij"):
+        for sparse in (False, True):
+            for ours, expected in zip(jnp.meshgrid(x, y, z, indexing=indexing, sparse=sparse),
+                                      np.meshgrid(x, y, z, indexing=indexing, sparse=sparse)):
+                close(ours, expected)
+    assert jnp.astype(I, jnp.float16).dtype == np.float16
+    close(jnp.astype(A, jnp.int32), A.astype(np.int32))
+
+
+def test_lax_dot_dimension_numbers_and_keystr_options():
+    lhs, rhs = RNG.normal(size=(2, 3, 4)).astype(np.float32), RNG.normal(size=(2, 4, 5)).astype(np.float32)
+    close(jaxprc.lax.dot(lhs, rhs, dimension_numbers=(((2,), (1,)), ((0,), (0,)))), lhs @ rhs, rtol=1e-5)
+    close(jaxprc.lax.dot(A, B, preferred_element_type=np.float32), A @ B, rtol=1e-5)
+    with pytest.raises(TypeError):
+        jaxprc.lax.dot(A, B, None)        # options are keyword-only, as in JAX 0.10
+    ((path, _),), _ = jaxprc.tree_util.tree_flatten_with_path({"a": [{"b": 1}]})
+    assert jaxprc.tree_util.keystr(path) == "['a'][0]['b']"
+    assert jaxprc.tree_util.keystr(path, simple=True, separator="/") == "a/0/b"

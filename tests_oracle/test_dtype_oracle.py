@@ -21,7 +21,7 @@ import jaxprc.numpy as xnp
 
 DTYPES = {"bool": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "u8": np.uint8,
           "u16": np.uint16, "u32": np.uint32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
-          "f32": np.float32}
+          "f32": np.float32, "c64": np.complex64}
 
 
 def parse_spec(spec):
@@ -88,6 +88,20 @@ for op in ("sin", "exp", "sqrt", "abs", "negative", "floor", "sign", "isnan", "i
         case(op, lambda m, x, op=op: getattr(m.np, op)(x), t)
 for t in ("i8[3]", "bool[3]", "u16[2]", "~i32[]", 1, True):
     case("bitwise_count", lambda m, x: m.np.bitwise_count(x), t)
+# Constants inside JAX's functions are strongly typed (_constant_like), or weak only next to a weakly
+# typed scalar (lax._const): weak arrays give strong results here.
+for op in ("isinf", "signbit", "rint", "log2", "log10", "deg2rad", "sinc", "nan_to_num", "isposinf", "isneginf"):
+    complex_types = () if op in ("rint", "nan_to_num") else ("c64[2]", "~c64[]")   # not yet on complex
+    for t in (1, 1.0, True, "~f32[3]", "~i32[]", "i32[3]", "bool[3]", "f16[2]") + complex_types:
+        case(op, lambda m, x, op=op: getattr(m.np, op)(x), t)
+case("round", lambda m, x: m.np.round(x), "bool[3]")
+case("round_decimals", lambda m, x: m.np.round(x, 2), "~f32[3]")
+for op in ("hypot", "heaviside", "float_power", "logaddexp", "logaddexp2", "power", "copysign", "arctan2",
+           "less", "greater_equal"):
+    for a, b in [("~f32[3]", 1), ("~f32[3]", 2.0), ("~i32[]", 2.0), (1, 2.0), ("~f32[3]", "~f32[3]"),
+                 ("f16[3]", 1.0), ("~f16[3]", "~f32[3]"), ("~i32[3]", "~i32[3]"), ("c64[3]", "c64[3]"),
+                 ("f32[3]", "~c64[]")]:
+        case(op, lambda m, x, y, op=op: getattr(m.np, op)(x, y), a, b)
 
 for op in ("sum", "mean", "prod", "max", "argmax", "all", "any", "var", "std", "cumsum", "cumprod"):
     for t, axis in [("f32[2,3]", None), ("i8[2,3]", 0), ("u8[4]", -1), ("bool[2,3]", 1), ("f16[3]", None),
@@ -98,6 +112,14 @@ for op in ("sum", "mean", "prod", "max", "argmax", "all", "any", "var", "std", "
 case("sum_keepdims", lambda m, x: m.np.sum(x, axis=1, keepdims=True), "f32[2,3]")
 case("mean_keepdims", lambda m, x: m.np.mean(x, axis=0, keepdims=True), "i32[2,3]")
 case("sum_dtype", lambda m, x: m.np.sum(x, dtype=m.np.float16), "i32[2,3]")
+for op in ("nansum", "nanprod", "nanmean", "nanmax", "nanmin"):
+    for t, axis in [("f32[2,3]", None), ("i8[2,3]", 0), ("bool[2,3]", 1), ("f16[3]", None), ("~f32[3]", 0)]:
+        case(op, lambda m, x, op=op, axis=axis: getattr(m.np, op)(x, axis=axis), t)
+for op in ("cumulative_sum", "cumulative_prod"):
+    for t, kw in [("f32[2,3]", {"axis": 1}), ("i8[4]", {}), ("bool[2,3]", {"axis": 0, "include_initial": True}),
+                  ("~f32[3]", {"include_initial": True}), ("u8[3]", {"dtype": "float16"}), ("f32[2,3]", {}),
+                  ("f32[]", {})]:
+        case(op, lambda m, x, op=op, kw=kw: getattr(m.np, op)(x, **kw), t)
 
 for a, b in [("f32[2,3]", "f32[3,4]"), ("i32[3]", "f32[3]"), ("bf16[2,3]", "bf16[3]"), ("i8[3]", "u8[3]"),
              ("f32[5,2,3]", "f32[3,4]"), ("~f32[3]", "~f32[3]"), ("f16[3]", "f32[3]")]:
@@ -164,6 +186,16 @@ SHAPE_CASES = [
     ("T", lambda m, x: x.T, "f32[2,3]"),
     ("iter", lambda m, x: list(x), "f32[2,3]"),
     ("isclose", lambda m, x, y: m.np.isclose(x, y), "f32[3]", "f32[3]"),
+    ("unstack", lambda m, x: m.np.unstack(x, axis=1), "~f32[2,3]"),
+    ("meshgrid", lambda m, x, y: m.np.meshgrid(x, y), "f32[3]", "i32[2]"),
+    ("meshgrid_ij_sparse", lambda m, x, y: m.np.meshgrid(x, y, indexing="ij", sparse=True), "f32[3]", "f32[2]"),
+    ("astype_fn", lambda m, x: m.np.astype(x, m.np.float16), "~f32[3]"),
+    ("lax.dot_dimension_numbers", lambda m, x, y: (jax.lax if m is JAX else jaxprc.lax).dot(
+        x, y, dimension_numbers=(((2,), (1,)), ((0,), (0,)))), "f32[2,3,4]", "f32[2,4,5]"),
+    ("lax.dot_preferred", lambda m, x, y: (jax.lax if m is JAX else jaxprc.lax).dot(
+        x, y, preferred_element_type=m.np.float32), "bf16[2,3]", "bf16[3]"),
+    ("lax.dot_positional_precision", lambda m, x, y: (jax.lax if m is JAX else jaxprc.lax).dot(x, y, None),
+     "f32[2,3]", "f32[3]"),
 ]
 for name, fn, *specs in SHAPE_CASES:
     case(name, fn, *specs)

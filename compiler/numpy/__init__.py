@@ -17,19 +17,20 @@ from .ufuncs import (abs, absolute, acos, acosh, add, arccos, arccosh, arcsin, a
                      bitwise_not, bitwise_or, bitwise_xor, cbrt, ceil, conj, conjugate, copysign, cos,
                      cosh, deg2rad, degrees, divide, divmod, equal, exp, exp2, expm1, fix, float_power,
                      floor, floor_divide, fmax, fmin, fmod, greater, greater_equal, heaviside, hypot,
-                     imag, invert, isfinite, isinf, isnan, left_shift, less, less_equal, log, log1p,
-                     log2, log10, logaddexp, logical_and, logical_not, logical_or, logical_xor,
+                     imag, invert, isfinite, isinf, isnan, isneginf, isposinf, left_shift, less, less_equal, log, log1p,
+                     log2, log10, logaddexp, logaddexp2, logical_and, logical_not, logical_or, logical_xor,
                      maximum, minimum, mod, multiply, nan_to_num, negative, nextafter, not_equal,
                      positive, power, rad2deg, radians, real, reciprocal, remainder, right_shift,
                      rint, round, sign, signbit, sin, sinc, sinh, sqrt, square, subtract, tan, tanh,
                      true_divide, trunc)
 from .reductions import (all, amax, amin, any, argmax, argmin, count_nonzero, cumprod, cumsum,
-                         cumulative_prod, cumulative_sum, max, mean, min, prod, ptp, std, sum, var)
+                         cumulative_prod, cumulative_sum, max, mean, min, nanmax, nanmean, nanmin,
+                         nanprod, nansum, prod, ptp, std, sum, var)
 from .shape_ops import (array_split, atleast_1d, atleast_2d, atleast_3d, broadcast_arrays, broadcast_to,
                         column_stack, concat, concatenate, diff, dstack, expand_dims, flip, fliplr,
-                        flipud, hsplit, hstack, matrix_transpose, moveaxis, ndim, pad, permute_dims,
-                        ravel, repeat, reshape, roll, shape, size, split, squeeze, stack, swapaxes,
-                        tile, transpose, vsplit, vstack)
+                        flipud, hsplit, hstack, matrix_transpose, meshgrid, moveaxis, ndim, pad,
+                        permute_dims, ravel, repeat, reshape, roll, shape, size, split, squeeze, stack, swapaxes,
+                        tile, transpose, unstack, vsplit, vstack)
 from ._util import broadcast_shapes
 from .selection import argsort, clip, diag, diagonal, searchsorted, select, sort, trace, tril, triu, where
 from .products import dot, einsum, inner, kron, matmul, outer, tensordot, vdot, vecdot
@@ -45,6 +46,10 @@ ndarray = None   # set to jaxprc.Array by array_methods.install() when the runti
 
 def isscalar(element) -> bool:
     return ndim(element) == 0 if not isinstance(element, (list, tuple)) else False
+
+
+def astype(x, dtype, /, *, copy: bool = False, device=None):
+    return asarray(x).astype(dtype)
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):

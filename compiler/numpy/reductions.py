@@ -222,7 +222,61 @@ def _cumulative(fn_name, lax_fn_name):
 
 cumsum = _cumulative("cumsum", "cumsum")
 cumprod = _cumulative("cumprod", "cumprod")
-cumulative_sum, cumulative_prod = cumsum, cumprod
+
+
+def _cumulative_api(fn_name, cumulative, identity, promote_integers=False):
+    """numpy 2's ``cumulative_sum``/``cumulative_prod``: keyword-only options, ``axis`` required
+    beyond one dimension, and ``include_initial`` prepends the identity. As in JAX, only
+    cumulative_sum widens small integers (``promote_integers``)."""
+    def fn(x, /, *, axis=None, dtype=None, include_initial=False):
+        aval = aval_of(as_array(x, fn_name))
+        ndim = aval.ndim
+        if dtype is None and promote_integers:
+            dtype = _promote_integers(aval.dtype)
+        if ndim == 0 or (axis is None and ndim > 1):
+            raise ValueError(f"{fn_name} needs a non-scalar input, and an explicit axis beyond one "
+                             f"dimension; got an array of rank {ndim} and axis={axis}")
+        axis = canonical_axis(0 if axis is None else axis, ndim, fn_name)
+        out = cumulative(x, axis, dtype)
+        if not include_initial:
+            return out
+        aval = aval_of(out)
+        shape = aval.shape[:axis] + (1,) + aval.shape[axis + 1:]
+        return lax.concatenate([lax.full(shape, identity, aval.dtype), out], axis)
+    fn.__name__ = fn.__qualname__ = fn_name
+    fn.__doc__ = f"``{fn_name}`` along ``axis``, optionally starting with the identity ({identity})."
+    return fn
+
+
+cumulative_sum = _cumulative_api("cumulative_sum", cumsum, 0, promote_integers=True)
+cumulative_prod = _cumulative_api("cumulative_prod", cumprod, 1)
+
+
+def _skipping_nan(fn_name, reduction, all_nan_gives_nan=False):
+    """``reduction`` ignoring NaNs through its ``where`` mask (jnp.nansum and friends);
+    non-float inputs have no NaN and are reduced as they are."""
+    def fn(a, axis=None, **kwargs):
+        from .selection import where
+        from .ufuncs import isnan, logical_and, logical_not
+        dtype = aval_of(as_array(a, fn_name)).dtype
+        if not dt.is_inexact(dtype):
+            return reduction(a, axis, **kwargs)
+        nan = isnan(a)
+        mask = logical_not(nan) if kwargs.get("where") is None else logical_and(kwargs["where"], logical_not(nan))
+        out = reduction(a, axis, **{**kwargs, "where": mask})
+        if not all_nan_gives_nan:
+            return out
+        return where(all(nan, axis, keepdims=kwargs.get("keepdims", False)), convert(np.nan, dtype), out)
+    fn.__name__ = fn.__qualname__ = fn_name
+    fn.__doc__ = f"``{reduction.__name__}`` ignoring NaN values."
+    return fn
+
+
+nansum = _skipping_nan("nansum", sum)
+nanprod = _skipping_nan("nanprod", prod)
+nanmean = _skipping_nan("nanmean", mean)
+nanmax = _skipping_nan("nanmax", max, all_nan_gives_nan=True)
+nanmin = _skipping_nan("nanmin", min, all_nan_gives_nan=True)
 
 
 def ptp(a, axis=None, keepdims=False):

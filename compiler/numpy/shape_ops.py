@@ -359,3 +359,30 @@ def diff(a, n=1, axis=-1):
         size = aval_of(a).shape[ax]
         a = subtract(lax.slice_in_dim(a, 1, size, 1, ax), lax.slice_in_dim(a, 0, size - 1, 1, ax))
     return a
+
+
+def unstack(x, /, *, axis: int = 0):
+    """The slices of ``x`` along ``axis``, as a tuple (the inverse of ``stack``)."""
+    x = as_array(x, "unstack")
+    aval = aval_of(x)
+    if aval.ndim == 0:
+        raise ValueError("unstack requires an array of rank at least 1, got a scalar")
+    axis = canonical_axis(axis, aval.ndim, "unstack")
+    return tuple(squeeze(lax.slice_in_dim(x, i, i + 1, axis=axis), axis) for i in range(aval.shape[axis]))
+
+
+def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy"):
+    """Coordinate arrays from 1-D coordinate vectors; ``indexing='xy'`` swaps the first two axes
+    (Cartesian), ``sparse`` leaves each array unbroadcast (size 1 along the other axes)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xi = [ravel(as_array(x, "meshgrid")) for x in xi]
+    sizes = [aval_of(x).shape[0] for x in xi]
+    order = list(range(len(xi)))
+    if indexing == "xy" and len(xi) > 1:
+        order[0], order[1] = 1, 0     # the axis each input varies along
+    shape = [0] * len(xi)
+    for i, axis in enumerate(order):
+        shape[axis] = sizes[i]
+    out = [reshape(x, [sizes[i] if d == order[i] else 1 for d in range(len(xi))]) for i, x in enumerate(xi)]
+    return out if sparse else [broadcast_to_shape(x, shape) for x in out]

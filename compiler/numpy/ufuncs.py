@@ -17,6 +17,25 @@ from ._util import aval_of, convert, promote
 from .creation import asarray, full_like, ones_like, zeros_like
 
 
+def _strong_const(value, dtype):
+    """A strongly typed constant, as JAX's ``_constant_like`` makes: combined with weakly typed
+    operands it makes the result strongly typed (JAX's isinf, log2, power of integers...)."""
+    return convert(value, dtype)
+
+
+def _const_like(x, value):
+    """``value`` in x's dtype as JAX's ``lax._const`` makes it: weakly typed only when ``x`` is a
+    weakly typed scalar, so weakly typed arrays still give strongly typed results."""
+    a = aval_of(x)
+    return convert(value, a.dtype, weak=a.weak_type and a.ndim == 0)
+
+
+def _reject_complex(fn: str, dtype):
+    if dt.is_complex(dtype):
+        raise ValueError(f"{fn} is not defined for complex inputs (got {dtype.name}); "
+                         "convert to real values first, e.g. with abs(x)")
+
+
 def _check_kind(fn: str, dtype, ok, what: str):
     if not ok(dtype):
         raise TypeError(f"{fn} does not accept dtype {dtype.name}: it expects {what}")
@@ -130,13 +149,14 @@ def imag(x, /):
 
 
 def round(a, decimals: int = 0):
-    """Round half to even, like numpy; integers are returned unchanged."""
-    (x,), dtype, weak = promote("round", a)
-    if _INT_OR_BOOL(dtype):
+    """Round half to even, like numpy; integers are returned unchanged, booleans rejected (as JAX)."""
+    (x,), dtype, _ = promote("round", a)
+    _check_kind("round", dtype, _NOT_BOOL, _NUMERIC)
+    if dt.is_int(dtype):
         return asarray(x)
     if decimals == 0:
         return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
-    factor = convert(10.0 ** decimals, dtype, weak)
+    factor = _const_like(x, 10.0 ** decimals)
     return divide(lax.round(multiply(x, factor), lax.RoundingMethod.TO_NEAREST_EVEN), factor)
 
 
@@ -144,7 +164,10 @@ around = round
 
 
 def rint(x, /):
-    (x,), dtype, _ = promote("rint", x, to_inexact=True)
+    """Round half to even; integers and booleans become (strongly typed) default floats, as in JAX."""
+    (x,), dtype, _ = promote("rint", x)
+    if _INT_OR_BOOL(dtype):
+        return convert(x, dt.default_float_dtype())
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
@@ -165,23 +188,23 @@ def reciprocal(x, /):
 
 
 def log2(x, /):
-    (x,), dtype, weak = promote("log2", x, to_inexact=True)
-    return divide(log(x), log(convert(2, dtype, weak)))
+    (x,), dtype, _ = promote("log2", x, to_inexact=True)
+    return divide(log(x), log(_strong_const(2, dtype)))
 
 
 def log10(x, /):
-    (x,), dtype, weak = promote("log10", x, to_inexact=True)
-    return divide(log(x), log(convert(10, dtype, weak)))
+    (x,), dtype, _ = promote("log10", x, to_inexact=True)
+    return divide(log(x), log(_strong_const(10, dtype)))
 
 
 def deg2rad(x, /):
-    (x,), dtype, weak = promote("deg2rad", x, to_inexact=True)
-    return multiply(x, convert(np.pi / 180, dtype, weak))
+    (x,), _, _ = promote("deg2rad", x, to_inexact=True)
+    return multiply(x, _const_like(x, np.pi / 180))
 
 
 def rad2deg(x, /):
-    (x,), dtype, weak = promote("rad2deg", x, to_inexact=True)
-    return multiply(x, convert(180 / np.pi, dtype, weak))
+    (x,), _, _ = promote("rad2deg", x, to_inexact=True)
+    return multiply(x, _const_like(x, 180 / np.pi))
 
 
 radians, degrees = deg2rad, rad2deg
@@ -197,12 +220,28 @@ def isfinite(x, /):
 
 
 def isinf(x, /):
-    (x,), dtype, weak = promote("isinf", x)
+    (x,), dtype, _ = promote("isinf", x)
     if dt.is_float(dtype):
-        return equal(absolute(x), convert(np.inf, dtype, weak))
+        return equal(absolute(x), _strong_const(np.inf, dtype))
     if dt.is_complex(dtype):
         return logical_or(isinf(real(x)), isinf(imag(x)))
     return _bool_like(x, False)
+
+
+def _is_inf_of_sign(fn: str, x, infinity):
+    (x,), dtype, _ = promote(fn, x)
+    _reject_complex(fn, dtype)
+    if not dt.is_float(dtype):
+        return _bool_like(x, False)
+    return equal(x, _strong_const(infinity, dtype))
+
+
+def isposinf(x, /):
+    return _is_inf_of_sign("isposinf", x, np.inf)
+
+
+def isneginf(x, /):
+    return _is_inf_of_sign("isneginf", x, -np.inf)
 
 
 def isnan(x, /):
@@ -216,17 +255,20 @@ def _bool_like(x, value):
 
 
 def signbit(x, /):
+    """Whether the sign bit is set; strongly typed, as JAX's."""
     (x,), dtype, _ = promote("signbit", x)
+    _reject_complex("signbit", dtype)
+    if dt.is_bool(dtype):
+        return _bool_like(x, False)
     if dt.is_float(dtype):
         bits = {2: dt.int16, 4: dt.int32, 8: dt.int64}[dtype.itemsize]
-        return less(ew.bitcast_convert_type_p.bind(x, new_dtype=bits), 0)
-    return less(x, 0)
+        x, dtype = ew.bitcast_convert_type_p.bind(x, new_dtype=bits), bits
+    return less(x, _strong_const(0, dtype))
 
 
 # -- binary -------------------------------------------------------------------
 subtract = _binop(ew.sub_p, "subtract", accepts=_NOT_BOOL, what=_NUMERIC)
 true_divide = divide = _binop(ew.div_p, "divide", to_inexact=True)
-arctan2 = atan2 = _binop(ew.atan2_p, "arctan2", to_inexact=True)
 nextafter = _binop(ew.nextafter_p, "nextafter", to_inexact=True)
 maximum = _binop(ew.max_p, "maximum")
 minimum = _binop(ew.min_p, "minimum")
@@ -235,10 +277,40 @@ bitwise_or = _binop(ew.or_p, "bitwise_or", accepts=_INT_OR_BOOL, what="an intege
 bitwise_xor = _binop(ew.xor_p, "bitwise_xor", accepts=_INT_OR_BOOL, what="an integer or boolean dtype")
 equal = _binop(ew.eq_p, "equal")
 not_equal = _binop(ew.ne_p, "not_equal")
-less = _binop(ew.lt_p, "less")
-less_equal = _binop(ew.le_p, "less_equal")
-greater = _binop(ew.gt_p, "greater")
-greater_equal = _binop(ew.ge_p, "greater_equal")
+
+
+def _ordered_comparison(prim, name: str):
+    """A comparison ufunc; complex numbers compare lexicographically (real part, then imaginary),
+    as in JAX."""
+    def fn(x1, x2, /):
+        (x1, x2), dtype, _ = promote(name, x1, x2)
+        if not dt.is_complex(dtype):
+            return prim.bind(x1, x2)
+        from .selection import where
+        return where(equal(real(x1), real(x2)), fn(imag(x1), imag(x2)), fn(real(x1), real(x2)))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting (the ``{prim.name}`` primitive)."
+    return fn
+
+
+less = _ordered_comparison(ew.lt_p, "less")
+less_equal = _ordered_comparison(ew.le_p, "less_equal")
+greater = _ordered_comparison(ew.gt_p, "greater")
+greater_equal = _ordered_comparison(ew.ge_p, "greater_equal")
+
+
+def arctan2(x1, x2, /):
+    """The angle of the point ``(x2, x1)``; on complex inputs JAX's analytic continuation
+    ``-i log((x2 + i x1) / sqrt(x1**2 + x2**2))``."""
+    (x1, x2), dtype, _ = promote("arctan2", x1, x2, to_inexact=True)
+    if not dt.is_complex(dtype):
+        return ew.atan2_p.bind(x1, x2)
+    i = _const_like(x1, 1j)
+    ratio = divide(add(x2, multiply(i, x1)), sqrt(add(square(x1), square(x2))))
+    return multiply(negative(i), log(ratio))
+
+
+atan2 = arctan2
 
 
 def add(x1, x2, /):
@@ -354,7 +426,8 @@ def power(x1, x2, /):
     if dt.is_bool(dtype):
         return logical_or(x1, logical_not(x2))
     from .selection import where
-    acc, base, exponent = ones_like(x1), x1, x2
+    # A strongly typed 1, as JAX's: integer powers of weakly typed arrays are strongly typed.
+    acc, base, exponent = full_like(x1, 1, dtype=dtype), x1, x2
     for _ in range(dtype.itemsize * 8):
         acc = where(not_equal(bitwise_and(exponent, 1), 0), multiply(acc, base), acc)
         base = multiply(base, base)
@@ -363,12 +436,24 @@ def power(x1, x2, /):
 
 
 def float_power(x1, x2, /):
-    return power(convert(x1, dt.default_float_dtype()), convert(x2, dt.default_float_dtype()))
+    """``x1 ** x2`` in the operands' inexact dtype (JAX's promote_args_inexact, not float64)."""
+    (x1, x2), _, _ = promote("float_power", x1, x2, to_inexact=True)
+    return ew.pow_p.bind(x1, x2)
 
 
 def hypot(x1, x2, /):
-    (x1, x2), _, _ = promote("hypot", x1, x2, to_inexact=True)
-    return sqrt(add(multiply(x1, x1), multiply(x2, x2)))
+    """``sqrt(x1**2 + x2**2)`` computed as ``big * sqrt(1 + (small/big)**2)``, which does not
+    overflow; the result types follow JAX's (an infinite operand gives inf, even with NaN)."""
+    (x1, x2), dtype, _ = promote("hypot", x1, x2, to_inexact=True)
+    _reject_complex("hypot", dtype)
+    from .selection import where
+    x1, x2 = absolute(x1), absolute(x2)
+    any_inf = logical_or(isinf(x1), isinf(x2))
+    big, small = maximum(x1, x2), minimum(x1, x2)
+    is_zero = equal(big, 0)
+    ratio = divide(small, where(is_zero, ones_like(big), big))
+    out = where(is_zero, big, multiply(big, sqrt(add(1, square(ratio)))))
+    return where(any_inf, _const_like(out, np.inf), out)
 
 
 def logaddexp(x1, x2, /):
@@ -380,17 +465,28 @@ def logaddexp(x1, x2, /):
     return where(isnan(delta), add(x1, x2), out)   # inf - inf: the answer is x1 + x2
 
 
+def logaddexp2(x1, x2, /):
+    """``log2(2**x1 + 2**x2)``: logaddexp in natural-log units, scaled back."""
+    (x1, x2), _, _ = promote("logaddexp2", x1, x2, to_inexact=True)
+    ln2 = _const_like(x1, np.log(2))
+    return divide(logaddexp(multiply(x1, ln2), multiply(x2, ln2)), ln2)
+
+
 def copysign(x1, x2, /):
-    (x1, x2), _, _ = promote("copysign", x1, x2, to_inexact=True)
+    (x1, x2), dtype, _ = promote("copysign", x1, x2, to_inexact=True)
+    _reject_complex("copysign", dtype)
     from .selection import where
     return where(signbit(x2), negative(absolute(x1)), absolute(x1))
 
 
 def heaviside(x1, x2, /):
-    (x1, x2), dtype, weak = promote("heaviside", x1, x2, to_inexact=True)
+    """0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where ``x1 == 0`` and NaN where ``x1`` is NaN."""
+    (x1, x2), dtype, _ = promote("heaviside", x1, x2, to_inexact=True)
+    _reject_complex("heaviside", dtype)
     from .selection import where
-    zero = convert(0, dtype, weak)
-    return where(less(x1, zero), zero, where(greater(x1, zero), convert(1, dtype, weak), x2))
+    zero = _const_like(x1, 0)
+    at_zero = where(isnan(x1), x1, x2)
+    return where(less(x1, zero), zero, where(greater(x1, zero), _const_like(x1, 1), at_zero))
 
 
 def fmax(x1, x2):
@@ -404,22 +500,25 @@ def fmin(x1, x2):
 
 
 def sinc(x, /):
-    (x,), dtype, weak = promote("sinc", x, to_inexact=True)
+    (x,), _, _ = promote("sinc", x, to_inexact=True)
     from .selection import where
-    pix = multiply(x, convert(np.pi, dtype, weak))
+    pix = multiply(x, _const_like(x, np.pi))
     is_zero = equal(x, 0)
-    safe = where(is_zero, convert(1, dtype, weak), pix)
-    return where(is_zero, convert(1, dtype, weak), divide(sin(safe), safe))
+    one = _const_like(x, 1)
+    safe = where(is_zero, one, pix)
+    return where(is_zero, one, divide(sin(safe), safe))
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    (x,), dtype, weak = promote("nan_to_num", x)
+    (x,), dtype, _ = promote("nan_to_num", x)
     if not dt.is_float(dtype):
         return positive(x)
     from .selection import where
     info = dt.finfo(dtype)
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
-    out = where(isnan(x), convert(nan, dtype, weak), x)
-    out = where(equal(out, convert(np.inf, dtype, weak)), convert(posinf, dtype, weak), out)
-    return where(equal(out, convert(-np.inf, dtype, weak)), convert(neginf, dtype, weak), out)
+    # Strongly typed replacements, as JAX's (asarray(nan, dtype)).
+    const = lambda v: _strong_const(v, dtype)
+    out = where(isnan(x), const(nan), x)
+    out = where(equal(out, const(np.inf)), const(posinf), out)
+    return where(equal(out, const(-np.inf)), const(neginf), out)
