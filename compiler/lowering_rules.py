@@ -99,6 +99,7 @@ for _names, _op in [
 for _names, _op in [
     ("add", hlo.add), ("sub", hlo.subtract), ("mul", hlo.multiply), ("div", hlo.divide),
     ("rem", hlo.remainder), ("pow", hlo.power), ("atan2", hlo.atan2), ("nextafter", chlo.next_after),
+    ("complex", hlo.complex),
     ("and", hlo.and_), ("or", hlo.or_), ("xor", hlo.xor), ("shift_left", hlo.shift_left),
     ("shift_right_arithmetic", hlo.shift_right_arithmetic),
     ("shift_right_logical", hlo.shift_right_logical),

@@ -141,6 +141,8 @@ bitwise_not.__name__ = "bitwise_not"
 
 add, sub, mul, div, rem, pow = map(_binary, (ew.add_p, ew.sub_p, ew.mul_p, ew.div_p, ew.rem_p, ew.pow_p))
 max, min, atan2, nextafter = map(_binary, (ew.max_p, ew.min_p, ew.atan2_p, ew.nextafter_p))
+complex = _binary(ew.complex_p)
+complex.__doc__ = "Elementwise ``x + yi`` from float32/float64 parts of equal dtypes (Python scalars adapt)."
 bitwise_and = _binary(ew.and_p, "bitwise_and")
 bitwise_or = _binary(ew.or_p, "bitwise_or")
 bitwise_xor = _binary(ew.xor_p, "bitwise_xor")
@@ -579,8 +581,8 @@ __all__ = [
     "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
     "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "square", "abs", "erf", "erfc", "erf_inv",
     "lgamma", "digamma", "integer_pow", "real", "imag", "conj", "bitwise_not", "population_count", "clz",
-    "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "complex",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
     "eq", "ne", "lt", "le", "gt", "ge",
     # conversions and selection
     "convert_element_type", "bitcast_convert_type", "clamp", "select", "select_n", "stop_gradient",

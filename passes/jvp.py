@@ -249,7 +249,18 @@ _unary("sqrt", lambda t, x, ans: lax.div(t, lax.mul(ans, 2.0)))
 _unary("rsqrt", lambda t, x, ans: lax.mul(t, lax.mul(lax.div(ans, x), -0.5)))
 _unary("cbrt", lambda t, x, ans: lax.mul(t, lax.mul(lax.integer_pow(ans, -2), 1.0 / 3.0)))
 _unary("square", lambda t, x, ans: lax.mul(t, lax.mul(x, 2.0)))
-_unary("abs", lambda t, x, ans: lax.mul(t, lax.sign(x)))
+
+
+def _abs_tangent(t, x, ans):
+    if not dt.is_complex(aval_of(x).dtype):
+        return lax.mul(t, lax.sign(x))
+    # d|z| = Re(dz conj(z) / |z|), with |z| taken as 1 where z == 0 (JAX's convention)
+    safe_ans = lax.select_n(lax.eq(ans, 0.0), ans, lax.full_like(ans, 1))
+    factor = lax.div(lax.conj(x), lax.convert_element_type(safe_ans, aval_of(x).dtype))
+    return lax.real(lax.mul(t, factor))
+
+
+_unary("abs", _abs_tangent)
 _unary("erf", lambda t, x, ans: lax.mul(t, lax.mul(lax.exp(lax.neg(lax.mul(x, x))), 2.0 / _SQRT_PI)))
 _unary("erfc", lambda t, x, ans: lax.mul(t, lax.mul(lax.exp(lax.neg(lax.mul(x, x))), -2.0 / _SQRT_PI)))
 _unary("erf_inv", lambda t, x, ans: lax.mul(t, lax.mul(lax.exp(lax.mul(ans, ans)), _SQRT_PI / 2.0)))
@@ -289,6 +300,15 @@ _rule("mul", "dot_general")(_bilinear)
 @_rule("add")
 def _add_jvp(primals, tangents):
     return lax.add(*primals), add_tangents(*tangents)
+
+
+@_rule("complex")
+def _complex_jvp(primals, tangents):
+    """Linear in (re, im) jointly; a zero part is instantiated only when the other is not."""
+    out = lax.complex(*primals)
+    if all(isinstance(t, Zero) for t in tangents):
+        return out, Zero(tangent_aval(aval_of(out)))
+    return out, lax.complex(*map(instantiate_zeros, tangents))
 
 
 @_rule("sub")

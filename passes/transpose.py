@@ -199,11 +199,23 @@ def _div_t(ct, x, y):
 transpose_rules[PRIMITIVES["neg"]] = _linear_unary(lambda ct, x: lax.neg(ct))
 transpose_rules[PRIMITIVES["copy"]] = _linear_unary(lambda ct, x: ct)
 transpose_rules[PRIMITIVES["conj"]] = _linear_unary(lambda ct, x: lax.conj(ct))
-# real and imag are linear over the reals: a real cotangent goes back as ct + 0i and 0 - ct i.
+# real, imag and complex are linear over the reals. As in JAX, a complex cotangent ct pairs with
+# a tangent t as Re(ct * t) (no conjugate), so ct of real(z) goes back as ct + 0i, of imag(z) as
+# 0 - ct i, and ct of complex(x, y) as (Re ct, -Im ct). Parts are assembled with complex, not by
+# multiplying with 1j, which would turn an infinite cotangent into NaN.
 transpose_rules[PRIMITIVES["real"]] = _linear_unary(
     lambda ct, x: lax.convert_element_type(ct, x.aval.dtype))
 transpose_rules[PRIMITIVES["imag"]] = _linear_unary(
-    lambda ct, x: lax.mul(lax.convert_element_type(lax.neg(ct), x.aval.dtype), 1j))
+    lambda ct, x: lax.complex(lax.full_like(ct, 0), lax.neg(ct)))
+
+
+@_rule("complex")
+def _complex_t(ct, x, y):
+    def part(operand, fn):
+        if not is_undefined_primal(operand):
+            return None
+        return Zero(operand.aval) if isinstance(ct, Zero) else fn(ct)
+    return [part(x, lax.real), part(y, lambda c: lax.neg(lax.imag(c)))]
 
 
 @_rule("convert_element_type")

@@ -112,6 +112,8 @@ STRUCTURAL = {
     "real_imag": (lambda x, y: _real_imag(lax.add(lax.convert_element_type(x, np.complex64),
                                                   lax.mul(lax.convert_element_type(y, np.complex64), 1j))),
                   [(3,), (3,)]),
+    "complex": (lambda x, y: _real_imag(lax.complex(x, lax.sin(y))), [(3,), (3,)]),
+    "complex_abs": (lambda x, y: lax.abs(lax.complex(x, lax.add(y, 2.0))), [(3,), (3,)]),
     "cummax": (lambda x: lax.cummax(x, 0), [(6,)]),
     "cummin_reverse": (lambda x: lax.cummin(x, 1, reverse=True), [(2, 5)]),
     "scatter_duplicates": (lambda x, u: lax.scatter(x, _DUP, u, _SCATTER_1D), [(4,), (4,)]),
@@ -130,6 +132,22 @@ def test_structural_jvp_and_vjp(name):
     args = [f32(*s) for s in shapes]
     check_jvp_fd(f, args)
     check_vjp_jvp(f, args)
+
+
+def test_complex_transpose_pairs_by_real_part_of_product():
+    """<vjp(ct), t> == Re(sum(ct * jvp(t))): JAX's pairing of complex cotangents (no conjugate),
+    under which the rules of complex, real and imag are each other's transposes."""
+    c = np.complex64(0.3 - 1.2j)
+    f = lambda x, y: lax.mul(lax.complex(x, y), c)
+    args, tangents = [f32(4), f32(4)], [f32(4), f32(4)]
+    _, t_out = jx.jvp(f, tuple(args), tuple(tangents))
+    ct = (f32(4) + 1j * f32(4)).astype(np.complex64)
+    cts_in = jx.vjp(f, *args)[1](ct)
+    lhs = sum(float(np.dot(np.asarray(a), t)) for a, t in zip(cts_in, tangents))
+    np.testing.assert_allclose(lhs, float(np.sum(ct * np.asarray(t_out)).real), rtol=1e-5)
+    z = (f32(4) + 1j * f32(4)).astype(np.complex64)
+    back = jx.vjp(lambda z: lax.complex(lax.real(z), lax.imag(z)), z)[1](ct)[0]
+    np.testing.assert_array_equal(np.asarray(back), ct)
 
 
 def test_digamma_derivative_is_trigamma():

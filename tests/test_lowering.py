@@ -158,6 +158,16 @@ def test_complex_parts(dtype):
     assert conj.dtype == dtype
 
 
+@pytest.mark.parametrize("part", [F32, F64])
+def test_complex_from_parts_keeps_infinities(part):
+    x = np.concatenate([sample((4,), part), np.array([np.inf, -np.inf, np.nan, 0.0], part)])
+    y = np.concatenate([sample((4,), part), np.array([np.nan, 1.0, -np.inf, np.inf], part)])
+    z, = run(lambda a, b: P["complex"].bind(a, b), x, y)
+    assert z.dtype == (np.complex64 if part == F32 else np.complex128)
+    np.testing.assert_array_equal(z.real, x)
+    np.testing.assert_array_equal(z.imag, y)
+
+
 def test_round_to_even_and_halves():
     x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.4, -0.6], F32)
     afz, even = run(lambda a: [P["round"].bind(a, rounding_method=0), P["round"].bind(a, rounding_method=1)], x)

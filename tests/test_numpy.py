@@ -556,6 +556,30 @@ def test_complex_comparisons_are_lexicographic_and_arctan2_continues():
     assert abs(z - (1.0172219 + 0.40235934j)) < 1e-6
 
 
+# Each part of a complex value on its own: NaN and infinities in either part, halves, and an
+# infinite part beside a finite one (which multiplying by 1j would turn into NaN).
+Z_SPECIAL = np.array([complex(a, b) for a, b in [(np.nan, np.inf), (-np.inf, np.nan), (1.5, -2.5),
+                                                 (np.inf, -np.inf), (0.25, 1e30), (2.5, np.inf),
+                                                 (-0.55, 0.45)]], np.complex64)
+
+
+@pytest.mark.parametrize("kwargs", [{}, dict(nan=1.0, posinf=2.0, neginf=-3.0)])
+def test_nan_to_num_of_complex_treats_parts_separately(kwargs):
+    got = jnp.nan_to_num(Z_SPECIAL, **kwargs)
+    assert got.dtype == np.complex64
+    np.testing.assert_array_equal(np.asarray(got), np.nan_to_num(Z_SPECIAL, **kwargs))
+
+
+@pytest.mark.parametrize("fn,decimals", [("round", 0), ("round", 1), ("around", 2), ("rint", None)])
+def test_round_of_complex_rounds_both_parts(fn, decimals):
+    args = () if decimals is None else (decimals,)
+    got = np.asarray(getattr(jnp, fn)(Z_SPECIAL, *args))
+    want = getattr(np, fn)(Z_SPECIAL, *args)
+    assert got.dtype == np.complex64
+    np.testing.assert_allclose(got.real, want.real, rtol=1e-6)
+    np.testing.assert_allclose(got.imag, want.imag, rtol=1e-6)
+
+
 def test_strict_dtype_rules_match_jax():
     with pytest.raises(TypeError, match="round does not accept dtype bool"):
         jnp.round(np.array([True, False]))

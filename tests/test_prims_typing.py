@@ -1,4 +1,5 @@
-"""Typing rules of the structural, reduction and linear-algebra primitives, and lax's output types.
+"""Typing rules of the structural, reduction and linear-algebra primitives (and of ``complex``, the
+elementwise primitive whose result dtype differs from its operands'), and lax's output types.
 
 Each primitive has accept cases (operand types and params -> result types)
 and reject cases (a JaxprTypeError naming the primitive and the operand
@@ -99,6 +100,10 @@ ACCEPT = [
     ("dot_general", "~bf16[3] ~bf16[3]", dict(MATMUL, dimension_numbers=(((0,), (0,)), ((), ())),
                                               preferred_element_type=dt.float32), "~f32[]"),
     ("dot_general", "i8[2] i8[3]", dict(MATMUL, dimension_numbers=(((), ()), ((), ()))), "i8[2,3]"),
+    ("complex", "f32[2,3] f32[2,3]", {}, "c64[2,3]"),
+    ("complex", "f64[3] f64[3]", {}, "c128[3]"),
+    ("complex", "~f32[] ~f32[]", {}, "~c64[]"),
+    ("complex", "~f32[3] f32[3]", {}, "c64[3]"),
 ]
 
 # (primitive name, operand types, params, a fragment of the expected message)
@@ -166,6 +171,13 @@ REJECT = [
     ("dot_general", "f32[2,3] f32[3,4]", dict(MATMUL, dimension_numbers=(((2,), (0,)), ((), ()))), "distinct lhs"),
     ("dot_general", "f32[2,3] f32[3,4]", dict(MATMUL, dimension_numbers=(((1,), (0,)), ((1,), (0,)))),
      "distinct lhs"),
+    ("complex", "f16[3] f16[3]", {}, "float32 or float64"),
+    ("complex", "bf16[3] bf16[3]", {}, "float32 or float64"),
+    ("complex", "i32[3] i32[3]", {}, "float32 or float64"),
+    ("complex", "c64[3] c64[3]", {}, "float32 or float64"),
+    ("complex", "f32[3] f64[3]", {}, "equal dtypes"),
+    ("complex", "f32[3] f32[2]", {}, "equal shapes"),
+    ("complex", "f32[3]", {}, "2 operand(s)"),
 ]
 
 MY_PRIMITIVES = [p for mod in (structural, reductions, linalg) for p in vars(mod).values()
@@ -226,6 +238,9 @@ LAX = [
     ("add weak + python float stays weak", lambda x: lax.add(x, 1.0), "~f32[3]", "~f32[3]"),
     ("mul python int with float", lambda x: lax.mul(2, x), "bf16[2]", "bf16[2]"),
     ("sub two python floats is weak", lambda: lax.sub(1.0, 2.0), "", "~f32[]"),
+    ("complex python float adapts", lambda x: lax.complex(x, 1.0), "f32[3]", "c64[3]"),
+    ("complex two python floats is weak", lambda: lax.complex(1.0, 2.0), "", "~c64[]"),
+    ("complex rank-0 operand broadcasts", lambda x, y: lax.complex(x, y), "f32[] f32[2]", "c64[2]"),
     ("rank-0 operand broadcasts", lambda x, y: lax.div(x, y), "f32[] f32[2,3]", "f32[2,3]"),
     ("comparison gives bool", lambda x: lax.lt(x, 0.0), "~f32[3]", "~bool[3]"),  # weak in, weak out (as JAX)
     ("max with numpy array", lambda x: lax.max(x, np.zeros(3, np.float32)), "f32[3]", "f32[3]"),
@@ -342,6 +357,7 @@ def test_lax_skips_no_op_equations():
 
 LAX_ERRORS = [
     ("python float into int", lambda x: lax.add(x, 1.5), "i32[3]", TypeError, "Python scalar 1.5"),
+    ("complex of ints", lambda x: lax.complex(x, 1), "i32[3]", JaxprTypeError, "float32 or float64"),
     ("mixed dtypes", lambda x, y: lax.add(x, y), "f32[3] f16[3]", JaxprTypeError, "equal dtypes"),
     ("unequal shapes", lambda x, y: lax.mul(x, y), "f32[3] f32[2]", JaxprTypeError, "equal shapes"),
     ("axis out of range", lambda x: lax.cumsum(x, 2), "f32[3]", ValueError, "out of bounds"),
@@ -431,6 +447,7 @@ EAGER = [
     ("clamp", lambda: lax.clamp(-1.0, X, 1.0), lambda: np.clip(X, -1, 1)),
     ("convert_element_type truncates", lambda: lax.convert_element_type(X, np.int32), lambda: X.astype(np.int32)),
     ("round away from zero", lambda: lax.round(HALVES), lambda: np.float32([1, 2, -1, 3])),
+    ("complex", lambda: lax.complex(X, 2.0), lambda: X + 2j),
     ("round to even", lambda: lax.round(HALVES, lax.RoundingMethod.TO_NEAREST_EVEN), lambda: np.round(HALVES)),
     ("full", lambda: lax.full((2,), 3.0), lambda: np.float32([3, 3])),
     ("expand_dims", lambda: lax.expand_dims(X, (1,)), lambda: X[:, None]),

@@ -17,7 +17,7 @@ from jaxprc.passes.vmap import batch_rules
 
 # Primitives linear in some operand (the others held fixed): reverse mode transposes them.
 LINEAR = {
-    "add", "sub", "neg", "mul", "div", "dot_general", "convert_element_type", "copy", "real", "imag",
+    "add", "sub", "neg", "mul", "div", "dot_general", "convert_element_type", "copy", "real", "imag", "complex",
     "conj", "reduce_sum", "cumsum", "broadcast_in_dim", "reshape", "transpose", "squeeze", "rev",
     "slice", "pad", "concatenate", "dynamic_slice", "dynamic_update_slice", "gather", "scatter",
     "scatter-add", "scatter-mul", "select_n",

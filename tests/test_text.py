@@ -100,12 +100,13 @@ ELEMENTWISE_BY_KIND = {
     "int": ["not", "population_count", "clz"],
     "int2": ["and", "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical"],
     "complex": ["real", "imag", "conj"],
+    "float2 to complex": ["complex"],
 }
 
 
 @pytest.mark.parametrize("name,avals", [
     (n, {"float": [X3], "float2": [X3, X3], "int": [sa((3,), i32)], "int2": [sa((3,), i32)] * 2,
-         "complex": [sa((3,), np.complex64)]}[k])
+         "complex": [sa((3,), np.complex64)], "float2 to complex": [X3, X3]}[k])
     for k, ns in ELEMENTWISE_BY_KIND.items() for n in ns])
 def test_elementwise_round_trip(name, avals):
     prim = PRIMITIVES[name]

@@ -210,6 +210,13 @@ def _(lib, x, y):
     return L.real(w) + L.imag(w)
 
 
+@case("complex_from_parts", X, Y, second=True)
+def _(lib, x, y):
+    n, L = lib.numpy, lib.lax
+    z = L.complex(x, 2 * x) * L.complex(L.sin(y), y)
+    return n.abs(L.complex(x, 2 * x)) ** 2 + n.abs(z) + L.imag(z * z)
+
+
 # ---------------------------------------------------------------- reductions
 
 @case("reductions", X)

@@ -91,11 +91,13 @@ for t in ("i8[3]", "bool[3]", "u16[2]", "~i32[]", 1, True):
 # Constants inside JAX's functions are strongly typed (_constant_like), or weak only next to a weakly
 # typed scalar (lax._const): weak arrays give strong results here.
 for op in ("isinf", "signbit", "rint", "log2", "log10", "deg2rad", "sinc", "nan_to_num", "isposinf", "isneginf"):
-    complex_types = () if op in ("rint", "nan_to_num") else ("c64[2]", "~c64[]")   # not yet on complex
-    for t in (1, 1.0, True, "~f32[3]", "~i32[]", "i32[3]", "bool[3]", "f16[2]") + complex_types:
+    for t in (1, 1.0, True, "~f32[3]", "~i32[]", "i32[3]", "bool[3]", "f16[2]", "c64[2]", "~c64[]"):
         case(op, lambda m, x, op=op: getattr(m.np, op)(x), t)
 case("round", lambda m, x: m.np.round(x), "bool[3]")
-case("round_decimals", lambda m, x: m.np.round(x, 2), "~f32[3]")
+for t in ("~f32[3]", "c64[3]", "~c64[]"):
+    case("round_decimals", lambda m, x: m.np.round(x, 2), t)
+for t in ("c64[3]", "~c64[]", 1j):
+    case("round", lambda m, x: m.np.round(x), t)
 for op in ("hypot", "heaviside", "float_power", "logaddexp", "logaddexp2", "power", "copysign", "arctan2",
            "less", "greater_equal"):
     for a, b in [("~f32[3]", 1), ("~f32[3]", 2.0), ("~i32[]", 2.0), (1, 2.0), ("~f32[3]", "~f32[3]"),

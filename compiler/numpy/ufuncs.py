@@ -148,12 +148,20 @@ def imag(x, /):
     return zeros_like(x)
 
 
+def _by_parts(fn, x):
+    """``fn`` applied to the real and imaginary parts of complex ``x`` separately (as JAX does)."""
+    return lax.complex(fn(ew.real_p.bind(x)), fn(ew.imag_p.bind(x)))
+
+
 def round(a, decimals: int = 0):
-    """Round half to even, like numpy; integers are returned unchanged, booleans rejected (as JAX)."""
+    """Round half to even, like numpy; integers are returned unchanged, booleans rejected (as JAX);
+    complex values round both parts."""
     (x,), dtype, _ = promote("round", a)
     _check_kind("round", dtype, _NOT_BOOL, _NUMERIC)
     if dt.is_int(dtype):
         return asarray(x)
+    if dt.is_complex(dtype):
+        return _by_parts(lambda part: round(part, decimals), x)
     if decimals == 0:
         return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
     factor = _const_like(x, 10.0 ** decimals)
@@ -168,6 +176,8 @@ def rint(x, /):
     (x,), dtype, _ = promote("rint", x)
     if _INT_OR_BOOL(dtype):
         return convert(x, dt.default_float_dtype())
+    if dt.is_complex(dtype):
+        return _by_parts(rint, x)
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
@@ -511,6 +521,8 @@ def sinc(x, /):
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     (x,), dtype, _ = promote("nan_to_num", x)
+    if dt.is_complex(dtype):
+        return _by_parts(lambda part: nan_to_num(part, nan=nan, posinf=posinf, neginf=neginf), x)
     if not dt.is_float(dtype):
         return positive(x)
     from .selection import where

@@ -26,10 +26,12 @@ INEXACT = _kinds(IS_FLOAT, IS_COMPLEX)
 INTEGRAL = _kinds(IS_INT, IS_UINT)
 BOOL_OR_INT = _kinds(IS_BOOL, IS_INT, IS_UINT)
 ORDERED = _kinds(IS_BOOL, IS_INT, IS_UINT, IS_FLOAT)
+F32_OR_F64 = lambda d: d in (dt.float32, dt.float64)   # the parts of a complex64/complex128
 KIND_NAMES = {ANY: "any dtype", NUM: "a numeric dtype", INEXACT: "a floating or complex dtype",
               IS_FLOAT: "a floating dtype", INTEGRAL: "an integer dtype",
               BOOL_OR_INT: "a boolean or integer dtype", ORDERED: "an ordered (non-complex) dtype",
-              IS_COMPLEX: "a complex dtype", IS_INT: "a signed integer dtype"}
+              IS_COMPLEX: "a complex dtype", IS_INT: "a signed integer dtype",
+              F32_OR_F64: "float32 or float64"}
 
 
 def fmt_types(avals) -> str:
@@ -80,6 +82,10 @@ def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -
 
 def _real_dtype(d):
     return {dt.complex64: dt.float32, dt.complex128: dt.float64}.get(np.dtype(d), d)
+
+
+def _complex_dtype(d):
+    return {dt.float32: dt.complex64, dt.float64: dt.complex128}[np.dtype(d)]
 
 
 def _to_bool(d):
@@ -143,6 +149,7 @@ max_p = elementwise("max", 2, ANY)
 min_p = elementwise("min", 2, ANY)
 atan2_p = elementwise("atan2", 2, IS_FLOAT)
 nextafter_p = elementwise("nextafter", 2, IS_FLOAT)
+complex_p = elementwise("complex", 2, F32_OR_F64, _complex_dtype)   # (real part, imaginary part)
 and_p = elementwise("and", 2, BOOL_OR_INT)
 or_p = elementwise("or", 2, BOOL_OR_INT)
 xor_p = elementwise("xor", 2, BOOL_OR_INT)
