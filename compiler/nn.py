@@ -126,8 +126,8 @@ def soft_sign(x):
 
 def _max(x, axis, where=None):
     """The (gradient-free) maximum along ``axis``, kept as a size-1 axis."""
-    initial = None if where is None else -np.inf
-    return lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True, where=where, initial=initial))
+    # -inf as initial (as in JAX) so empty or fully masked slices have a maximum.
+    return lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True, where=where, initial=-np.inf))
 
 
 def _max_shift(x, axis, where=None):

@@ -645,3 +645,52 @@ def test_lax_dot_dimension_numbers_and_keystr_options():
     ((path, _),), _ = jaxprc.tree_util.tree_flatten_with_path({"a": [{"b": 1}]})
     assert jaxprc.tree_util.keystr(path) == "['a'][0]['b']"
     assert jaxprc.tree_util.keystr(path, simple=True, separator="/") == "a/0/b"
+
+
+def test_max_and_min_need_initial_without_an_identity():
+    # As in JAX: no made-up -inf/iinfo.min for an empty axis or a where mask.
+    empty = np.zeros((2, 0), np.float32)
+    for fn in (jnp.max, jnp.min, jnp.nanmax, jnp.nanmin, jnp.ptp):
+        with pytest.raises(ValueError, match="zero-size array"):
+            fn(empty, axis=1)
+        with pytest.raises(ValueError, match="zero-size array"):
+            jaxprc.jit(fn)(np.zeros((0,), np.float32))
+    close(jnp.max(empty, axis=0), np.zeros((0,), np.float32))
+    close(jnp.max(empty, axis=1, initial=-1.0), np.full(2, -1.0, np.float32))
+    with pytest.raises(ValueError, match="initial"):
+        jnp.min(A, where=A > 0)
+    close(jnp.min(A, where=A > 0, initial=10.0), np.min(A, where=A > 0, initial=10.0))
+    close(nn.softmax(empty), empty)
+
+
+def test_var_without_degrees_of_freedom_is_nan():
+    x = np.array([1.0, 2.0, 4.0], np.float32)
+    close(jnp.var(x, ddof=2), np.var(x, ddof=2))
+    for ddof in (3, 4):
+        assert np.isnan(np.asarray(jnp.var(x, ddof=ddof)))
+        assert np.isnan(np.asarray(jaxprc.jit(lambda v: jnp.std(v, ddof=ddof))(x)))
+
+
+def test_searchsorted_puts_nan_last():
+    a = np.array([-1.0, -0.0, 0.0, 1.0, np.nan], np.float32)
+    v = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf], np.float32)
+    for side in ("left", "right"):
+        close(jnp.searchsorted(a, v, side=side), np.searchsorted(a, v, side=side))
+        close(jaxprc.jit(lambda a, v: jnp.searchsorted(a, v, side=side))(a, v), np.searchsorted(a, v, side=side))
+
+
+def test_take_along_axis_clip_counts_negative_indices_from_the_end():
+    idx = np.array([[0, 5], [-1, -3]])
+    expected = np.take_along_axis(V.reshape(2, 2), np.clip(np.where(idx < 0, idx + 2, idx), 0, 1), axis=1)
+    close(jnp.take_along_axis(V.reshape(2, 2), idx, axis=1, mode="clip"), expected)
+    # take's "clip" clamps negative indices to 0, as JAX's does.
+    close(jnp.take(V, np.array([-1, 9]), mode="clip"), V[[0, 3]])
+
+
+def test_linspace_retstep_has_the_bounds_shape():
+    _, step = jnp.linspace(2.0, 3.0, 5, retstep=True)
+    assert step.shape == () and float(step) == 0.25
+    assert np.isnan(float(jnp.linspace(2.0, 3.0, 1, retstep=True)[1]))    # undefined, as in JAX
+    close(jnp.linspace(2.0, 3.0, 1), np.linspace(2.0, 3.0, 1, dtype=np.float32))
+    close(jnp.linspace(np.array([0.0, 1.0]), np.array([1.0, 3.0]), 3, retstep=True, axis=1)[1],
+          np.array([0.5, 1.0], np.float32))

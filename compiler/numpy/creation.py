@@ -157,15 +157,16 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     div = (num - 1) if endpoint else num
     idx = lax.broadcasted_iota(compute, out_shape, axis)
     s, e = expand_dims(start, axis), expand_dims(stop, axis)
-    delta = uf.divide(uf.subtract(e, s), div) if div > 0 else uf.subtract(e, s)
-    out = uf.add(s, uf.multiply(idx, delta))
+    # With fewer than two points the step is undefined: NaN (as in JAX), unused by the samples.
+    step = uf.divide(uf.subtract(stop, start), div) if div > 0 else full(bshape, np.nan, compute)
+    out = uf.add(s, uf.multiply(idx, expand_dims(step, axis))) if div > 0 else broadcast_to_shape(s, out_shape)
     if endpoint and num > 1:
         out = where(uf.equal(idx, num - 1), e, out)
     if out_dtype is not None:
         if dt.is_int(out_dtype):
             out = uf.floor(out)
         out = convert(out, out_dtype)
-    return (out, delta) if retstep else out
+    return (out, step) if retstep else out
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype=None):

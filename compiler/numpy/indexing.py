@@ -261,6 +261,10 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
         raise ValueError(f"take_along_axis: indices and arr must have the same number of dimensions; "
                          f"{len(ishape)} vs {len(shape)}")
     axis = canonical_axis(axis, len(shape), "take_along_axis")
+    mode, fill_value = _gather_mode(mode, fill_value, aval_of(arr).dtype)
+    if mode == lax.GatherScatterMode.CLIP:
+        # Unlike take, JAX's take_along_axis counts negative indices from the end before clamping.
+        indices = _normalized_indices(indices, shape[axis])
     out_shape = broadcast_shapes(tuple(1 if d == axis else s for d, s in enumerate(shape)),
                                  tuple(1 if d == axis else s for d, s in enumerate(ishape)),
                                  fn="take_along_axis")
@@ -270,7 +274,6 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
                     for d in range(len(shape))]
     if any(out_shape[d] != shape[d] for d in range(len(shape)) if d != axis):
         arr = broadcast_to_shape(arr, tuple(out_shape[d] if d != axis else shape[d] for d in range(len(shape))))
-    mode, fill_value = _gather_mode(mode, fill_value, aval_of(arr).dtype)
     return gather_indices(arr, list(range(len(shape))), index_arrays, mode=mode, fill_value=fill_value)
 
 

@@ -83,18 +83,41 @@ def _identity_of_max(dtype, sign):
     return -np.inf if sign > 0 else np.inf
 
 
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+def _require_initial(fn_name, a, axis, initial, where):
+    """max and min have no identity: as in JAX, reducing an empty axis or masking with
+    ``where`` needs ``initial`` (otherwise the result would be a made-up -inf or iinfo.min)."""
+    if initial is not None:
+        return
+    if where is not None:
+        raise ValueError(f"reduction operation {fn_name} does not have an identity, so to use a "
+                         "where mask one has to specify 'initial'")
+    aval = aval_of(as_array(a, fn_name))
+    if 0 in [aval.shape[i] for i in canonical_axes(axis, aval.ndim, fn_name)]:
+        raise ValueError(f"zero-size array to reduction operation {fn_name} which has no identity")
+
+
+def _unchecked_max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     from .ufuncs import maximum
     dtype = aval_of(a, "max").dtype
     return _reduce("max", lax.reduce_max, a, axis, None, keepdims, out=out, initial=initial, combine=maximum,
                    where=where, neutral=_identity_of_max(dtype, 1))
 
 
-def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+def _unchecked_min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     from .ufuncs import minimum
     dtype = aval_of(a, "min").dtype
     return _reduce("min", lax.reduce_min, a, axis, None, keepdims, out=out, initial=initial, combine=minimum,
                    where=where, neutral=_identity_of_max(dtype, -1))
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    _require_initial("max", a, axis, initial, where)
+    return _unchecked_max(a, axis, out, keepdims, initial, where)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    _require_initial("min", a, axis, initial, where)
+    return _unchecked_min(a, axis, out, keepdims, initial, where)
 
 
 amax, amin = max, min
@@ -142,7 +165,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     """Variance: mean of squared deviations, divided by ``N - ddof`` (N counts the elements
     ``where`` selects)."""
-    from .ufuncs import conj, divide, multiply, real, subtract
+    from .selection import where as where_
+    from .ufuncs import conj, divide, greater, multiply, real, subtract
     _no_out("var", out)
     if correction is not None:
         ddof = correction
@@ -159,7 +183,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     total = sum(squares, axis=axes, keepdims=keepdims, where=where)
     count = _count("var", aval.shape, axes, keepdims, where, aval_of(total).dtype)
     divisor = convert(count - ddof if where is None else subtract(count, ddof), aval_of(total).dtype)
-    return convert(divide(total, divisor), _real(result_dtype))
+    # As in JAX, no degrees of freedom left (N - ddof <= 0) gives NaN rather than inf or a negative.
+    variance = where_(greater(divisor, 0), divide(total, divisor), convert(np.nan, aval_of(total).dtype))
+    return convert(variance, _real(result_dtype))
 
 
 def _real(dtype):
@@ -252,12 +278,15 @@ cumulative_sum = _cumulative_api("cumulative_sum", cumsum, 0, promote_integers=T
 cumulative_prod = _cumulative_api("cumulative_prod", cumprod, 1)
 
 
-def _skipping_nan(fn_name, reduction, all_nan_gives_nan=False):
+def _skipping_nan(fn_name, reduction, all_nan_gives_nan=False, identity_free=None):
     """``reduction`` ignoring NaNs through its ``where`` mask (jnp.nansum and friends);
-    non-float inputs have no NaN and are reduced as they are."""
+    non-float inputs have no NaN and are reduced as they are. ``identity_free`` names a
+    reduction without identity (max, min), whose empty or masked use needs ``initial``."""
     def fn(a, axis=None, **kwargs):
         from .selection import where
         from .ufuncs import isnan, logical_and, logical_not
+        if identity_free:
+            _require_initial(identity_free, a, axis, kwargs.get("initial"), kwargs.get("where"))
         dtype = aval_of(as_array(a, fn_name)).dtype
         if not dt.is_inexact(dtype):
             return reduction(a, axis, **kwargs)
@@ -268,15 +297,15 @@ def _skipping_nan(fn_name, reduction, all_nan_gives_nan=False):
             return out
         return where(all(nan, axis, keepdims=kwargs.get("keepdims", False)), convert(np.nan, dtype), out)
     fn.__name__ = fn.__qualname__ = fn_name
-    fn.__doc__ = f"``{reduction.__name__}`` ignoring NaN values."
+    fn.__doc__ = f"``{fn_name[3:]}`` ignoring NaN values."
     return fn
 
 
 nansum = _skipping_nan("nansum", sum)
 nanprod = _skipping_nan("nanprod", prod)
 nanmean = _skipping_nan("nanmean", mean)
-nanmax = _skipping_nan("nanmax", max, all_nan_gives_nan=True)
-nanmin = _skipping_nan("nanmin", min, all_nan_gives_nan=True)
+nanmax = _skipping_nan("nanmax", _unchecked_max, all_nan_gives_nan=True, identity_free="max")
+nanmin = _skipping_nan("nanmin", _unchecked_min, all_nan_gives_nan=True, identity_free="min")
 
 
 def ptp(a, axis=None, keepdims=False):

@@ -132,11 +132,21 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
+def _precedes_in_sort_order(a, v, or_equal):
+    """``a < v`` (``a <= v`` if ``or_equal``) in sort order, where NaN is above everything
+    and equal to NaN (numpy's and JAX's order); plain comparisons would put NaN nowhere."""
+    from .ufuncs import isnan, less, less_equal, logical_and, logical_not, logical_or
+    if not dt.is_inexact(aval_of(a).dtype) and not dt.is_inexact(aval_of(v).dtype):
+        return (less_equal if or_equal else less)(a, v)
+    if or_equal:
+        return logical_or(less_equal(a, v), isnan(v))
+    return logical_or(less(a, v), logical_and(isnan(v), logical_not(isnan(a))))
+
+
 def searchsorted(a, v, side="left"):
     """Insertion indices keeping ``a`` sorted: a count of the elements of ``a`` before each value."""
-    from .ufuncs import less, less_equal
     from .reductions import sum
     from .shape_ops import expand_dims
     a, v = as_array(a, "searchsorted"), as_array(v, "searchsorted")
-    cmp = less if side == "left" else less_equal
-    return sum(cmp(a, expand_dims(v, -1)), axis=-1, dtype=dt.default_int_dtype())
+    before = _precedes_in_sort_order(a, expand_dims(v, -1), or_equal=side != "left")
+    return sum(before, axis=-1, dtype=dt.default_int_dtype())
