@@ -694,3 +694,14 @@ def test_linspace_retstep_has_the_bounds_shape():
     close(jnp.linspace(2.0, 3.0, 1), np.linspace(2.0, 3.0, 1, dtype=np.float32))
     close(jnp.linspace(np.array([0.0, 1.0]), np.array([1.0, 3.0]), 3, retstep=True, axis=1)[1],
           np.array([0.5, 1.0], np.float32))
+
+
+def test_division_by_zero_and_infinity_gives_jaxs_values():
+    f32 = lambda *v: np.array(v, np.float32)
+    x, y = f32(1.0, -1.0, 1.0, -1.0, 5.5), f32(0.0, 0.0, -0.0, np.inf, -2.0)
+    for fn in (jnp.floor_divide, jaxprc.jit(jnp.floor_divide)):
+        np.testing.assert_array_equal(fn(x, y), f32(np.inf, -np.inf, -np.inf, -1.0, -3.0))
+    ints, zeros = np.array([5, -5, 7], np.int32), np.zeros(3, np.int32)
+    for fn in (jnp.remainder, jnp.fmod, jaxprc.jit(jnp.remainder)):       # XLA alone gives x % 0 == x
+        np.testing.assert_array_equal(fn(ints, zeros), zeros)
+    np.testing.assert_array_equal(jnp.remainder(ints, np.int32(-2)), np.remainder(ints, -2))

@@ -337,8 +337,8 @@ def multiply(x1, x2, /):
 
 def fmod(x1, x2, /):
     """C's remainder (sign of ``x1``); booleans count as integers, as in JAX."""
-    (x1, x2), _ = _promote_numeric("fmod", x1, x2)
-    return ew.rem_p.bind(x1, x2)
+    (x1, x2), dtype = _promote_numeric("fmod", x1, x2)
+    return ew.rem_p.bind(x1, _nonzero_divisor(x2, dtype))
 
 
 def _promote_shift(fn, x1, x2):
@@ -398,14 +398,29 @@ def floor_divide(x1, x2, /):
         inexact = logical_and(not_equal(sign(x1), sign(x2)), not_equal(ew.rem_p.bind(x1, x2), 0))
         return where(inexact, subtract(q, 1), q)
     _check_kind("floor_divide", dtype, dt.is_float, "a real dtype")
-    return floor(divide(subtract(x1, remainder(x1, x2)), x2))
+    # Divide x1 - (x1 rem x2), an exact multiple of x2, then step down where the remainder's
+    # sign differs from the divisor's; a zero divisor divides x1 itself (+-inf, as in JAX).
+    mod = ew.rem_p.bind(x1, x2)
+    q = divide(where(equal(x2, 0), x1, subtract(x1, mod)), x2)
+    step_down = logical_and(not_equal(mod, 0), not_equal(sign(x2), sign(mod)))
+    return lax.round(where(step_down, subtract(q, 1), q))
+
+
+def _nonzero_divisor(x2, dtype):
+    """Integer divisors with 0 replaced by 1, so that x % 0 is 0 as in JAX (XLA returns x)."""
+    if not dt.is_int(dtype):
+        return x2
+    from .selection import where
+    return where(equal(x2, 0), ones_like(x2), x2)
 
 
 def remainder(x1, x2, /):
     """``x1 % x2`` with the sign of the divisor (numpy), for integers and floats."""
     (x1, x2), dtype, _ = promote("remainder", x1, x2)
     if dt.is_bool(dtype):
-        x1, x2 = convert(x1, dt.default_int_dtype()), convert(x2, dt.default_int_dtype())
+        dtype = dt.default_int_dtype()
+        x1, x2 = convert(x1, dtype), convert(x2, dtype)
+    x2 = _nonzero_divisor(x2, dtype)
     r = ew.rem_p.bind(x1, x2)
     if dt.is_unsigned(dtype):
         return r
