@@ -16,6 +16,7 @@ The built-in rules are in ``lowering_rules.py``.
 from __future__ import annotations
 
 import io
+from enum import Enum
 import warnings
 import os
 
@@ -32,7 +33,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
 
-__all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering", "LOWERING_RULES",
+__all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering", "has_lowering", "LOWERING_RULES",
            "PLATFORM_LOWERING_RULES", "aval_to_ir_type", "dtype_to_ir_type", "ir_constant"]
 
 PLATFORMS = ("cpu", "cuda", "rocm")
@@ -72,6 +73,11 @@ def find_lowering_rule(prim: Primitive, platform: str) -> Callable | None:
     if rule is None and PRIMITIVES.get(prim.name) is prim and prim.name in BUILTIN_RULES_BY_NAME:
         rule = LOWERING_RULES[prim] = BUILTIN_RULES_BY_NAME[prim.name]
     return rule
+
+
+def has_lowering(prim: Primitive, platform: str = "cpu") -> bool:
+    """Whether ``prim`` has a lowering rule on ``platform``."""
+    return find_lowering_rule(prim, canonical_platform(platform)) is not None
 
 
 def _rule_for(prim: Primitive, platform: str) -> Callable:
@@ -160,6 +166,52 @@ def full(shape, value, dtype) -> ir.Value:
     else:
         attr = ir.IntegerAttr.get(elt, int(value))
     return hlo.constant(ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get(tuple(shape), elt), attr))
+
+
+# ------------------------------------------------- helpers for lowering rules
+
+def param_name(x) -> str:
+    """Enum params may be Enums, their names or (for rounding) ints."""
+    return x.name if isinstance(x, Enum) else str(x)
+
+
+def scalar_type(dtype) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get((), dtype_to_ir_type(dtype))
+
+
+def compare_type(dtype) -> str:
+    if dt.is_float(dtype) or dt.is_complex(dtype):
+        return "FLOAT"
+    return "SIGNED" if dt.is_signed(dtype) else "UNSIGNED"
+
+
+def compare(a, b, direction: str, dtype, kind: str | None = None) -> ir.Value:
+    """``stablehlo.compare`` of two ``dtype`` values; ``kind`` overrides the comparison type."""
+    return hlo.compare(a, b, hlo.ComparisonDirectionAttr.get(direction),
+                       compare_type=hlo.ComparisonTypeAttr.get(kind or compare_type(dtype)))
+
+
+def zeros(aval):
+    return full(aval.shape, 0, aval.dtype)
+
+
+def is_nan(x, dtype):
+    return compare(x, x, "NE", dtype)
+
+
+def add_region(region, arg_types, body):
+    """Fill a region with one block of scalar-tensor args whose terminator returns ``body(*args)``."""
+    block = region.blocks.append(*arg_types)
+    with ir.InsertionPoint(block):
+        out = body(*block.arguments)
+        hlo.return_(list(out) if isinstance(out, (list, tuple)) else [out])
+
+
+def reduce(operands, inits, axes, out_types, combine):
+    op = hlo.ReduceOp(out_types, list(operands), list(inits), list(axes))
+    scalars = [ir.RankedTensorType.get((), ir.RankedTensorType(v.type).element_type) for v in operands]
+    add_region(op.body, scalars + scalars, combine)
+    return list(op.results)
 
 
 # ------------------------------------------------------------------ lowering

@@ -16,7 +16,10 @@ from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from .ir import dtypes as dt
-from .lowering import (BUILTIN_RULES_BY_NAME, aval_to_ir_type, dtype_to_ir_type, full, ir_constant)
+from .lowering import (BUILTIN_RULES_BY_NAME, aval_to_ir_type, dtype_to_ir_type, full, ir_constant,
+                       param_name as _param_name, scalar_type as _scalar_type, compare_type as _compare_type,
+                       compare, zeros as _zeros, is_nan as _is_nan, add_region as _add_region,
+                       reduce as _reduce)
 
 
 def _rule(*names):
@@ -25,52 +28,6 @@ def _rule(*names):
             BUILTIN_RULES_BY_NAME[name] = fn
         return fn
     return register
-
-
-def _param_name(x) -> str:
-    """Enum params may be Enums, their names or (for rounding) ints."""
-    return x.name if isinstance(x, Enum) else str(x)
-
-
-# --------------------------------------------------------------- helpers
-
-def _scalar_type(dtype) -> ir.RankedTensorType:
-    return ir.RankedTensorType.get((), dtype_to_ir_type(dtype))
-
-
-def _compare_type(dtype) -> str:
-    if dt.is_float(dtype) or dt.is_complex(dtype):
-        return "FLOAT"
-    return "SIGNED" if dt.is_signed(dtype) else "UNSIGNED"
-
-
-def compare(a, b, direction: str, dtype, kind: str | None = None) -> ir.Value:
-    """``stablehlo.compare`` of two ``dtype`` values; ``kind`` overrides the comparison type."""
-    return hlo.compare(a, b, hlo.ComparisonDirectionAttr.get(direction),
-                       compare_type=hlo.ComparisonTypeAttr.get(kind or _compare_type(dtype)))
-
-
-def _zeros(aval):
-    return full(aval.shape, 0, aval.dtype)
-
-
-def _is_nan(x, dtype):
-    return compare(x, x, "NE", dtype)
-
-
-def _add_region(region, arg_types, body):
-    """Fill a region with one block of scalar-tensor args whose terminator returns ``body(*args)``."""
-    block = region.blocks.append(*arg_types)
-    with ir.InsertionPoint(block):
-        out = body(*block.arguments)
-        hlo.return_(list(out) if isinstance(out, (list, tuple)) else [out])
-
-
-def _reduce(operands, inits, axes, out_types, combine):
-    op = hlo.ReduceOp(out_types, list(operands), list(inits), list(axes))
-    scalars = [ir.RankedTensorType.get((), ir.RankedTensorType(v.type).element_type) for v in operands]
-    _add_region(op.body, scalars + scalars, combine)
-    return list(op.results)
 
 
 # ------------------------------------------------------------ elementwise

@@ -20,6 +20,7 @@ from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, ShapedArray,
 from jaxprc.ir.prims.structural import GatherDimensionNumbers, GatherScatterMode
 from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, get_aval, source_info_of, trace_to_jaxpr
 
+from . import emit
 from .registry import register_pass
 
 
@@ -59,7 +60,7 @@ def tangent_aval(aval: ShapedArray) -> ShapedArray:
 def zeros(aval: ShapedArray):
     if aval.dtype == dt.float0:
         raise TypeError(f"cannot materialise a float0 zero of type {aval.str_short()} in a program")
-    return lax.full(aval.shape, 0, aval.dtype)
+    return emit.zeros(aval)
 
 
 def instantiate_zeros(t):
@@ -71,7 +72,7 @@ def add_tangents(a, b):
         return b
     if isinstance(b, Zero):
         return a
-    return lax.add(a, b)
+    return emit.add(a, b)
 
 
 def literal_value(lit: Literal):

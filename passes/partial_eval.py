@@ -26,6 +26,7 @@ from jaxprc.ir.tracing import eval_jaxpr, source_info_of, trace_to_jaxpr
 
 from .dce import dce_closed
 from .jvp import jvp_jaxpr
+from . import emit
 from .registry import register_pass
 
 pe_rules: dict = {}
@@ -149,7 +150,7 @@ def _pe_cond(eqn, uk_in):
     def known_branch(i, k):
         def fun(*args):
             outs = eval_jaxpr(k.jaxpr, k.consts, *args)
-            pads = [[lax.full(a.shape, 0, a.dtype) for a in avals] for avals in res_avals]
+            pads = [[emit.zeros(a) for a in avals] for avals in res_avals]
             pads[i] = outs[n_known_out:]
             return outs[:n_known_out] + [x for p in pads for x in p]
         return trace_to_jaxpr(fun, k.in_avals, name="cond_known")

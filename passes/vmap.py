@@ -34,6 +34,8 @@ from jaxprc.ir.tracing import Tracer, get_aval, source_info_of, trace_to_jaxpr
 from jaxprc.passes.jvp import instantiate_zeros
 from jaxprc.passes.registry import register_pass
 
+from . import emit
+
 __all__ = ["vmap_jaxpr", "batch_rules", "not_mapped", "batch_jaxpr", "batch_eval",
            "BatchSpecError", "moveaxis", "matchaxis", "bdim_at_front"]
 
@@ -82,7 +84,7 @@ def moveaxis(x, src: int, dst: int):
         return x
     perm = [i for i in range(aval_of(x).ndim) if i != src]
     perm.insert(dst, src)
-    return st.transpose_p.bind(x, permutation=tuple(perm))
+    return emit.transpose(x, perm)
 
 
 def broadcast_batch(x, size: int, axis: int):
@@ -90,7 +92,7 @@ def broadcast_batch(x, size: int, axis: int):
     shape = list(aval_of(x).shape)
     dims = tuple(i if i < axis else i + 1 for i in range(len(shape)))
     shape.insert(axis, size)
-    return st.broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=dims)
+    return emit.broadcast_in_dim(x, shape, dims)
 
 
 def matchaxis(x, src, dst, size: int):
@@ -120,7 +122,7 @@ def scalar(value, dtype) -> Literal:
 
 def full(value, dtype, shape):
     """An array of ``shape`` filled with ``value`` (a broadcast literal)."""
-    return st.broadcast_in_dim_p.bind(scalar(value, dtype), shape=tuple(shape), broadcast_dimensions=())
+    return emit.full(shape, value, dtype)
 
 
 # ------------------------------------------------------------ interpreter
@@ -252,7 +254,7 @@ def align(args, dims, scalar_ok=frozenset()):
             aligned.append(matchaxis(x, d, out_dim, size))
         else:   # a per-example scalar against arrays
             bdims = () if d is None else (out_dim,)
-            aligned.append(st.broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=bdims))
+            aligned.append(emit.broadcast_in_dim(x, shape, bdims))
     return aligned, out_dim
 
 

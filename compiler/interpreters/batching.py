@@ -12,6 +12,9 @@ __all__ = ["primitive_batchers", "not_mapped", "defbroadcasting", "moveaxis", "m
 primitive_batchers = batch_rules
 
 
-def defbroadcasting(prim):
-    """Batch an elementwise primitive: operands moved to one batch axis, the primitive applied."""
-    primitive_batchers[prim] = elementwise_rule(prim)
+def defbroadcasting(prim, scalar_ok=frozenset()):
+    """Batch an elementwise primitive: operands moved to one batch axis, the primitive applied.
+
+    Unbatched scalar operands at the positions in ``scalar_ok`` stay scalars (the primitive
+    accepts a scalar there, as ``clamp``'s bounds)."""
+    primitive_batchers[prim] = elementwise_rule(prim, frozenset(scalar_ok))
