@@ -1,0 +1,92 @@
+"""Operand normalisation shared by the builders of every primitive family.
+
+A builder (``lax.add``, ``lax.reduce_sum``, ...) normalises its arguments
+before binding: negative axes, lists to tuples, and Python scalars. Binary
+ops require equal dtypes, as in JAX, with two conveniences the primitives
+lack: a Python scalar operand takes the dtype of the other operands (staying
+weakly typed) when that dtype can hold its kind (``add(f16_array, 1.0)`` is
+float16; ``add(i32_array, 1.5)`` is an error), and rank-0 operands are
+broadcast to the others' shape with ``broadcast_in_dim``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from jaxprc import lax
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.core import Literal, ShapedArray
+from jaxprc.ir.tracing import current_builder, get_aval
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def aval(x) -> ShapedArray:
+    return x.aval if isinstance(x, Literal) else getaval(x)
+
+
+def is_py_scalar(x) -> bool:
+    return type(x) in _PY_SCALARS
+
+
+def canonical_axis(axis: int, ndim: int) -> int:
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of bounds for an array of rank {ndim}")
+    return axis % ndim if ndim else axis
+
+
+def canonical_axes(axes, ndim: int) -> tuple[int, ...]:
+    return tuple(canonical_axis(a, ndim) for a in axes)
+
+
+def ints(xs) -> tuple[int, ...]:
+    return tuple(int(x) for x in xs)
+
+
+def scalar_of_dtype(x, dtype, weak: bool):
+    """A scalar constant of ``dtype``: a Literal inside a trace, a converted value outside."""
+    value = np.asarray(x, dtype=dtype)[()]
+    if current_builder() is not None:
+        return Literal(value, ShapedArray((), dtype, weak))
+    if weak:   # keep the weak bit on the eager value (a plain numpy scalar would lose it)
+        return lax.convert_element_type_p.bind(value, new_dtype=np.dtype(dtype), weak_type=True)
+    return value
+
+
+def match_python_scalars(name: str, args):
+    """Give Python scalar operands the dtype of the typed operands (see the module docstring)."""
+    typed = [aval(a) for a in args if not is_py_scalar(a)]
+    if len(typed) == len(args):
+        return list(args)
+    if typed:
+        dtype = typed[0].dtype
+    else:
+        dtype, _ = dt.promote_types(*[(dt.python_scalar_dtype(a), not isinstance(a, bool)) for a in args])
+    out = []
+    for a in args:
+        if not is_py_scalar(a):
+            out.append(a)
+            continue
+        weak = not isinstance(a, bool)
+        kind = (dt.python_scalar_dtype(a), weak)
+        if dt.promote_types((dtype, False), kind)[0] != dtype:
+            raise TypeError(f"lax.{name} requires arguments to have the same dtypes: the Python scalar "
+                            f"{a!r} cannot take the dtype {dtype.name} of the other operands "
+                            f"({', '.join(t.str_short() for t in typed)}). Convert it explicitly, or "
+                            f"use jaxprc.numpy.{name}, which promotes.")
+        out.append(scalar_of_dtype(a, dtype, weak))
+    return out
+
+
+def broadcast_rank0(args):
+    """Broadcast rank-0 operands to the shape of the others (lax's only implicit broadcasting)."""
+    shapes = [aval(a).shape for a in args]
+    target = next((s for s in shapes if s != ()), None)
+    if target is None:
+        return list(args)
+    return [lax.broadcast_in_dim(a, target, ()) if s == () else a for a, s in zip(args, shapes)]
+
+
+def nary(prim, name: str, *args, **params):
+    args = broadcast_rank0(match_python_scalars(name, args))
+    return prim.bind(*args, **params)
