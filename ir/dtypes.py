@@ -147,6 +147,25 @@ def default_complex_dtype() -> np.dtype:
 PYTHON_SCALAR_TYPES = (bool, int, float, complex)
 
 
+def check_int_range(x, dtype) -> None:
+    """An integer given as Python ints must fit the integer ``dtype`` it becomes: JAX raises
+    OverflowError rather than wrap (``jnp.array(2**40)`` is not 0). ``x`` is an int or an
+    integer numpy array made from Python ints."""
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        return
+    info = np.iinfo(dtype)
+    if np.ndim(x) == 0:
+        lo = hi = int(x)
+    elif np.size(x) == 0:
+        return
+    else:
+        lo, hi = int(np.min(x)), int(np.max(x))
+    bad = hi if hi > info.max else lo if lo < info.min else None
+    if bad is not None:
+        raise OverflowError(f"Python int {bad} too large to convert to {dtype.name}")
+
+
 def python_scalar_dtype(x) -> np.dtype:
     """The (canonical) dtype of a Python scalar; it is weakly typed unless it is a bool."""
     if isinstance(x, bool):

@@ -48,6 +48,8 @@ def convert(x, dtype, weak: bool = False):
     """``x`` as ``dtype`` (weakly typed if ``weak``); constants are converted in numpy."""
     dtype = np.dtype(dtype)
     if is_scalar_constant(x):
+        if type(x) is int:
+            dt.check_int_range(x, dtype)
         value = np.asarray(x).astype(dtype)[()]
         if weak and dtype != dt.bool_:
             if dtype in (dt.default_int_dtype(), dt.default_float_dtype(), dt.default_complex_dtype()):

@@ -26,6 +26,16 @@ def _constant_array(value, dtype, weak: bool):
     return runtime.device_put(np.asarray(value).astype(dtype, copy=False), weak_type=weak)
 
 
+def _python_int_array(obj) -> np.ndarray:
+    """``np.asarray(obj)``; Python ints beyond int64/uint64 raise OverflowError, as in JAX (numpy
+    would make an object array of them)."""
+    value = np.asarray(obj)
+    if value.dtype.kind == "O" and value.size and all(type(v) is int for v in value.flat):
+        big = max(value.flat, key=abs)
+        raise OverflowError(f"Python int {big} too large to convert to {dt.default_int_dtype().name}")
+    return value
+
+
 def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
     """An array from an array, a scalar, or (nested) lists of them; like jax.numpy.array."""
     dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
@@ -42,10 +52,15 @@ def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
     else:
         aval = get_aval(object) if not isinstance(object, (list, tuple)) else None
         weak = dtype is None and aval is not None and aval.weak_type
-        value = np.asarray(object)
+        value = _python_int_array(object)
         if value.dtype.kind == "O":
             raise TypeError(f"array: cannot make an array from {object!r}")
+        from_python_ints = value.dtype.kind in "iu" and (type(object) is int or isinstance(object, (list, tuple)))
+        if dtype is None and aval is None and from_python_ints:
+            dtype = dt.default_int_dtype()   # Python ints are signed, even where numpy chose uint64
         dtype = dtype or (aval.dtype if aval is not None else dt.canonicalize_dtype(value.dtype))
+        if from_python_ints:
+            dt.check_int_range(value, dtype)
         out = _constant_array(value, dtype, weak)
     aval = aval_of(out)
     if aval.ndim < ndmin:
