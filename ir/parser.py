@@ -36,8 +36,28 @@ class ParseError(JaxprcError):
     def __init__(self, message: str, line: int, column: int, text: str):
         lines = text.splitlines() or [""]
         src = lines[line - 1] if 0 < line <= len(lines) else ""
-        super().__init__(f"line {line}, column {column}: {message}\n{src}\n{' ' * (column - 1)}^")
+        src, caret = _excerpt(src, column - 1)
+        super().__init__(f"line {line}, column {column}: {_clip(message, _EXCERPT)}\n{src}\n{' ' * caret}^")
         self.line, self.column = line, column
+
+
+_EXCERPT = 160   # characters of the offending line a message quotes
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _excerpt(src: str, col: int) -> tuple[str, int]:
+    """At most ``_EXCERPT`` characters of ``src`` around column ``col`` (0-based), and the
+    caret's position in that excerpt; long lines are cut with '...' on either side."""
+    if len(src) <= _EXCERPT:
+        return src, col
+    start = max(0, min(col - _EXCERPT // 2, len(src) - _EXCERPT))
+    head = "..." if start > 0 else ""
+    body = src[start:start + _EXCERPT]
+    tail = "..." if start + _EXCERPT < len(src) else ""
+    return head + body + tail, len(head) + col - start
 
 
 class _Located(Exception):
@@ -103,10 +123,19 @@ def parse_type(token) -> ShapedArray:
     dims = [d.strip() for d in dims.split(",")] if dims.strip() else []
     if any(not d for d in dims):
         _fail(token, f"malformed shape in type '{text}'", "comma-separated sizes like f32[3,4]")
-    shape = tuple(int(d) for d in dims)
+    shape = tuple(_int(token, d) for d in dims)
     if any(d >= 2**63 for d in shape) or math.prod(shape) >= 2**63:   # sizes are int64 in XLA
         _fail(token, f"type '{text}' is too large", "fewer than 2**63 elements")
     return ShapedArray(shape, dtype, weak)
+
+
+_MAX_INT_DIGITS = 400   # far beyond any dtype or size; Python refuses to read ints past 4300
+
+
+def _int(token, text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        _fail(token, f"an integer of {len(text.lstrip('-'))} digits", f"at most {_MAX_INT_DIGITS} digits")
+    return int(text)
 
 
 def parse_scalar(token, dtype: np.dtype):
@@ -120,17 +149,18 @@ def parse_scalar(token, dtype: np.dtype):
         if kind != "INT":
             _fail(token, f"'{text}' is not an integer", f"an integer for dtype {dt.short_name(dtype)}")
         info = np.iinfo(dtype)
-        if not info.min <= int(text) <= info.max:
+        if not info.min <= _int(token, text) <= info.max:
             _fail(token, f"{text} is out of range for {dt.short_name(dtype)}",
                   f"an integer in [{info.min}, {info.max}]")
         return np.asarray(int(text), dtype)[()]
     if dt.is_inexact(dtype) and kind in ("INT", "FLOAT", "COMPLEX"):
         if kind == "COMPLEX" and not dt.is_complex(dtype):
             _fail(token, f"complex value {text} for a real dtype", f"a float for {dt.short_name(dtype)}")
-        py = complex(text) if kind == "COMPLEX" else float(text)
+        py = complex(text) if kind == "COMPLEX" else float(_int(token, text) if kind == "INT" else text)
         with np.errstate(over="ignore"):
             value = np.asarray(py, dtype)[()]
-        if np.isfinite(py) and not np.isfinite(value):
+        written_infinite = "inf" in text or "nan" in text
+        if not written_infinite and not np.isfinite(value):
             _fail(token, f"{text} overflows {dt.short_name(dtype)}", "a finite value in range")
         return value
     _fail(token, f"'{text}' is not a value of dtype {dt.short_name(dtype)}",
@@ -141,7 +171,9 @@ def _python_value(v):
     """Param values: scalar tokens become Python scalars."""
     if not isinstance(v, lark.Token):
         return v
-    return {"INT": int, "FLOAT": float, "COMPLEX": complex, "TRUE": lambda _: True,
+    if v.type == "INT":
+        return _int(v, str(v))
+    return {"FLOAT": float, "COMPLEX": complex, "TRUE": lambda _: True,
             "FALSE": lambda _: False}[v.type](str(v))
 
 
@@ -191,7 +223,10 @@ class _Builder(lark.Transformer):
         return _Params(c)
 
     def string(self, c):
-        return json.loads(str(c[0]))
+        try:
+            return json.loads(str(c[0]), strict=False)   # raw control characters are allowed
+        except json.JSONDecodeError as e:
+            _fail(c[0], f"malformed string ({e.msg})", 'a JSON-style quoted string like "a\\n"')
 
     def none(self, c):
         return None

@@ -1,0 +1,45 @@
+"""Hostile program text gives a located ParseError with a bounded message, never a raw
+ValueError/JSONDecodeError, and never silently changes a value."""
+import pytest
+
+import jaxprc as jx
+import jaxprc.numpy as jnp
+from jaxprc.ir import ParseError, parse
+
+BASE = str(jx.make_jaxpr(lambda x: jnp.sum(x * 2.0))(jnp.ones(3)))
+
+
+def _parse_error(text) -> ParseError:
+    with pytest.raises(ParseError) as info:
+        parse(text)
+    return info.value
+
+
+def test_integer_with_thousands_of_digits():
+    e = _parse_error(BASE.replace("axes=(0,)", "axes=(" + "9" * 5000 + ",)"))
+    assert "digits" in str(e) and e.line == 4
+    e = _parse_error(BASE.replace("f32[3]", "f32[" + "9" * 5000 + "]", 1))
+    assert "digits" in str(e) and e.line == 1
+
+
+def test_float_literal_beyond_the_dtype_is_an_error_not_inf():
+    for text in ("1e400", "1e39", "-1e39"):
+        e = _parse_error(BASE.replace("2.0:f32[]", f"{text}:f32[]"))
+        assert "overflows f32" in str(e)
+    assert "inf:f32[]" in str(parse(BASE.replace("2.0:f32[]", "inf:f32[]")))
+
+
+def test_string_params():
+    # raw control characters inside a string are read as they are; bad escapes are located errors
+    bad = BASE.replace("axes=(0,)", 'axes=(0,) note="a\\qb"')
+    e = _parse_error(bad)
+    assert "malformed string" in str(e) and e.line == 4
+
+
+def test_messages_quote_a_bounded_excerpt_of_a_huge_line():
+    e = _parse_error(BASE.replace("in (", "in (" + "x" * 1_000_000 + " "))
+    assert len(str(e)) < 600
+    lines = str(e).splitlines()
+    src, caret = lines[1], lines[2]
+    assert src.startswith("...") and caret.endswith("^")
+    assert src[len(caret) - 1] == "d"       # the caret still points at the offending token
