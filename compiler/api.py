@@ -82,16 +82,37 @@ def _fun_name(fun) -> str:
     return getattr(fun, "__name__", None) or type(fun).__name__
 
 
+def _check_static_args(fun, params, nums, names) -> None:
+    """Static argnums and argnames must name parameters ``fun`` has (JAX's ValueErrors)."""
+    kinds = {p.kind for p in params}
+    n_positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    if inspect.Parameter.VAR_POSITIONAL not in kinds:
+        if any(not -n_positional <= i < n_positional for i in nums):
+            raise ValueError(f"Jitted function '{_fun_name(fun)}' has static_argnums={tuple(nums)}, but only "
+                             f"accepts {n_positional} positional arguments.")
+    if inspect.Parameter.VAR_KEYWORD not in kinds:
+        known = {p.name for p in params if p.kind != inspect.Parameter.POSITIONAL_ONLY}
+        bad = set(names) - known
+        if bad:
+            raise ValueError(f"Jitted function '{_fun_name(fun)}' has invalid argnames {bad} in "
+                             "static_argnames. Function does not take these args.")
+
+
 class _ArgSpec:
     """Which arguments of ``fun`` are static; splits a call into (dynamic args, static key)."""
 
     def __init__(self, fun, static_argnums, static_argnames):
         nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums or ())
         names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
+        if not callable(fun):
+            raise TypeError(f"Expected a callable value, got {fun!r}")
         try:
             params = list(inspect.signature(fun).parameters.values())
         except (TypeError, ValueError):
-            params = []
+            params = None
+        if params is not None:
+            _check_static_args(fun, params, nums, names)
+        params = params or []
         # Like JAX: a static position also makes its parameter name static, and back.
         positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self.positional_names = [p.name for p in positional]
@@ -149,7 +170,8 @@ def _invalid_argument_error(spec: _ArgSpec, dyn, static_pos, name: str) -> TypeE
     for keys, x in _registry.flatten_with_path(dyn)[0]:
         try:
             get_aval(x)
-        except TypeError:
+        except TypeError as e:
+            reason = str(e)
             break
     (which, key), rest = keys[:2], keystr(keys[2:])
     if which.idx == 0:   # a positional argument; its index in the call counts the static ones too
@@ -164,6 +186,8 @@ def _invalid_argument_error(spec: _ArgSpec, dyn, static_pos, name: str) -> TypeE
         fixes += (" or " if fixes else "") + f"static_argnames={pname!r}"
     src = user_source_info()
     called = f", called at {src}" if src else ""
+    if isinstance(x, (np.ndarray, np.generic)):    # an array of a dtype jaxprc cannot hold
+        return TypeError(f"Argument {where} of '{name}'{called}: {reason}")
     return TypeError(
         f"Argument {where} of '{name}'{called}: {x!r} of type {type(x).__name__} is not a valid "
         "jaxprc type (expected an array, a numpy scalar, or a Python bool/int/float/complex). "
@@ -295,7 +319,7 @@ class _CompiledCall:
         try:
             outs = self._execute(buffers).consume_with_handlers(self._handlers)
         except _JaxRuntimeError as e:
-            raise self.executable.runtime_error(e) from None
+            raise self.executable.runtime_error(e, buffers) from None
         if self.single_output:
             return Array(outs[0], self._out_aval)
         return self.out_tree.unflatten(self.executable.wrap_results(outs))

@@ -106,7 +106,7 @@ class _EagerImpl:
         try:
             outs = entry.execute(buffers).consume_with_handlers(entry.handlers)
         except runtime.JaxRuntimeError as e:
-            raise entry.executable.runtime_error(e) from None
+            raise entry.executable.runtime_error(e, buffers) from None
         if entry.multiple_results:
             return entry.executable.wrap_results(outs)
         return Array(outs[0], entry.out_aval)

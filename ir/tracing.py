@@ -50,8 +50,24 @@ class TracerBoolConversionError(ConcretizationTypeError):
 pytype_aval_mappings: dict[type, Callable[[Any], ShapedArray]] = {}
 
 
+_VALUE_DTYPES = frozenset(dt.ALL_DTYPES)   # float0 included: tangents of integers
+
+
+def _value_dtype(x) -> np.dtype:
+    """The dtype a numpy value gets; a TypeError for dtypes no jaxprc array holds (strings,
+    objects, records) and for non-native byte order (whose bytes XLA would misread)."""
+    dtype = dt.canonicalize_dtype(x.dtype)
+    if dtype in _VALUE_DTYPES:
+        return dtype
+    if dtype.newbyteorder("=") in _VALUE_DTYPES:
+        raise TypeError(f"numpy value of dtype {dtype.str} (non-native byte order) is not a valid "
+                        "jaxprc value: convert it first, e.g. x.astype(x.dtype.newbyteorder('=')).")
+    raise TypeError(f"numpy value of dtype {dtype} is not a valid jaxprc value: jaxprc arrays hold "
+                    "booleans, integers, floats and complex numbers.")
+
+
 def _ndarray_aval(x: np.ndarray) -> ShapedArray:
-    return ShapedArray(x.shape, dt.canonicalize_dtype(x.dtype))
+    return ShapedArray(x.shape, _value_dtype(x))
 
 
 def _scalar_aval(x) -> ShapedArray:
@@ -59,7 +75,7 @@ def _scalar_aval(x) -> ShapedArray:
 
 
 def _generic_aval(x: np.generic) -> ShapedArray:
-    return ShapedArray((), dt.canonicalize_dtype(x.dtype))
+    return ShapedArray((), _value_dtype(x))
 
 
 pytype_aval_mappings.update({np.ndarray: _ndarray_aval, bool: _scalar_aval, int: _scalar_aval,

@@ -16,7 +16,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import stablehlo
 
-from .array import Array, Aval, carries_no_data, device_aval, device_put
+from .array import Array, Aval, DeletedArrayError, carries_no_data, device_aval, device_put
 from .client import backend
 
 
@@ -147,7 +147,7 @@ class Executable:
         try:
             outs = self._execute(buffers).consume_with_handlers(self.result_handlers)
         except JaxRuntimeError as e:
-            raise self.runtime_error(e) from None
+            raise self.runtime_error(e, buffers) from None
         return self.wrap_results(outs)
 
     def wrap_results(self, outs) -> list:
@@ -157,7 +157,14 @@ class Executable:
             results[i] = np.zeros(self.out_avals[i].shape, self.out_avals[i].dtype)
         return results
 
-    def runtime_error(self, e: Exception) -> XlaRuntimeError:
+    def runtime_error(self, e: Exception, buffers=()) -> Exception:
+        """The error to raise for a failed run on ``buffers``: a deleted argument is named (it is
+        looked for only after a failure, so successful calls pay nothing for it)."""
+        for i, b in enumerate(buffers):
+            if b.is_deleted():
+                return DeletedArrayError(
+                    f"argument {i} of '{self.name}' is an Array whose buffer has been deleted: it was "
+                    "donated to an earlier call (donate_argnums) or freed with .delete().")
         return XlaRuntimeError(f"XLA failed to run '{self.name}': {_explain(e)}")
 
     def as_text(self) -> str:

@@ -218,7 +218,7 @@ def test_donation_reuses_the_buffer_and_deletes_the_input():
     np.testing.assert_array_equal(np.asarray(out), 2)
     with pytest.raises(rt.DeletedArrayError, match="donated"):
         np.asarray(a)
-    with pytest.raises(rt.XlaRuntimeError, match="donated"):
+    with pytest.raises(rt.DeletedArrayError, match="donated"):
         exe(a)
     assert "<deleted>" in repr(a)
 

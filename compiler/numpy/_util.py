@@ -33,7 +33,9 @@ def located(fn: str) -> str:
 def aval_of(x, fn: str = "") -> ShapedArray:
     try:
         return get_aval(x)
-    except TypeError:
+    except TypeError as e:
+        if isinstance(x, (np.ndarray, np.generic)):     # an array of a dtype jaxprc cannot hold
+            raise TypeError(f"{located(fn or 'jaxprc.numpy')}: {e}") from None
         raise TypeError(f"{located(fn or 'jaxprc.numpy')}: expected an array or a scalar, got {x!r} of type {type(x).__name__}. "
                         "jaxprc.numpy functions take jaxprc arrays, numpy arrays and Python scalars; "
                         "convert lists and tuples with jnp.asarray first.") from None
