@@ -21,8 +21,6 @@ import numpy as np
 from . import dtypes as dt
 from .core import Literal, ShapedArray
 from .prims import elementwise as ew
-from .prims import linalg as la
-from .prims import reductions as rd
 from .prims import structural as st
 from .prims.structural import GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers
 from .tracing import Tracer, current_builder, get_aval
@@ -164,13 +162,6 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
 def integer_pow(x, y: int):
     """``x ** y`` for a static Python int ``y``."""
     return ew.integer_pow_p.bind(x, y=int(y))
-
-
-class Precision(enum.Enum):
-    """Accepted for JAX compatibility; jaxprc's dot_general always uses XLA's default precision."""
-    DEFAULT = 0
-    HIGH = 1
-    HIGHEST = 2
 
 
 # -------------------------------------------------------------- conversions
@@ -468,87 +459,6 @@ def broadcasted_iota(dtype, shape, dimension: int):
                           dimension=_canonical_axis(dimension, len(shape)))
 
 
-def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
-    """Sort one array, or a tuple of arrays lexicographically by the first ``num_keys``."""
-    single = not isinstance(operand, (tuple, list))
-    operands = [operand] if single else list(operand)
-    dimension = _canonical_axis(dimension, _aval(operands[0]).ndim)
-    outs = st.sort_p.bind(*operands, dimension=dimension, is_stable=bool(is_stable), num_keys=int(num_keys))
-    return outs[0] if single else tuple(outs)
-
-
-def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
-    """``keys`` sorted, and ``values`` permuted alike."""
-    return sort((keys, values), dimension, is_stable, 1)
-
-
-def _arg_op(prim):
-    def op(operand, axis: int, index_dtype):
-        axis = _canonical_axis(axis, _aval(operand).ndim)
-        return prim.bind(operand, axes=(axis,), index_dtype=dt.canonicalize_dtype(index_dtype))
-    op.__name__ = op.__qualname__ = prim.name
-    op.__doc__ = f"Index of the {prim.name[3:]}imum along ``axis`` (first one on ties)."
-    return op
-
-
-argmax, argmin = _arg_op(st.argmax_p), _arg_op(st.argmin_p)
-
-
-def _cumulative_op(prim):
-    def op(operand, axis: int = 0, reverse: bool = False):
-        axis = _canonical_axis(axis, _aval(operand).ndim)
-        return prim.bind(operand, axis=axis, reverse=bool(reverse))
-    op.__name__ = op.__qualname__ = prim.name
-    op.__doc__ = f"Inclusive ``{prim.name}`` along ``axis`` (from the end when ``reverse``)."
-    return op
-
-
-cumsum, cumprod, cummax, cummin, cumlogsumexp = map(
-    _cumulative_op, (st.cumsum_p, st.cumprod_p, st.cummax_p, st.cummin_p, st.cumlogsumexp_p))
-
-
-# --------------------------------------------------------------- reductions
-
-def _reduction_op(prim):
-    def op(operand, axes):
-        return prim.bind(operand, axes=_canonical_axes(axes, _aval(operand).ndim))
-    op.__name__ = op.__qualname__ = prim.name
-    op.__doc__ = f"``{prim.name}`` over ``axes``."
-    return op
-
-
-reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or, reduce_xor = map(
-    _reduction_op, (rd.reduce_sum_p, rd.reduce_prod_p, rd.reduce_max_p, rd.reduce_min_p,
-                    rd.reduce_and_p, rd.reduce_or_p, rd.reduce_xor_p))
-
-
-# ----------------------------------------------------------- linear algebra
-
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
-    """Contract ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
-
-    Result dimensions: batch, lhs free, rhs free. ``precision`` is accepted
-    and ignored (XLA's default).
-    """
-    (lc, rc), (lb, rb) = dimension_numbers
-    dn = ((_ints(lc), _ints(rc)), (_ints(lb), _ints(rb)))
-    pet = None if preferred_element_type is None else dt.canonicalize_dtype(preferred_element_type)
-    return la.dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None,
-                                 preferred_element_type=pet)
-
-
-def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None):
-    """Vector/matrix products: contracts lhs's last dimension with rhs's first (ranks 1 or 2),
-    or ``dot_general`` when ``dimension_numbers`` is given. Options are keyword-only, as in JAX 0.10."""
-    if dimension_numbers is None:
-        ln, rn = _aval(lhs).ndim, _aval(rhs).ndim
-        if ln not in (1, 2) or rn not in (1, 2):
-            raise TypeError(f"lax.dot takes operands of rank 1 or 2, got {_aval(lhs).str_short()} and "
-                            f"{_aval(rhs).str_short()}; pass dimension_numbers for other ranks")
-        dimension_numbers = (((ln - 1,), (0,)), ((), ()))
-    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
-
-
 # -------------------------------------------------------------- constants
 
 def full(shape, fill_value, dtype=None):
@@ -592,9 +502,7 @@ __all__ = [
     "dynamic_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim", "dynamic_update_slice",
     "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim", "gather", "scatter", "scatter_add",
     "scatter_mul", "scatter_min", "scatter_max", "GatherDimensionNumbers", "ScatterDimensionNumbers",
-    "GatherScatterMode", "iota", "broadcasted_iota", "sort", "sort_key_val", "argmax", "argmin",
-    "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
-    # reductions, linear algebra, constants
-    "reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or", "reduce_xor",
-    "dot_general", "dot", "Precision", "full", "full_like", "zeros_like_array",
+    "GatherScatterMode", "iota", "broadcasted_iota",
+    # constants
+    "full", "full_like", "zeros_like_array",
 ]

@@ -193,7 +193,7 @@ def _zero_tangent_jvp(prim, primals, tangents, **params):
 _rule("sign", "floor", "ceil", "round", "is_finite", "not", "population_count", "clz",
       "stop_gradient", "nextafter", "and", "or", "xor", "shift_left", "shift_right_arithmetic",
       "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "bitcast_convert_type",
-      "argmax", "argmin", "iota", "reduce_and", "reduce_or", "reduce_xor")(_zero_tangent_jvp)
+      "iota")(_zero_tangent_jvp)
 
 
 def _linear_jvp(prim, primals, tangents, **params):
@@ -203,7 +203,7 @@ def _linear_jvp(prim, primals, tangents, **params):
 
 
 _rule("neg", "copy", "real", "imag", "conj", "broadcast_in_dim", "reshape", "transpose", "squeeze",
-      "rev", "slice", "reduce_sum", "cumsum", "dynamic_slice", "gather")(_linear_jvp)
+      "rev", "slice", "dynamic_slice", "gather")(_linear_jvp)
 
 
 def _multilinear_jvp(prim, primals, tangents, **params):
@@ -295,7 +295,7 @@ def _bilinear(prim, primals, tangents, **params):
     return out, add_tangents(left, right)
 
 
-_rule("mul", "dot_general")(_bilinear)
+jvp_rules[PRIMITIVES["mul"]] = _bound(_bilinear, PRIMITIVES["mul"])
 
 
 @_rule("add")
@@ -442,55 +442,6 @@ def _scatter_jvp(primals, tangents, **params):
         return out, Zero(tangent_aval(aval_of(out)))
     return out, scatter_add(keep(operand_kept, instantiate_zeros(t_operand)),
                             keep(update_kept, instantiate_zeros(t_updates)))
-
-
-def _extremum_jvp(prim, primals, tangents, *, axes):
-    """The tangent at the extremum, averaged over ties (JAX's convention)."""
-    (x,), (t,) = primals, tangents
-    ans = prim.bind(x, axes=axes)
-    shape = aval_of(x).shape
-    kept = tuple(d for d in range(len(shape)) if d not in axes)
-    location = lax.convert_element_type(lax.eq(x, lax.broadcast_in_dim(ans, shape, kept)), aval_of(x).dtype)
-    counts = PRIMITIVES["reduce_sum"].bind(location, axes=axes)
-    weights = lax.div(location, lax.broadcast_in_dim(counts, shape, kept))
-    return ans, PRIMITIVES["reduce_sum"].bind(lax.mul(t, weights), axes=axes)
-
-
-_rule("reduce_max", "reduce_min")(_extremum_jvp)
-
-
-@_rule("reduce_prod")
-def _reduce_prod_jvp(primals, tangents, *, axes):
-    """d prod(x) = sum_i t_i * prod_{j != i} x_j, with the products of the others computed by
-    exclusive cumulative products from both ends (exact when some x_j are zero)."""
-    (x,), (t,) = primals, tangents
-    aval = aval_of(x)
-    kept = [d for d in range(aval.ndim) if d not in axes]
-    perm = tuple(kept) + tuple(axes)
-    kept_shape = tuple(aval.shape[d] for d in kept)
-    n = int(np.prod([aval.shape[d] for d in axes], dtype=np.int64))
-    flat = lambda v: lax.reshape(lax.transpose(v, perm), kept_shape + (n,))
-    xf, tf = flat(x), flat(instantiate_zeros(t))
-    last = len(kept_shape)
-    ones_pad = lambda v, lo, hi: lax.pad(v, lax.full((), 1, aval.dtype), [(0, 0, 0)] * last + [(lo, hi, 0)])
-    cum = lambda v, reverse: PRIMITIVES["cumprod"].bind(v, axis=last, reverse=reverse)
-    before = ones_pad(cum(xf, False), 1, -1)     # prod_{j<i}
-    after = ones_pad(cum(xf, True), -1, 1)       # prod_{j>i}
-    others = lax.mul(before, after)
-    ans = PRIMITIVES["reduce_prod"].bind(x, axes=axes)
-    return ans, PRIMITIVES["reduce_sum"].bind(lax.mul(tf, others), axes=(last,))
-
-
-@_rule("cumlogsumexp", "cumprod")
-def _cumulative_jvp(prim, primals, tangents, *, axis, reverse):
-    """Closed forms: for cumlogsumexp dy_i = exp(-y_i) sum_{j<=i} t_j exp(x_j); for cumprod
-    dy_i = y_i sum_{j<=i} t_j / x_j (nonzero x)."""
-    (x,), (t,) = primals, tangents
-    ans = prim.bind(x, axis=axis, reverse=reverse)
-    cumsum = lambda v: PRIMITIVES["cumsum"].bind(v, axis=axis, reverse=reverse)
-    if prim.name == "cumlogsumexp":
-        return ans, lax.mul(cumsum(lax.mul(t, lax.exp(x))), lax.exp(lax.neg(ans)))
-    return ans, lax.mul(cumsum(lax.div(t, x)), ans)
 
 
 # ------------------------------------------------------------ control flow
@@ -647,36 +598,6 @@ def take_along_axis(x, indices, axis: int, permutation: bool = False):
         slice_sizes=(1,) * aval.ndim, indices_are_sorted=False, unique_indices=permutation,
         mode=GatherScatterMode.PROMISE_IN_BOUNDS if permutation else GatherScatterMode.CLIP,
         fill_value=None)
-
-
-@_rule("sort")
-def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
-    """Sort a position iota along, then move each tangent by that permutation."""
-    aval = aval_of(primals[0])
-    iota = lax.broadcasted_iota(np.int32, aval.shape, dimension)
-    *outs, perm = PRIMITIVES["sort"].bind(*primals, iota, dimension=dimension, is_stable=is_stable,
-                                          num_keys=num_keys)
-    return outs, [t if isinstance(t, Zero) else take_along_axis(t, perm, dimension, permutation=True)
-                  for t in tangents]
-
-
-@_rule("cummax", "cummin")
-def _cumulative_extremum_jvp(prim, primals, tangents, *, axis, reverse):
-    """Each output is one of the inputs: the running extremum, last attained at a position p where
-    x[p] equals the output at p (the running extremum only changes there). The tangent is t[p].
-    On ties this picks the latest position in scan order; JAX's rule (an associative scan of
-    max's jvp) mixes the tied tangents instead."""
-    (x,), (t,) = primals, tangents
-    ans = prim.bind(x, axis=axis, reverse=reverse)
-    aval = aval_of(x)
-    iota = lax.broadcasted_iota(np.int32, aval.shape, axis)
-    attained = lax.eq(x, ans)
-    if reverse:     # the nearest attaining position at or after i
-        never = lax.full(aval.shape, aval.shape[axis] - 1, np.int32)
-        pos = lax.cummin(lax.select_n(attained, never, iota), axis, reverse=True)
-    else:           # the nearest attaining position at or before i
-        pos = lax.cummax(lax.select_n(attained, lax.full(aval.shape, 0, np.int32), iota), axis)
-    return ans, take_along_axis(instantiate_zeros(t), pos, axis)
 
 
 def _trigamma(x):

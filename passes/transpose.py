@@ -225,20 +225,13 @@ def _convert_t(ct, x, *, new_dtype, weak_type=False, **_):
     return [lax.convert_element_type(ct, x.aval.dtype)]
 
 
-@_rule("reduce_sum")
-def _reduce_sum_t(ct, x, *, axes):
-    shape = x.aval.shape
-    kept = tuple(d for d in range(len(shape)) if d not in axes)
-    return [Zero(x.aval) if isinstance(ct, Zero) else lax.broadcast_in_dim(ct, shape, kept)]
-
-
 @_rule("broadcast_in_dim")
 def _broadcast_in_dim_t(ct, x, *, shape, broadcast_dimensions):
     if isinstance(ct, Zero):
         return [Zero(x.aval)]
     new_dims = tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
     expanded = tuple(d for k, d in enumerate(broadcast_dimensions) if x.aval.shape[k] == 1 and shape[d] != 1)
-    summed = lax.reduce_sum(ct, tuple(sorted(new_dims + expanded)))
+    summed = _bind("reduce_sum", ct, axes=tuple(sorted(new_dims + expanded)))
     return [lax.reshape(summed, x.aval.shape) if expanded else summed]
 
 
@@ -263,11 +256,6 @@ def _rev_t(ct, x, *, dimensions):
     return [Zero(x.aval) if isinstance(ct, Zero) else lax.rev(ct, dimensions)]
 
 
-@_rule("cumsum")
-def _cumsum_t(ct, x, *, axis, reverse):
-    return [Zero(x.aval) if isinstance(ct, Zero) else _bind("cumsum", ct, axis=axis, reverse=not reverse)]
-
-
 @_rule("pad")
 def _pad_t(ct, x, padval, *, padding_config):
     if isinstance(ct, Zero):
@@ -280,7 +268,8 @@ def _pad_t(ct, x, padval, *, padding_config):
     ct_pad = None
     if is_undefined_primal(padval):
         all_axes = lambda v: tuple(range(len(v.shape)))
-        ct_pad = lax.sub(lax.reduce_sum(ct, all_axes(ct)), lax.reduce_sum(ct_x, all_axes(ct_x)))
+        ct_pad = lax.sub(_bind("reduce_sum", ct, axes=all_axes(ct)),
+                         _bind("reduce_sum", ct_x, axes=all_axes(ct_x)))
     return [ct_x if is_undefined_primal(x) else None, ct_pad]
 
 
@@ -346,44 +335,6 @@ def _select_n_t(ct, which, *cases):
             z = lax.full_like(ct, 0)
             out.append(_bind("select_n", which, *[ct if j == i else z for j in range(len(cases))]))
     return [None] + out
-
-
-@_rule("dot_general")
-def _dot_general_t(ct, x, y, *, dimension_numbers, precision, preferred_element_type):
-    if isinstance(ct, Zero):
-        return [Zero(x.aval) if is_undefined_primal(x) else None,
-                Zero(y.aval) if is_undefined_primal(y) else None]
-    if is_undefined_primal(x) and is_undefined_primal(y):
-        raise ValueError("transpose of dot_general: both operands are linear")
-    (xc, yc), (xb, yb) = dimension_numbers
-    if is_undefined_primal(x):
-        return [_dot_transpose_lhs(ct, x.aval, y, xc, yc, xb, yb, False, precision), None]
-    return [None, _dot_transpose_lhs(ct, y.aval, x, yc, xc, yb, xb, True, precision)]
-
-
-def _dot_transpose_lhs(ct, x_aval, y, xc, yc, xb, yb, swapped, precision):
-    """Cotangent of the lhs ``x`` of ``dot_general(x, y)`` (of the rhs when ``swapped``).
-
-    The output's dims are (batch, x free, y free) (or (batch, y free, x free) when swapped);
-    contracting ct's y-free dims against y's free dims gives (batch, x free, x contracted in
-    y's order), which a transpose puts back in x's order.
-    """
-    y_ndim = aval_of(y).ndim
-    x_free = [d for d in range(x_aval.ndim) if d not in xc and d not in xb]
-    y_free = [d for d in range(y_ndim) if d not in yc and d not in yb]
-    nb = len(xb)
-    if swapped:
-        ct_y_free = list(range(nb, nb + len(y_free)))
-    else:
-        ct_y_free = list(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
-    dims = ((tuple(ct_y_free), tuple(y_free)), (tuple(range(nb)), tuple(yb)))
-    out = lax.dot_general(ct, y, dims, precision=precision)
-    x_contract_by_y = [xc[i] for i in np.argsort(yc)]
-    perm = tuple(int(i) for i in np.argsort(list(xb) + x_free + x_contract_by_y))
-    out = lax.transpose(out, perm)
-    if out.dtype != x_aval.dtype:
-        out = lax.convert_element_type(out, x_aval.dtype)
-    return out
 
 
 @_rule("gather")

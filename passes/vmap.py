@@ -24,11 +24,10 @@ from typing import Callable, Sequence
 import numpy as np
 
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, Thunk
+from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, Thunk
 from jaxprc.ir.prims import control_flow as cf
 from jaxprc.ir.prims import custom as cst
 from jaxprc.ir.prims import elementwise as ew
-from jaxprc.ir.prims import linalg, reductions
 from jaxprc.ir.prims import structural as st
 from jaxprc.ir.tracing import Tracer, get_aval, source_info_of, trace_to_jaxpr
 from jaxprc.passes.jvp import instantiate_zeros
@@ -323,23 +322,6 @@ def _axes_rule(prim: Primitive, param: str):
     return rule
 
 
-def _axis_rule(prim: Primitive):
-    """Cumulative ops: one ``axis``; the batch axis stays put."""
-    def rule(args, dims, *, axis, reverse):
-        (x,), (d,) = args, dims
-        return prim.bind(x, axis=shift((axis,), d)[0], reverse=reverse), d
-    return rule
-
-
-def _reduction_rule(prim: Primitive):
-    """Reductions and argmax/argmin: the reduced axes disappear, the batch axis moves left past them."""
-    def rule(args, dims, *, axes, **params):
-        (x,), (d,) = args, dims
-        axes = shift(axes, d)
-        return prim.bind(x, axes=axes, **params), d - sum(a < d for a in axes)
-    return rule
-
-
 def _pad_rule(args, dims, *, padding_config):
     (x, padval), (xd, pd) = args, dims
     size = axis_size_of(args, dims)
@@ -489,12 +471,6 @@ def _scatter_rule(prim: Primitive):
     return rule
 
 
-def _sort_rule(args, dims, *, dimension, **params):
-    args, d = align(args, dims)
-    outs = st.sort_p.bind(*args, dimension=shift((dimension,), d)[0], **params)
-    return outs, [d] * len(outs)
-
-
 batch_rules.update({
     st.broadcast_in_dim_p: _broadcast_in_dim_rule,
     st.reshape_p: _reshape_rule,
@@ -507,42 +483,9 @@ batch_rules.update({
     st.dynamic_slice_p: _dynamic_slice_rule,
     st.dynamic_update_slice_p: _dynamic_update_slice_rule,
     st.gather_p: _gather_rule,
-    st.sort_p: _sort_rule,
-    st.argmax_p: _reduction_rule(st.argmax_p),
-    st.argmin_p: _reduction_rule(st.argmin_p),
 })
 for _prim in (st.scatter_p, st.scatter_add_p, st.scatter_mul_p, st.scatter_min_p, st.scatter_max_p):
     batch_rules[_prim] = _scatter_rule(_prim)
-for _prim in (st.cumsum_p, st.cumprod_p, st.cummax_p, st.cummin_p, st.cumlogsumexp_p):
-    batch_rules[_prim] = _axis_rule(_prim)
-for _prim in (reductions.reduce_sum_p, reductions.reduce_prod_p, reductions.reduce_max_p,
-              reductions.reduce_min_p, reductions.reduce_and_p, reductions.reduce_or_p,
-              reductions.reduce_xor_p):
-    batch_rules[_prim] = _reduction_rule(_prim)
-
-
-# ---------------------------------------------------------------- linalg
-
-def _dot_general_rule(args, dims, *, dimension_numbers, **params):
-    (lhs, rhs), (ld, rd) = args, dims
-    (lc, rc), (lb, rb) = dimension_numbers
-    if ld is not None and rd is not None:     # a new batch dimension, first in the result
-        lc, lb, rc, rb = shift(lc, ld), (ld, *shift(lb, ld)), shift(rc, rd), (rd, *shift(rb, rd))
-        out_dim = 0
-    elif ld is not None:                      # a free lhs dimension
-        lc, lb = shift(lc, ld), shift(lb, ld)
-        free = [i for i in range(aval_of(lhs).ndim) if i not in lc and i not in lb]
-        out_dim = len(lb) + free.index(ld)
-    else:                                     # a free rhs dimension, after the lhs ones
-        rc, rb = shift(rc, rd), shift(rb, rd)
-        free = [i for i in range(aval_of(rhs).ndim) if i not in rc and i not in rb]
-        lhs_free = aval_of(lhs).ndim - len(lc) - len(lb)
-        out_dim = len(lb) + lhs_free + free.index(rd)
-    out = linalg.dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc), (lb, rb)), **params)
-    return out, out_dim
-
-
-batch_rules[linalg.dot_general_p] = _dot_general_rule
 
 
 # ---------------------------------------------------------- control flow
@@ -640,7 +583,7 @@ def _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size, cond_
         return matchaxis(pred, d, 0, size)
 
     def new_cond(*args):
-        return [reductions.reduce_or_p.bind(predicate(args[:nc], args[nc:]), axes=(0,))]
+        return [PRIMITIVES["reduce_or"].bind(predicate(args[:nc], args[nc:]), axes=(0,))]
 
     def new_body(*args):
         cc, bc, carry = args[:nc], args[nc:nc + nb], args[nc + nb:]

@@ -7,12 +7,16 @@ types). Both are checked on ``abstract_eval`` directly and through tracing.
 The lax cases check traced output types (shape, dtype, weak type), including
 Python-scalar weak typing, and the errors lax raises itself.
 """
+import importlib
+
 import numpy as np
 import pytest
 
-from jaxprc.ir import JaxprTypeError, PARAM_TYPES, ShapedArray, lax, trace_to_jaxpr
+from jaxprc import lax
+from jaxprc.ir import JaxprTypeError, PARAM_TYPES, ShapedArray, trace_to_jaxpr
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.prims import linalg, reductions, structural
+from jaxprc.ir.prims import structural
+from jaxprc.lax import cumulative, reductions, sorting
 from jaxprc.ir.prims.structural import (GatherDimensionNumbers as GDN, GatherScatterMode,
                                         ScatterDimensionNumbers as SDN)
 
@@ -180,7 +184,9 @@ REJECT = [
     ("complex", "f32[3]", {}, "2 operand(s)"),
 ]
 
-MY_PRIMITIVES = [p for mod in (structural, reductions, linalg) for p in vars(mod).values()
+MY_PRIMITIVES = [p for mod in (structural, reductions, cumulative, sorting,
+                                importlib.import_module("jaxprc.lax.dot"))  # lax.dot is the function
+                 for p in vars(mod).values()
                  if type(p).__name__ == "Primitive"]
 
 

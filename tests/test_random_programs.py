@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from jaxprc.ir import Literal, ShapedArray, control_flow as cf, lax, prims, trace_to_jaxpr
 from jaxprc.ir.parser import ParseError, parse
+from jaxprc.lax import reductions
 from roundtrip import assert_round_trip
 
 F32, I32, BOOL, BF16 = (np.dtype(d) for d in ("float32", "int32", "bool", ml_dtypes.bfloat16))
@@ -95,7 +96,7 @@ class RandomProgram:
             if x.dtype == BOOL or x.ndim == 0:
                 return prims.neg_p.bind(x) if x.dtype != BOOL else prims.not_p.bind(x)
             axes = tuple(a for a in range(x.ndim) if self.coin())
-            return prims.reduce_sum_p.bind(x, axes=axes)
+            return reductions.reduce_sum_p.bind(x, axes=axes)
         if kind == "broadcast":
             if x.ndim >= 2:
                 return lax.reshape(x, (x.size,))
@@ -105,7 +106,7 @@ class RandomProgram:
             return prims.transpose_p.bind(x, permutation=(1, 0))
         if kind == "cond":
             pred = prims.lt_p.bind(x, x) if x.dtype != BOOL else prims.not_p.bind(x)
-            pred = pred if pred.shape == () else prims.reduce_or_p.bind(pred, axes=tuple(range(x.ndim)))
+            pred = pred if pred.shape == () else reductions.reduce_or_p.bind(pred, axes=tuple(range(x.ndim)))
             branch = lambda v: self.like(self.body([v], depth + 1), x.aval)
             return cf.cond(pred, branch, branch, x)
         if kind == "while":

@@ -11,8 +11,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from jaxprc import lax
 from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Thunk, Var,
-                       control_flow as cf, lax, param_type, prims, trace_to_jaxpr)
+                       control_flow as cf, param_type, prims, trace_to_jaxpr)
 from jaxprc.ir.equality import alpha_equivalent, structural_hash
 from jaxprc.ir.parser import ParseError, parse
 from jaxprc.ir.verify import verify
@@ -432,7 +433,7 @@ def _custom_jvp_program():
     def jvp_rule():
         return trace(lambda x, t: [call(x), prims.mul_p.bind(prims.cos_p.bind(x), t)], X3, X3)
     box["jvp"] = Thunk(jvp_rule, name="f_jvp")
-    return trace(lambda x: prims.reduce_sum_p.bind(call(x), axes=(0,)), X3)
+    return trace(lambda x: lax.reduce_sum_p.bind(call(x), axes=(0,)), X3)
 
 
 def test_custom_jvp_node_with_recursive_rule_round_trips():

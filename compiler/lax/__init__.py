@@ -6,12 +6,16 @@ public tables of ``jaxprc.interpreters`` (docs/primitives.md).
 """
 from jaxprc.ir.lax import *  # noqa: F401,F403  (moving into the family modules)
 from jaxprc.ir.control_flow import *  # noqa: F401,F403
-from jaxprc.ir.prims import elementwise as _ew, structural as _st, reductions as _rd, linalg as _la  # noqa
+from .reductions import *  # noqa: F401,F403
+from .cumulative import *  # noqa: F401,F403
+from .sorting import *  # noqa: F401,F403
+from .dot import *  # noqa: F401,F403
+from jaxprc.ir.prims import elementwise as _ew, structural as _st  # noqa
 from jaxprc.ir.prims import control_flow as _cf, custom as _cst  # noqa
 from jaxprc.ir.core import Primitive as _Primitive
 from jaxprc.passes import emit as _emit
 
-for _mod in (_ew, _st, _rd, _la, _cf, _cst):
+for _mod in (_ew, _st, _cf, _cst):
     globals().update({k: v for k, v in vars(_mod).items() if k.endswith("_p") and isinstance(v, _Primitive)})
 
 _emit.provide(full=full, add=add, transpose=transpose, broadcast_in_dim=broadcast_in_dim)  # noqa: F405

@@ -1,0 +1,193 @@
+"""dot_general: batched tensor contraction, with ``dot`` (vector/matrix products) on top.
+
+Result dimensions are, in order: the batch dimensions, the free (neither
+batch nor contracting) dimensions of lhs, then those of rhs.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+
+import numpy as np
+
+from jaxprc import dispatch, lax
+from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters.mlir import hlo, ir
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
+from jaxprc.ir.prims.elementwise import ANY, fmt_types
+from jaxprc.lowering import param_name
+from jaxprc.passes.jvp import aval_of
+from jaxprc.passes.vmap import shift
+
+from .operands import aval, ints
+
+__all__ = ["dot_general", "dot", "Precision", "dot_general_p"]
+
+
+# -------------------------------------------------------------- primitive
+
+def _type_error(name: str, avals, expected: str, **params) -> JaxprTypeError:
+    """The one-paragraph typing error: primitive, operand types, params, what was expected."""
+    shown = ", ".join(f"{k}={v}" for k, v in params.items())
+    with_params = f" with {shown}" if shown else ""
+    return JaxprTypeError(f"{name} got operands ({fmt_types(avals)}){with_params}; expected {expected}")
+
+
+dot_general_p = Primitive("dot_general")
+dot_general_p.def_impl(functools.partial(dispatch.apply_primitive, dot_general_p))
+
+
+@dot_general_p.def_abstract_eval
+def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
+    (lc, rc), (lb, rb) = dimension_numbers
+    avals = [lhs, rhs]
+    params = dict(dimension_numbers=dimension_numbers)
+    if lhs.dtype != rhs.dtype or not ANY(lhs.dtype):
+        raise _type_error("dot_general", avals, "operands of equal dtypes (promotion is explicit)", **params)
+    for side, aval, contract, batch in (("lhs", lhs, lc, lb), ("rhs", rhs, rc, rb)):
+        dims = tuple(contract) + tuple(batch)
+        if len(set(dims)) != len(dims) or any(not 0 <= d < aval.ndim for d in dims):
+            raise _type_error("dot_general", avals, f"distinct {side} contracting and batch dimensions "
+                              f"in [0, {aval.ndim})", **params)
+    if len(lc) != len(rc) or any(lhs.shape[a] != rhs.shape[b] for a, b in zip(lc, rc)):
+        raise _type_error("dot_general", avals, "contracting dimensions of equal number and sizes", **params)
+    if len(lb) != len(rb) or any(lhs.shape[a] != rhs.shape[b] for a, b in zip(lb, rb)):
+        raise _type_error("dot_general", avals, "batch dimensions of equal number and sizes", **params)
+    free = lambda aval, used: [s for i, s in enumerate(aval.shape) if i not in used]
+    shape = [lhs.shape[d] for d in lb] + free(lhs, set(lc) | set(lb)) + free(rhs, set(rc) | set(rb))
+    dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
+    return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)   # JAX's weak-type rule
+
+
+# --------------------------------------------------------------- builders
+
+class Precision(enum.Enum):
+    """Accepted for JAX compatibility; jaxprc's dot_general always uses XLA's default precision."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """Contract ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
+
+    Result dimensions: batch, lhs free, rhs free. ``precision`` is accepted
+    and ignored (XLA's default).
+    """
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((ints(lc), ints(rc)), (ints(lb), ints(rb)))
+    pet = None if preferred_element_type is None else dt.canonicalize_dtype(preferred_element_type)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None, preferred_element_type=pet)
+
+
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None):
+    """Vector/matrix products: contracts lhs's last dimension with rhs's first (ranks 1 or 2),
+    or ``dot_general`` when ``dimension_numbers`` is given. Options are keyword-only, as in JAX 0.10."""
+    if dimension_numbers is None:
+        ln, rn = aval(lhs).ndim, aval(rhs).ndim
+        if ln not in (1, 2) or rn not in (1, 2):
+            raise TypeError(f"lax.dot takes operands of rank 1 or 2, got {aval(lhs).str_short()} and "
+                            f"{aval(rhs).str_short()}; pass dimension_numbers for other ranks")
+        dimension_numbers = (((ln - 1,), (0,)), ((), ()))
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
+
+
+# -------------------------------------------------------------------- jvp
+
+ad.defjvp_bilinear(dot_general_p)
+
+
+# -------------------------------------------------------------- transpose
+
+def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_element_type):
+    if isinstance(ct, ad.Zero):
+        return [ad.Zero(x.aval) if ad.is_undefined_primal(x) else None,
+                ad.Zero(y.aval) if ad.is_undefined_primal(y) else None]
+    if ad.is_undefined_primal(x) and ad.is_undefined_primal(y):
+        raise ValueError("transpose of dot_general: both operands are linear")
+    (xc, yc), (xb, yb) = dimension_numbers
+    if ad.is_undefined_primal(x):
+        return [_dot_transpose_lhs(ct, x.aval, y, xc, yc, xb, yb, False, precision), None]
+    return [None, _dot_transpose_lhs(ct, y.aval, x, yc, xc, yb, xb, True, precision)]
+
+
+def _dot_transpose_lhs(ct, x_aval, y, xc, yc, xb, yb, swapped, precision):
+    """Cotangent of the lhs ``x`` of ``dot_general(x, y)`` (of the rhs when ``swapped``).
+
+    The output's dims are (batch, x free, y free) (or (batch, y free, x free) when swapped);
+    contracting ct's y-free dims against y's free dims gives (batch, x free, x contracted in
+    y's order), which a transpose puts back in x's order.
+    """
+    y_ndim = aval_of(y).ndim
+    x_free = [d for d in range(x_aval.ndim) if d not in xc and d not in xb]
+    y_free = [d for d in range(y_ndim) if d not in yc and d not in yb]
+    nb = len(xb)
+    if swapped:
+        ct_y_free = list(range(nb, nb + len(y_free)))
+    else:
+        ct_y_free = list(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
+    dims = ((tuple(ct_y_free), tuple(y_free)), (tuple(range(nb)), tuple(yb)))
+    out = dot_general(ct, y, dims, precision=precision)
+    x_contract_by_y = [xc[i] for i in np.argsort(yc)]
+    perm = tuple(int(i) for i in np.argsort(list(xb) + x_free + x_contract_by_y))
+    out = lax.transpose(out, perm)
+    if out.dtype != x_aval.dtype:
+        out = lax.convert_element_type(out, x_aval.dtype)
+    return out
+
+
+ad.primitive_transposes[dot_general_p] = _dot_general_transpose
+
+
+# --------------------------------------------------------------- batching
+
+def _dot_general_batch_rule(args, dims, *, dimension_numbers, **params):
+    (lhs, rhs), (ld, rd) = args, dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if ld is not None and rd is not None:     # a new batch dimension, first in the result
+        lc, lb, rc, rb = shift(lc, ld), (ld, *shift(lb, ld)), shift(rc, rd), (rd, *shift(rb, rd))
+        out_dim = 0
+    elif ld is not None:                      # a free lhs dimension
+        lc, lb = shift(lc, ld), shift(lb, ld)
+        free = [i for i in range(aval_of(lhs).ndim) if i not in lc and i not in lb]
+        out_dim = len(lb) + free.index(ld)
+    else:                                     # a free rhs dimension, after the lhs ones
+        rc, rb = shift(rc, rd), shift(rb, rd)
+        free = [i for i in range(aval_of(rhs).ndim) if i not in rc and i not in rb]
+        lhs_free = aval_of(lhs).ndim - len(lc) - len(lb)
+        out_dim = len(lb) + lhs_free + free.index(rd)
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=((lc, rc), (lb, rb)), **params)
+    return out, out_dim
+
+
+batching.primitive_batchers[dot_general_p] = _dot_general_batch_rule
+
+
+# --------------------------------------------------------------- lowering
+
+def _precision_attr(precision):
+    if precision is None:
+        return None
+    pair = precision if isinstance(precision, tuple) else (precision, precision)
+    return ir.ArrayAttr.get([hlo.PrecisionAttr.get(param_name(p).split(".")[-1]) for p in pair])
+
+
+def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision=None, preferred_element_type=None,
+                          **_):
+    (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+    dnums = hlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=list(lhs_batch), rhs_batching_dimensions=list(rhs_batch),
+        lhs_contracting_dimensions=list(lhs_contract), rhs_contracting_dimensions=list(rhs_contract))
+    out_aval = ctx.avals_out[0]
+    lhs_aval, rhs_aval = ctx.avals_in
+    if out_aval.dtype == dt.bool_:         # XLA has no boolean dot: compute in int32, then test nonzero
+        i32 = lambda v, a: hlo.convert(mlir.aval_to_ir_type(a.update(dtype=dt.int32)), v)
+        prod = hlo.dot_general(mlir.aval_to_ir_type(out_aval.update(dtype=dt.int32)), i32(lhs, lhs_aval),
+                               i32(rhs, rhs_aval), dnums)
+        return mlir.compare(prod, mlir.full(out_aval.shape, 0, dt.int32), "NE", dt.int32)
+    return hlo.dot_general(mlir.aval_to_ir_type(out_aval), lhs, rhs, dnums,
+                           precision_config=_precision_attr(precision))
+
+
+mlir.register_lowering(dot_general_p, _dot_general_lowering)
