@@ -9,7 +9,7 @@ from jaxprc.ir.control_flow import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
-from .dot import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
 from jaxprc.ir.prims import elementwise as _ew, structural as _st  # noqa
 from jaxprc.ir.prims import control_flow as _cf, custom as _cst  # noqa
 from jaxprc.ir.core import Primitive as _Primitive

@@ -1,4 +1,4 @@
-"""dot_general: batched tensor contraction, with ``dot`` (vector/matrix products) on top.
+"""Linear algebra: dot_general (batched tensor contraction), with ``dot`` (vector/matrix products) on top.
 
 Result dimensions are, in order: the batch dimensions, the free (neither
 batch nor contracting) dimensions of lhs, then those of rhs.
