@@ -287,42 +287,6 @@ batch_rules[ew.bitcast_convert_type_p] = _bitcast_convert_type_rule
 
 # ------------------------------------------------------------- structural
 
-def _broadcast_in_dim_rule(args, dims, *, shape, broadcast_dimensions):
-    (x,), (d,) = args, dims
-    size = aval_of(x).shape[d]
-    x = moveaxis(x, d, 0)
-    return st.broadcast_in_dim_p.bind(
-        x, shape=(size, *shape), broadcast_dimensions=(0, *(b + 1 for b in broadcast_dimensions))), 0
-
-
-def _reshape_rule(args, dims, *, new_sizes, dimensions):
-    (x,), (d,) = args, dims
-    size = aval_of(x).shape[d]
-    x = moveaxis(x, d, 0)
-    return st.reshape_p.bind(x, new_sizes=(size, *new_sizes), dimensions=dimensions), 0
-
-
-def _transpose_rule(args, dims, *, permutation):
-    (x,), (d,) = args, dims
-    perm = (d, *shift(permutation, d))
-    return st.transpose_p.bind(x, permutation=perm), 0
-
-
-def _squeeze_rule(args, dims, *, dimensions):
-    (x,), (d,) = args, dims
-    dimensions = shift(dimensions, d)
-    return st.squeeze_p.bind(x, dimensions=dimensions), d - sum(a < d for a in dimensions)
-
-
-def _axes_rule(prim: Primitive, param: str):
-    """Primitives acting along per-example axes named by ``param``; the batch axis stays put."""
-    def rule(args, dims, **params):
-        (x,), (d,) = args, dims
-        params[param] = shift(params[param], d)
-        return prim.bind(x, **params), d
-    return rule
-
-
 def _axis_rule(prim: Primitive):
     """Cumulative ops: one ``axis``; the batch axis stays put."""
     def rule(args, dims, *, axis, reverse):
@@ -340,155 +304,6 @@ def _reduction_rule(prim: Primitive):
     return rule
 
 
-def _pad_rule(args, dims, *, padding_config):
-    (x, padval), (xd, pd) = args, dims
-    size = axis_size_of(args, dims)
-    if pd is None:
-        config = list(padding_config)
-        config.insert(xd, (0, 0, 0))
-        return st.pad_p.bind(x, padval, padding_config=tuple(config)), xd
-    # A per-example padding value: pad with zeros, then select the padding positions.
-    x = matchaxis(x, xd, 0, size)
-    config = ((0, 0, 0), *padding_config)
-    dtype = aval_of(x).dtype
-    padded = st.pad_p.bind(x, scalar(0, dtype), padding_config=config)
-    inside = st.pad_p.bind(full(True, dt.bool_, aval_of(x).shape), scalar(False, dt.bool_), padding_config=config)
-    fill = st.broadcast_in_dim_p.bind(padval, shape=aval_of(padded).shape, broadcast_dimensions=(0,))
-    return ew.select_n_p.bind(inside, fill, padded), 0
-
-
-def _concatenate_rule(args, dims, *, dimension):
-    args, d = align(args, dims)
-    return st.concatenate_p.bind(*args, dimension=shift((dimension,), d)[0]), d
-
-
-def _slice_rule(args, dims, *, start_indices, limit_indices, strides):
-    (x,), (d,) = args, dims
-    size = aval_of(x).shape[d]
-
-    def insert(t, v):
-        return None if t is None else (*t[:d], v, *t[d:])
-    return st.slice_p.bind(x, start_indices=insert(start_indices, 0),
-                           limit_indices=insert(limit_indices, size),
-                           strides=insert(strides, 1)), d
-
-
-def _stack_indices(indices, dims, size: int):
-    """Per-example scalar start indices as one ``(size, len(indices))`` index array."""
-    dtype = next(aval_of(i).dtype for i, d in zip(indices, dims) if d is not None)
-    columns = []
-    for i, d in zip(indices, dims):
-        if aval_of(i).dtype != dtype:
-            i = ew.convert_element_type_p.bind(i, new_dtype=dtype, weak_type=False)
-        columns.append(st.broadcast_in_dim_p.bind(
-            i, shape=(size, 1), broadcast_dimensions=() if d is None else (0,)))
-    if len(columns) == 1:
-        return columns[0]
-    return st.concatenate_p.bind(*columns, dimension=1)
-
-
-def _zero_index(indices):
-    dtype = aval_of(indices[0]).dtype if indices else dt.int32
-    return scalar(0, dtype)
-
-
-def _dynamic_slice_rule(args, dims, *, slice_sizes):
-    (x, *indices), (xd, *idims) = args, dims
-    size = axis_size_of(args, dims)
-    if all(d is None for d in idims):
-        indices.insert(xd, _zero_index(indices))
-        sizes = (*slice_sizes[:xd], size, *slice_sizes[xd:])
-        return st.dynamic_slice_p.bind(x, *indices, slice_sizes=sizes), xd
-    # Per-example start indices: a gather with one index vector per example (JAX does the same).
-    index = _stack_indices(indices, idims, size)
-    rank = len(slice_sizes)
-    if xd is None:
-        dnums = st.GatherDimensionNumbers(offset_dims=tuple(range(1, rank + 1)), collapsed_slice_dims=(),
-                                          start_index_map=tuple(range(rank)))
-        sizes = tuple(slice_sizes)
-    else:
-        x = moveaxis(x, xd, 0)
-        dnums = st.GatherDimensionNumbers(offset_dims=tuple(range(1, rank + 1)), collapsed_slice_dims=(),
-                                          start_index_map=tuple(range(1, rank + 1)),
-                                          operand_batching_dims=(0,), start_indices_batching_dims=(0,))
-        sizes = (1, *slice_sizes)
-    return st.gather_p.bind(x, index, dimension_numbers=dnums, slice_sizes=sizes,
-                            indices_are_sorted=False, unique_indices=False,
-                            mode=st.GatherScatterMode.CLIP, fill_value=None), 0
-
-
-def _dynamic_update_slice_rule(args, dims):
-    (x, update, *indices), (xd, ud, *idims) = args, dims
-    size = axis_size_of(args, dims)
-    if all(d is None for d in idims):
-        (x, update), d = align([x, update], [xd, ud])
-        indices.insert(d, _zero_index(indices))
-        return st.dynamic_update_slice_p.bind(x, update, *indices), d
-    # Per-example start indices: a scatter with one window per example.
-    index = _stack_indices(indices, idims, size)
-    x, update = matchaxis(x, xd, 0, size), matchaxis(update, ud, 0, size)
-    rank = len(indices)
-    dnums = st.ScatterDimensionNumbers(update_window_dims=tuple(range(1, rank + 1)), inserted_window_dims=(),
-                                       scatter_dims_to_operand_dims=tuple(range(1, rank + 1)),
-                                       operand_batching_dims=(0,), scatter_indices_batching_dims=(0,))
-    return st.scatter_p.bind(x, index, update, dimension_numbers=dnums, indices_are_sorted=True,
-                             unique_indices=True, mode=st.GatherScatterMode.CLIP), 0
-
-
-def _plus1(axes) -> tuple:
-    return tuple(a + 1 for a in axes)
-
-
-def _gather_rule(args, dims, *, dimension_numbers, slice_sizes, **params):
-    (x, index), (xd, id_) = args, dims
-    dn = dimension_numbers
-    if id_ is None:      # the batch axis of the operand becomes a leading offset (window) axis
-        x = moveaxis(x, xd, 0)
-        dn = st.GatherDimensionNumbers(
-            offset_dims=(0, *_plus1(dn.offset_dims)), collapsed_slice_dims=_plus1(dn.collapsed_slice_dims),
-            start_index_map=_plus1(dn.start_index_map), operand_batching_dims=_plus1(dn.operand_batching_dims),
-            start_indices_batching_dims=dn.start_indices_batching_dims)
-        slice_sizes = (aval_of(x).shape[0], *slice_sizes)
-    elif xd is None:     # a leading batch axis of the indices is a leading batch axis of the result
-        index = moveaxis(index, id_, 0)
-        dn = dn._replace(offset_dims=_plus1(dn.offset_dims),
-                         start_indices_batching_dims=_plus1(dn.start_indices_batching_dims))
-    else:                # both batched: a new pair of batching dims
-        x, index = moveaxis(x, xd, 0), moveaxis(index, id_, 0)
-        dn = st.GatherDimensionNumbers(
-            offset_dims=_plus1(dn.offset_dims), collapsed_slice_dims=_plus1(dn.collapsed_slice_dims),
-            start_index_map=_plus1(dn.start_index_map),
-            operand_batching_dims=(0, *_plus1(dn.operand_batching_dims)),
-            start_indices_batching_dims=(0, *_plus1(dn.start_indices_batching_dims)))
-        slice_sizes = (1, *slice_sizes)
-    return st.gather_p.bind(x, index, dimension_numbers=dn, slice_sizes=slice_sizes, **params), 0
-
-
-def _scatter_rule(prim: Primitive):
-    def rule(args, dims, *, dimension_numbers, **params):
-        (x, index, updates), (xd, id_, ud) = args, dims
-        size = axis_size_of(args, dims)
-        dn = dimension_numbers
-        x, updates = matchaxis(x, xd, 0, size), matchaxis(updates, ud, 0, size)
-        if id_ is None:  # the batch axis is a leading window axis of the updates
-            dn = st.ScatterDimensionNumbers(
-                update_window_dims=(0, *_plus1(dn.update_window_dims)),
-                inserted_window_dims=_plus1(dn.inserted_window_dims),
-                scatter_dims_to_operand_dims=_plus1(dn.scatter_dims_to_operand_dims),
-                operand_batching_dims=_plus1(dn.operand_batching_dims),
-                scatter_indices_batching_dims=dn.scatter_indices_batching_dims)
-        else:            # operand and indices batched together
-            index = moveaxis(index, id_, 0)
-            dn = st.ScatterDimensionNumbers(
-                update_window_dims=_plus1(dn.update_window_dims),
-                inserted_window_dims=_plus1(dn.inserted_window_dims),
-                scatter_dims_to_operand_dims=_plus1(dn.scatter_dims_to_operand_dims),
-                operand_batching_dims=(0, *_plus1(dn.operand_batching_dims)),
-                scatter_indices_batching_dims=(0, *_plus1(dn.scatter_indices_batching_dims)))
-        return prim.bind(x, index, updates, dimension_numbers=dn, **params), 0
-    return rule
-
-
 def _sort_rule(args, dims, *, dimension, **params):
     args, d = align(args, dims)
     outs = st.sort_p.bind(*args, dimension=shift((dimension,), d)[0], **params)
@@ -496,23 +311,10 @@ def _sort_rule(args, dims, *, dimension, **params):
 
 
 batch_rules.update({
-    st.broadcast_in_dim_p: _broadcast_in_dim_rule,
-    st.reshape_p: _reshape_rule,
-    st.transpose_p: _transpose_rule,
-    st.squeeze_p: _squeeze_rule,
-    st.rev_p: _axes_rule(st.rev_p, "dimensions"),
-    st.pad_p: _pad_rule,
-    st.concatenate_p: _concatenate_rule,
-    st.slice_p: _slice_rule,
-    st.dynamic_slice_p: _dynamic_slice_rule,
-    st.dynamic_update_slice_p: _dynamic_update_slice_rule,
-    st.gather_p: _gather_rule,
     st.sort_p: _sort_rule,
     st.argmax_p: _reduction_rule(st.argmax_p),
     st.argmin_p: _reduction_rule(st.argmin_p),
 })
-for _prim in (st.scatter_p, st.scatter_add_p, st.scatter_mul_p, st.scatter_min_p, st.scatter_max_p):
-    batch_rules[_prim] = _scatter_rule(_prim)
 for _prim in (st.cumsum_p, st.cumprod_p, st.cummax_p, st.cummin_p, st.cumlogsumexp_p):
     batch_rules[_prim] = _axis_rule(_prim)
 for _prim in (reductions.reduce_sum_p, reductions.reduce_prod_p, reductions.reduce_max_p,

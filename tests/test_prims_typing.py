@@ -10,11 +10,13 @@ Python-scalar weak typing, and the errors lax raises itself.
 import numpy as np
 import pytest
 
-from jaxprc.ir import JaxprTypeError, PARAM_TYPES, ShapedArray, lax, trace_to_jaxpr
+from jaxprc import lax
+from jaxprc.ir import JaxprTypeError, PARAM_TYPES, ShapedArray, trace_to_jaxpr
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.prims import linalg, reductions, structural
-from jaxprc.ir.prims.structural import (GatherDimensionNumbers as GDN, GatherScatterMode,
-                                        ScatterDimensionNumbers as SDN)
+from jaxprc.lax import shapes, slicing
+from jaxprc.lax.slicing import (GatherDimensionNumbers as GDN, GatherScatterMode,
+                                ScatterDimensionNumbers as SDN)
 
 
 def T(text: str) -> ShapedArray:
@@ -180,7 +182,7 @@ REJECT = [
     ("complex", "f32[3]", {}, "2 operand(s)"),
 ]
 
-MY_PRIMITIVES = [p for mod in (structural, reductions, linalg) for p in vars(mod).values()
+MY_PRIMITIVES = [p for mod in (shapes, slicing, structural, reductions, linalg) for p in vars(mod).values()
                  if type(p).__name__ == "Primitive"]
 
 

@@ -11,8 +11,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from jaxprc import lax
 from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Thunk, Var,
-                       control_flow as cf, lax, param_type, prims, trace_to_jaxpr)
+                       control_flow as cf, param_type, prims, trace_to_jaxpr)
 from jaxprc.ir.equality import alpha_equivalent, structural_hash
 from jaxprc.ir.parser import ParseError, parse
 from jaxprc.ir.verify import verify

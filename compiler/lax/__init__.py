@@ -6,6 +6,8 @@ public tables of ``jaxprc.interpreters`` (docs/primitives.md).
 """
 from jaxprc.ir.lax import *  # noqa: F401,F403  (moving into the family modules)
 from jaxprc.ir.control_flow import *  # noqa: F401,F403
+from .shapes import *  # noqa: F401,F403
+from .slicing import *  # noqa: F401,F403
 from jaxprc.ir.prims import elementwise as _ew, structural as _st, reductions as _rd, linalg as _la  # noqa
 from jaxprc.ir.prims import control_flow as _cf, custom as _cst  # noqa
 from jaxprc.ir.core import Primitive as _Primitive
@@ -14,4 +16,17 @@ from jaxprc.passes import emit as _emit
 for _mod in (_ew, _st, _rd, _la, _cf, _cst):
     globals().update({k: v for k, v in vars(_mod).items() if k.endswith("_p") and isinstance(v, _Primitive)})
 
-_emit.provide(full=full, add=add, transpose=transpose, broadcast_in_dim=broadcast_in_dim)  # noqa: F405
+_emit.provide(add=add)  # noqa: F405
+
+# Eager (op-by-op) impls for the primitives defined here: dispatch installed them before we loaded.
+from jaxprc import dispatch as _dispatch  # noqa: E402
+_dispatch.install_impls()
+
+# Transitional, until the families still in ir/ and passes/ have moved: their code calls these
+# builders through jaxprc.ir.lax (``_broadcast_rank0``, jvp/transpose rules) and passes.jvp.
+import jaxprc.ir.lax as _ir_lax  # noqa: E402
+import jaxprc.passes.jvp as _jvp_pass  # noqa: E402
+
+for _name in ("broadcast_in_dim", "reshape", "transpose", "pad", "full", "full_like", "broadcasted_iota"):
+    setattr(_ir_lax, _name, globals()[_name])
+_jvp_pass.take_along_axis = slicing.take_along_axis  # noqa: F405
