@@ -17,7 +17,6 @@ import numpy as np
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import lax
 from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
-from jaxprc.ir.prims.structural import GatherDimensionNumbers, GatherScatterMode
 from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, get_aval, source_info_of, trace_to_jaxpr
 
 from . import emit
@@ -193,7 +192,7 @@ def _zero_tangent_jvp(prim, primals, tangents, **params):
 _rule("sign", "floor", "ceil", "round", "is_finite", "not", "population_count", "clz",
       "stop_gradient", "nextafter", "and", "or", "xor", "shift_left", "shift_right_arithmetic",
       "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "bitcast_convert_type",
-      "iota")(_zero_tangent_jvp)
+      )(_zero_tangent_jvp)
 
 
 def _linear_jvp(prim, primals, tangents, **params):
@@ -202,17 +201,7 @@ def _linear_jvp(prim, primals, tangents, **params):
     return out, prim.bind(instantiate_zeros(tangents[0]), *primals[1:], **params)
 
 
-_rule("neg", "copy", "real", "imag", "conj", "broadcast_in_dim", "reshape", "transpose", "squeeze",
-      "rev", "slice", "dynamic_slice", "gather")(_linear_jvp)
-
-
-def _multilinear_jvp(prim, primals, tangents, **params):
-    """Linear in all operands jointly (zeros instantiated): pad, concatenate, ..."""
-    out = prim.bind(*primals, **params)
-    return out, prim.bind(*map(instantiate_zeros, tangents), **params)
-
-
-_rule("pad", "concatenate")(_multilinear_jvp)
+_rule("neg", "copy", "real", "imag", "conj")(_linear_jvp)
 
 
 def _unary(name: str, tangent: Callable):
@@ -398,52 +387,6 @@ def _select_n_jvp(primals, tangents):
     return out, PRIMITIVES["select_n"].bind(which, *map(instantiate_zeros, tangents[1:]))
 
 
-@_rule("dynamic_update_slice")
-def _dynamic_update_slice_jvp(primals, tangents):
-    x, update, *idx = primals
-    prim = PRIMITIVES["dynamic_update_slice"]
-    return prim.bind(x, update, *idx), prim.bind(instantiate_zeros(tangents[0]),
-                                                 instantiate_zeros(tangents[1]), *idx)
-
-
-def _scatter_linear_jvp(prim, primals, tangents, **params):
-    """scatter-add is linear in (operand, updates); plain scatter too when indices are unique."""
-    operand, indices, updates = primals
-    out = prim.bind(operand, indices, updates, **params)
-    return out, prim.bind(instantiate_zeros(tangents[0]), indices, instantiate_zeros(tangents[2]),
-                          **params)
-
-
-jvp_rules[PRIMITIVES["scatter-add"]] = _bound(_scatter_linear_jvp, PRIMITIVES["scatter-add"])
-
-
-@_rule("scatter")
-def _scatter_jvp(primals, tangents, **params):
-    """With duplicate indices, which update lands is XLA's choice, so the program asks: it
-    scatters an id per update (0 stands for the operand), reads the ids back, and masks out the
-    values that lost. Value and tangent are then scatter-adds of the masked values (as JAX does),
-    which transpose."""
-    prim = PRIMITIVES["scatter"]
-    if params["unique_indices"]:
-        return _scatter_linear_jvp(prim, primals, tangents, **params)
-    (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
-    u_shape = aval_of(updates).shape
-    window = params["dimension_numbers"].update_window_dims
-    id_shape = tuple(1 if d in window else n for d, n in enumerate(u_shape))
-    ids = lax.add(lax.reshape(lax.iota(np.int32, math.prod(id_shape)), id_shape), 1)
-    ids = lax.broadcast_in_dim(ids, u_shape, tuple(range(len(u_shape))))
-    landed = prim.bind(lax.full(aval_of(operand).shape, 0, np.int32), indices, ids, **params)
-    operand_kept = lax.eq(landed, 0)
-    update_kept = lax.eq(ids, scatter_window_gather(landed, indices, u_shape, **params))
-    keep = lambda kept, x: lax.select_n(kept, lax.full_like(x, 0), x)
-    scatter_add = lambda x, u: PRIMITIVES["scatter-add"].bind(x, indices, u, **params)
-    out = scatter_add(keep(operand_kept, operand), keep(update_kept, updates))
-    if isinstance(t_operand, Zero) and isinstance(t_updates, Zero):
-        return out, Zero(tangent_aval(aval_of(out)))
-    return out, scatter_add(keep(operand_kept, instantiate_zeros(t_operand)),
-                            keep(update_kept, instantiate_zeros(t_updates)))
-
-
 # ------------------------------------------------------------ control flow
 # Sub-jaxprs are differentiated with jvp_jaxpr; whatever the new body closes
 # over (consts) is hoisted into leading operands, as control flow requires.
@@ -584,22 +527,6 @@ for _name, _r in [("jit", _jit_jvp), ("cond", _cond_jvp), ("scan", _scan_jvp), (
         jvp_rules[PRIMITIVES[_name]] = _r
 
 
-def take_along_axis(x, indices, axis: int, permutation: bool = False):
-    """``out[..., i, ...] = x[..., indices[..., i, ...], ...]`` along ``axis`` (indices: int32 of
-    x's shape): a gather whose other dimensions are batch dimensions. ``permutation``: the
-    indices are a permutation along ``axis`` (unique, in bounds)."""
-    aval = aval_of(x)
-    batch = tuple(d for d in range(aval.ndim) if d != axis)
-    dnums = GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(axis,),
-                                   start_index_map=(axis,), operand_batching_dims=batch,
-                                   start_indices_batching_dims=batch)
-    return PRIMITIVES["gather"].bind(
-        x, lax.reshape(indices, aval.shape + (1,)), dimension_numbers=dnums,
-        slice_sizes=(1,) * aval.ndim, indices_are_sorted=False, unique_indices=permutation,
-        mode=GatherScatterMode.PROMISE_IN_BOUNDS if permutation else GatherScatterMode.CLIP,
-        fill_value=None)
-
-
 def _trigamma(x):
     """polygamma(1, x) = sum_k 1/(x+k)^2, from lax ops (there is no polygamma primitive): for
     x < 1/2 the reflection pi^2/sin^2(pi x) - trigamma(1-x); otherwise ``shift`` terms of the
@@ -627,67 +554,6 @@ def _trigamma(x):
 
 
 _unary("digamma", lambda t, x, ans: lax.mul(t, _trigamma(x)))
-
-
-def scatter_window_gather(x, indices, updates_shape, *, dimension_numbers, indices_are_sorted,
-                          unique_indices, mode):
-    """The windows of ``x`` that a scatter with these params writes, shaped like its updates (the
-    gather inverse to the scatter)."""
-    dn = dimension_numbers
-    slice_sizes, pos = [], 0
-    for d in range(aval_of(x).ndim):
-        if d in dn.inserted_window_dims or d in dn.operand_batching_dims:
-            slice_sizes.append(1)
-        else:
-            slice_sizes.append(updates_shape[dn.update_window_dims[pos]])
-            pos += 1
-    gdn = GatherDimensionNumbers(offset_dims=dn.update_window_dims,
-                                 collapsed_slice_dims=dn.inserted_window_dims,
-                                 start_index_map=dn.scatter_dims_to_operand_dims,
-                                 operand_batching_dims=dn.operand_batching_dims,
-                                 start_indices_batching_dims=dn.scatter_indices_batching_dims)
-    return PRIMITIVES["gather"].bind(x, indices, dimension_numbers=gdn, slice_sizes=tuple(slice_sizes),
-                                     indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                                     mode=mode, fill_value=None)
-
-
-@_rule("scatter-mul")
-def _scatter_mul_jvp(primals, tangents, **params):
-    """As JAX: linear in the operand; the updates' tangent only with unique indices
-    (out = x * u there, so d out = x * du scattered)."""
-    (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
-    prim = PRIMITIVES["scatter-mul"]
-    out = prim.bind(operand, indices, updates, **params)
-    t_out = Zero(tangent_aval(aval_of(out)))
-    if not isinstance(t_operand, Zero):
-        t_out = prim.bind(t_operand, indices, updates, **params)
-    if not isinstance(t_updates, Zero):
-        if not params["unique_indices"]:
-            raise NotImplementedError(
-                "Differentiation rule for 'scatter-mul' with respect to its updates is only "
-                "implemented with unique_indices=True (jvp pass), as in JAX.")
-        spread = PRIMITIVES["scatter-add"].bind(zeros(aval_of(operand)), indices, t_updates, **params)
-        t_out = add_tangents(t_out, lax.mul(operand, spread))
-    return out, t_out
-
-
-@_rule("scatter-min", "scatter-max")
-def _scatter_extremum_jvp(prim, primals, tangents, **params):
-    """At each position the tangent of the value that won, averaged over ties (JAX's convention,
-    as for max): the operand and every update equal to the result there are the winners."""
-    (operand, indices, updates), (t_operand, _, t_updates) = primals, tangents
-    out = prim.bind(operand, indices, updates, **params)
-    if isinstance(t_operand, Zero) and isinstance(t_updates, Zero):
-        return out, Zero(tangent_aval(aval_of(out)))
-    dtype = aval_of(operand).dtype
-    scatter_add = lambda x, u: PRIMITIVES["scatter-add"].bind(x, indices, u, **params)
-    won = lambda x, y: lax.convert_element_type(lax.eq(x, y), dtype)
-    update_won = won(updates, scatter_window_gather(out, indices, aval_of(updates).shape, **params))
-    operand_won = won(operand, out)
-    winners = scatter_add(operand_won, update_won)
-    total = scatter_add(lax.mul(instantiate_zeros(t_operand), operand_won),
-                        lax.mul(instantiate_zeros(t_updates), update_won))
-    return out, lax.div(total, winners)
 
 
 # ------------------------------------------------------- custom derivatives

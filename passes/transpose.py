@@ -16,12 +16,10 @@ import numpy as np
 
 from jaxprc.ir import lax
 from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
-from jaxprc.ir.prims.structural import ScatterDimensionNumbers
 from jaxprc.ir.tracing import (ConcretizationTypeError, Tracer, close_over_consts, current_builder,
                                eval_jaxpr, no_trace, source_info_of, trace_to_jaxpr)
 
-from .jvp import (Zero, _hoist_shared, add_tangents, aval_of, instantiate_zeros, literal_value,
-                  scatter_window_gather, zeros)
+from .jvp import Zero, _hoist_shared, add_tangents, aval_of, instantiate_zeros, literal_value, zeros
 from .registry import register_pass
 
 
@@ -225,102 +223,6 @@ def _convert_t(ct, x, *, new_dtype, weak_type=False, **_):
     return [lax.convert_element_type(ct, x.aval.dtype)]
 
 
-@_rule("broadcast_in_dim")
-def _broadcast_in_dim_t(ct, x, *, shape, broadcast_dimensions):
-    if isinstance(ct, Zero):
-        return [Zero(x.aval)]
-    new_dims = tuple(d for d in range(len(shape)) if d not in broadcast_dimensions)
-    expanded = tuple(d for k, d in enumerate(broadcast_dimensions) if x.aval.shape[k] == 1 and shape[d] != 1)
-    summed = _bind("reduce_sum", ct, axes=tuple(sorted(new_dims + expanded)))
-    return [lax.reshape(summed, x.aval.shape) if expanded else summed]
-
-
-@_rule("reshape")
-def _reshape_t(ct, x, *, new_sizes, dimensions):
-    return [Zero(x.aval) if isinstance(ct, Zero) else lax.reshape(ct, x.aval.shape)]
-
-
-@_rule("transpose")
-def _transpose_t(ct, x, *, permutation):
-    inverse = tuple(int(i) for i in np.argsort(permutation))
-    return [Zero(x.aval) if isinstance(ct, Zero) else lax.transpose(ct, inverse)]
-
-
-@_rule("squeeze")
-def _squeeze_t(ct, x, *, dimensions):
-    return [Zero(x.aval) if isinstance(ct, Zero) else lax.reshape(ct, x.aval.shape)]
-
-
-@_rule("rev")
-def _rev_t(ct, x, *, dimensions):
-    return [Zero(x.aval) if isinstance(ct, Zero) else lax.rev(ct, dimensions)]
-
-
-@_rule("pad")
-def _pad_t(ct, x, padval, *, padding_config):
-    if isinstance(ct, Zero):
-        return [Zero(x.aval) if is_undefined_primal(x) else None,
-                Zero(padval.aval) if is_undefined_primal(padval) else None]
-    lo, hi, interior = zip(*padding_config)
-    # undo the edge padding (a negative pad crops), then drop the interior padding with strides
-    unpadded = lax.pad(ct, lax.full((), 0, ct.dtype), [(-l, -h, 0) for l, h in zip(lo, hi)])
-    ct_x = lax.slice(unpadded, (0,) * len(lo), unpadded.shape, tuple(i + 1 for i in interior))
-    ct_pad = None
-    if is_undefined_primal(padval):
-        all_axes = lambda v: tuple(range(len(v.shape)))
-        ct_pad = lax.sub(_bind("reduce_sum", ct, axes=all_axes(ct)),
-                         _bind("reduce_sum", ct_x, axes=all_axes(ct_x)))
-    return [ct_x if is_undefined_primal(x) else None, ct_pad]
-
-
-@_rule("concatenate")
-def _concatenate_t(ct, *xs, dimension):
-    cts, start = [], 0
-    for x in xs:
-        size = aval_of(x).shape[dimension]
-        if is_undefined_primal(x):
-            if isinstance(ct, Zero):
-                cts.append(Zero(x.aval))
-            else:
-                limit = list(ct.shape)
-                begin = [0] * len(limit)
-                begin[dimension], limit[dimension] = start, start + size
-                cts.append(lax.slice(ct, begin, limit))
-        else:
-            cts.append(None)
-        start += size
-    return cts
-
-
-@_rule("slice")
-def _slice_t(ct, x, *, start_indices, limit_indices, strides):
-    if isinstance(ct, Zero):
-        return [Zero(x.aval)]
-    shape = x.aval.shape
-    strides = strides or (1,) * len(shape)
-    real_limits = [s + (n - 1) * st + 1 if n else s for s, n, st in zip(start_indices, ct.shape, strides)]
-    config = [(s, d - lim, st - 1) for s, d, lim, st in zip(start_indices, shape, real_limits, strides)]
-    return [lax.pad(ct, lax.full((), 0, ct.dtype), config)]
-
-
-@_rule("dynamic_slice")
-def _dynamic_slice_t(ct, x, *idx, slice_sizes):
-    if isinstance(ct, Zero):
-        return [Zero(x.aval)] + [None] * len(idx)
-    return [_bind("dynamic_update_slice", zeros(x.aval), ct, *idx)] + [None] * len(idx)
-
-
-@_rule("dynamic_update_slice")
-def _dynamic_update_slice_t(ct, x, update, *idx):
-    u_aval = aval_of(update)
-    if isinstance(ct, Zero):
-        return [Zero(x.aval) if is_undefined_primal(x) else None,
-                Zero(u_aval) if is_undefined_primal(update) else None] + [None] * len(idx)
-    ct_x = _bind("dynamic_update_slice", ct, zeros(u_aval), *idx) if is_undefined_primal(x) else None
-    ct_u = _bind("dynamic_slice", ct, *idx, slice_sizes=u_aval.shape) if is_undefined_primal(update) else None
-    return [ct_x, ct_u] + [None] * len(idx)
-
-
 @_rule("select_n")
 def _select_n_t(ct, which, *cases):
     if is_undefined_primal(which):
@@ -335,77 +237,6 @@ def _select_n_t(ct, which, *cases):
             z = lax.full_like(ct, 0)
             out.append(_bind("select_n", which, *[ct if j == i else z for j in range(len(cases))]))
     return [None] + out
-
-
-@_rule("gather")
-def _gather_t(ct, operand, indices, *, dimension_numbers, slice_sizes, indices_are_sorted,
-              unique_indices, mode, fill_value):
-    if isinstance(ct, Zero):
-        return [Zero(operand.aval), None]
-    dn = dimension_numbers
-    sdn = _scatter_dnums(offset_dims=dn.offset_dims, collapsed=dn.collapsed_slice_dims,
-                         index_map=dn.start_index_map, operand_batching=dn.operand_batching_dims,
-                         indices_batching=dn.start_indices_batching_dims)
-    out = _bind("scatter-add", zeros(operand.aval), indices, ct, dimension_numbers=sdn,
-                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
-    return [out, None]
-
-
-def _scatter_dnums(offset_dims, collapsed, index_map, operand_batching, indices_batching):
-    return ScatterDimensionNumbers(update_window_dims=offset_dims, inserted_window_dims=collapsed,
-                                   scatter_dims_to_operand_dims=index_map,
-                                   operand_batching_dims=operand_batching,
-                                   scatter_indices_batching_dims=indices_batching)
-
-
-@_rule("scatter-add")
-def _scatter_add_t(ct, operand, indices, updates, **params):
-    u_aval = aval_of(updates)
-    if isinstance(ct, Zero):
-        return [Zero(operand.aval) if is_undefined_primal(operand) else None, None,
-                Zero(u_aval) if is_undefined_primal(updates) else None]
-    ct_updates = None
-    if is_undefined_primal(updates):
-        ct_updates = scatter_window_gather(ct, indices, u_aval.shape, **params)
-    return [ct if is_undefined_primal(operand) else None, None, ct_updates]
-
-
-@_rule("scatter-mul")
-def _scatter_mul_t(ct, operand, indices, updates, **params):
-    """Linear in the operand (a scaling by the scattered products), and in the updates when the
-    indices are unique (out = operand * update there), like mul."""
-    if is_undefined_primal(operand) and is_undefined_primal(updates):
-        raise ValueError("transpose of scatter-mul: operand and updates are both linear, so the "
-                         "program is not linear")
-    if is_undefined_primal(operand):
-        if isinstance(ct, Zero):
-            return [Zero(operand.aval), None, None]
-        return [_bind("scatter-mul", ct, indices, updates, **params), None, None]
-    if not params["unique_indices"]:
-        raise NotImplementedError("Transpose rule for 'scatter-mul' with respect to its updates is only "
-                                  "implemented with unique_indices=True (transpose pass), as in JAX.")
-    if isinstance(ct, Zero):
-        return [None, None, Zero(updates.aval)]
-    return [None, None, scatter_window_gather(lax.mul(ct, operand), indices, updates.aval.shape, **params)]
-
-
-@_rule("scatter")
-def _scatter_t(ct, operand, indices, updates, **params):
-    """Linear only with unique indices (the jvp pass masks duplicates into scatter-adds): the
-    operand's cotangent is ct with the overwritten windows zeroed, the updates' those windows."""
-    if not params["unique_indices"]:
-        raise NotImplementedError("Transpose rule for 'scatter' is only implemented with "
-                                  "unique_indices=True (transpose pass), as in JAX.")
-    u_aval = aval_of(updates)
-    if isinstance(ct, Zero):
-        return [Zero(operand.aval) if is_undefined_primal(operand) else None, None,
-                Zero(u_aval) if is_undefined_primal(updates) else None]
-    ct_operand = ct_updates = None
-    if is_undefined_primal(operand):
-        ct_operand = _bind("scatter", ct, indices, zeros(u_aval), **params)
-    if is_undefined_primal(updates):
-        ct_updates = scatter_window_gather(ct, indices, u_aval.shape, **params)
-    return [ct_operand, None, ct_updates]
 
 
 # ------------------------------------------------------------ control flow

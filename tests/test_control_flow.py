@@ -13,7 +13,7 @@ from jaxprc.ir import tree_util as tu
 from jaxprc.ir.prims import control_flow as cfp
 from jaxprc.ir.prims import custom
 from jaxprc.ir.prims import elementwise as ew
-from jaxprc.ir.prims import structural
+from jaxprc.lax import shapes
 
 f32, i32, b_ = np.dtype("float32"), np.dtype("int32"), np.dtype("bool")
 F = ShapedArray((), f32)
@@ -606,7 +606,7 @@ def test_scan_pytree_against_numpy_loop(reverse):
     w = np.float32(0.5)
 
     def f(w_, xs_):
-        bcast = lambda v: structural.broadcast_in_dim_p.bind(v, shape=(3,), broadcast_dimensions=())
+        bcast = lambda v: shapes.broadcast_in_dim_p.bind(v, shape=(3,), broadcast_dimensions=())
 
         def body(carry, x):
             s, n = carry

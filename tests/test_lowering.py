@@ -11,6 +11,7 @@ import scipy.special as sp
 
 from jaxprc import ir, lowering, runtime
 from jaxprc.lax import reductions
+from jaxprc.lax import slicing
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, PRIMITIVES as P, Primitive, ShapedArray
 
@@ -421,11 +422,11 @@ def test_iota():
 
 
 def _dn(cls, **kw):
-    return getattr(ir.prims.structural, cls)(**kw)
+    return getattr(slicing, cls)(**kw)
 
 
 def _mode(name):
-    return ir.prims.structural.GatherScatterMode[name]
+    return slicing.GatherScatterMode[name]
 
 
 def _take_rows(operand, idx, mode, fill_value=None):
@@ -444,7 +445,7 @@ def test_gather_modes(dtype):
         _take_rows(a, i_in, "PROMISE_IN_BOUNDS")], x, idx, idx[:2])
     check(clip, x[np.clip(idx[:, 0], 0, 3)], dtype)
     inb = ((idx[:, 0] >= 0) & (idx[:, 0] < 4))[:, None]
-    default = lowering.lowering_rules.default_fill_value(np.dtype(dtype))
+    default = slicing.default_fill_value(np.dtype(dtype))
     check(fill, np.where(inb, x[np.clip(idx[:, 0], 0, 3)], np.asarray(default).astype(dtype)), dtype)
     check(fill_given, np.where(inb, x[np.clip(idx[:, 0], 0, 3)], np.asarray(1).astype(dtype)), dtype)
     check(promise, x[[0, 3]], dtype)

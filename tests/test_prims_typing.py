@@ -15,10 +15,9 @@ import pytest
 from jaxprc import lax
 from jaxprc.ir import JaxprTypeError, PARAM_TYPES, ShapedArray, trace_to_jaxpr
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.prims import structural
-from jaxprc.lax import cumulative, reductions, sorting
-from jaxprc.ir.prims.structural import (GatherDimensionNumbers as GDN, GatherScatterMode,
-                                        ScatterDimensionNumbers as SDN)
+from jaxprc.lax import cumulative, reductions, shapes, slicing, sorting
+from jaxprc.lax.slicing import (GatherDimensionNumbers as GDN, GatherScatterMode,
+                                ScatterDimensionNumbers as SDN)
 
 
 def T(text: str) -> ShapedArray:
@@ -184,8 +183,7 @@ REJECT = [
     ("complex", "f32[3]", {}, "2 operand(s)"),
 ]
 
-MY_PRIMITIVES = [p for mod in (structural, reductions, cumulative, sorting,
-                                lax.linalg)
+MY_PRIMITIVES = [p for mod in (shapes, slicing, reductions, cumulative, sorting, lax.linalg)
                  for p in vars(mod).values()
                  if type(p).__name__ == "Primitive"]
 

@@ -16,7 +16,8 @@ import ml_dtypes
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from jaxprc.ir import Literal, ShapedArray, control_flow as cf, lax, prims, trace_to_jaxpr
+from jaxprc import lax
+from jaxprc.ir import Literal, ShapedArray, control_flow as cf, prims, trace_to_jaxpr
 from jaxprc.ir.parser import ParseError, parse
 from jaxprc.lax import reductions
 from roundtrip import assert_round_trip
@@ -100,10 +101,10 @@ class RandomProgram:
         if kind == "broadcast":
             if x.ndim >= 2:
                 return lax.reshape(x, (x.size,))
-            return prims.broadcast_in_dim_p.bind(x, shape=(2, *x.shape),
-                                                 broadcast_dimensions=tuple(range(1, x.ndim + 1)))
+            return lax.broadcast_in_dim_p.bind(x, shape=(2, *x.shape),
+                                               broadcast_dimensions=tuple(range(1, x.ndim + 1)))
         if kind == "transpose":
-            return prims.transpose_p.bind(x, permutation=(1, 0))
+            return lax.transpose_p.bind(x, permutation=(1, 0))
         if kind == "cond":
             pred = prims.lt_p.bind(x, x) if x.dtype != BOOL else prims.not_p.bind(x)
             pred = pred if pred.shape == () else reductions.reduce_or_p.bind(pred, axes=tuple(range(x.ndim)))
@@ -116,8 +117,8 @@ class RandomProgram:
             return cf.while_loop(lambda c: prims.lt_p.bind(c[0], np.int32(3)), body_fun,
                                  (np.int32(0), x))[1]
         # scan over a stack of two copies of x, carrying a scalar-or-x value
-        xs = prims.broadcast_in_dim_p.bind(x, shape=(2, *x.shape),
-                                           broadcast_dimensions=tuple(range(1, x.ndim + 1)))
+        xs = lax.broadcast_in_dim_p.bind(x, shape=(2, *x.shape),
+                                         broadcast_dimensions=tuple(range(1, x.ndim + 1)))
 
         def scan_body(c, a):
             pool = self.body([c, a], depth + 1)

@@ -10,7 +10,7 @@ import pytest
 import jaxprc
 from jaxprc import lax
 from jaxprc.ir import ShapedArray, trace_to_jaxpr
-from jaxprc.ir.prims import structural as st
+from jaxprc.lax import slicing
 from jaxprc.ir.tree_util import tree_flatten, tree_map, tree_unflatten
 from jaxprc.ir.verify import verify
 from jaxprc.passes.registry import run_pipeline
@@ -133,8 +133,8 @@ def test_dynamic_slice_and_update():
           in_axes=(0, None))
 
 
-GATHER_DN = st.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
-SCATTER_DN = st.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+GATHER_DN = slicing.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+SCATTER_DN = slicing.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
                                         scatter_dims_to_operand_dims=(0,))
 
 

@@ -15,7 +15,7 @@ from jaxprc.ir.core import PRIMITIVES as P, ShapedArray
 
 pytestmark = pytest.mark.x64      # float64 and int64 edge cases on both sides
 
-S = ir.prims.structural
+from jaxprc.lax import slicing as S
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOATS = [np.dtype(t) for t in (np.float16, np.float32, np.float64)] + [BF16]
 SIGNED = [np.dtype(t) for t in (np.int8, np.int32, np.int64)]

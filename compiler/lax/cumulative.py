@@ -14,7 +14,9 @@ from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import JaxprTypeError, Primitive
 from jaxprc.ir.prims.elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM, fmt_types
 from jaxprc.lowering_rules import _max_min   # the elementwise family's max/min lowering
-from jaxprc.passes.jvp import aval_of, take_along_axis   # take_along_axis: the slicing family's helper
+from jaxprc.passes.jvp import aval_of
+
+from .slicing import take_along_axis
 from jaxprc.passes.vmap import shift
 
 from . import reductions

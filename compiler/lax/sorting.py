@@ -16,7 +16,9 @@ from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive
 from jaxprc.ir.prims.elementwise import fmt_types
-from jaxprc.passes.jvp import aval_of, take_along_axis   # take_along_axis: the slicing family's helper
+from jaxprc.passes.jvp import aval_of
+
+from .slicing import take_along_axis
 from jaxprc.passes.vmap import align, shift
 
 from .operands import aval, canonical_axis
