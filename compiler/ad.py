@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .ir import dtypes as dt
-from .ir import lax
+from . import lax
 from .evaluate import evaluate_jaxpr
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .ir import dtypes as dt
-from .ir import lax
+from . import lax
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Thunk, Var
 from .ir.prims.custom import custom_jvp_call_jaxpr_p, custom_lin_p, custom_vjp_call_jaxpr_p
 from .ir.tracing import Tracer, close_over_consts, current_builder, eval_jaxpr, get_aval, trace_to_jaxpr

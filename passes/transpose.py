@@ -158,73 +158,6 @@ def _bind(prim_name, *args, **params):
     return PRIMITIVES[prim_name].bind(*args, **params)
 
 
-def _linear_unary(fn):
-    """A rule for ops linear in their first operand: Zero in, Zero out."""
-    def rule(ct, x, *rest, **params):
-        if isinstance(ct, Zero):
-            return [Zero(x.aval)] + [None] * len(rest)
-        return [fn(ct, x, *rest, **params)] + [None] * len(rest)
-    return rule
-
-
-@_rule("add")
-def _add_t(ct, x, y):
-    return [ct if is_undefined_primal(x) else None, ct if is_undefined_primal(y) else None]
-
-
-@_rule("sub")
-def _sub_t(ct, x, y):
-    neg = Zero(y.aval) if isinstance(ct, Zero) else lax.neg(ct)
-    return [ct if is_undefined_primal(x) else None, neg if is_undefined_primal(y) else None]
-
-
-@_rule("mul")
-def _mul_t(ct, x, y):
-    if is_undefined_primal(x) and is_undefined_primal(y):
-        raise ValueError("transpose of mul: both operands are linear, so the program is not linear")
-    if isinstance(ct, Zero):
-        return [Zero(x.aval) if is_undefined_primal(x) else None, Zero(y.aval) if is_undefined_primal(y) else None]
-    if is_undefined_primal(x):
-        return [lax.mul(ct, y), None]
-    return [None, lax.mul(x, ct)]
-
-
-@_rule("div")
-def _div_t(ct, x, y):
-    if is_undefined_primal(y):
-        raise ValueError("transpose of div: the divisor is linear, so the program is not linear")
-    return [Zero(x.aval) if isinstance(ct, Zero) else lax.div(ct, y), None]
-
-
-transpose_rules[PRIMITIVES["neg"]] = _linear_unary(lambda ct, x: lax.neg(ct))
-transpose_rules[PRIMITIVES["copy"]] = _linear_unary(lambda ct, x: ct)
-transpose_rules[PRIMITIVES["conj"]] = _linear_unary(lambda ct, x: lax.conj(ct))
-# real, imag and complex are linear over the reals. As in JAX, a complex cotangent ct pairs with
-# a tangent t as Re(ct * t) (no conjugate), so ct of real(z) goes back as ct + 0i, of imag(z) as
-# 0 - ct i, and ct of complex(x, y) as (Re ct, -Im ct). Parts are assembled with complex, not by
-# multiplying with 1j, which would turn an infinite cotangent into NaN.
-transpose_rules[PRIMITIVES["real"]] = _linear_unary(
-    lambda ct, x: lax.convert_element_type(ct, x.aval.dtype))
-transpose_rules[PRIMITIVES["imag"]] = _linear_unary(
-    lambda ct, x: lax.complex(lax.full_like(ct, 0), lax.neg(ct)))
-
-
-@_rule("complex")
-def _complex_t(ct, x, y):
-    def part(operand, fn):
-        if not is_undefined_primal(operand):
-            return None
-        return Zero(operand.aval) if isinstance(ct, Zero) else fn(ct)
-    return [part(x, lax.real), part(y, lambda c: lax.neg(lax.imag(c)))]
-
-
-@_rule("convert_element_type")
-def _convert_t(ct, x, *, new_dtype, weak_type=False, **_):
-    if isinstance(ct, Zero):
-        return [Zero(x.aval)]
-    return [lax.convert_element_type(ct, x.aval.dtype)]
-
-
 @_rule("reduce_sum")
 def _reduce_sum_t(ct, x, *, axes):
     shape = x.aval.shape
@@ -330,22 +263,6 @@ def _dynamic_update_slice_t(ct, x, update, *idx):
     ct_x = _bind("dynamic_update_slice", ct, zeros(u_aval), *idx) if is_undefined_primal(x) else None
     ct_u = _bind("dynamic_slice", ct, *idx, slice_sizes=u_aval.shape) if is_undefined_primal(update) else None
     return [ct_x, ct_u] + [None] * len(idx)
-
-
-@_rule("select_n")
-def _select_n_t(ct, which, *cases):
-    if is_undefined_primal(which):
-        raise ValueError("transpose of select_n: the selector must not be linear")
-    out = []
-    for i, c in enumerate(cases):
-        if not is_undefined_primal(c):
-            out.append(None)
-        elif isinstance(ct, Zero):
-            out.append(Zero(c.aval))
-        else:
-            z = lax.full_like(ct, 0)
-            out.append(_bind("select_n", which, *[ct if j == i else z for j in range(len(cases))]))
-    return [None] + out
 
 
 @_rule("dot_general")

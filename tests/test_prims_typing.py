@@ -10,7 +10,8 @@ Python-scalar weak typing, and the errors lax raises itself.
 import numpy as np
 import pytest
 
-from jaxprc.ir import JaxprTypeError, PARAM_TYPES, ShapedArray, lax, trace_to_jaxpr
+from jaxprc import lax
+from jaxprc.ir import JaxprTypeError, PARAM_TYPES, ShapedArray, trace_to_jaxpr
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.prims import linalg, reductions, structural
 from jaxprc.ir.prims.structural import (GatherDimensionNumbers as GDN, GatherScatterMode,

@@ -81,7 +81,7 @@ def test_jvp_of_custom_lin_names_primitive_and_pass():
 
 
 def test_vmap_reemits_iota_unbatched():
-    from jaxprc.ir import lax
+    from jaxprc import lax
     from jaxprc.passes.vmap import vmap_jaxpr
     cj = jx.make_jaxpr(lambda x: lax.add(x, lax.iota(np.float32, 3)))(np.zeros(3, np.float32))
     batched = vmap_jaxpr(cj, in_axes=0, axis_size=2)

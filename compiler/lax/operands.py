@@ -21,7 +21,7 @@ _PY_SCALARS = (bool, int, float, complex)
 
 
 def aval(x) -> ShapedArray:
-    return x.aval if isinstance(x, Literal) else getaval(x)
+    return x.aval if isinstance(x, Literal) else get_aval(x)
 
 
 def is_py_scalar(x) -> bool:
