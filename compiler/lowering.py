@@ -199,6 +199,22 @@ def is_nan(x, dtype):
     return compare(x, x, "NE", dtype)
 
 
+def max_min(kind: str, dtype):
+    """The binary max or min of ``dtype`` values. Complex numbers compare lexicographically by
+    (real, imag), as in JAX (XLA's own maximum is not defined on them)."""
+    op = hlo.maximum if kind == "max" else hlo.minimum
+    if not dt.is_complex(dtype):
+        return op
+    direction = "GT" if kind == "max" else "LT"
+
+    def lexicographic(x, y):
+        rx, ry, ix, iy = hlo.real(x), hlo.real(y), hlo.imag(x), hlo.imag(y)
+        pick_x = hlo.select(compare(rx, ry, "EQ", dt.float32), compare(ix, iy, direction, dt.float32),
+                            compare(rx, ry, direction, dt.float32))
+        return hlo.select(pick_x, x, y)
+    return lexicographic
+
+
 def add_region(region, arg_types, body):
     """Fill a region with one block of scalar-tensor args whose terminator returns ``body(*args)``."""
     block = region.blocks.append(*arg_types)

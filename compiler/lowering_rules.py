@@ -12,14 +12,12 @@ from enum import Enum
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from .ir import dtypes as dt
 from .lowering import (BUILTIN_RULES_BY_NAME, aval_to_ir_type, full,
                        param_name as _param_name, scalar_type as _scalar_type, compare_type as _compare_type,
-                       compare, zeros as _zeros, add_region as _add_region,
-                       reduce as _reduce)
+                       compare, add_region as _add_region, reduce as _reduce, max_min as _max_min)
 
 
 def _rule(*names):
@@ -30,161 +28,9 @@ def _rule(*names):
     return register
 
 
-# ------------------------------------------------------------ elementwise
-
-def _unary(op):
-    return lambda ctx, x, **_: op(x)
-
-
-def _binary(op):
-    return lambda ctx, x, y, **_: op(x, y)
-
-
-for _names, _op in [
-    ("neg", hlo.negate), ("floor", hlo.floor), ("ceil", hlo.ceil), ("is_finite", hlo.is_finite),
-    ("exp", hlo.exponential), ("log", hlo.log), ("log1p", hlo.log_plus_one),
-    ("expm1", hlo.exponential_minus_one), ("tanh", hlo.tanh), ("logistic", hlo.logistic),
-    ("sin", hlo.sine), ("cos", hlo.cosine), ("tan", hlo.tan), ("asin", chlo.asin), ("acos", chlo.acos),
-    ("atan", chlo.atan), ("sinh", chlo.sinh), ("cosh", chlo.cosh), ("asinh", chlo.asinh),
-    ("acosh", chlo.acosh), ("atanh", chlo.atanh), ("sqrt", hlo.sqrt), ("rsqrt", hlo.rsqrt),
-    ("cbrt", hlo.cbrt), ("erf", chlo.erf), ("erfc", chlo.erfc), ("erf_inv", chlo.erf_inv),
-    ("lgamma", chlo.lgamma), ("digamma", chlo.digamma), ("real", hlo.real), ("imag", hlo.imag),
-    ("not", hlo.not_), ("population_count", hlo.popcnt), ("clz", hlo.count_leading_zeros),
-]:
-    _rule(_names)(_unary(_op))
-
-for _names, _op in [
-    ("add", hlo.add), ("sub", hlo.subtract), ("mul", hlo.multiply), ("div", hlo.divide),
-    ("rem", hlo.remainder), ("pow", hlo.power), ("atan2", hlo.atan2), ("nextafter", chlo.next_after),
-    ("complex", hlo.complex),
-    ("and", hlo.and_), ("or", hlo.or_), ("xor", hlo.xor), ("shift_left", hlo.shift_left),
-    ("shift_right_arithmetic", hlo.shift_right_arithmetic),
-    ("shift_right_logical", hlo.shift_right_logical),
-]:
-    _rule(_names)(_binary(_op))
-
-
-def _max_min(kind: str, dtype):
-    """The binary max or min of ``dtype`` values. Complex numbers compare lexicographically by
-    (real, imag), as in JAX (XLA's own maximum is not defined on them)."""
-    op = hlo.maximum if kind == "max" else hlo.minimum
-    if not dt.is_complex(dtype):
-        return op
-    direction = "GT" if kind == "max" else "LT"
-
-    def lexicographic(x, y):
-        rx, ry, ix, iy = hlo.real(x), hlo.real(y), hlo.imag(x), hlo.imag(y)
-        pick_x = hlo.select(compare(rx, ry, "EQ", dt.float32), compare(ix, iy, direction, dt.float32),
-                            compare(rx, ry, direction, dt.float32))
-        return hlo.select(pick_x, x, y)
-    return lexicographic
-
-
-@_rule("max", "min")
-def _max_min_rule(ctx, x, y):
-    return _max_min(ctx.primitive.name, ctx.avals_in[0].dtype)(x, y)
-
-
-for _name, _direction in [("eq", "EQ"), ("ne", "NE"), ("lt", "LT"), ("le", "LE"), ("gt", "GT"), ("ge", "GE")]:
-    _rule(_name)(lambda ctx, x, y, _d=_direction: compare(x, y, _d, ctx.avals_in[0].dtype))
-
-
-@_rule("stop_gradient", "copy", "name")
-def _identity(ctx, x, **_):
+@_rule("name")
+def _identity(ctx, x, **_):     # name[name] x: the identity, naming a value for remat policies
     return x
-
-
-@_rule("sign")
-def _sign(ctx, x):
-    aval = ctx.avals_in[0]
-    if dt.is_unsigned(aval.dtype):    # stablehlo.sign is for signed and floating types
-        return hlo.select(compare(x, _zeros(aval), "EQ", aval.dtype), x, full(aval.shape, 1, aval.dtype))
-    return hlo.sign(x)
-
-
-@_rule("abs")
-def _abs(ctx, x):
-    return x if dt.is_unsigned(ctx.avals_in[0].dtype) else hlo.abs(x)
-
-
-@_rule("square")
-def _square(ctx, x):
-    return hlo.multiply(x, x)
-
-
-@_rule("exp2")
-def _exp2(ctx, x):
-    aval = ctx.avals_in[0]
-    return hlo.exponential(hlo.multiply(full(aval.shape, np.log(2), aval.dtype), x))
-
-
-@_rule("round")
-def _round(ctx, x, *, rounding_method=0):
-    to_even = _param_name(rounding_method) in ("1", "TO_NEAREST_EVEN")
-    return hlo.round_nearest_even(x) if to_even else hlo.round_nearest_afz(x)
-
-
-@_rule("integer_pow")
-def _integer_pow(ctx, x, *, y):
-    """Exponentiation by squaring; a negative exponent takes the reciprocal, as in JAX."""
-    aval = ctx.avals_in[0]
-    acc, base, n = None, x, abs(int(y))
-    while n:
-        if n & 1:
-            acc = base if acc is None else hlo.multiply(acc, base)
-        n >>= 1
-        if n:
-            base = hlo.multiply(base, base)
-    if acc is not None and y > 0:       # no constant 1: it would be a dead op in the module
-        return acc
-    one = full(aval.shape, 1, aval.dtype)
-    return one if acc is None else hlo.divide(one, acc)
-
-
-@_rule("conj")
-def _conj(ctx, x):
-    return hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x)))
-
-
-@_rule("convert_element_type")
-def _convert_element_type(ctx, x, *, new_dtype, weak_type=False, **_):
-    (aval_in,), (aval_out,) = ctx.avals_in, ctx.avals_out
-    if dt.is_complex(aval_in.dtype) and not dt.is_complex(aval_out.dtype):
-        x = hlo.real(x)                        # JAX drops the imaginary part
-        aval_in = aval_in.update(dtype=dt.float32 if aval_in.dtype == dt.complex64 else dt.float64)
-    if aval_in.dtype == aval_out.dtype:
-        return x
-    if aval_out.dtype == dt.bool_:             # nonzero -> True (a plain convert would truncate)
-        return compare(x, _zeros(aval_in), "NE", aval_in.dtype)
-    return hlo.convert(aval_to_ir_type(aval_out), x)
-
-
-@_rule("bitcast_convert_type")
-def _bitcast_convert_type(ctx, x, *, new_dtype):
-    return hlo.bitcast_convert(aval_to_ir_type(ctx.avals_out[0]), x)
-
-
-@_rule("clamp")
-def _clamp(ctx, lo, x, hi):
-    return hlo.clamp(lo, x, hi)
-
-
-@_rule("select_n")
-def _select_n(ctx, which, *cases):
-    """Case i where which == i: a balanced tree of two-way selects on the selector."""
-    which_aval = ctx.avals_in[0]
-    if len(cases) == 1:
-        return cases[0]
-    if which_aval.dtype == dt.bool_:
-        return hlo.select(which, cases[1], cases[0])
-
-    def pick(lo, hi):              # cases[lo:hi]
-        if hi - lo == 1:
-            return cases[lo]
-        mid = (lo + hi) // 2
-        below = compare(which, full(which_aval.shape, mid, which_aval.dtype), "LT", which_aval.dtype)
-        return hlo.select(below, pick(lo, mid), pick(mid, hi))
-    return pick(0, len(cases))
 
 
 # -------------------------------------------------------------- control flow

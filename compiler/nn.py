@@ -11,7 +11,7 @@ from jaxprc import lax
 from jaxprc.custom_derivatives import custom_jvp
 from jaxprc import numpy as jnp
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.prims import elementwise as ew
+from jaxprc.lax import elementwise as ew
 from jaxprc.numpy._util import aval_of, convert, promote
 
 __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "silu", "swish", "gelu", "elu",

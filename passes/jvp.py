@@ -189,10 +189,6 @@ def _zero_tangent_jvp(prim, primals, tangents, **params):
     return outs, (touts if prim.multiple_results else touts[0])
 
 
-_rule("sign", "floor", "ceil", "round", "is_finite", "not", "population_count", "clz",
-      "stop_gradient", "nextafter", "and", "or", "xor", "shift_left", "shift_right_arithmetic",
-      "shift_right_logical", "eq", "ne", "lt", "le", "gt", "ge", "bitcast_convert_type",
-      )(_zero_tangent_jvp)
 
 
 def _linear_jvp(prim, primals, tangents, **params):
@@ -201,78 +197,6 @@ def _linear_jvp(prim, primals, tangents, **params):
     return out, prim.bind(instantiate_zeros(tangents[0]), *primals[1:], **params)
 
 
-_rule("neg", "copy", "real", "imag", "conj")(_linear_jvp)
-
-
-def _unary(name: str, tangent: Callable):
-    """``tangent(t, x, ans)``: the output tangent of a unary function (linear in t)."""
-    prim = PRIMITIVES.get(name)
-
-    def rule(primals, tangents, **params):
-        (x,), (t,) = primals, tangents
-        ans = prim.bind(x, **params)
-        return ans, tangent(t, x, ans, **params)
-    if prim is not None:
-        jvp_rules[prim] = rule
-
-
-_SQRT_PI = math.sqrt(math.pi)
-_unary("exp", lambda t, x, ans: lax.mul(t, ans))
-_unary("exp2", lambda t, x, ans: lax.mul(t, lax.mul(ans, math.log(2.0))))
-_unary("log", lambda t, x, ans: lax.div(t, x))
-_unary("log1p", lambda t, x, ans: lax.div(t, lax.add(x, 1.0)))
-_unary("expm1", lambda t, x, ans: lax.mul(t, lax.add(ans, 1.0)))
-_unary("tanh", lambda t, x, ans: lax.mul(t, lax.sub(1.0, lax.mul(ans, ans))))
-_unary("logistic", lambda t, x, ans: lax.mul(t, lax.mul(ans, lax.sub(1.0, ans))))
-_unary("sin", lambda t, x, ans: lax.mul(t, lax.cos(x)))
-_unary("cos", lambda t, x, ans: lax.mul(t, lax.neg(lax.sin(x))))
-_unary("tan", lambda t, x, ans: lax.mul(t, lax.add(1.0, lax.mul(ans, ans))))
-_unary("asin", lambda t, x, ans: lax.mul(t, lax.rsqrt(lax.sub(1.0, lax.mul(x, x)))))
-_unary("acos", lambda t, x, ans: lax.mul(t, lax.neg(lax.rsqrt(lax.sub(1.0, lax.mul(x, x))))))
-_unary("atan", lambda t, x, ans: lax.div(t, lax.add(1.0, lax.mul(x, x))))
-_unary("sinh", lambda t, x, ans: lax.mul(t, lax.cosh(x)))
-_unary("cosh", lambda t, x, ans: lax.mul(t, lax.sinh(x)))
-_unary("asinh", lambda t, x, ans: lax.mul(t, lax.rsqrt(lax.add(lax.mul(x, x), 1.0))))
-_unary("acosh", lambda t, x, ans: lax.mul(t, lax.rsqrt(lax.mul(lax.sub(x, 1.0), lax.add(x, 1.0)))))
-_unary("atanh", lambda t, x, ans: lax.div(t, lax.sub(1.0, lax.mul(x, x))))
-_unary("sqrt", lambda t, x, ans: lax.div(t, lax.mul(ans, 2.0)))
-_unary("rsqrt", lambda t, x, ans: lax.mul(t, lax.mul(lax.div(ans, x), -0.5)))
-_unary("cbrt", lambda t, x, ans: lax.mul(t, lax.mul(lax.integer_pow(ans, -2), 1.0 / 3.0)))
-_unary("square", lambda t, x, ans: lax.mul(t, lax.mul(x, 2.0)))
-
-
-def _abs_tangent(t, x, ans):
-    if not dt.is_complex(aval_of(x).dtype):
-        return lax.mul(t, lax.sign(x))
-    # d|z| = Re(dz conj(z) / |z|), with |z| taken as 1 where z == 0 (JAX's convention)
-    safe_ans = lax.select_n(lax.eq(ans, 0.0), ans, lax.full_like(ans, 1))
-    factor = lax.div(lax.conj(x), lax.convert_element_type(safe_ans, aval_of(x).dtype))
-    return lax.real(lax.mul(t, factor))
-
-
-_unary("abs", _abs_tangent)
-_unary("erf", lambda t, x, ans: lax.mul(t, lax.mul(lax.exp(lax.neg(lax.mul(x, x))), 2.0 / _SQRT_PI)))
-_unary("erfc", lambda t, x, ans: lax.mul(t, lax.mul(lax.exp(lax.neg(lax.mul(x, x))), -2.0 / _SQRT_PI)))
-_unary("erf_inv", lambda t, x, ans: lax.mul(t, lax.mul(lax.exp(lax.mul(ans, ans)), _SQRT_PI / 2.0)))
-_unary("lgamma", lambda t, x, ans: lax.mul(t, lax.digamma(x)))
-
-
-def _integer_pow_tangent(t, x, ans, *, y):
-    if y == 1:
-        return t
-    return lax.mul(t, lax.mul(lax.integer_pow(x, y - 1) if y != 2 else x, float(y)))
-
-
-_unary("integer_pow", _integer_pow_tangent)
-
-
-@_rule("convert_element_type")
-def _convert_element_type_jvp(primals, tangents, *, new_dtype, **params):
-    (x,), (t,) = primals, tangents
-    out = PRIMITIVES["convert_element_type"].bind(x, new_dtype=new_dtype, **params)
-    if not dt.is_inexact(new_dtype):
-        return out, Zero(tangent_aval(aval_of(out)))
-    return out, lax.convert_element_type(t, new_dtype)
 
 
 def _bilinear(prim, primals, tangents, **params):
@@ -284,107 +208,6 @@ def _bilinear(prim, primals, tangents, **params):
     return out, add_tangents(left, right)
 
 
-jvp_rules[PRIMITIVES["mul"]] = _bound(_bilinear, PRIMITIVES["mul"])
-
-
-@_rule("add")
-def _add_jvp(primals, tangents):
-    return lax.add(*primals), add_tangents(*tangents)
-
-
-@_rule("complex")
-def _complex_jvp(primals, tangents):
-    """Linear in (re, im) jointly; a zero part is instantiated only when the other is not."""
-    out = lax.complex(*primals)
-    if all(isinstance(t, Zero) for t in tangents):
-        return out, Zero(tangent_aval(aval_of(out)))
-    return out, lax.complex(*map(instantiate_zeros, tangents))
-
-
-@_rule("sub")
-def _sub_jvp(primals, tangents):
-    (x, y), (tx, ty) = primals, tangents
-    return lax.sub(x, y), add_tangents(tx, ty if isinstance(ty, Zero) else lax.neg(ty))
-
-
-def _scaled(t, factor):
-    """t * factor; ``factor=1`` means t itself."""
-    return t if isinstance(t, Zero) or (isinstance(factor, int) and factor == 1) else lax.mul(t, factor)
-
-
-def _binary(name: str, partials: Callable):
-    """``partials(x, y, ans) -> (dans/dx, dans/dy)``; the tangent is tx*dx + ty*dy."""
-    prim = PRIMITIVES.get(name)
-
-    def rule(primals, tangents, **params):
-        (x, y), (tx, ty) = primals, tangents
-        ans = prim.bind(x, y, **params)
-        dx, dy = partials(x, y, ans)
-        return ans, add_tangents(_scaled(tx, dx) if dx is not None else Zero(tangent_aval(aval_of(ans))),
-                                 _scaled(ty, dy) if dy is not None else Zero(tangent_aval(aval_of(ans))))
-    if prim is not None:
-        jvp_rules[prim] = rule
-
-
-@_rule("div")
-def _div_jvp(primals, tangents):
-    (x, y), (tx, ty) = primals, tangents
-    ans = lax.div(x, y)
-    left = Zero(tangent_aval(aval_of(ans))) if isinstance(tx, Zero) else lax.div(tx, y)
-    return ans, add_tangents(left, _scaled(ty, lax.neg(lax.div(ans, y))))
-
-
-def _pow_partials(x, y, ans):
-    # d/dy x**y = log(x) x**y, taken as 0 where x == 0 (as JAX does)
-    safe_log = lax.log(lax.select_n(lax.eq(x, 0.0), x, lax.full_like(x, 1)))
-    return lax.mul(y, lax.pow(x, lax.sub(y, 1.0))), lax.mul(ans, safe_log)
-
-
-def _balanced_eq(x, ans, y):
-    """1 where x alone attains the extremum, 1/2 on ties, 0 elsewhere (JAX's convention)."""
-    one, half, zero = lax.full_like(ans, 1), lax.full_like(ans, 0.5), lax.full_like(ans, 0)
-    return lax.select_n(lax.eq(x, ans), zero, lax.select_n(lax.eq(y, ans), one, half))
-
-
-def _atan2_partials(x, y, ans):
-    denom = lax.add(lax.mul(x, x), lax.mul(y, y))
-    return lax.div(y, denom), lax.neg(lax.div(x, denom))
-
-
-def _rem_partials(x, y, ans):
-    q = lax.div(x, y)
-    return 1, lax.neg(lax.mul(lax.sign(q), lax.floor(lax.abs(q))))
-
-
-_binary("pow", _pow_partials)
-_binary("max", lambda x, y, ans: (_balanced_eq(x, ans, y), _balanced_eq(y, ans, x)))
-_binary("min", lambda x, y, ans: (_balanced_eq(x, ans, y), _balanced_eq(y, ans, x)))
-_binary("atan2", _atan2_partials)
-_binary("rem", _rem_partials)
-
-
-@_rule("clamp")
-def _clamp_jvp(primals, tangents):
-    (lo, x, hi), (tlo, tx, thi) = primals, tangents
-    out = PRIMITIVES["clamp"].bind(lo, x, hi)
-    shape = aval_of(x).shape
-
-    def where(pred, t):
-        if isinstance(t, Zero):
-            return Zero(tangent_aval(aval_of(out)))
-        if aval_of(t).shape != shape:
-            t = lax.broadcast_in_dim(t, shape, ())
-        return lax.select_n(pred, lax.full_like(out, 0), t)
-    inside = lax.bitwise_and(lax.gt(x, lo), lax.lt(x, hi))
-    t = add_tangents(where(lax.lt(x, lo), tlo), where(inside, tx))
-    return out, add_tangents(t, where(lax.gt(x, hi), thi))
-
-
-@_rule("select_n")
-def _select_n_jvp(primals, tangents):
-    which, *cases = primals
-    out = PRIMITIVES["select_n"].bind(which, *cases)
-    return out, PRIMITIVES["select_n"].bind(which, *map(instantiate_zeros, tangents[1:]))
 
 
 # ------------------------------------------------------------ control flow
@@ -527,33 +350,6 @@ for _name, _r in [("jit", _jit_jvp), ("cond", _cond_jvp), ("scan", _scan_jvp), (
         jvp_rules[PRIMITIVES[_name]] = _r
 
 
-def _trigamma(x):
-    """polygamma(1, x) = sum_k 1/(x+k)^2, from lax ops (there is no polygamma primitive): for
-    x < 1/2 the reflection pi^2/sin^2(pi x) - trigamma(1-x); otherwise ``shift`` terms of the
-    sum, then the asymptotic series at w = x + shift >= 8.5 (relative error below 1e-11)."""
-    shift = 8
-    reflect = lax.lt(x, 0.5)
-    z = lax.select_n(reflect, x, lax.sub(1.0, x))
-    head = None
-    for k in range(shift):
-        zk = lax.add(z, float(k)) if k else z
-        term = lax.div(1.0, lax.mul(zk, zk))
-        head = term if head is None else lax.add(head, term)
-    w = lax.add(z, float(shift))
-    inv = lax.div(1.0, w)
-    inv2 = lax.mul(inv, inv)
-    # 1/w + 1/(2w^2) + 1/(6w^3) - 1/(30w^5) + 1/(42w^7) - 1/(30w^9)  (Bernoulli numbers)
-    series = lax.sub(1.0 / 42, lax.mul(inv2, 1.0 / 30))
-    series = lax.sub(1.0 / 30, lax.mul(inv2, series))
-    series = lax.sub(1.0 / 6, lax.mul(inv2, series))
-    series = lax.add(lax.add(1.0, lax.mul(inv, 0.5)), lax.mul(inv2, series))
-    value = lax.add(head, lax.mul(inv, series))
-    sin = lax.sin(lax.mul(x, math.pi))
-    reflected = lax.sub(lax.div(math.pi ** 2, lax.mul(sin, sin)), value)
-    return lax.select_n(reflect, value, reflected)
-
-
-_unary("digamma", lambda t, x, ans: lax.mul(t, _trigamma(x)))
 
 
 # ------------------------------------------------------- custom derivatives

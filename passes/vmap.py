@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-import numpy as np
-
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray, Thunk
 from jaxprc.ir.prims import control_flow as cf
@@ -262,25 +260,6 @@ def elementwise_rule(prim: Primitive, scalar_ok=frozenset()):
         args, d = align(args, dims, scalar_ok)
         return prim.bind(*args, **params), d
     return rule
-
-
-for _prim in vars(ew).values():
-    if isinstance(_prim, Primitive) and hasattr(_prim, "arity"):
-        batch_rules[_prim] = elementwise_rule(_prim)
-batch_rules[ew.convert_element_type_p] = elementwise_rule(ew.convert_element_type_p)
-batch_rules[ew.clamp_p] = elementwise_rule(ew.clamp_p, scalar_ok={0, 2})
-batch_rules[ew.select_n_p] = elementwise_rule(ew.select_n_p, scalar_ok={0})
-
-
-def _bitcast_convert_type_rule(args, dims, *, new_dtype):
-    (x,), (d,) = args, dims
-    aval = aval_of(x)
-    if aval.dtype.itemsize != np.dtype(new_dtype).itemsize and d == aval.ndim - 1:
-        x, d = moveaxis(x, d, 0), 0     # the trailing axis is where elements split or merge
-    return ew.bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
-
-
-batch_rules[ew.bitcast_convert_type_p] = _bitcast_convert_type_rule
 
 
 # ---------------------------------------------------------- control flow

@@ -12,7 +12,7 @@ from jaxprc.ir import control_flow as cf
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.prims import control_flow as cfp
 from jaxprc.ir.prims import custom
-from jaxprc.ir.prims import elementwise as ew
+from jaxprc.lax import elementwise as ew
 from jaxprc.lax import shapes
 
 f32, i32, b_ = np.dtype("float32"), np.dtype("int32"), np.dtype("bool")

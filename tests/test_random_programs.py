@@ -24,11 +24,11 @@ from roundtrip import assert_round_trip
 
 F32, I32, BOOL, BF16 = (np.dtype(d) for d in ("float32", "int32", "bool", ml_dtypes.bfloat16))
 SHAPES = [(), (2,), (2, 3)]
-FLOAT_UNARY = [prims.sin_p, prims.cos_p, prims.exp_p, prims.log_p, prims.tanh_p, prims.neg_p,
-               prims.sqrt_p, prims.abs_p, prims.floor_p, prims.logistic_p, prims.square_p]
-INT_UNARY = [prims.neg_p, prims.abs_p, prims.not_p, prims.sign_p, prims.population_count_p]
-ARITH = [prims.add_p, prims.sub_p, prims.mul_p, prims.div_p, prims.max_p, prims.min_p]
-COMPARE = [prims.lt_p, prims.le_p, prims.eq_p, prims.ne_p, prims.gt_p, prims.ge_p]
+FLOAT_UNARY = [lax.sin_p, lax.cos_p, lax.exp_p, lax.log_p, lax.tanh_p, lax.neg_p,
+               lax.sqrt_p, lax.abs_p, lax.floor_p, lax.logistic_p, lax.square_p]
+INT_UNARY = [lax.neg_p, lax.abs_p, lax.not_p, lax.sign_p, lax.population_count_p]
+ARITH = [lax.add_p, lax.sub_p, lax.mul_p, lax.div_p, lax.max_p, lax.min_p]
+COMPARE = [lax.lt_p, lax.le_p, lax.eq_p, lax.ne_p, lax.gt_p, lax.ge_p]
 SPECIAL_FLOATS = [0.0, -0.0, 1.5, -2.0, float("inf"), float("-inf"), float("nan"), 1e-30, 3.0e38]
 
 SETTINGS = settings(max_examples=2500, derandomize=True, deadline=None, database=None,
@@ -76,7 +76,7 @@ class RandomProgram:
         kind = self.pick(kinds)
         same = [v for v in pool if v.aval.shape == x.shape and v.dtype == x.dtype]
         if kind == "unary":
-            ops = FLOAT_UNARY if x.dtype in (F32, BF16) else INT_UNARY if x.dtype == I32 else [prims.not_p]
+            ops = FLOAT_UNARY if x.dtype in (F32, BF16) else INT_UNARY if x.dtype == I32 else [lax.not_p]
             return self.pick(ops).bind(x)
         if kind in ("binary", "compare"):
             y = self.pick(same)
@@ -84,18 +84,18 @@ class RandomProgram:
                 y = self.literal(x.dtype, self.coin())
             if kind == "compare":
                 return self.pick(COMPARE).bind(x, y)
-            ops = ARITH if x.dtype != BOOL else [prims.and_p, prims.or_p, prims.xor_p]
+            ops = ARITH if x.dtype != BOOL else [lax.and_p, lax.or_p, lax.xor_p]
             return self.pick(ops).bind(x, y)
         if kind == "convert":
             new = self.pick([F32, I32, BOOL, BF16])
-            return prims.convert_element_type_p.bind(x, new_dtype=new, weak_type=self.coin())
+            return lax.convert_element_type_p.bind(x, new_dtype=new, weak_type=self.coin())
         if kind == "select":
             preds = [v for v in pool if v.dtype == BOOL and v.shape in ((), x.shape)]
-            pred = self.pick(preds) if preds else prims.eq_p.bind(x, x)
-            return prims.select_n_p.bind(pred, x, self.pick(same))
+            pred = self.pick(preds) if preds else lax.eq_p.bind(x, x)
+            return lax.select_n_p.bind(pred, x, self.pick(same))
         if kind == "reduce":
             if x.dtype == BOOL or x.ndim == 0:
-                return prims.neg_p.bind(x) if x.dtype != BOOL else prims.not_p.bind(x)
+                return lax.neg_p.bind(x) if x.dtype != BOOL else lax.not_p.bind(x)
             axes = tuple(a for a in range(x.ndim) if self.coin())
             return reductions.reduce_sum_p.bind(x, axes=axes)
         if kind == "broadcast":
@@ -106,15 +106,15 @@ class RandomProgram:
         if kind == "transpose":
             return lax.transpose_p.bind(x, permutation=(1, 0))
         if kind == "cond":
-            pred = prims.lt_p.bind(x, x) if x.dtype != BOOL else prims.not_p.bind(x)
+            pred = lax.lt_p.bind(x, x) if x.dtype != BOOL else lax.not_p.bind(x)
             pred = pred if pred.shape == () else reductions.reduce_or_p.bind(pred, axes=tuple(range(x.ndim)))
             branch = lambda v: self.like(self.body([v], depth + 1), x.aval)
             return cf.cond(pred, branch, branch, x)
         if kind == "while":
             def body_fun(c):
                 i, v = c
-                return prims.add_p.bind(i, np.int32(1)), self.like(self.body([v], depth + 1), x.aval)
-            return cf.while_loop(lambda c: prims.lt_p.bind(c[0], np.int32(3)), body_fun,
+                return lax.add_p.bind(i, np.int32(1)), self.like(self.body([v], depth + 1), x.aval)
+            return cf.while_loop(lambda c: lax.lt_p.bind(c[0], np.int32(3)), body_fun,
                                  (np.int32(0), x))[1]
         # scan over a stack of two copies of x, carrying a scalar-or-x value
         xs = lax.broadcast_in_dim_p.bind(x, shape=(2, *x.shape),

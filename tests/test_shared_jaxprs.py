@@ -9,7 +9,7 @@ import pytest
 
 import jaxprc as jx
 import jaxprc.numpy as jnp
-from jaxprc.ir import ClosedJaxpr, ShapedArray, Thunk, control_flow as cf, prims, trace_to_jaxpr
+from jaxprc.ir import ClosedJaxpr, ShapedArray, Thunk, control_flow as cf, trace_to_jaxpr
 from jaxprc.ir.parser import ParseError, parse
 from roundtrip import assert_round_trip
 
@@ -62,7 +62,7 @@ def test_a_single_occurrence_stays_inline():
 
 def _cond_with_one_branch_twice() -> ClosedJaxpr:
     """A cond whose ``branches`` tuple holds the same jaxpr object twice (built by hand)."""
-    cj = trace_to_jaxpr(lambda p, x: [cf.cond(p, lambda a: prims.sin_p.bind(a), lambda a: a, x)],
+    cj = trace_to_jaxpr(lambda p, x: [cf.cond(p, lambda a: jx.lax.sin_p.bind(a), lambda a: a, x)],
                         [ShapedArray((), np.dtype("bool")), X3])
     (eqn,) = [e for e in cj.eqns if "branches" in e.params]
     branch = eqn.params["branches"][0]

@@ -37,7 +37,7 @@ def sa(shape, dtype=f32, weak=False):
 # ------------------------------------------------------------------- layout
 
 def test_layout_matches_jax_style():
-    cj = trace(lambda x, y: prims.mul_p.bind(x, lax.broadcast_in_dim(y, (3,), ())), sa((3,)), sa(()))
+    cj = trace(lambda x, y: lax.mul_p.bind(x, lax.broadcast_in_dim(y, (3,), ())), sa((3,)), sa(()))
     assert str(cj) == ("{ lambda ; a:f32[3] b:f32[]. let\n"
                        "    c:f32[3] = broadcast_in_dim[broadcast_dimensions=() shape=(3,)] b\n"
                        "    d:f32[3] = mul a c\n"
@@ -45,13 +45,13 @@ def test_layout_matches_jax_style():
 
 
 def test_short_jaxpr_prints_on_one_line():
-    cj = trace(lambda x: prims.sin_p.bind(x), sa((3,)))
+    cj = trace(lambda x: lax.sin_p.bind(x), sa((3,)))
     assert str(cj) == "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }"
 
 
 def test_constvars_before_semicolon_values_after_with():
     c = np.array([1.0, -0.0, np.inf], np.float32)
-    cj = trace(lambda x: prims.add_p.bind(x, c), sa((3,)))
+    cj = trace(lambda x: lax.add_p.bind(x, c), sa((3,)))
     text = str(cj)
     assert text.startswith("{ lambda a:f32[3]; b:f32[3]. let")
     assert text.endswith(" } with a = [1.0, -0.0, inf]")
@@ -60,7 +60,7 @@ def test_constvars_before_semicolon_values_after_with():
 
 
 def test_weak_literal_prints_with_tilde():
-    cj = trace(lambda x: prims.mul_p.bind(x, 2.0), sa(()))
+    cj = trace(lambda x: lax.mul_p.bind(x, 2.0), sa(()))
     assert "mul a 2.0:~f32[]" in str(cj)
     assert_round_trip(cj)
 
@@ -68,7 +68,7 @@ def test_weak_literal_prints_with_tilde():
 def test_names_skip_reserved_words_and_continue_past_z():
     def chain(x):
         for _ in range(800):
-            x = prims.neg_p.bind(x)
+            x = lax.neg_p.bind(x)
         return x
     text = str(trace(chain, sa(())))
     binders = re.findall(r"(\w+):f32\[\]", text)
@@ -79,11 +79,11 @@ def test_names_skip_reserved_words_and_continue_past_z():
 
 
 def test_printing_is_deterministic_and_alpha_invariant():
-    f = lambda x, y: [prims.add_p.bind(prims.sin_p.bind(x), y), prims.cos_p.bind(y)]
+    f = lambda x, y: [lax.add_p.bind(lax.sin_p.bind(x), y), lax.cos_p.bind(y)]
     a, b = trace(f, sa((2,)), sa((2,))), trace(f, sa((2,)), sa((2,)))
     assert str(a) == str(a) == str(b)
     assert alpha_equivalent(a, b) and a == b and hash(a) == hash(b)
-    c = trace(lambda x, y: [prims.add_p.bind(prims.sin_p.bind(y), x), prims.cos_p.bind(y)],
+    c = trace(lambda x, y: [lax.add_p.bind(lax.sin_p.bind(y), x), lax.cos_p.bind(y)],
               sa((2,)), sa((2,)))
     assert not alpha_equivalent(a, c) and str(a) != str(c)
 
@@ -163,9 +163,9 @@ def _structural_cases():
            for name in ("reduce_and", "reduce_or", "reduce_xor")},
         "argmin": (lambda x: PRIMITIVES["argmin"].bind(x, axes=(0,), index_dtype=i32), [x23]),
         "checkpoint": (lambda x: PRIMITIVES["checkpoint"].bind(
-            x, jaxpr=trace(lambda y: prims.exp_p.bind(y), X3), prevent_cse=True, policy=None), [X3]),
+            x, jaxpr=trace(lambda y: lax.exp_p.bind(y), X3), prevent_cse=True, policy=None), [X3]),
         "name": (lambda x: prims.name_p.bind(x, name="hidden"), [X3]),
-        "cond": (lambda p, x: cf.cond(p, lambda a: prims.sin_p.bind(a), lambda a: a, x),
+        "cond": (lambda p, x: cf.cond(p, lambda a: lax.sin_p.bind(a), lambda a: a, x),
                  [sa((), bool), X3]),
         "while": (lambda x: cf.while_loop(lambda c: lax.lt(c[0], 3), lambda c: (c[0] + 1, c[1] * 2.0),
                                           (0, x)), [X3]),
@@ -192,7 +192,7 @@ def test_every_registered_primitive_is_covered():
 
 
 def test_nested_call_and_sub_jaxpr_scopes():
-    inner = trace(lambda x: prims.cos_p.bind(x), X3)
+    inner = trace(lambda x: lax.cos_p.bind(x), X3)
     cj = trace(lambda x: PRIMITIVES["jit"].bind(x, jaxpr=inner, name="inner")[0], X3)
     text = str(cj)
     assert "jaxpr={ lambda ; c:f32[3]. let d:f32[3] = cos c in (d,) }" in text
@@ -269,7 +269,7 @@ def test_literals_and_consts_of_every_dtype_round_trip_bitwise(dtype, values):
     lits = [Literal(v, sa((), dtype)) for v in arr]
     x = Var(sa(arr.shape, dtype))
     c = Var(sa(arr.shape, dtype))
-    eqns = [Eqn(PRIMITIVES["copy"], [lit], [Var(sa((), dtype))], {}) for lit in lits]
+    eqns = [Eqn(lax.copy_p, [lit], [Var(sa((), dtype))], {}) for lit in lits]
     j = Jaxpr([c], [x], [c, *[e.outvars[0] for e in eqns], *lits], eqns)
     cj = ClosedJaxpr(j, [arr])
     back = assert_round_trip(cj)
@@ -306,9 +306,9 @@ def _recursive_rule_program():
     thunks = {}
 
     def make_rule():
-        return trace(lambda x: prims.cos_p.bind(rule_p.bind(x, rule=thunks["f"], other=thunks["g"])), X3)
+        return trace(lambda x: lax.cos_p.bind(rule_p.bind(x, rule=thunks["f"], other=thunks["g"])), X3)
     thunks["f"] = Thunk(make_rule, name="f_jvp")
-    thunks["g"] = Thunk(lambda: trace(lambda x: prims.neg_p.bind(x), X3), name="f_jvp")
+    thunks["g"] = Thunk(lambda: trace(lambda x: lax.neg_p.bind(x), X3), name="f_jvp")
     return trace(lambda x: rule_p.bind(x, rule=thunks["f"], other=thunks["g"]), X3)
 
 
@@ -353,7 +353,7 @@ class _Traceable:
         return args
 
     def to_jaxpr(self):
-        return trace(lambda x: prims.neg_p.bind(x), X3)
+        return trace(lambda x: lax.neg_p.bind(x), X3)
 
 
 def test_callable_with_to_jaxpr_is_a_definition_and_plain_callable_is_opaque():
@@ -423,7 +423,7 @@ def test_hostile_texts_are_located_parse_errors(text, line, column):
 
 def _custom_jvp_program():
     """DESIGN.md's example: a custom_jvp node whose rule calls the custom function again."""
-    fun = trace(lambda x: prims.sin_p.bind(x), X3)
+    fun = trace(lambda x: lax.sin_p.bind(x), X3)
     box = {}
 
     def call(x):
@@ -431,7 +431,7 @@ def _custom_jvp_program():
                                                  num_consts=0, symbolic_zeros=False)[0]
 
     def jvp_rule():
-        return trace(lambda x, t: [call(x), prims.mul_p.bind(prims.cos_p.bind(x), t)], X3, X3)
+        return trace(lambda x, t: [call(x), lax.mul_p.bind(lax.cos_p.bind(x), t)], X3, X3)
     box["jvp"] = Thunk(jvp_rule, name="f_jvp")
     return trace(lambda x: lax.reduce_sum_p.bind(call(x), axes=(0,)), X3)
 
@@ -449,8 +449,8 @@ def test_custom_jvp_node_with_recursive_rule_round_trips():
 
 
 def test_custom_vjp_and_custom_lin_round_trip():
-    fun = trace(lambda x: prims.sin_p.bind(x), X3)
-    fwd = Thunk(lambda: trace(lambda x: [prims.sin_p.bind(x), prims.cos_p.bind(x)], X3), name="f_fwd")
+    fun = trace(lambda x: lax.sin_p.bind(x), X3)
+    fwd = Thunk(lambda: trace(lambda x: [lax.sin_p.bind(x), lax.cos_p.bind(x)], X3), name="f_fwd")
     cj = trace(lambda x: prims.custom_vjp_call_jaxpr_p.bind(
         x, fun_jaxpr=fun, fwd_jaxpr_thunk=fwd, bwd=_Traceable(), num_consts=0,
         out_trees=("PyTreeDef(*)",), symbolic_zeros=False)[0], X3)

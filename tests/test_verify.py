@@ -4,8 +4,9 @@ import re
 import numpy as np
 import pytest
 
+from jaxprc import lax
 from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Primitive,
-                       ShapedArray, Thunk, Var, control_flow as cf, prims, trace_to_jaxpr)
+                       ShapedArray, Thunk, Var, control_flow as cf, trace_to_jaxpr)
 from jaxprc.ir.verify import verify
 
 f32 = np.dtype("float32")
@@ -18,7 +19,7 @@ def eqn(name, ins, outs, **params):
 
 
 def test_well_typed_programs_verify():
-    cj = trace_to_jaxpr(lambda x: [prims.sin_p.bind(prims.mul_p.bind(x, x))], [X])
+    cj = trace_to_jaxpr(lambda x: [lax.sin_p.bind(lax.mul_p.bind(x, x))], [X])
     verify(cj)
     verify(cj.jaxpr)
 

@@ -15,7 +15,7 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ShapedArray
-from jaxprc.ir.prims import elementwise as ew
+from jaxprc.lax import elementwise as ew
 from jaxprc.ir.tracing import Tracer, get_aval, is_scalar_constant, user_source_info
 from jaxprc.runtime import Array
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.prims import elementwise as ew
+from jaxprc.lax import elementwise as ew
 from jaxprc.ir.tracing import get_aval
 
 from ._dtypes import to_dtype

@@ -5,7 +5,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.prims import elementwise as ew
+from jaxprc.lax import elementwise as ew
 
 from .creation import as_array, eye, zeros, zeros_like
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, promote

@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.prims import elementwise as ew
+from jaxprc.lax import elementwise as ew
 
 from ._util import aval_of, convert, promote
 from .creation import asarray, full_like, ones_like, zeros_like

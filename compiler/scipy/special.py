@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import numpy as jnp
 from ..custom_derivatives import custom_jvp
-from ..ir import lax
+from .. import lax
 
 __all__ = ["expit", "logit"]
 

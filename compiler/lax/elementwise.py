@@ -1,0 +1,866 @@
+"""The elementwise family: unary and n-ary math, comparisons, conversions, ``clamp`` and ``select_n``.
+
+Operands of an elementwise primitive have equal shapes and equal dtypes (the
+numpy layer inserts ``broadcast_in_dim`` and ``convert_element_type``), as in
+JAX. The result is weakly typed when every operand is.
+"""
+from __future__ import annotations
+
+import builtins
+import enum
+import math
+
+import numpy as np
+from jaxlib.mlir.dialects import chlo
+
+from jaxprc import dispatch
+from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters.ad import Zero, add_tangents, instantiate_zeros, is_undefined_primal
+from jaxprc.interpreters.mlir import hlo
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
+from jaxprc.ir.tree_util import tree_map
+from jaxprc.lowering import param_name
+from jaxprc.passes import emit
+from jaxprc.passes.jvp import aval_of, tangent_aval
+
+from . import operands as _ops
+
+__all__ = [
+    # builders
+    "neg", "sign", "floor", "ceil", "round", "RoundingMethod", "is_finite", "exp", "exp2", "log",
+    "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "square", "abs", "erf", "erfc", "erf_inv",
+    "lgamma", "digamma", "integer_pow", "real", "imag", "conj", "bitwise_not", "population_count", "clz",
+    "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "complex",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+    "eq", "ne", "lt", "le", "gt", "ge",
+    "convert_element_type", "bitcast_convert_type", "clamp", "select", "select_n", "stop_gradient",
+    # primitives
+    "neg_p", "sign_p", "floor_p", "ceil_p", "round_p", "is_finite_p", "exp_p", "exp2_p", "log_p",
+    "log1p_p", "expm1_p", "tanh_p", "logistic_p", "sin_p", "cos_p", "tan_p", "asin_p", "acos_p", "atan_p",
+    "sinh_p", "cosh_p", "asinh_p", "acosh_p", "atanh_p", "sqrt_p", "rsqrt_p", "cbrt_p", "square_p", "abs_p",
+    "erf_p", "erfc_p", "erf_inv_p", "lgamma_p", "digamma_p", "integer_pow_p", "real_p", "imag_p", "conj_p",
+    "not_p", "population_count_p", "clz_p", "stop_gradient_p", "copy_p",
+    "add_p", "sub_p", "mul_p", "div_p", "rem_p", "pow_p", "max_p", "min_p", "atan2_p", "nextafter_p",
+    "complex_p", "and_p", "or_p", "xor_p", "shift_left_p", "shift_right_arithmetic_p",
+    "shift_right_logical_p", "eq_p", "ne_p", "lt_p", "le_p", "gt_p", "ge_p",
+    "convert_element_type_p", "bitcast_convert_type_p", "clamp_p", "select_n_p",
+]
+
+
+# ==================================================================== primitives
+
+def _kinds(*preds):
+    """A dtype predicate: the union of ``preds``, precomputed over the IR's dtypes."""
+    accepted = frozenset(d for d in dt.ALL_DTYPES if any(p(d) for p in preds))
+    return lambda d: d in accepted
+
+
+IS_BOOL, IS_INT, IS_UINT = dt.is_bool, dt.is_signed, dt.is_unsigned
+IS_FLOAT, IS_COMPLEX = dt.is_float, dt.is_complex
+ANY = lambda d: d != dt.float0
+NUM = _kinds(IS_INT, IS_UINT, IS_FLOAT, IS_COMPLEX)
+INEXACT = _kinds(IS_FLOAT, IS_COMPLEX)
+INTEGRAL = _kinds(IS_INT, IS_UINT)
+BOOL_OR_INT = _kinds(IS_BOOL, IS_INT, IS_UINT)
+ORDERED = _kinds(IS_BOOL, IS_INT, IS_UINT, IS_FLOAT)
+F32_OR_F64 = lambda d: d in (dt.float32, dt.float64)   # the parts of a complex64/complex128
+KIND_NAMES = {ANY: "any dtype", NUM: "a numeric dtype", INEXACT: "a floating or complex dtype",
+              IS_FLOAT: "a floating dtype", INTEGRAL: "an integer dtype",
+              BOOL_OR_INT: "a boolean or integer dtype", ORDERED: "an ordered (non-complex) dtype",
+              IS_COMPLEX: "a complex dtype", IS_INT: "a signed integer dtype",
+              F32_OR_F64: "float32 or float64"}
+
+
+def fmt_types(avals) -> str:
+    return ", ".join(a.str_short() for a in avals)
+
+
+def check_same_shapes_dtypes(name: str, avals) -> None:
+    shapes = {a.shape for a in avals}
+    if len(shapes) > 1:
+        raise JaxprTypeError(
+            f"{name} requires operands of equal shapes (broadcasting is explicit), got ({fmt_types(avals)})")
+    dtypes = {a.dtype for a in avals}
+    if len(dtypes) > 1:
+        raise JaxprTypeError(
+            f"{name} requires operands of equal dtypes (promotion is explicit), got ({fmt_types(avals)})")
+
+
+def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -> Primitive:
+    """A primitive mapping ``arity`` equal-typed operands to one value of the same shape.
+
+    ``out_dtype(in_dtype)`` gives the result dtype when it differs (comparisons,
+    ``abs`` of complex); as in JAX, the result is weak iff every operand is. ``params`` names the
+    params the primitive takes (all required). Like JAX's ``naryop``, it batches by broadcasting.
+    """
+    prim = Primitive(name)
+    expected_params = set(params)
+
+    def typing_rule(*avals, **given):
+        if set(given) != expected_params:
+            raise JaxprTypeError(f"{name} takes params {sorted(expected_params) or 'none'}, "
+                                 f"got {sorted(given) or 'none'}")
+        if len(avals) != arity:
+            raise JaxprTypeError(f"{name} takes {arity} operand(s), got {len(avals)}: ({fmt_types(avals)})")
+        check_same_shapes_dtypes(name, avals)
+        dtype = avals[0].dtype
+        if not accepts(dtype):
+            raise JaxprTypeError(f"{name} does not accept dtype {dt.short_name(dtype)} "
+                                 f"(operands {fmt_types(avals)}); it expects {KIND_NAMES[accepts]}")
+        weak = all(a.weak_type for a in avals)
+        if out_dtype is not None:
+            dtype = np.dtype(out_dtype(dtype))
+        return ShapedArray(avals[0].shape, dtype, weak)
+
+    prim.def_abstract_eval(typing_rule)
+    batching.defbroadcasting(prim)
+    return prim
+
+
+def _real_dtype(d):
+    return {dt.complex64: dt.float32, dt.complex128: dt.float64}.get(np.dtype(d), d)
+
+
+def _complex_dtype(d):
+    return {dt.float32: dt.complex64, dt.float64: dt.complex128}[np.dtype(d)]
+
+
+def _to_bool(d):
+    return dt.bool_
+
+
+# -- unary --------------------------------------------------------------------
+neg_p = elementwise("neg", 1, NUM)
+sign_p = elementwise("sign", 1, NUM)
+floor_p = elementwise("floor", 1, IS_FLOAT)
+ceil_p = elementwise("ceil", 1, IS_FLOAT)
+round_p = elementwise("round", 1, IS_FLOAT, params=("rounding_method",))  # 0: away from 0, 1: to even
+is_finite_p = elementwise("is_finite", 1, IS_FLOAT, _to_bool)
+exp_p = elementwise("exp", 1, INEXACT)
+exp2_p = elementwise("exp2", 1, INEXACT)
+log_p = elementwise("log", 1, INEXACT)
+log1p_p = elementwise("log1p", 1, INEXACT)
+expm1_p = elementwise("expm1", 1, INEXACT)
+tanh_p = elementwise("tanh", 1, INEXACT)
+logistic_p = elementwise("logistic", 1, INEXACT)
+sin_p = elementwise("sin", 1, INEXACT)
+cos_p = elementwise("cos", 1, INEXACT)
+tan_p = elementwise("tan", 1, INEXACT)
+asin_p = elementwise("asin", 1, INEXACT)
+acos_p = elementwise("acos", 1, INEXACT)
+atan_p = elementwise("atan", 1, INEXACT)
+sinh_p = elementwise("sinh", 1, INEXACT)
+cosh_p = elementwise("cosh", 1, INEXACT)
+asinh_p = elementwise("asinh", 1, INEXACT)
+acosh_p = elementwise("acosh", 1, INEXACT)
+atanh_p = elementwise("atanh", 1, INEXACT)
+sqrt_p = elementwise("sqrt", 1, INEXACT)
+rsqrt_p = elementwise("rsqrt", 1, INEXACT)
+cbrt_p = elementwise("cbrt", 1, IS_FLOAT)
+square_p = elementwise("square", 1, NUM)
+abs_p = elementwise("abs", 1, NUM, _real_dtype)
+erf_p = elementwise("erf", 1, IS_FLOAT)
+erfc_p = elementwise("erfc", 1, IS_FLOAT)
+erf_inv_p = elementwise("erf_inv", 1, IS_FLOAT)
+lgamma_p = elementwise("lgamma", 1, IS_FLOAT)
+digamma_p = elementwise("digamma", 1, IS_FLOAT)
+integer_pow_p = elementwise("integer_pow", 1, NUM, params=("y",))
+real_p = elementwise("real", 1, IS_COMPLEX, _real_dtype)
+imag_p = elementwise("imag", 1, IS_COMPLEX, _real_dtype)
+conj_p = elementwise("conj", 1, IS_COMPLEX)
+not_p = elementwise("not", 1, BOOL_OR_INT)
+population_count_p = elementwise("population_count", 1, INTEGRAL)
+clz_p = elementwise("clz", 1, INTEGRAL)
+# Identity with no derivative (stops gradients) and a plain copy.
+stop_gradient_p = elementwise("stop_gradient", 1, ANY)
+copy_p = elementwise("copy", 1, ANY)
+
+# -- binary -------------------------------------------------------------------
+add_p = elementwise("add", 2, NUM)
+sub_p = elementwise("sub", 2, NUM)
+mul_p = elementwise("mul", 2, NUM)
+div_p = elementwise("div", 2, NUM)
+rem_p = elementwise("rem", 2, _kinds(IS_INT, IS_UINT, IS_FLOAT))
+pow_p = elementwise("pow", 2, INEXACT)
+max_p = elementwise("max", 2, ANY)
+min_p = elementwise("min", 2, ANY)
+atan2_p = elementwise("atan2", 2, IS_FLOAT)
+nextafter_p = elementwise("nextafter", 2, IS_FLOAT)
+complex_p = elementwise("complex", 2, F32_OR_F64, _complex_dtype)   # (real part, imaginary part)
+and_p = elementwise("and", 2, BOOL_OR_INT)
+or_p = elementwise("or", 2, BOOL_OR_INT)
+xor_p = elementwise("xor", 2, BOOL_OR_INT)
+shift_left_p = elementwise("shift_left", 2, INTEGRAL)
+shift_right_arithmetic_p = elementwise("shift_right_arithmetic", 2, INTEGRAL)
+shift_right_logical_p = elementwise("shift_right_logical", 2, INTEGRAL)
+
+# -- comparisons --------------------------------------------------------------
+eq_p = elementwise("eq", 2, ANY, _to_bool)
+ne_p = elementwise("ne", 2, ANY, _to_bool)
+lt_p = elementwise("lt", 2, ORDERED, _to_bool)
+le_p = elementwise("le", 2, ORDERED, _to_bool)
+gt_p = elementwise("gt", 2, ORDERED, _to_bool)
+ge_p = elementwise("ge", 2, ORDERED, _to_bool)
+
+
+# -- conversions --------------------------------------------------------------
+convert_element_type_p = Primitive("convert_element_type")
+
+
+@convert_element_type_p.def_abstract_eval
+def _convert_element_type_rule(x, *, new_dtype, weak_type=False, **_):
+    return ShapedArray(x.shape, new_dtype, weak_type)
+
+
+bitcast_convert_type_p = Primitive("bitcast_convert_type")
+
+
+@bitcast_convert_type_p.def_abstract_eval
+def _bitcast_convert_type_rule(x, *, new_dtype):
+    old, new = x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    if old == new:
+        return ShapedArray(x.shape, new_dtype)
+    if old > new:                      # one element becomes a trailing axis of smaller ones
+        if old % new:
+            raise JaxprTypeError(f"bitcast_convert_type: {x.str_short()} to {dt.short_name(new_dtype)}")
+        return ShapedArray(x.shape + (old // new,), new_dtype)
+    if not x.shape or x.shape[-1] != new // old:
+        raise JaxprTypeError(f"bitcast_convert_type: operand {x.str_short()} needs a trailing "
+                             f"axis of size {new // old} to become {dt.short_name(new_dtype)}")
+    return ShapedArray(x.shape[:-1], new_dtype)
+
+
+# -- ternary ------------------------------------------------------------------
+clamp_p = Primitive("clamp")
+
+
+@clamp_p.def_abstract_eval
+def _clamp_rule(lo, x, hi):
+    for bound in (lo, hi):
+        if bound.dtype != x.dtype or (bound.shape not in ((), x.shape)):
+            raise JaxprTypeError(f"clamp requires bounds of the operand's dtype and either scalar "
+                                 f"or the operand's shape, got (min, x, max) = ({fmt_types([lo, x, hi])})")
+    if not ORDERED(x.dtype):
+        raise JaxprTypeError(f"clamp does not accept dtype {dt.short_name(x.dtype)}")
+    return ShapedArray(x.shape, x.dtype, lo.weak_type and x.weak_type and hi.weak_type)
+
+
+select_n_p = Primitive("select_n")
+
+
+@select_n_p.def_abstract_eval
+def _select_n_rule(which, *cases):
+    if not cases:
+        raise JaxprTypeError("select_n requires at least one case")
+    check_same_shapes_dtypes("select_n (cases)", cases)
+    if which.shape not in ((), cases[0].shape):
+        raise JaxprTypeError(f"select_n: the selector must be scalar or of the cases' shape, "
+                             f"got ({fmt_types([which, *cases])})")
+    if which.dtype == dt.bool_:
+        if len(cases) > 2:
+            raise JaxprTypeError(f"select_n with a boolean selector takes at most 2 cases, got {len(cases)}")
+    elif which.dtype != dt.int32:
+        raise JaxprTypeError(f"select_n: the selector must be bool or int32, got {which.str_short()}")
+    return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
+
+
+# Outside a trace, each primitive runs through XLA on its own (dispatch's cached executables).
+dispatch.install_impls()
+
+
+# ====================================================================== builders
+
+def _unop(prim):
+    def op(x):
+        return prim.bind(x)
+    op.__name__ = op.__qualname__ = prim.name
+    op.__doc__ = f"Elementwise ``{prim.name}``."
+    return op
+
+
+def _binop(prim, name=None):
+    name = name or prim.name
+
+    def op(x, y):
+        return _ops.nary(prim, name, x, y)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise ``{prim.name}`` of operands of equal dtypes (Python scalars adapt)."
+    return op
+
+
+neg, sign, floor, ceil = map(_unop, (neg_p, sign_p, floor_p, ceil_p))
+is_finite, exp, exp2, log, log1p, expm1 = map(_unop, (is_finite_p, exp_p, exp2_p, log_p, log1p_p, expm1_p))
+tanh, logistic, sin, cos, tan = map(_unop, (tanh_p, logistic_p, sin_p, cos_p, tan_p))
+asin, acos, atan, sinh, cosh = map(_unop, (asin_p, acos_p, atan_p, sinh_p, cosh_p))
+asinh, acosh, atanh = map(_unop, (asinh_p, acosh_p, atanh_p))
+sqrt, rsqrt, cbrt, square, abs = map(_unop, (sqrt_p, rsqrt_p, cbrt_p, square_p, abs_p))
+erf, erfc, erf_inv, lgamma, digamma = map(_unop, (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
+real, imag, conj = map(_unop, (real_p, imag_p, conj_p))
+population_count, clz = map(_unop, (population_count_p, clz_p))
+bitwise_not = _unop(not_p)
+bitwise_not.__name__ = "bitwise_not"
+
+add, sub, mul, div, rem, pow = map(_binop, (add_p, sub_p, mul_p, div_p, rem_p, pow_p))
+max, min, atan2, nextafter = map(_binop, (max_p, min_p, atan2_p, nextafter_p))
+complex = _binop(complex_p)
+complex.__doc__ = "Elementwise ``x + yi`` from float32/float64 parts of equal dtypes (Python scalars adapt)."
+bitwise_and = _binop(and_p, "bitwise_and")
+bitwise_or = _binop(or_p, "bitwise_or")
+bitwise_xor = _binop(xor_p, "bitwise_xor")
+shift_left, shift_right_arithmetic, shift_right_logical = map(
+    _binop, (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))
+eq, ne, lt, le, gt, ge = map(_binop, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+
+
+class RoundingMethod(enum.IntEnum):
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
+    """Elementwise rounding; halves go away from zero unless ``TO_NEAREST_EVEN``."""
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def integer_pow(x, y: int):
+    """``x ** y`` for a static Python int ``y``."""
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def _convert(x, dtype, weak_type: bool):
+    """``x`` as ``dtype`` with the given weak bit, to feed a bind (scalars become Literals)."""
+    dtype = np.dtype(dtype)
+    if _ops.is_py_scalar(x) or isinstance(x, np.generic) or (type(x) is np.ndarray and x.ndim == 0):
+        return _ops.scalar_of_dtype(x, dtype, weak_type)
+    aval = _ops.aval(x)
+    if aval.dtype == dtype and aval.weak_type == weak_type and not isinstance(x, np.ndarray):
+        return x
+    return convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
+
+
+def convert_element_type(operand, new_dtype):
+    """``operand`` converted to ``new_dtype`` (canonicalized: 64-bit types narrow without x64)."""
+    dtype = dt.canonicalize_dtype(new_dtype)
+    aval = _ops.aval(operand)
+    if aval.dtype == dtype and not aval.weak_type and not isinstance(operand, (np.ndarray, np.generic)):
+        return operand
+    return convert_element_type_p.bind(operand, new_dtype=dtype, weak_type=False)
+
+
+def bitcast_convert_type(operand, new_dtype):
+    return bitcast_convert_type_p.bind(operand, new_dtype=dt.canonicalize_dtype(new_dtype))
+
+
+def clamp(min, x, max):
+    """``x`` limited to [min, max]; the bounds are scalars or of ``x``'s shape."""
+    lo, x, hi = _ops.match_python_scalars("clamp", (min, x, max))
+    return clamp_p.bind(lo, x, hi)
+
+
+def select_n(which, *cases):
+    """Case ``i`` where ``which == i`` (``which`` bool for <= 2 cases, else int32)."""
+    cases = _ops.broadcast_rank0(_ops.match_python_scalars("select_n", cases))
+    return select_n_p.bind(which, *cases)
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred``, else ``on_false``."""
+    return select_n(pred, on_false, on_true)
+
+
+def stop_gradient(x):
+    """The identity, with zero derivative; maps over a pytree, leaving non-float leaves alone."""
+    def stop(leaf):
+        return stop_gradient_p.bind(leaf) if dt.is_inexact(_ops.aval(leaf).dtype) else leaf
+    return tree_map(stop, x)
+
+
+# The pass drivers accumulate (co)tangents with this family's add.
+emit.provide(add=add)
+
+
+# ===================================================================== jvp rules
+# Rules call other families (full_like, broadcast_in_dim) through the jaxprc.lax
+# namespace at call time.
+
+for _prim in (sign_p, floor_p, ceil_p, round_p, is_finite_p, not_p, population_count_p, clz_p,
+              stop_gradient_p, nextafter_p, and_p, or_p, xor_p, shift_left_p, shift_right_arithmetic_p,
+              shift_right_logical_p, eq_p, ne_p, lt_p, le_p, gt_p, ge_p, bitcast_convert_type_p):
+    ad.defjvp_zero(_prim)
+
+for _prim in (neg_p, copy_p, real_p, imag_p, conj_p):
+    ad.defjvp_linear(_prim)
+
+ad.defjvp_bilinear(mul_p)
+
+
+def _defjvp_unary(prim, tangent):
+    """``tangent(t, x, ans)``: the output tangent of a unary function (linear in t)."""
+    def rule(primals, tangents, **params):
+        (x,), (t,) = primals, tangents
+        ans = prim.bind(x, **params)
+        return ans, tangent(t, x, ans, **params)
+    ad.primitive_jvps[prim] = rule
+
+
+_SQRT_PI = math.sqrt(math.pi)
+_defjvp_unary(exp_p, lambda t, x, ans: mul(t, ans))
+_defjvp_unary(exp2_p, lambda t, x, ans: mul(t, mul(ans, math.log(2.0))))
+_defjvp_unary(log_p, lambda t, x, ans: div(t, x))
+_defjvp_unary(log1p_p, lambda t, x, ans: div(t, add(x, 1.0)))
+_defjvp_unary(expm1_p, lambda t, x, ans: mul(t, add(ans, 1.0)))
+_defjvp_unary(tanh_p, lambda t, x, ans: mul(t, sub(1.0, mul(ans, ans))))
+_defjvp_unary(logistic_p, lambda t, x, ans: mul(t, mul(ans, sub(1.0, ans))))
+_defjvp_unary(sin_p, lambda t, x, ans: mul(t, cos(x)))
+_defjvp_unary(cos_p, lambda t, x, ans: mul(t, neg(sin(x))))
+_defjvp_unary(tan_p, lambda t, x, ans: mul(t, add(1.0, mul(ans, ans))))
+_defjvp_unary(asin_p, lambda t, x, ans: mul(t, rsqrt(sub(1.0, mul(x, x)))))
+_defjvp_unary(acos_p, lambda t, x, ans: mul(t, neg(rsqrt(sub(1.0, mul(x, x))))))
+_defjvp_unary(atan_p, lambda t, x, ans: div(t, add(1.0, mul(x, x))))
+_defjvp_unary(sinh_p, lambda t, x, ans: mul(t, cosh(x)))
+_defjvp_unary(cosh_p, lambda t, x, ans: mul(t, sinh(x)))
+_defjvp_unary(asinh_p, lambda t, x, ans: mul(t, rsqrt(add(mul(x, x), 1.0))))
+_defjvp_unary(acosh_p, lambda t, x, ans: mul(t, rsqrt(mul(sub(x, 1.0), add(x, 1.0)))))
+_defjvp_unary(atanh_p, lambda t, x, ans: div(t, sub(1.0, mul(x, x))))
+_defjvp_unary(sqrt_p, lambda t, x, ans: div(t, mul(ans, 2.0)))
+_defjvp_unary(rsqrt_p, lambda t, x, ans: mul(t, mul(div(ans, x), -0.5)))
+_defjvp_unary(cbrt_p, lambda t, x, ans: mul(t, mul(integer_pow(ans, -2), 1.0 / 3.0)))
+_defjvp_unary(square_p, lambda t, x, ans: mul(t, mul(x, 2.0)))
+
+
+def _abs_tangent(t, x, ans):
+    from jaxprc import lax
+    if not dt.is_complex(aval_of(x).dtype):
+        return mul(t, sign(x))
+    # d|z| = Re(dz conj(z) / |z|), with |z| taken as 1 where z == 0 (JAX's convention)
+    safe_ans = select_n(eq(ans, 0.0), ans, lax.full_like(ans, 1))
+    factor = div(conj(x), convert_element_type(safe_ans, aval_of(x).dtype))
+    return real(mul(t, factor))
+
+
+_defjvp_unary(abs_p, _abs_tangent)
+_defjvp_unary(erf_p, lambda t, x, ans: mul(t, mul(exp(neg(mul(x, x))), 2.0 / _SQRT_PI)))
+_defjvp_unary(erfc_p, lambda t, x, ans: mul(t, mul(exp(neg(mul(x, x))), -2.0 / _SQRT_PI)))
+_defjvp_unary(erf_inv_p, lambda t, x, ans: mul(t, mul(exp(mul(ans, ans)), _SQRT_PI / 2.0)))
+_defjvp_unary(lgamma_p, lambda t, x, ans: mul(t, digamma(x)))
+
+
+def _trigamma(x):
+    """polygamma(1, x) = sum_k 1/(x+k)^2, from lax ops (there is no polygamma primitive): for
+    x < 1/2 the reflection pi^2/sin^2(pi x) - trigamma(1-x); otherwise ``shift`` terms of the
+    sum, then the asymptotic series at w = x + shift >= 8.5 (relative error below 1e-11)."""
+    shift = 8
+    reflect = lt(x, 0.5)
+    z = select_n(reflect, x, sub(1.0, x))
+    head = None
+    for k in range(shift):
+        zk = add(z, float(k)) if k else z
+        term = div(1.0, mul(zk, zk))
+        head = term if head is None else add(head, term)
+    w = add(z, float(shift))
+    inv = div(1.0, w)
+    inv2 = mul(inv, inv)
+    # 1/w + 1/(2w^2) + 1/(6w^3) - 1/(30w^5) + 1/(42w^7) - 1/(30w^9)  (Bernoulli numbers)
+    series = sub(1.0 / 42, mul(inv2, 1.0 / 30))
+    series = sub(1.0 / 30, mul(inv2, series))
+    series = sub(1.0 / 6, mul(inv2, series))
+    series = add(add(1.0, mul(inv, 0.5)), mul(inv2, series))
+    value = add(head, mul(inv, series))
+    sin_ = sin(mul(x, math.pi))
+    reflected = sub(div(math.pi ** 2, mul(sin_, sin_)), value)
+    return select_n(reflect, value, reflected)
+
+
+_defjvp_unary(digamma_p, lambda t, x, ans: mul(t, _trigamma(x)))
+
+
+def _integer_pow_tangent(t, x, ans, *, y):
+    if y == 1:
+        return t
+    return mul(t, mul(integer_pow(x, y - 1) if y != 2 else x, float(y)))
+
+
+_defjvp_unary(integer_pow_p, _integer_pow_tangent)
+
+
+def _convert_element_type_jvp(primals, tangents, *, new_dtype, **params):
+    (x,), (t,) = primals, tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype, **params)
+    if not dt.is_inexact(new_dtype):
+        return out, Zero(tangent_aval(aval_of(out)))
+    return out, convert_element_type(t, new_dtype)
+
+
+ad.primitive_jvps[convert_element_type_p] = _convert_element_type_jvp
+
+
+def _add_jvp(primals, tangents):
+    return add(*primals), add_tangents(*tangents)
+
+
+def _complex_jvp(primals, tangents):
+    """Linear in (re, im) jointly; a zero part is instantiated only when the other is not."""
+    out = complex(*primals)
+    if all(isinstance(t, Zero) for t in tangents):
+        return out, Zero(tangent_aval(aval_of(out)))
+    return out, complex(*map(instantiate_zeros, tangents))
+
+
+def _sub_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    return sub(x, y), add_tangents(tx, ty if isinstance(ty, Zero) else neg(ty))
+
+
+def _div_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    ans = div(x, y)
+    left = Zero(tangent_aval(aval_of(ans))) if isinstance(tx, Zero) else div(tx, y)
+    return ans, add_tangents(left, _scaled(ty, neg(div(ans, y))))
+
+
+ad.primitive_jvps[add_p] = _add_jvp
+ad.primitive_jvps[complex_p] = _complex_jvp
+ad.primitive_jvps[sub_p] = _sub_jvp
+ad.primitive_jvps[div_p] = _div_jvp
+
+
+def _scaled(t, factor):
+    """t * factor; ``factor=1`` means t itself."""
+    return t if isinstance(t, Zero) or (isinstance(factor, int) and factor == 1) else mul(t, factor)
+
+
+def _defjvp_binary(prim, partials):
+    """``partials(x, y, ans) -> (dans/dx, dans/dy)``; the tangent is tx*dx + ty*dy."""
+    def rule(primals, tangents, **params):
+        (x, y), (tx, ty) = primals, tangents
+        ans = prim.bind(x, y, **params)
+        dx, dy = partials(x, y, ans)
+        return ans, add_tangents(_scaled(tx, dx) if dx is not None else Zero(tangent_aval(aval_of(ans))),
+                                 _scaled(ty, dy) if dy is not None else Zero(tangent_aval(aval_of(ans))))
+    ad.primitive_jvps[prim] = rule
+
+
+def _pow_partials(x, y, ans):
+    from jaxprc import lax
+    # d/dy x**y = log(x) x**y, taken as 0 where x == 0 (as JAX does)
+    safe_log = log(select_n(eq(x, 0.0), x, lax.full_like(x, 1)))
+    return mul(y, pow(x, sub(y, 1.0))), mul(ans, safe_log)
+
+
+def _balanced_eq(x, ans, y):
+    """1 where x alone attains the extremum, 1/2 on ties, 0 elsewhere (JAX's convention)."""
+    from jaxprc import lax
+    one, half, zero = lax.full_like(ans, 1), lax.full_like(ans, 0.5), lax.full_like(ans, 0)
+    return select_n(eq(x, ans), zero, select_n(eq(y, ans), one, half))
+
+
+def _atan2_partials(x, y, ans):
+    denom = add(mul(x, x), mul(y, y))
+    return div(y, denom), neg(div(x, denom))
+
+
+def _rem_partials(x, y, ans):
+    q = div(x, y)
+    return 1, neg(mul(sign(q), floor(abs(q))))
+
+
+_defjvp_binary(pow_p, _pow_partials)
+_defjvp_binary(max_p, lambda x, y, ans: (_balanced_eq(x, ans, y), _balanced_eq(y, ans, x)))
+_defjvp_binary(min_p, lambda x, y, ans: (_balanced_eq(x, ans, y), _balanced_eq(y, ans, x)))
+_defjvp_binary(atan2_p, _atan2_partials)
+_defjvp_binary(rem_p, _rem_partials)
+
+
+def _clamp_jvp(primals, tangents):
+    from jaxprc import lax
+    (lo, x, hi), (tlo, tx, thi) = primals, tangents
+    out = clamp_p.bind(lo, x, hi)
+    shape = aval_of(x).shape
+
+    def where(pred, t):
+        if isinstance(t, Zero):
+            return Zero(tangent_aval(aval_of(out)))
+        if aval_of(t).shape != shape:
+            t = lax.broadcast_in_dim(t, shape, ())
+        return select_n(pred, lax.full_like(out, 0), t)
+    inside = bitwise_and(gt(x, lo), lt(x, hi))
+    t = add_tangents(where(lt(x, lo), tlo), where(inside, tx))
+    return out, add_tangents(t, where(gt(x, hi), thi))
+
+
+def _select_n_jvp(primals, tangents):
+    which, *cases = primals
+    out = select_n_p.bind(which, *cases)
+    return out, select_n_p.bind(which, *map(instantiate_zeros, tangents[1:]))
+
+
+ad.primitive_jvps[clamp_p] = _clamp_jvp
+ad.primitive_jvps[select_n_p] = _select_n_jvp
+
+
+# =============================================================== transpose rules
+
+def _linear_unary(fn):
+    """A rule for ops linear in their first operand: Zero in, Zero out."""
+    def rule(ct, x, *rest, **params):
+        if isinstance(ct, Zero):
+            return [Zero(x.aval)] + [None] * len(rest)
+        return [fn(ct, x, *rest, **params)] + [None] * len(rest)
+    return rule
+
+
+def _add_transpose(ct, x, y):
+    return [ct if is_undefined_primal(x) else None, ct if is_undefined_primal(y) else None]
+
+
+def _sub_transpose(ct, x, y):
+    neg_ct = Zero(y.aval) if isinstance(ct, Zero) else neg(ct)
+    return [ct if is_undefined_primal(x) else None, neg_ct if is_undefined_primal(y) else None]
+
+
+def _mul_transpose(ct, x, y):
+    if is_undefined_primal(x) and is_undefined_primal(y):
+        raise ValueError("transpose of mul: both operands are linear, so the program is not linear")
+    if isinstance(ct, Zero):
+        return [Zero(x.aval) if is_undefined_primal(x) else None, Zero(y.aval) if is_undefined_primal(y) else None]
+    if is_undefined_primal(x):
+        return [mul(ct, y), None]
+    return [None, mul(x, ct)]
+
+
+def _div_transpose(ct, x, y):
+    if is_undefined_primal(y):
+        raise ValueError("transpose of div: the divisor is linear, so the program is not linear")
+    return [Zero(x.aval) if isinstance(ct, Zero) else div(ct, y), None]
+
+
+ad.primitive_transposes[add_p] = _add_transpose
+ad.primitive_transposes[sub_p] = _sub_transpose
+ad.primitive_transposes[mul_p] = _mul_transpose
+ad.primitive_transposes[div_p] = _div_transpose
+ad.primitive_transposes[neg_p] = _linear_unary(lambda ct, x: neg(ct))
+ad.primitive_transposes[copy_p] = _linear_unary(lambda ct, x: ct)
+ad.primitive_transposes[conj_p] = _linear_unary(lambda ct, x: conj(ct))
+
+
+def _imag_transpose(ct, x):
+    from jaxprc import lax
+    return complex(lax.full_like(ct, 0), neg(ct))
+
+
+# real, imag and complex are linear over the reals. As in JAX, a complex cotangent ct pairs with
+# a tangent t as Re(ct * t) (no conjugate), so ct of real(z) goes back as ct + 0i, of imag(z) as
+# 0 - ct i, and ct of complex(x, y) as (Re ct, -Im ct). Parts are assembled with complex, not by
+# multiplying with 1j, which would turn an infinite cotangent into NaN.
+ad.primitive_transposes[real_p] = _linear_unary(lambda ct, x: convert_element_type(ct, x.aval.dtype))
+ad.primitive_transposes[imag_p] = _linear_unary(_imag_transpose)
+
+
+def _complex_transpose(ct, x, y):
+    def part(operand, fn):
+        if not is_undefined_primal(operand):
+            return None
+        return Zero(operand.aval) if isinstance(ct, Zero) else fn(ct)
+    return [part(x, real), part(y, lambda c: neg(imag(c)))]
+
+
+def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type=False, **_):
+    if isinstance(ct, Zero):
+        return [Zero(x.aval)]
+    return [convert_element_type(ct, x.aval.dtype)]
+
+
+def _select_n_transpose(ct, which, *cases):
+    from jaxprc import lax
+    if is_undefined_primal(which):
+        raise ValueError("transpose of select_n: the selector must not be linear")
+    out = []
+    for i, c in enumerate(cases):
+        if not is_undefined_primal(c):
+            out.append(None)
+        elif isinstance(ct, Zero):
+            out.append(Zero(c.aval))
+        else:
+            z = lax.full_like(ct, 0)
+            out.append(select_n_p.bind(which, *[ct if j == i else z for j in range(len(cases))]))
+    return [None] + out
+
+
+ad.primitive_transposes[complex_p] = _complex_transpose
+ad.primitive_transposes[convert_element_type_p] = _convert_element_type_transpose
+ad.primitive_transposes[select_n_p] = _select_n_transpose
+
+
+# ================================================================ batching rules
+# The ``elementwise`` primitives batch by broadcasting (registered by the factory).
+
+batching.defbroadcasting(convert_element_type_p)
+batching.defbroadcasting(clamp_p, scalar_ok={0, 2})
+batching.defbroadcasting(select_n_p, scalar_ok={0})
+
+
+def _bitcast_convert_type_batch(args, dims, *, new_dtype):
+    (x,), (d,) = args, dims
+    aval = aval_of(x)
+    if aval.dtype.itemsize != np.dtype(new_dtype).itemsize and d == aval.ndim - 1:
+        x, d = batching.moveaxis(x, d, 0), 0     # the trailing axis is where elements split or merge
+    return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
+batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_convert_type_batch
+
+
+# =============================================================== lowering rules
+
+def _lower_unary(op):
+    return lambda ctx, x, **_: op(x)
+
+
+def _lower_binary(op):
+    return lambda ctx, x, y, **_: op(x, y)
+
+
+for _prim, _op in [
+    (neg_p, hlo.negate), (floor_p, hlo.floor), (ceil_p, hlo.ceil), (is_finite_p, hlo.is_finite),
+    (exp_p, hlo.exponential), (log_p, hlo.log), (log1p_p, hlo.log_plus_one),
+    (expm1_p, hlo.exponential_minus_one), (tanh_p, hlo.tanh), (logistic_p, hlo.logistic),
+    (sin_p, hlo.sine), (cos_p, hlo.cosine), (tan_p, hlo.tan), (asin_p, chlo.asin), (acos_p, chlo.acos),
+    (atan_p, chlo.atan), (sinh_p, chlo.sinh), (cosh_p, chlo.cosh), (asinh_p, chlo.asinh),
+    (acosh_p, chlo.acosh), (atanh_p, chlo.atanh), (sqrt_p, hlo.sqrt), (rsqrt_p, hlo.rsqrt),
+    (cbrt_p, hlo.cbrt), (erf_p, chlo.erf), (erfc_p, chlo.erfc), (erf_inv_p, chlo.erf_inv),
+    (lgamma_p, chlo.lgamma), (digamma_p, chlo.digamma), (real_p, hlo.real), (imag_p, hlo.imag),
+    (not_p, hlo.not_), (population_count_p, hlo.popcnt), (clz_p, hlo.count_leading_zeros),
+]:
+    mlir.register_lowering(_prim, _lower_unary(_op))
+
+for _prim, _op in [
+    (add_p, hlo.add), (sub_p, hlo.subtract), (mul_p, hlo.multiply), (div_p, hlo.divide),
+    (rem_p, hlo.remainder), (pow_p, hlo.power), (atan2_p, hlo.atan2), (nextafter_p, chlo.next_after),
+    (complex_p, hlo.complex),
+    (and_p, hlo.and_), (or_p, hlo.or_), (xor_p, hlo.xor), (shift_left_p, hlo.shift_left),
+    (shift_right_arithmetic_p, hlo.shift_right_arithmetic),
+    (shift_right_logical_p, hlo.shift_right_logical),
+]:
+    mlir.register_lowering(_prim, _lower_binary(_op))
+
+
+def _max_min_lowering(ctx, x, y):
+    return mlir.max_min(ctx.primitive.name, ctx.avals_in[0].dtype)(x, y)
+
+
+mlir.register_lowering(max_p, _max_min_lowering)
+mlir.register_lowering(min_p, _max_min_lowering)
+
+def _compare_lowering(direction: str):
+    return lambda ctx, x, y: mlir.compare(x, y, direction, ctx.avals_in[0].dtype)
+
+
+for _prim, _direction in [(eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"), (gt_p, "GT"), (ge_p, "GE")]:
+    mlir.register_lowering(_prim, _compare_lowering(_direction))
+
+
+def _identity_lowering(ctx, x, **_):
+    return x
+
+
+mlir.register_lowering(stop_gradient_p, _identity_lowering)
+mlir.register_lowering(copy_p, _identity_lowering)
+
+
+def _sign_lowering(ctx, x):
+    aval = ctx.avals_in[0]
+    if dt.is_unsigned(aval.dtype):    # stablehlo.sign is for signed and floating types
+        return hlo.select(mlir.compare(x, mlir.zeros(aval), "EQ", aval.dtype), x,
+                          mlir.full(aval.shape, 1, aval.dtype))
+    return hlo.sign(x)
+
+
+def _abs_lowering(ctx, x):
+    return x if dt.is_unsigned(ctx.avals_in[0].dtype) else hlo.abs(x)
+
+
+def _square_lowering(ctx, x):
+    return hlo.multiply(x, x)
+
+
+def _exp2_lowering(ctx, x):
+    aval = ctx.avals_in[0]
+    return hlo.exponential(hlo.multiply(mlir.full(aval.shape, np.log(2), aval.dtype), x))
+
+
+def _round_lowering(ctx, x, *, rounding_method=0):
+    to_even = param_name(rounding_method) in ("1", "TO_NEAREST_EVEN")
+    return hlo.round_nearest_even(x) if to_even else hlo.round_nearest_afz(x)
+
+
+def _integer_pow_lowering(ctx, x, *, y):
+    """Exponentiation by squaring; a negative exponent takes the reciprocal, as in JAX."""
+    aval = ctx.avals_in[0]
+    acc, base, n = None, x, builtins.abs(int(y))
+    while n:
+        if n & 1:
+            acc = base if acc is None else hlo.multiply(acc, base)
+        n >>= 1
+        if n:
+            base = hlo.multiply(base, base)
+    if acc is not None and y > 0:       # no constant 1: it would be a dead op in the module
+        return acc
+    one = mlir.full(aval.shape, 1, aval.dtype)
+    return one if acc is None else hlo.divide(one, acc)
+
+
+def _conj_lowering(ctx, x):
+    return hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x)))
+
+
+def _convert_element_type_lowering(ctx, x, *, new_dtype, weak_type=False, **_):
+    (aval_in,), (aval_out,) = ctx.avals_in, ctx.avals_out
+    if dt.is_complex(aval_in.dtype) and not dt.is_complex(aval_out.dtype):
+        x = hlo.real(x)                        # JAX drops the imaginary part
+        aval_in = aval_in.update(dtype=dt.float32 if aval_in.dtype == dt.complex64 else dt.float64)
+    if aval_in.dtype == aval_out.dtype:
+        return x
+    if aval_out.dtype == dt.bool_:             # nonzero -> True (a plain convert would truncate)
+        return mlir.compare(x, mlir.zeros(aval_in), "NE", aval_in.dtype)
+    return hlo.convert(mlir.aval_to_ir_type(aval_out), x)
+
+
+def _bitcast_convert_type_lowering(ctx, x, *, new_dtype):
+    return hlo.bitcast_convert(mlir.aval_to_ir_type(ctx.avals_out[0]), x)
+
+
+def _clamp_lowering(ctx, lo, x, hi):
+    return hlo.clamp(lo, x, hi)
+
+
+def _select_n_lowering(ctx, which, *cases):
+    """Case i where which == i: a balanced tree of two-way selects on the selector."""
+    which_aval = ctx.avals_in[0]
+    if len(cases) == 1:
+        return cases[0]
+    if which_aval.dtype == dt.bool_:
+        return hlo.select(which, cases[1], cases[0])
+
+    def pick(lo, hi):              # cases[lo:hi]
+        if hi - lo == 1:
+            return cases[lo]
+        mid = (lo + hi) // 2
+        below = mlir.compare(which, mlir.full(which_aval.shape, mid, which_aval.dtype), "LT",
+                             which_aval.dtype)
+        return hlo.select(below, pick(lo, mid), pick(mid, hi))
+    return pick(0, len(cases))
+
+
+mlir.register_lowering(sign_p, _sign_lowering)
+mlir.register_lowering(abs_p, _abs_lowering)
+mlir.register_lowering(square_p, _square_lowering)
+mlir.register_lowering(exp2_p, _exp2_lowering)
+mlir.register_lowering(round_p, _round_lowering)
+mlir.register_lowering(integer_pow_p, _integer_pow_lowering)
+mlir.register_lowering(conj_p, _conj_lowering)
+mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
+mlir.register_lowering(bitcast_convert_type_p, _bitcast_convert_type_lowering)
+mlir.register_lowering(clamp_p, _clamp_lowering)
+mlir.register_lowering(select_n_p, _select_n_lowering)
