@@ -16,7 +16,8 @@ import ml_dtypes
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from jaxprc.ir import Literal, ShapedArray, control_flow as cf, lax, prims, trace_to_jaxpr
+from jaxprc.ir import Literal, ShapedArray, lax, prims, trace_to_jaxpr
+from jaxprc.lax import control_flow as cf
 from jaxprc.ir.parser import ParseError, parse
 from roundtrip import assert_round_trip
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Thunk, Var,
-                       control_flow as cf, lax, param_type, prims, trace_to_jaxpr)
+                       lax, param_type, prims, trace_to_jaxpr)
+from jaxprc.lax import control_flow as cf, custom_derivatives as custom, remat
 from jaxprc.ir.equality import alpha_equivalent, structural_hash
 from jaxprc.ir.parser import ParseError, parse
 from jaxprc.ir.verify import verify
@@ -163,7 +164,7 @@ def _structural_cases():
         "argmin": (lambda x: PRIMITIVES["argmin"].bind(x, axes=(0,), index_dtype=i32), [x23]),
         "checkpoint": (lambda x: PRIMITIVES["checkpoint"].bind(
             x, jaxpr=trace(lambda y: prims.exp_p.bind(y), X3), prevent_cse=True, policy=None), [X3]),
-        "name": (lambda x: prims.name_p.bind(x, name="hidden"), [X3]),
+        "name": (lambda x: remat.name_p.bind(x, name="hidden"), [X3]),
         "cond": (lambda p, x: cf.cond(p, lambda a: prims.sin_p.bind(a), lambda a: a, x),
                  [sa((), bool), X3]),
         "while": (lambda x: cf.while_loop(lambda c: lax.lt(c[0], 3), lambda c: (c[0] + 1, c[1] * 2.0),
@@ -426,7 +427,7 @@ def _custom_jvp_program():
     box = {}
 
     def call(x):
-        return prims.custom_jvp_call_jaxpr_p.bind(x, fun_jaxpr=fun, jvp_jaxpr_thunk=box["jvp"],
+        return custom.custom_jvp_call_jaxpr_p.bind(x, fun_jaxpr=fun, jvp_jaxpr_thunk=box["jvp"],
                                                  num_consts=0, symbolic_zeros=False)[0]
 
     def jvp_rule():
@@ -450,12 +451,12 @@ def test_custom_jvp_node_with_recursive_rule_round_trips():
 def test_custom_vjp_and_custom_lin_round_trip():
     fun = trace(lambda x: prims.sin_p.bind(x), X3)
     fwd = Thunk(lambda: trace(lambda x: [prims.sin_p.bind(x), prims.cos_p.bind(x)], X3), name="f_fwd")
-    cj = trace(lambda x: prims.custom_vjp_call_jaxpr_p.bind(
+    cj = trace(lambda x: custom.custom_vjp_call_jaxpr_p.bind(
         x, fun_jaxpr=fun, fwd_jaxpr_thunk=fwd, bwd=_Traceable(), num_consts=0,
         out_trees=("PyTreeDef(*)",), symbolic_zeros=False)[0], X3)
     back = assert_round_trip(cj)
     assert isinstance(back.eqns[0].params["bwd"], Thunk)
-    lin = trace(lambda r, t: prims.custom_lin_p.bind(r, t, num_res=1, bwd=_Traceable(),
+    lin = trace(lambda r, t: custom.custom_lin_p.bind(r, t, num_res=1, bwd=_Traceable(),
                                                      out_avals=(X3,), symbolic_zeros=False)[0], X3, X3)
     assert "out_avals=(f32[3],)" in str(lin)
     assert_round_trip(lin)

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Primitive,
-                       ShapedArray, Thunk, Var, control_flow as cf, prims, trace_to_jaxpr)
+                       ShapedArray, Thunk, Var, prims, trace_to_jaxpr)
+from jaxprc.lax import control_flow as cf
 from jaxprc.ir.verify import verify
 
 f32 = np.dtype("float32")

@@ -3,11 +3,9 @@ from .elementwise import *  # noqa: F401,F403
 from .structural import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
-from .control_flow import *  # noqa: F401,F403
-from .custom import *  # noqa: F401,F403
 import sys as _sys  # noqa: E402
 
 # A star import can shadow a submodule's name (``elementwise`` is also a helper
 # function in elementwise.py); ``prims.<name>`` must be the module.
-for _name in ("elementwise", "structural", "reductions", "linalg", "control_flow", "custom"):
+for _name in ("elementwise", "structural", "reductions", "linalg"):
     globals()[_name] = _sys.modules[f"{__name__}.{_name}"]
