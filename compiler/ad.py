@@ -19,6 +19,7 @@ import numpy as np
 from .ir import dtypes as dt
 from . import lax
 from .evaluate import evaluate_jaxpr
+from .lax.custom_derivatives import custom_lin_p
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,
                          current_builder, get_aval, trace_to_jaxpr)
@@ -247,7 +248,7 @@ class _Linearized:
         """Outside any trace, a custom_vjp's bwd in the linear map runs on concrete values: the
         backward pass is then formed after the primal pass has run."""
         return current_builder() is None and any(
-            e.primitive.name == "custom_lin" and getattr(e.params["bwd"], "runs_on_values", False)
+            e.primitive is custom_lin_p and getattr(e.params["bwd"], "runs_on_values", False)
             for e in self.lin.eqns)
 
     def concrete_cotangents(self, cts) -> list:

@@ -3,7 +3,7 @@
 
 ``checkpoint(f)`` traces ``f`` into a ``checkpoint`` equation holding its jaxpr and a saving
 policy. Differentiating it keeps as residuals only what the policy saves (by default: only
-``f``'s inputs) and recomputes the rest in the backward pass (``passes/remat.py``).
+``f``'s inputs) and recomputes the rest in the backward pass (``jaxprc.lax.remat``).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import functools
 from types import SimpleNamespace
 from typing import Callable, Sequence
 
-from .ir.prims.control_flow import CheckpointPolicy, checkpoint_p, name_p
+from .lax.remat import CheckpointPolicy, checkpoint_p, name_p
 from .ir.tracing import close_over_consts, get_aval, trace_to_jaxpr
 from .ir.tree_util import tree_flatten, tree_unflatten
 

@@ -20,10 +20,11 @@ import numpy as np
 from . import dispatch, passes, runtime
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
-from .ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, ShapedArray
+from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.tracing import _STACK, Tracer, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
     register_internal_dir, trace_to_jaxpr, user_source_info
 from .ir.tree_util import keystr, registry as _registry
+from .lax.call import jit_p
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
 
 __all__ = ["Array", "ShapeDtypeStruct", "XlaCompileError", "XlaError", "XlaRuntimeError",
@@ -433,7 +434,7 @@ class JitFunction:
             if not any(isinstance(c, Tracer) for c in consts):   # closing over tracers: trace-specific
                 self._traced[key] = traced
         jaxpr, consts, out_tree = traced
-        outs = _jit_p().bind(*consts, *leaves, jaxpr=jaxpr, name=self._name)
+        outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self._name)
         return out_tree.unflatten(outs)
 
     # -- ahead of time ------------------------------------------------------------
@@ -540,10 +541,6 @@ class Compiled:
 
 # ---------------------------------------------------- the `jit` primitive
 
-def _jit_p():
-    return PRIMITIVES["jit"]
-
-
 class _ByIdentity:
     """Cache keyed on an object's identity, dropped when the object dies."""
 
@@ -569,10 +566,4 @@ def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
     return call(list(args))
 
 
-def _install_jit_impl() -> None:
-    prim = PRIMITIVES.get("jit")
-    if prim is not None:
-        prim.def_impl(_jit_impl)
-
-
-_install_jit_impl()
+jit_p.def_impl(_jit_impl)

@@ -4,7 +4,7 @@ Outside any trace a custom function just runs its Python function (evaluation
 ignores the rules). Inside a trace it is staged out as one node,
 ``custom_jvp_call_jaxpr`` or ``custom_vjp_call_jaxpr``, holding the function's
 jaxpr and its rule as a memoized ``Thunk``; the passes then apply the rules
-(passes/jvp.py, transpose.py, vmap.py, dce.py).
+(the node primitives and their rules are in ``jaxprc.lax.custom_derivatives``).
 
 Operands of a node: the values its rule closes over, the values its function
 closes over, then the arguments. Rule jaxprs take the rule's closed-over
@@ -32,7 +32,7 @@ import numpy as np
 from .ir import dtypes as dt
 from . import lax
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Thunk, Var
-from .ir.prims.custom import custom_jvp_call_jaxpr_p, custom_lin_p, custom_vjp_call_jaxpr_p
+from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_lin_p, custom_vjp_call_jaxpr_p
 from .ir.tracing import Tracer, close_over_consts, current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
 from .ir.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
 from .ad import _NestedBuilder

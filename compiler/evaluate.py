@@ -23,8 +23,10 @@ from typing import Any, Sequence
 
 from . import runtime
 from .api import device_put
-from .ir.core import PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr
+from .ir.core import ClosedJaxpr, Eqn, Jaxpr
 from .ir.tracing import close_over_consts, current_builder, eval_jaxpr
+from .lax.call import jit_p
+from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
 from .lowering import canonical_platform, find_lowering_rule
 from .passes.registry import map_subjaxprs
 
@@ -35,7 +37,7 @@ __all__ = ["evaluate_jaxpr"]
 _PROGRAMS: dict[ClosedJaxpr, ClosedJaxpr] = {}
 _MAX_PROGRAMS = 1024   # oldest entries go first, which frees their executables
 
-_CUSTOM_CALLS = ("custom_jvp_call_jaxpr", "custom_vjp_call_jaxpr")
+_CUSTOM_CALLS = (custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p)
 
 
 def evaluate_jaxpr(closed_jaxpr: ClosedJaxpr, args: Sequence[Any], name: str = "evaluate") -> list:
@@ -54,7 +56,7 @@ def evaluate_jaxpr(closed_jaxpr: ClosedJaxpr, args: Sequence[Any], name: str = "
         if len(_PROGRAMS) >= _MAX_PROGRAMS:
             del _PROGRAMS[next(iter(_PROGRAMS))]
         canonical = _PROGRAMS[program] = program
-    return list(PRIMITIVES["jit"].bind(*args, jaxpr=canonical, name=name))
+    return list(jit_p.bind(*args, jaxpr=canonical, name=name))
 
 
 def _primal_only(cj: ClosedJaxpr) -> ClosedJaxpr:
@@ -73,8 +75,8 @@ def _primal_only(cj: ClosedJaxpr) -> ClosedJaxpr:
 
 
 def _primal_eqn(e: Eqn) -> Eqn:
-    if e.primitive.name in _CUSTOM_CALLS:
-        return e.replace(primitive=PRIMITIVES["jit"], params={
+    if e.primitive in _CUSTOM_CALLS:
+        return e.replace(primitive=jit_p, params={
             "jaxpr": _primal_only(e.params["fun_jaxpr"]), "name": "primal"})
     params = map_subjaxprs(e.params, _primal_only)
     return e if all(params[k] is v for k, v in e.params.items()) else e.replace(params=params)

@@ -11,7 +11,7 @@ overrides registered by ``register_lowering(prim, rule, platform="cpu")``.
 A rule has JAX's signature: ``rule(ctx, *operand_values, **params)``, where
 ``ctx.avals_in`` / ``ctx.avals_out`` are the equation's ShapedArrays, and
 returns one ``ir.Value`` per result (a bare Value for a single result).
-The built-in rules are in ``lowering_rules.py``.
+The built-in rules live with their primitives in the family modules of ``jaxprc.lax``.
 """
 from __future__ import annotations
 
@@ -61,18 +61,9 @@ def register_lowering(prim: Primitive, rule: Callable, platform: str | None = No
     return rule
 
 
-# Built-in rules are written before the primitives of other owners may exist,
-# so they are kept by name and installed into LOWERING_RULES once the primitive
-# is registered (see ``find_lowering_rule``).
-BUILTIN_RULES_BY_NAME: dict[str, Callable] = {}
-
-
 def find_lowering_rule(prim: Primitive, platform: str) -> Callable | None:
     """The rule lowering ``prim`` on ``platform`` (a platform override first), or None."""
-    rule = PLATFORM_LOWERING_RULES.get(platform, {}).get(prim) or LOWERING_RULES.get(prim)
-    if rule is None and PRIMITIVES.get(prim.name) is prim and prim.name in BUILTIN_RULES_BY_NAME:
-        rule = LOWERING_RULES[prim] = BUILTIN_RULES_BY_NAME[prim.name]
-    return rule
+    return PLATFORM_LOWERING_RULES.get(platform, {}).get(prim) or LOWERING_RULES.get(prim)
 
 
 def has_lowering(prim: Primitive, platform: str = "cpu") -> bool:
@@ -457,4 +448,3 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
     return Lowered(module, context, name, in_avals, out_avals, donated_invars, platform)
 
 
-from . import lowering_rules  # noqa: E402,F401  (registers the built-in rules)

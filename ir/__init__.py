@@ -5,7 +5,6 @@ from .core import (Atom, ClosedJaxpr, Eqn, Jaxpr, JaxprcError, JaxprTypeError, L
                    Thunk, Var)
 from .tracing import (ConcretizationTypeError, Tracer, UnexpectedTracerError, bind, eval_jaxpr,
                       get_aval, trace_to_jaxpr)
-from . import prims
 from .equality import alpha_equivalent, structural_hash
 from .parser import ParseError, parse
 from .printer import pp_jaxpr

@@ -9,4 +9,4 @@ from .transpose import UndefinedPrimal, backward_pass, is_undefined_primal, tran
 from .dce import dce, dce_jaxpr, dce_rules  # noqa: F401
 from .cse import cse  # noqa: F401
 from .inline import inline  # noqa: F401
-from . import remat  # noqa: F401  (checkpoint's rules in every pass, the name primitive)
+from . import vmap  # noqa: F401  (registers the vmap pass)

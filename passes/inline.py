@@ -1,21 +1,20 @@
-"""Inlining: calls (``jit`` equations) are replaced by the equations of their callee.
+"""Inlining: calls are replaced by the equations of their callee.
 
-Inlined at every depth, inside control-flow bodies too, so later passes and
-the lowering see one flat program.
+A call primitive holds its callee in its ``jaxpr`` param; the family defining it
+adds it to ``call_primitives``. Inlined at every depth, inside
+control-flow bodies too, so later passes and the lowering see one flat program.
 """
 from __future__ import annotations
 
-from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Var
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Primitive, Var
 
 from .registry import map_subjaxprs, register_pass
 
-
-def _call_primitives():
-    return {PRIMITIVES[n] for n in ("jit",) if n in PRIMITIVES}
+call_primitives: set[Primitive] = set()     # primitives the pass inlines: ``prim[jaxpr, ...] *args``
 
 
 def inline_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
-    calls = _call_primitives()
+    calls = call_primitives
     eqns = []
 
     def splice(callee: Jaxpr, args, outvars, rename):

@@ -8,10 +8,10 @@ import pytest
 
 import jaxprc  # noqa: F401  (registers every primitive)
 from jaxprc.ir import JaxprTypeError, ShapedArray, Thunk, trace_to_jaxpr
-from jaxprc.ir import control_flow as cf
 from jaxprc.ir import tree_util as tu
-from jaxprc.ir.prims import control_flow as cfp
-from jaxprc.ir.prims import custom
+from jaxprc import lax as cfp
+from jaxprc.lax import control_flow as cf
+from jaxprc.lax import custom_derivatives as custom
 from jaxprc.lax import elementwise as ew
 from jaxprc.lax import shapes
 

@@ -7,7 +7,6 @@ types). Both are checked on ``abstract_eval`` directly and through tracing.
 The lax cases check traced output types (shape, dtype, weak type), including
 Python-scalar weak typing, and the errors lax raises itself.
 """
-import importlib
 
 import numpy as np
 import pytest

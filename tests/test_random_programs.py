@@ -17,7 +17,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from jaxprc import lax
-from jaxprc.ir import Literal, ShapedArray, control_flow as cf, prims, trace_to_jaxpr
+from jaxprc.ir import Literal, ShapedArray, trace_to_jaxpr
+from jaxprc.lax import control_flow as cf
 from jaxprc.ir.parser import ParseError, parse
 from jaxprc.lax import reductions
 from roundtrip import assert_round_trip

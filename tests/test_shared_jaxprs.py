@@ -9,7 +9,8 @@ import pytest
 
 import jaxprc as jx
 import jaxprc.numpy as jnp
-from jaxprc.ir import ClosedJaxpr, ShapedArray, Thunk, control_flow as cf, trace_to_jaxpr
+from jaxprc.ir import ClosedJaxpr, ShapedArray, Thunk, trace_to_jaxpr
+from jaxprc.lax import control_flow as cf
 from jaxprc.ir.parser import ParseError, parse
 from roundtrip import assert_round_trip
 

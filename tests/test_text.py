@@ -13,7 +13,9 @@ import pytest
 
 from jaxprc import lax
 from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Thunk, Var,
-                       control_flow as cf, param_type, prims, trace_to_jaxpr)
+                       param_type, trace_to_jaxpr)
+from jaxprc import lax as prims
+from jaxprc.lax import control_flow as cf
 from jaxprc.ir.equality import alpha_equivalent, structural_hash
 from jaxprc.ir.parser import ParseError, parse
 from jaxprc.ir.verify import verify

@@ -6,7 +6,8 @@ import pytest
 
 from jaxprc import lax
 from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Primitive,
-                       ShapedArray, Thunk, Var, control_flow as cf, trace_to_jaxpr)
+                       ShapedArray, Thunk, Var, trace_to_jaxpr)
+from jaxprc.lax import control_flow as cf
 from jaxprc.ir.verify import verify
 
 f32 = np.dtype("float32")

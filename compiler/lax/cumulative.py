@@ -12,8 +12,8 @@ from jaxprc import dispatch, lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import JaxprTypeError, Primitive
-from jaxprc.ir.prims.elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM, fmt_types
-from jaxprc.lowering_rules import _max_min   # the elementwise family's max/min lowering
+from .elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM, fmt_types
+from jaxprc.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
 
 from .slicing import take_along_axis

@@ -15,7 +15,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
-from jaxprc.ir.prims.elementwise import ANY, fmt_types
+from .elementwise import ANY, fmt_types
 from jaxprc.lowering import param_name
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift

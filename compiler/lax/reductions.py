@@ -15,8 +15,8 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
-from jaxprc.ir.prims.elementwise import ANY, BOOL_OR_INT, INTEGRAL, KIND_NAMES, NUM, ORDERED, fmt_types
-from jaxprc.lowering_rules import _max_min   # the elementwise family's max/min lowering
+from .elementwise import ANY, BOOL_OR_INT, INTEGRAL, KIND_NAMES, NUM, ORDERED, fmt_types
+from jaxprc.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 

@@ -18,7 +18,7 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
-from jaxprc.ir.prims.elementwise import NUM, fmt_types
+from .elementwise import NUM, fmt_types
 from jaxprc.ir.tracing import Tracer
 from jaxprc.passes import emit
 from jaxprc.passes.jvp import Zero, aval_of

@@ -21,7 +21,7 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
-from jaxprc.ir.prims.elementwise import INTEGRAL
+from .elementwise import INTEGRAL
 from jaxprc.lowering import param_name
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, tangent_aval, zeros
 from jaxprc.passes.transpose import is_undefined_primal
@@ -836,8 +836,7 @@ def _scatter_lowering(ctx, operand, indices, updates, *, dimension_numbers, mode
                        indices_are_sorted=bool(indices_are_sorted), unique_indices=bool(unique_indices))
     combine = _SCATTER_COMBINERS[ctx.primitive]
     if isinstance(combine, str):
-        from jaxprc.lowering_rules import _max_min   # the elementwise max/min (complex: lexicographic)
-        combine = _max_min(combine, op_aval.dtype)
+        combine = mlir.max_min(combine, op_aval.dtype)
     if op_aval.dtype == dt.bool_ and ctx.primitive is scatter_add_p:
         combine = hlo.or_
     scalar_t = mlir.scalar_type(op_aval.dtype)

@@ -15,7 +15,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive
-from jaxprc.ir.prims.elementwise import fmt_types
+from .elementwise import fmt_types
 from jaxprc.passes.jvp import aval_of
 
 from .slicing import take_along_axis

@@ -1,0 +1,151 @@
+"""What cond, the loops, calls and custom nodes share: typing of sub-programs, tracing of
+Python functions into sub-jaxprs, and small helpers of their transformation rules.
+
+Sub-programs are ClosedJaxprs *without* consts: whatever a body closed over is
+hoisted into leading operands (``num_consts``, ``cond_nconsts``,
+``body_nconsts``), so outer values flow as data and passes see them.
+
+Weak types. As in JAX (``core.typematch``/``typecompat``), every comparison is
+on shape and dtype only: an operand may be weakly typed where the sub-jaxpr's
+binder is strong and vice versa, branch signatures may differ in weak bits, and
+a loop body may return a carry whose weak bit differs from its input carry's.
+Results take their weak bits from the sub-jaxpr: ``cond`` from branch 0,
+``while`` from the body's outputs, ``scan`` from the body's carry and ``ys``
+outputs, calls from the callee's outputs.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from jaxprc import lax
+from jaxprc.ir import tree_util as tu
+from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, ShapedArray, Var
+from jaxprc.ir.tracing import get_aval, is_scalar_constant, trace_to_jaxpr
+from jaxprc.passes.jvp import Zero, instantiate_zeros, tangent_aval
+from jaxprc.passes.transpose import is_undefined_primal
+
+__all__: list[str] = []
+
+
+# ------------------------------------------------------------------ typing
+
+def fmt_types(avals) -> str:
+    return ", ".join(a.str_short() for a in avals)
+
+
+def typematch(a: ShapedArray, b: ShapedArray) -> bool:
+    """Equal shape and dtype; weak types are ignored (JAX's ``core.typematch``)."""
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def _all_match(expected: Sequence[ShapedArray], got: Sequence[ShapedArray]) -> bool:
+    return len(expected) == len(got) and all(map(typematch, expected, got))
+
+
+def check_operand_types(prim: str, what: str, expected: Sequence[ShapedArray],
+                        got: Sequence[ShapedArray]) -> None:
+    """Raise naming the primitive and both type lists unless ``got`` matches ``expected``."""
+    if not _all_match(expected, got):
+        raise JaxprTypeError(
+            f"{prim}: {what} expected types ({fmt_types(expected)}) "
+            f"but got ({fmt_types(got)})")
+
+
+def check_subjaxpr(prim: str, param: str, cj) -> ClosedJaxpr:
+    """A sub-program param must be a ClosedJaxpr whose consts were hoisted into operands."""
+    if not isinstance(cj, ClosedJaxpr):
+        raise JaxprTypeError(f"{prim}: param {param} must be a ClosedJaxpr, got {type(cj).__name__}")
+    if cj.consts:
+        raise JaxprTypeError(
+            f"{prim}: param {param} must be a ClosedJaxpr without consts (consts are passed as "
+            f"leading operands), got one with {len(cj.consts)} consts")
+    return cj
+
+
+def check_count(prim: str, name: str, value, bound: int) -> None:
+    if type(value) is not int or not 0 <= value <= bound:
+        raise JaxprTypeError(f"{prim}: param {name} must be an int in [0, {bound}] "
+                             f"(the number of operands), got {value!r}")
+
+
+# ------------------------------------------------------------------ pytrees
+
+def _leaf_aval(x, what: str, path) -> ShapedArray:
+    try:
+        return get_aval(x)
+    except TypeError:
+        raise TypeError(
+            f"{what}{tu.keystr(path)} is a {type(x).__name__} ({x!r:.60}), not an array: every "
+            "leaf of a control-flow operand or result must be an array or a scalar. Close over "
+            "other Python values (capture them in the function) instead of passing them.") from None
+
+
+def _flatten(tree, what: str):
+    """Leaves, treedef, avals and key paths of a pytree of arrays."""
+    keyed, treedef = tu.tree_flatten_with_path(tree)
+    paths = [p for p, _ in keyed]
+    leaves = [x for _, x in keyed]
+    return leaves, treedef, [_leaf_aval(x, what, p) for p, x in keyed], paths
+
+
+def _trace(fun: Callable[[Any], Any], in_tree, in_avals: Sequence[ShapedArray], what: str):
+    """Trace ``fun(pytree) -> pytree``; returns (ClosedJaxpr with consts, output treedef)."""
+    box = {}
+
+    def flat_fun(*args):
+        out = fun(tu.tree_unflatten(in_tree, args))
+        leaves, box["tree"], _, _ = _flatten(out, f"{what} output")
+        return leaves
+
+    return trace_to_jaxpr(flat_fun, in_avals, name=what), box["tree"]
+
+
+def _fun_name(fun) -> str:
+    """``name at file:line`` of a Python function, for error messages."""
+    name, code = getattr(fun, "__name__", repr(fun)), getattr(fun, "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
+def _convert(x, dtype):
+    """``x`` as a strong ``dtype``: numpy for Python/numpy values, the primitive otherwise."""
+    if is_scalar_constant(x) or type(x) is np.ndarray:
+        return np.asarray(x, dtype)[()] if np.ndim(x) == 0 else np.asarray(x, dtype)
+    return lax.convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
+
+
+# -------------------------------------------------------- rule helpers
+
+def _nonzero_tangents(tangents, nonzeros):
+    return [instantiate_zeros(t) for t, nz in zip(tangents, nonzeros) if nz]
+
+
+def _split_outs(outs, n, out_nz, out_avals):
+    primals, rest = list(outs[:n]), iter(outs[n:])
+    return primals, [next(rest) if nz else Zero(tangent_aval(a)) for nz, a in zip(out_nz, out_avals)]
+
+
+def _transpose_call_outputs(outs, linear_args, nonzeros):
+    outs = iter(outs)
+    nz = iter(nonzeros)
+    result = []
+    for a in linear_args:
+        if not is_undefined_primal(a):
+            result.append(None)
+        else:
+            result.append(next(outs) if next(nz) else Zero(a.aval))
+    return result
+
+
+def _front_dims(batched) -> list:
+    """Batch dims of values that are batched at axis 0 or not at all."""
+    return [0 if b else None for b in batched]
+
+
+def _pick(xs, mask, keep=True):
+    return [x for x, m in zip(xs, mask) if bool(m) == keep]
+
+
+def _new_vars(avals):
+    return [Var(a) for a in avals]

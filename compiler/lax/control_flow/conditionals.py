@@ -1,0 +1,355 @@
+"""``cond`` and ``switch``: the ``cond`` primitive, one branch of several chosen by an index.
+
+The branches are traced once, on abstract values, into sub-jaxprs with equal
+signatures; the values any branch closes over become leading operands shared by
+all branches. Outside any trace, binding ``cond`` runs it eagerly.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from jaxprc import dispatch, lax
+from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import partial_eval as pe
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir import tree_util as tu
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Primitive, ShapedArray, Var
+from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, trace_to_jaxpr
+from jaxprc.passes import emit
+from jaxprc.passes.dce import dce_closed
+from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
+from jaxprc.passes.partial_eval import partial_eval_jaxpr
+from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
+from jaxprc.passes.vmap import align, aval_of, axis_size_of, batch_eval, batch_jaxpr, full, matchaxis, \
+    moveaxis, scalar
+
+from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
+                     _pick, _split_outs, _trace, _transpose_call_outputs, check_operand_types,
+                     check_subjaxpr, typematch)
+
+__all__ = ["cond_p", "cond", "switch"]
+
+_NO_OPERAND = object()   # the legacy ``operand=`` keyword of cond/switch was not given
+
+
+# ----------------------------------------------------------------- primitive
+
+cond_p = Primitive("cond")
+cond_p.multiple_results = True
+cond_p.def_impl(functools.partial(dispatch.apply_primitive, cond_p))
+
+
+@cond_p.def_abstract_eval
+def _cond_abstract_eval(index, *operands, branches):
+    if type(branches) is not tuple or not branches:
+        raise JaxprTypeError(f"cond: param branches must be a non-empty tuple of ClosedJaxprs, "
+                             f"got {branches!r}")
+    for i, b in enumerate(branches):
+        check_subjaxpr("cond", f"branches[{i}]", b)
+    if index.shape != () or index.dtype != np.int32:
+        raise JaxprTypeError(f"cond: the branch index must be an i32[] scalar, "
+                             f"got {index.str_short()}")
+    first = branches[0]
+    for i, b in enumerate(branches[1:], 1):
+        check_operand_types("cond", f"branch {i} inputs (branch 0's)", first.in_avals, b.in_avals)
+        check_operand_types("cond", f"branch {i} outputs (branch 0's)", first.out_avals, b.out_avals)
+    check_operand_types("cond", "operands (the branches' inputs)", first.in_avals, operands)
+    return list(first.out_avals)
+
+
+# ------------------------------------------------------------------ builders
+
+def _scalar_aval(x, api: str, what: str) -> ShapedArray:
+    if x is None:
+        raise TypeError(f"{api} {what} is None")
+    aval = _leaf_aval(x, f"{api} {what}", ())
+    if aval.shape != ():
+        raise TypeError(f"{api} {what} must be a scalar, got a value of type {aval.str_short()}")
+    return aval
+
+
+def _pred_to_index(pred):
+    """cond's predicate (bool or number; nonzero is true) as the i32 index of [false, true]."""
+    aval = _scalar_aval(pred, "cond", "predicate")
+    if aval.dtype.kind not in "biuf":
+        raise TypeError(f"cond predicate type must be boolean or a number, got {aval.str_short()}")
+    if not isinstance(pred, Tracer):
+        return np.int32(np.asarray(pred) != 0)
+    if aval.dtype.kind != "b":
+        pred = lax.ne_p.bind(pred, np.zeros((), aval.dtype)[()])
+    return _convert(pred, dt.int32)
+
+
+def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, both traced."""
+    if not (callable(true_fun) and callable(false_fun)):
+        raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
+    operands = _legacy_operand("cond", operands, operand)
+    index = _pred_to_index(pred)
+    return _cond((false_fun, true_fun), ("false_fun", "true_fun"), index, operands, "cond")
+
+
+def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
+    """``branches[clamp(index, 0, len(branches) - 1)](*operands)``, all branches traced."""
+    branches = tuple(branches)
+    if not all(callable(b) for b in branches):
+        raise TypeError("lax.switch: branches argument should be a sequence of callables.")
+    operands = _legacy_operand("switch", operands, operand)
+    aval = _scalar_aval(index, "switch", "index")
+    if aval.dtype.kind not in "iu":
+        raise TypeError(f"switch index must be an integer scalar, got {aval.str_short()}")
+    if not branches:
+        raise ValueError("switch: empty branch sequence")
+    if len(branches) == 1:
+        return branches[0](*operands)
+    hi = len(branches) - 1
+    if isinstance(index, Tracer):
+        if aval.dtype != dt.int32 or aval.weak_type:
+            index = _convert(index, dt.int32)
+        index = lax.clamp_p.bind(np.int32(0), index, np.int32(hi))
+    else:
+        index = np.int32(np.clip(int(np.asarray(index)), 0, hi))
+    return _cond(branches, tuple(f"branch {i}" for i in range(len(branches))), index, operands,
+                 "switch")
+
+
+def _legacy_operand(api: str, operands, operand):
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise TypeError(f"{api}: if the 'operand' keyword is passed, no positional operands can "
+                        f"be passed, got operand={operand!r} and {len(operands)} positional operands")
+    return (operand,)
+
+
+def _cond(branches, names, index, operands, api: str):
+    leaves, in_tree, avals, _ = _flatten(operands, f"{api} operands")
+    traced = [_trace(lambda ops, b=b: b(*ops), in_tree, avals, f"{api} {name} ({_fun_name(b)})")
+              for b, name in zip(branches, names)]
+    (cj0, tree0), name0 = traced[0], names[0]
+    for (cj, tree), name, fun in zip(traced[1:], names[1:], branches[1:]):
+        where = f" ({name0} is {_fun_name(branches[0])}; {name} is {_fun_name(fun)})"
+        _check_branch_outputs(api, where, name0, tree0, cj0.out_avals, name, tree, cj.out_avals)
+    jaxprs, consts = _merge_consts([cj for cj, _ in traced])
+    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
+    return tu.tree_unflatten(tree0, outs)
+
+
+def _check_branch_outputs(api, where, name1, tree1, avals1, name2, tree2, avals2):
+    if tree1 != tree2:
+        raise TypeError(
+            f"{api} branch outputs must have the same pytree structure, but {name1} returns "
+            f"{tree1} and {name2} returns {tree2}{where}. Revise the branches so that they "
+            "return the same structure.")
+    paths = [p for p, _ in tu.tree_flatten_with_path(tree1.unflatten(avals1))[0]]
+    diffs = [f"the output of {name1}{tu.keystr(p)} has type {a.str_short()} but the "
+             f"corresponding output of {name2} has type {b.str_short()}"
+             for p, a, b in zip(paths, avals1, avals2) if not typematch(a, b)]
+    if diffs:
+        raise TypeError(
+            f"{api} branch outputs must have identical types (shape and dtype), but "
+            + "; ".join(diffs) + f"{where}. Convert the outputs (e.g. with .astype or "
+            "jnp.broadcast_to) so that every branch returns the same types.")
+
+
+def _merge_consts(cjs: Sequence[ClosedJaxpr]):
+    """Give every branch the union of all branches' consts as leading invars (one operand list)."""
+    consts, avals, seen = [], [], set()
+    for cj in cjs:
+        for v, c in zip(cj.jaxpr.constvars, cj.consts):
+            if id(c) not in seen:
+                seen.add(id(c))
+                consts.append(c)
+                avals.append(v.aval)
+    jaxprs = []
+    for cj in cjs:
+        own = {id(c): v for v, c in zip(cj.jaxpr.constvars, cj.consts)}
+        constvars = [own[id(c)] if id(c) in own else Var(a) for c, a in zip(consts, avals)]
+        j = cj.jaxpr
+        jaxprs.append(ClosedJaxpr(Jaxpr([], constvars + j.invars, j.outvars, j.eqns), []))
+    return jaxprs, consts
+
+
+# ----------------------------------------------------------------------- jvp
+# Branches are differentiated with jvp_jaxpr; whatever the new branches close over (consts) is
+# hoisted into leading operands shared by all of them.
+
+def _hoist_shared(jaxprs):
+    """Close several jaxprs over the union of their consts: each takes all of them first."""
+    closed = [close_over_consts(j) for j in jaxprs]
+    all_consts = [c for _, cs in closed for c in cs]
+    out = []
+    for i, (j, cs) in enumerate(closed):
+        before = sum(len(c) for _, c in closed[:i])
+        avals = [get_aval(c) for c in all_consts]
+        jj = j.jaxpr
+        pad_before = [Var(a) for a in avals[:before]]
+        pad_after = [Var(a) for a in avals[before + len(cs):]]
+        out.append(ClosedJaxpr(Jaxpr([], pad_before + jj.invars[:len(cs)] + pad_after + jj.invars[len(cs):],
+                                     jj.outvars, jj.eqns), []))
+    return out, all_consts
+
+
+def _cond_jvp(primals, tangents, *, branches):
+    index, *ops = primals
+    nonzeros = [not isinstance(t, Zero) for t in tangents[1:]]
+    out_nz = [False] * len(branches[0].out_avals)
+    for br in branches:
+        out_nz = [a or b for a, b in zip(out_nz, jvp_jaxpr(br, nonzeros, instantiate=False)[1])]
+    new = [jvp_jaxpr(br, nonzeros, instantiate=out_nz)[0] for br in branches]
+    new, consts = _hoist_shared(new)
+    outs = cond_p.bind(index, *consts, *ops, *_nonzero_tangents(tangents[1:], nonzeros),
+                       branches=tuple(new))
+    return _split_outs(outs, len(branches[0].out_avals), out_nz, branches[0].out_avals)
+
+
+ad.primitive_jvps[cond_p] = _cond_jvp
+
+
+# ----------------------------------------------------------------- transpose
+
+def _cond_t(cts, index, *ops, branches):
+    if is_undefined_primal(index):
+        raise ValueError("transpose of cond: the branch index must not be linear")
+    linear = [is_undefined_primal(a) for a in ops]
+    new, consts = _hoist_shared([transpose_jaxpr(br, linear, instantiate=True)[0] for br in branches])
+    nonlin = [a for a in ops if not is_undefined_primal(a)]
+    outs = cond_p.bind(index, *consts, *nonlin, *map(instantiate_zeros, cts), branches=tuple(new))
+    return [None] + _transpose_call_outputs(outs, ops, [True] * sum(linear))
+
+
+ad.primitive_transposes[cond_p] = _cond_t
+
+
+# ------------------------------------------------------------------ batching
+
+def _cond_rule(args, dims, *, branches):
+    (index, *ops), (index_dim, *op_dims) = args, dims
+    size = axis_size_of(args, dims)
+    if index_dim is not None:
+        return _cond_as_select(index, index_dim, ops, op_dims, branches, size)
+    out_batched = [False] * len(branches[0].out_avals)
+    while True:   # the branches must agree on which outputs are batched
+        found = [batch_jaxpr(b, size, op_dims, out_batched)[1] for b in branches]
+        joined = [any(bs) for bs in zip(out_batched, *found)]
+        if joined == out_batched:
+            break
+        out_batched = joined
+    new_branches = tuple(batch_jaxpr(b, size, op_dims, out_batched)[0] for b in branches)
+    outs = cond_p.bind(index, *ops, branches=new_branches)
+    return outs, _front_dims(out_batched)
+
+
+def _cond_as_select(index, index_dim, ops, op_dims, branches, size):
+    """A per-example branch choice: run every branch, then select each example's results."""
+    index = moveaxis(index, index_dim, 0)
+    if aval_of(index).dtype != dt.int32:
+        index = lax.convert_element_type_p.bind(index, new_dtype=dt.int32, weak_type=False)
+    # cond clamps an out-of-range index to the first/last branch; select_n needs it in range.
+    index = lax.clamp_p.bind(scalar(0, dt.int32), index, scalar(len(branches) - 1, dt.int32))
+    # An example must get no gradient through a branch it does not take: that branch's zero
+    # cotangent times an infinite local derivative would be NaN. So each branch sees
+    # stop_gradient(x) for the examples that skip it (JAX does the same).
+    inexact = [dt.is_inexact(aval_of(x).dtype) for x in ops]
+    ops = [matchaxis(x, d, 0, size) if g else x for x, d, g in zip(ops, op_dims, inexact)]
+    op_dims = [0 if g else d for d, g in zip(op_dims, inexact)]
+    stopped = [lax.stop_gradient_p.bind(x) if g else None for x, g in zip(ops, inexact)]
+    results = []
+    for i, branch in enumerate(branches):
+        taken = lax.eq_p.bind(index, full(i, dt.int32, (size,)))
+        guarded = [lax.select_n_p.bind(*align([taken, s, x], [0, 0, 0])[0]) if g else x
+                   for x, s, g in zip(ops, stopped, inexact)]
+        results.append(batch_eval(branch.jaxpr, branch.consts, guarded, op_dims))
+    outs = []
+    for per_branch in zip(*(zip(*r) for r in results)):
+        cases = [matchaxis(x, d, 0, size) for x, d in per_branch]
+        outs.append(lax.select_n_p.bind(*align([index, *cases], [0] * (len(cases) + 1))[0]))
+    return outs, [0] * len(outs)
+
+
+batching.primitive_batchers[cond_p] = _cond_rule
+
+
+# ---------------------------------------------------------- partial eval, DCE
+
+def _pe_cond(eqn, uk_in):
+    if uk_in[0]:                       # the branch is not known yet: everything waits
+        return [], [eqn], [True] * len(eqn.outvars)
+    branches = eqn.params["branches"]
+    ops_uk = uk_in[1:]
+    out_uk = [False] * len(eqn.outvars)
+    for br in branches:
+        out_uk = [a or b for a, b in zip(out_uk, partial_eval_jaxpr(br, ops_uk, False)[2])]
+    splits = [partial_eval_jaxpr(br, ops_uk, out_uk) for br in branches]
+    res_avals = [k.out_avals[len(k.out_avals) - n:] for k, _, _, n in splits]
+    all_res = [a for avals in res_avals for a in avals]
+    n_known_out = len(eqn.outvars) - sum(out_uk)
+
+    def known_branch(i, k):
+        def fun(*args):
+            outs = eval_jaxpr(k.jaxpr, k.consts, *args)
+            pads = [[emit.zeros(a) for a in avals] for avals in res_avals]
+            pads[i] = outs[n_known_out:]
+            return outs[:n_known_out] + [x for p in pads for x in p]
+        return trace_to_jaxpr(fun, k.in_avals, name="cond_known")
+
+    def unknown_branch(i, u):
+        start = sum(len(r) for r in res_avals[:i])
+        n_mine = len(res_avals[i])
+        def fun(*args):
+            res, rest = args[:len(all_res)], args[len(all_res):]
+            return eval_jaxpr(u.jaxpr, u.consts, *res[start:start + n_mine], *rest)
+        return trace_to_jaxpr(fun, all_res + u.in_avals[n_mine:], name="cond_unknown")
+
+    residuals = _new_vars(all_res)
+    ops = eqn.invars[1:]
+    k_eqn = eqn.replace(invars=[eqn.invars[0]] + _pick(ops, ops_uk, False),
+                        outvars=_pick(eqn.outvars, out_uk, False) + residuals,
+                        params={**eqn.params, "branches": tuple(known_branch(i, k) for i, (k, *_)
+                                                                in enumerate(splits))})
+    u_eqn = eqn.replace(invars=[eqn.invars[0]] + residuals + _pick(ops, ops_uk),
+                        outvars=_pick(eqn.outvars, out_uk),
+                        params={**eqn.params, "branches": tuple(unknown_branch(i, u) for i, (_, u, _, _)
+                                                                in enumerate(splits))})
+    return [k_eqn], [u_eqn], out_uk
+
+
+def _dce_cond(used_outputs, eqn):
+    branches = eqn.params["branches"]
+    used_ops = [False] * (len(eqn.invars) - 1)
+    for br in branches:
+        used_ops = [a or b for a, b in zip(used_ops, dce_closed(br, used_outputs)[1])]
+    new_branches = tuple(dce_closed(br, used_outputs, keep_inputs=used_ops)[0] for br in branches)
+    used_inputs = [True] + used_ops
+    return used_inputs, eqn.replace(invars=_pick(eqn.invars, used_inputs),
+                                    outvars=_pick(eqn.outvars, used_outputs),
+                                    params={**eqn.params, "branches": new_branches})
+
+
+pe.partial_eval_jaxpr_custom_rules[cond_p] = _pe_cond
+pe.dce_rules[cond_p] = _dce_cond
+
+
+# ------------------------------------------------------------------ lowering
+
+def _cond_lowering(ctx, index, *operands, branches, **_):
+    """stablehlo.case on the index clamped into [0, len(branches)), as lax.switch does."""
+    idx_aval = ctx.avals_in[0]
+    i32 = mlir.scalar_type(dt.int32)
+    if idx_aval.dtype != dt.int32:
+        index = hlo.convert(i32, index)
+    index = hlo.clamp(mlir.full((), 0, dt.int32), index, mlir.full((), len(branches) - 1, dt.int32))
+    out_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
+    op = hlo.CaseOp(out_types, index, len(branches))
+    for region, branch in zip(op.branches, branches):
+        with ir.InsertionPoint(region.blocks.append()):
+            hlo.return_(ctx.lower_jaxpr(branch, *operands))
+    return list(op.results)
+
+
+mlir.register_lowering(cond_p, _cond_lowering)

@@ -1,0 +1,427 @@
+"""Custom-derivative nodes: ``custom_jvp_call_jaxpr``, ``custom_vjp_call_jaxpr``, ``custom_lin``.
+
+A custom node runs ``fun_jaxpr`` (operands: hoisted consts, then the
+arguments) and carries its differentiation rules beside it, as thunks formed
+lazily because a rule may call its own custom function. The typing rules
+never force those thunks. ``custom_lin`` lives only in linearized (tangent)
+programs: it holds the user's ``bwd`` until transposition calls it. Operand
+types are compared on shape and dtype (weak types ignored), as for the calls.
+The user API (``custom_jvp``, ``custom_vjp``, ...) is ``jaxprc.custom_derivatives``.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Sequence
+
+from jaxprc import dispatch
+from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import partial_eval as pe
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, Primitive, ShapedArray, Thunk
+from jaxprc.ir.tracing import (ConcretizationTypeError, Tracer, current_builder, eval_jaxpr, no_trace,
+                               trace_to_jaxpr)
+from jaxprc.passes.dce import dce_closed
+from jaxprc.passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
+from jaxprc.passes.vmap import axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis
+
+from .call import _jit_t
+from .control_flow.common import _pick, check_operand_types, check_subjaxpr
+
+__all__ = ["custom_jvp_call_jaxpr_p", "custom_vjp_call_jaxpr_p", "custom_lin_p"]
+
+
+# ---------------------------------------------------------------- primitives
+
+def _check_num(prim: str, name: str, value, bound: int) -> None:
+    if type(value) is not int or not 0 <= value <= bound:
+        raise JaxprTypeError(f"{prim}: param {name} must be an int in [0, {bound}] "
+                             f"(the number of operands), got {value!r}")
+
+
+def _check_bool(prim: str, name: str, value) -> None:
+    if type(value) is not bool:
+        raise JaxprTypeError(f"{prim}: param {name} must be a bool, got {value!r}")
+
+
+def _check_callable(prim: str, name: str, value) -> None:
+    if not callable(value):
+        raise JaxprTypeError(f"{prim}: param {name} must be a thunk or callable, "
+                             f"got {type(value).__name__}")
+
+
+def _custom_call_abstract_eval(prim: str, rule_params: tuple[str, ...], other_params=()):
+    """Typing of a custom call: ``rule_params`` are thunks/callables, never forced here."""
+    def rule(*avals, fun_jaxpr, num_consts, symbolic_zeros, **params):
+        check_subjaxpr(prim, "fun_jaxpr", fun_jaxpr)
+        _check_num(prim, "num_consts", num_consts, len(avals))
+        _check_bool(prim, "symbolic_zeros", symbolic_zeros)
+        if set(params) != {*rule_params, *other_params}:
+            raise JaxprTypeError(f"{prim}: expected params {sorted(rule_params + other_params)} "
+                                 f"besides fun_jaxpr, num_consts, symbolic_zeros; got {sorted(params)}")
+        for name in rule_params:
+            _check_callable(prim, name, params[name])
+        check_operand_types(prim, "operands (fun_jaxpr's inputs: consts, then arguments)",
+                            fun_jaxpr.in_avals, avals)
+        return list(fun_jaxpr.out_avals)
+    return rule
+
+
+custom_jvp_call_jaxpr_p = Primitive("custom_jvp_call_jaxpr")
+custom_jvp_call_jaxpr_p.multiple_results = True
+custom_jvp_call_jaxpr_p.def_impl(functools.partial(dispatch.apply_primitive, custom_jvp_call_jaxpr_p))
+custom_jvp_call_jaxpr_p.def_abstract_eval(
+    _custom_call_abstract_eval("custom_jvp_call_jaxpr", ("jvp_jaxpr_thunk",)))
+
+custom_vjp_call_jaxpr_p = Primitive("custom_vjp_call_jaxpr")
+custom_vjp_call_jaxpr_p.multiple_results = True
+custom_vjp_call_jaxpr_p.def_impl(functools.partial(dispatch.apply_primitive, custom_vjp_call_jaxpr_p))
+custom_vjp_call_jaxpr_p.def_abstract_eval(
+    _custom_call_abstract_eval("custom_vjp_call_jaxpr", ("fwd_jaxpr_thunk", "bwd"), ("out_trees",)))
+
+custom_lin_p = Primitive("custom_lin")    # its impl (an error) is set by jaxprc.custom_derivatives
+custom_lin_p.multiple_results = True
+
+
+@custom_lin_p.def_abstract_eval
+def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals, symbolic_zeros):
+    _check_num("custom_lin", "num_res", num_res, len(avals))
+    _check_callable("custom_lin", "bwd", bwd)
+    _check_bool("custom_lin", "symbolic_zeros", symbolic_zeros)
+    if type(out_avals) is not tuple or not all(isinstance(a, ShapedArray) for a in out_avals):
+        raise JaxprTypeError(f"custom_lin: param out_avals must be a tuple of ShapedArrays, "
+                             f"got {out_avals!r}")
+    return list(out_avals)
+
+
+# ----------------------------------------------------------------------- jvp
+# A custom node's operands are its hoisted consts (values it closes over), then its arguments.
+# Its rule jaxprs take the consts the rule itself closes over first: ``n_rule_consts`` leading
+# operands, counted from the rule jaxpr's arity. Consts are not differentiable: a nonzero
+# tangent there means the user differentiates with respect to a closed-over value.
+
+class CustomDerivativeClosureError(TypeError):
+    """Differentiation of a custom_jvp/custom_vjp function with respect to a closed-over value."""
+
+
+def closed_over_error(kind: str) -> CustomDerivativeClosureError:
+    rules = "custom JVP rule" if kind == "custom_jvp" else "custom VJP rule"
+    adapt = "the custom_jvp rule" if kind == "custom_jvp" else "the custom_vjp fwd and bwd rules"
+    return CustomDerivativeClosureError(
+        f"Detected differentiation of a {kind} function with respect to a closed-over value. "
+        f"That isn't supported because the {rules} only specifies how to differentiate the "
+        f"{kind} function with respect to explicit input parameters.\n\n"
+        f"Try passing the closed-over value into the {kind} function as an argument, and "
+        f"adapting {adapt}.")
+
+
+def rule_const_count(rule: ClosedJaxpr, n_inputs: int) -> int:
+    """How many leading inputs of a rule jaxpr are consts (the rest are ``n_inputs`` values)."""
+    return len(rule.in_avals) - n_inputs
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, fun_jaxpr, jvp_jaxpr_thunk, num_consts, symbolic_zeros):
+    if any(not isinstance(t, Zero) for t in tangents[:num_consts]):
+        raise closed_over_error("custom_jvp")
+    args, arg_tangents = primals[num_consts:], tangents[num_consts:]
+    diff = [is_differentiable(a) for a in fun_jaxpr.in_avals[num_consts:]]
+    nonzero = [d and not isinstance(t, Zero) for d, t in zip(diff, arg_tangents)]
+    rule = None
+    if symbolic_zeros and not all(n == d for n, d in zip(nonzero, diff)):
+        for_zeros = getattr(jvp_jaxpr_thunk, "for_nonzeros", None)
+        rule = for_zeros(tuple(nonzero)) if for_zeros is not None else None
+    if rule is None:    # the thunk's rule takes a tangent for every differentiable argument
+        rule, nonzero = jvp_jaxpr_thunk(), diff
+    ts = [instantiate_zeros(t) for t, nz in zip(arg_tangents, nonzero) if nz]
+    n_rule_consts = rule_const_count(rule, len(args) + len(ts))
+    outs = eval_jaxpr(rule.jaxpr, rule.consts, *primals[:n_rule_consts], *args, *ts)
+    out_avals = fun_jaxpr.out_avals
+    n_out = len(out_avals)
+    touts = iter(outs[n_out:])
+    return outs[:n_out], [next(touts) if is_differentiable(a) else Zero(tangent_aval(a)) for a in out_avals]
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, out_trees,
+                         symbolic_zeros):
+    """Linearization of a custom_vjp call: run ``fwd``, then ``custom_lin`` on the tangents (it
+    carries ``bwd``; transposition calls it, forward mode cannot evaluate it)."""
+    if any(not isinstance(t, Zero) for t in tangents[:num_consts]):
+        raise closed_over_error("custom_vjp")
+    args, arg_tangents = primals[num_consts:], tangents[num_consts:]
+    diff_in = [is_differentiable(a) for a in fun_jaxpr.in_avals[num_consts:]]
+    perturbed = [d and not isinstance(t, Zero) for d, t in zip(diff_in, arg_tangents)]
+    variant = None
+    if symbolic_zeros and perturbed != diff_in and hasattr(bwd, "for_perturbed"):
+        variant = bwd.for_perturbed(perturbed)
+    fwd, bwd = variant if variant is not None else (fwd_jaxpr_thunk(), bwd)
+    n_fwd_consts = rule_const_count(fwd, len(args))
+    outs = eval_jaxpr(fwd.jaxpr, fwd.consts, *primals[:n_fwd_consts], *args)
+    out_avals = fun_jaxpr.out_avals
+    n_out = len(out_avals)
+    res = outs[n_out:]
+    diff_out = [is_differentiable(a) for a in out_avals]
+    ts = [instantiate_zeros(t) for t, d in zip(arg_tangents, diff_in) if d]
+    lin_avals = tuple(a.strip_weak_type() for a, d in zip(out_avals, diff_out) if d)
+    touts = iter(custom_lin_p.bind(*res, *ts, num_res=len(res), bwd=bwd, out_avals=lin_avals,
+                                   symbolic_zeros=symbolic_zeros) if lin_avals else [])
+    return outs[:n_out], [next(touts) if d else Zero(tangent_aval(a)) for d, a in zip(diff_out, out_avals)]
+
+
+ad.primitive_jvps[custom_jvp_call_jaxpr_p] = _custom_jvp_call_jvp
+ad.primitive_jvps[custom_vjp_call_jaxpr_p] = _custom_vjp_call_jvp
+
+
+# ----------------------------------------------------------------- transpose
+
+def _custom_jvp_call_t(cts, *args, fun_jaxpr, jvp_jaxpr_thunk, num_consts, symbolic_zeros):
+    # In a linear program (a jvp rule applied its own function to tangents) the node is linear
+    # through its function; the rule has done its work, as in JAX's partial evaluation.
+    return _jit_t(cts, *args, jaxpr=fun_jaxpr, name=jvp_jaxpr_thunk.name)
+
+
+def _concrete(xs):
+    """The concrete values of ``xs`` when the current trace knows them all (else None)."""
+    builder = current_builder()
+    out = []
+    for x in xs:
+        if isinstance(x, Tracer):
+            if builder is None or x._builder is not builder:
+                return None
+            try:
+                x = builder.concretize(x, "custom_vjp bwd", ConcretizationTypeError)
+            except ConcretizationTypeError:
+                return None
+        out.append(x)
+    return out
+
+
+def _custom_lin_t(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
+    """Calls the custom_vjp's ``bwd``. A Python rule (``bwd.call``) runs on concrete values when
+    this trace knows them (outside jit: the user's Python sees numbers) and on traced values
+    otherwise; a parsed program's bwd is just its jaxpr (the thunk's value)."""
+    res = list(args[:num_res])
+    call = getattr(bwd, "call", None)
+    if call is None:
+        j = bwd()
+        return [None] * num_res + eval_jaxpr(j.jaxpr, j.consts, *res, *map(instantiate_zeros, cts))
+    nonzero_cts = [ct for ct in cts if not isinstance(ct, Zero)]
+    concrete = _concrete(res + nonzero_cts) if getattr(bwd, "runs_on_values", False) else None
+    if concrete is None:
+        return [None] * num_res + list(call(*res, *cts))
+    values = iter(concrete)
+    res = [next(values) for _ in res]
+    cts = [ct if isinstance(ct, Zero) else next(values) for ct in cts]
+    with no_trace():
+        return [None] * num_res + list(call(*res, *cts))
+
+
+ad.primitive_transposes[custom_jvp_call_jaxpr_p] = _custom_jvp_call_t
+ad.primitive_transposes[custom_lin_p] = _custom_lin_t
+
+
+# ------------------------------------------------------------------ batching
+# vmap(custom_jvp_call(f, f_jvp)) == custom_jvp_call(vmap(f), vmap(f_jvp)), likewise fwd and bwd:
+# the rules stay attached, so differentiating the batched program still uses them. Rule jaxprs
+# are batched lazily (thunks), memoized per (rule, batch dims) so that a rule calling its own
+# function batches into a rule referring to itself.
+
+_BATCHED_RULES: dict = {}     # (id(rule), size, dims, ...) -> (rule, its batched thunk)
+_MAX_BATCHED_RULES = 4096
+
+
+def _batch_all_at_front(cj: ClosedJaxpr, size: int, in_dims: Sequence) -> ClosedJaxpr:
+    """Batch a rule jaxpr (consts allowed); every output comes out batched at axis 0."""
+    def fun(*args):
+        outs, dims = batch_eval(cj.jaxpr, cj.consts, args, in_dims)
+        return [matchaxis(x, d, 0, size) for x, d in zip(outs, dims)]
+    return trace_to_jaxpr(fun, [batched_aval(a, d, size) for a, d in zip(cj.in_avals, in_dims)],
+                          name="vmap")
+
+
+def _rule_dims(dims, num_consts: int, arg_avals, with_tangents: bool):
+    """``dims_of(rule)``: batch dims of a rule jaxpr's inputs: its own consts, the arguments,
+    (their tangents)."""
+    arg_dims = list(dims[num_consts:])
+    tangent_dims = [d for d, a in zip(arg_dims, arg_avals) if dt.is_inexact(a.dtype)] if with_tangents else []
+
+    def dims_of(rule: ClosedJaxpr):
+        n_rule_consts = len(rule.in_avals) - len(arg_dims) - len(tangent_dims)
+        return list(dims[:n_rule_consts]) + arg_dims + tangent_dims
+    return dims_of
+
+
+def _memo_batched(rule: Thunk, size: int, dims, num_consts, arg_avals, with_tangents) -> Thunk:
+    """A thunk of ``rule`` batched like the node's operands ``dims``, memoized."""
+    key = (id(rule), size, tuple(dims), num_consts, with_tangents)
+    hit = _BATCHED_RULES.get(key)
+    if hit is None:
+        dims_of = _rule_dims(dims, num_consts, arg_avals, with_tangents)
+        batched = Thunk(lambda: _batch_all_at_front(rule(), size, dims_of(rule())), name=rule.name)
+        if len(_BATCHED_RULES) >= _MAX_BATCHED_RULES:
+            del _BATCHED_RULES[next(iter(_BATCHED_RULES))]
+        hit = _BATCHED_RULES[key] = (rule, batched)
+    return hit[1]
+
+
+def _custom_jvp_call_rule(args, dims, *, fun_jaxpr, jvp_jaxpr_thunk, num_consts, symbolic_zeros):
+    size = axis_size_of(args, dims)
+    n_out = len(fun_jaxpr.out_avals)
+    fun, _ = batch_jaxpr(fun_jaxpr, size, dims, [True] * n_out)
+    rule = _memo_batched(jvp_jaxpr_thunk, size, dims, num_consts, fun_jaxpr.in_avals[num_consts:], True)
+    outs = custom_jvp_call_jaxpr_p.bind(*args, fun_jaxpr=fun, jvp_jaxpr_thunk=rule,
+                                        num_consts=num_consts, symbolic_zeros=symbolic_zeros)
+    return outs, [0] * n_out
+
+
+class BatchedBwd(Thunk):
+    """A custom_vjp ``bwd`` mapped over a batch: ``call`` takes residuals and cotangents batched
+    at axis 0 and batches the unbatched bwd's jaxpr inline; as a thunk, its batched jaxpr."""
+
+    def __init__(self, bwd: Thunk, size: int):
+        super().__init__(self._trace, bwd.name)
+        self.bwd, self.size = bwd, size
+
+    def call(self, *args):
+        j = self.bwd()
+        outs, dims = batch_eval(j.jaxpr, j.consts, [instantiate_zeros(a) for a in args], [0] * len(args))
+        return [matchaxis(x, d, 0, self.size) for x, d in zip(outs, dims)]
+
+    def _trace(self) -> ClosedJaxpr:
+        avals = [batched_aval(a, 0, self.size) for a in self.bwd().in_avals]
+        return trace_to_jaxpr(self.call, avals, name="vmap")
+
+
+def _custom_vjp_call_rule(args, dims, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, out_trees,
+                          symbolic_zeros):
+    size = axis_size_of(args, dims)
+    n_out = len(fun_jaxpr.out_avals)
+    fun, _ = batch_jaxpr(fun_jaxpr, size, dims, [True] * n_out)
+    fwd = _memo_batched(fwd_jaxpr_thunk, size, dims, num_consts, fun_jaxpr.in_avals[num_consts:], False)
+    outs = custom_vjp_call_jaxpr_p.bind(*args, fun_jaxpr=fun, fwd_jaxpr_thunk=fwd,
+                                        bwd=BatchedBwd(bwd, size), num_consts=num_consts,
+                                        out_trees=out_trees, symbolic_zeros=symbolic_zeros)
+    return outs, [0] * n_out
+
+
+def _custom_lin_rule(args, dims, *, num_res, bwd, out_avals, symbolic_zeros):
+    """A linearized custom_vjp call on a batch: residuals and tangents at axis 0, bwd mapped."""
+    size = axis_size_of(args, dims)
+    args = [matchaxis(x, d, 0, size) for x, d in zip(args, dims)]
+    outs = custom_lin_p.bind(*args, num_res=num_res, bwd=BatchedBwd(bwd, size),
+                             out_avals=tuple(batched_aval(a, 0, size) for a in out_avals),
+                             symbolic_zeros=symbolic_zeros)
+    return outs, [0] * len(out_avals)
+
+
+batching.primitive_batchers[custom_jvp_call_jaxpr_p] = _custom_jvp_call_rule
+batching.primitive_batchers[custom_vjp_call_jaxpr_p] = _custom_vjp_call_rule
+batching.primitive_batchers[custom_lin_p] = _custom_lin_rule
+
+
+# ----------------------------------------------------------------------- DCE
+# Pruned rules are memoized per (rule, used outputs): a rule that calls its own custom function
+# holds a node with the same rule and the same unused outputs, which then prunes to the same
+# thunk, so the pruned rule refers to itself instead of unfolding without end.
+
+_PRUNED_RULES: dict = {}      # (id(rule), used) -> (rule, pruned rule)
+_MAX_PRUNED_RULES = 4096
+
+
+def _memo_pruned(rule, used_outputs, make) -> Thunk:
+    key = (id(rule), tuple(used_outputs))
+    hit = _PRUNED_RULES.get(key)
+    if hit is None:
+        if len(_PRUNED_RULES) >= _MAX_PRUNED_RULES:
+            del _PRUNED_RULES[next(iter(_PRUNED_RULES))]
+        hit = _PRUNED_RULES[key] = (rule, make())
+    return hit[1]
+
+
+def _pruned_thunk(rule: Thunk, used_outputs) -> Thunk:
+    """``rule``'s jaxpr without the outputs not in ``used_outputs`` (a prefix mask: the outputs
+    after it, residuals, stay)."""
+    def prune():
+        j = rule()
+        return dce_closed(j, list(used_outputs) + [True] * (len(j.out_avals) - len(used_outputs)),
+                          keep_inputs=True)[0]
+    return _memo_pruned(rule, used_outputs, lambda: Thunk(prune, name=rule.name))
+
+
+def _dce_custom_jvp(used_outputs, eqn):
+    """Prune unused outputs of the function and of its rule (primal and tangent).
+    Inputs stay: the rule's consts are counted from its arity."""
+    if all(used_outputs):
+        return [True] * len(eqn.invars), eqn
+    p = eqn.params
+    fun, _ = dce_closed(p["fun_jaxpr"], used_outputs, keep_inputs=True)
+    used_tangents = [u for u, a in zip(used_outputs, p["fun_jaxpr"].out_avals) if dt.is_inexact(a.dtype)]
+    rule = _pruned_thunk(p["jvp_jaxpr_thunk"], list(used_outputs) + used_tangents)
+    return [True] * len(eqn.invars), eqn.replace(outvars=_pick(eqn.outvars, used_outputs),
+                                                 params={**p, "fun_jaxpr": fun, "jvp_jaxpr_thunk": rule})
+
+
+class PrunedBwd(Thunk):
+    """The ``bwd`` of a custom_vjp node whose unused outputs were removed: it takes cotangents
+    for the kept differentiable outputs only and gives the removed ones a ``Zero``. ``call``
+    (residuals, kept cotangents) runs the original (its Python function when it has one); as a
+    thunk it is that call's jaxpr."""
+
+    def __init__(self, bwd: Thunk, kept: Sequence[bool], ct_avals):
+        super().__init__(self._trace, bwd.name)
+        self.bwd, self.kept, self.ct_avals = bwd, tuple(kept), list(ct_avals)
+        self.runs_on_values = getattr(bwd, "runs_on_values", False)
+
+    def call(self, *args):
+        n_res = len(args) - sum(self.kept)
+        res, cts = args[:n_res], iter(args[n_res:])
+        all_cts = [next(cts) if k else Zero(a) for k, a in zip(self.kept, self.ct_avals)]
+        call = getattr(self.bwd, "call", None)
+        if call is not None:
+            return call(*res, *all_cts)
+        j = self.bwd()
+        return eval_jaxpr(j.jaxpr, j.consts, *res, *map(instantiate_zeros, all_cts))
+
+    def _trace(self) -> ClosedJaxpr:
+        in_avals = self.bwd().in_avals
+        n_res = len(in_avals) - len(self.kept)
+        avals = in_avals[:n_res] + [a for a, k in zip(in_avals[n_res:], self.kept) if k]
+        return trace_to_jaxpr(lambda *a: list(map(instantiate_zeros, self.call(*a))), avals, name=self.name)
+
+
+def _dce_custom_vjp(used_outputs, eqn):
+    """Prune unused outputs of the function and of ``fwd`` (its residuals stay); ``bwd`` then
+    gets cotangents for the kept outputs only. Inputs stay, as for custom_jvp."""
+    if all(used_outputs):
+        return [True] * len(eqn.invars), eqn
+    p = eqn.params
+    out_avals = p["fun_jaxpr"].out_avals
+    fun, _ = dce_closed(p["fun_jaxpr"], used_outputs, keep_inputs=True)
+    diff = [dt.is_inexact(a.dtype) for a in out_avals]
+    bwd = _memo_pruned(p["bwd"], used_outputs, lambda: PrunedBwd(
+        p["bwd"], [u for u, d in zip(used_outputs, diff) if d],
+        [a.strip_weak_type() for a, d in zip(out_avals, diff) if d]))
+    return [True] * len(eqn.invars), eqn.replace(
+        outvars=_pick(eqn.outvars, used_outputs),
+        params={**p, "fun_jaxpr": fun, "fwd_jaxpr_thunk": _pruned_thunk(p["fwd_jaxpr_thunk"], used_outputs),
+                "bwd": bwd})
+
+
+pe.dce_rules[custom_jvp_call_jaxpr_p] = _dce_custom_jvp
+pe.dce_rules[custom_vjp_call_jaxpr_p] = _dce_custom_vjp
+
+
+# ------------------------------------------------------------------ lowering
+
+def _custom_call(ctx, *args, fun_jaxpr, **_):
+    """Lowering ignores the custom rules and runs the primal function."""
+    return ctx.lower_jaxpr(fun_jaxpr, *args)
+
+
+def _custom_lin(ctx, *args, **_):
+    raise NotImplementedError(
+        "custom_lin has no lowering: it only exists inside linearized (tangent) jaxprs and must be "
+        "transposed away (reverse mode calls the custom_vjp's bwd) before a program is lowered.")
+
+
+mlir.register_lowering(custom_jvp_call_jaxpr_p, _custom_call)
+mlir.register_lowering(custom_vjp_call_jaxpr_p, _custom_call)
+mlir.register_lowering(custom_lin_p, _custom_lin)
