@@ -26,7 +26,7 @@ from .api import device_put
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr
 from .ir.tracing import close_over_consts, current_builder, eval_jaxpr
 from .lax.call import jit_p
-from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
+from .lax.custom_derivatives import as_primal_call
 from .lowering import canonical_platform, find_lowering_rule
 from .passes.registry import map_subjaxprs
 
@@ -36,9 +36,6 @@ __all__ = ["evaluate_jaxpr"]
 # per canonical object, alive as long as the entry here.
 _PROGRAMS: dict[ClosedJaxpr, ClosedJaxpr] = {}
 _MAX_PROGRAMS = 1024   # oldest entries go first, which frees their executables
-
-_CUSTOM_CALLS = (custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p)
-
 
 def evaluate_jaxpr(closed_jaxpr: ClosedJaxpr, args: Sequence[Any], name: str = "evaluate") -> list:
     """Run ``closed_jaxpr`` on ``args`` here: inlined inside a trace, compiled once at top level.
@@ -75,9 +72,9 @@ def _primal_only(cj: ClosedJaxpr) -> ClosedJaxpr:
 
 
 def _primal_eqn(e: Eqn) -> Eqn:
-    if e.primitive in _CUSTOM_CALLS:
-        return e.replace(primitive=jit_p, params={
-            "jaxpr": _primal_only(e.params["fun_jaxpr"]), "name": "primal"})
+    call = as_primal_call(e, _primal_only)
+    if call is not None:
+        return call
     params = map_subjaxprs(e.params, _primal_only)
     return e if all(params[k] is v for k, v in e.params.items()) else e.replace(params=params)
 

@@ -8,7 +8,7 @@ import functools
 
 import numpy as np
 
-from jaxprc import dispatch, lax
+from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import JaxprTypeError, Primitive
@@ -56,8 +56,6 @@ cummin_p = _cumulative("cummin", ANY)
 cumlogsumexp_p = _cumulative("cumlogsumexp", IS_FLOAT)
 
 _CUMULATIVES = (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p)
-for _prim in _CUMULATIVES:
-    _prim.def_impl(functools.partial(dispatch.apply_primitive, _prim))
 
 
 # --------------------------------------------------------------- builders

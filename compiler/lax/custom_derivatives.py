@@ -10,10 +10,8 @@ The user API (``custom_jvp``, ``custom_vjp``, ...) is ``jaxprc.custom_derivative
 """
 from __future__ import annotations
 
-import functools
 from typing import Sequence
 
-from jaxprc import dispatch
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
@@ -24,7 +22,7 @@ from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
 from jaxprc.passes.vmap import axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis
 
-from .call import _jit_t
+from .call import _jit_t, jit_p
 from .control_flow.common import _pick, check_operand_types, check_subjaxpr
 
 __all__ = ["custom_jvp_call_jaxpr_p", "custom_vjp_call_jaxpr_p", "custom_lin_p"]
@@ -68,13 +66,11 @@ def _custom_call_abstract_eval(prim: str, rule_params: tuple[str, ...], other_pa
 
 custom_jvp_call_jaxpr_p = Primitive("custom_jvp_call_jaxpr")
 custom_jvp_call_jaxpr_p.multiple_results = True
-custom_jvp_call_jaxpr_p.def_impl(functools.partial(dispatch.apply_primitive, custom_jvp_call_jaxpr_p))
 custom_jvp_call_jaxpr_p.def_abstract_eval(
     _custom_call_abstract_eval("custom_jvp_call_jaxpr", ("jvp_jaxpr_thunk",)))
 
 custom_vjp_call_jaxpr_p = Primitive("custom_vjp_call_jaxpr")
 custom_vjp_call_jaxpr_p.multiple_results = True
-custom_vjp_call_jaxpr_p.def_impl(functools.partial(dispatch.apply_primitive, custom_vjp_call_jaxpr_p))
 custom_vjp_call_jaxpr_p.def_abstract_eval(
     _custom_call_abstract_eval("custom_vjp_call_jaxpr", ("fwd_jaxpr_thunk", "bwd"), ("out_trees",)))
 
@@ -425,3 +421,15 @@ def _custom_lin(ctx, *args, **_):
 mlir.register_lowering(custom_jvp_call_jaxpr_p, _custom_call)
 mlir.register_lowering(custom_vjp_call_jaxpr_p, _custom_call)
 mlir.register_lowering(custom_lin_p, _custom_lin)
+
+
+# ------------------------------------------------------------ evaluation
+
+def as_primal_call(eqn, primal_only):
+    """A custom call as a plain call (``jit``) of its primal function, whose jaxpr
+    ``primal_only`` rewrites; None for other equations. At top level nothing differentiates
+    the program any more, so evaluation drops the rules (see ``evaluate._primal_only``)."""
+    if eqn.primitive not in (custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p):
+        return None
+    return eqn.replace(primitive=jit_p, params={"jaxpr": primal_only(eqn.params["fun_jaxpr"]),
+                                                 "name": "primal"})

@@ -13,7 +13,6 @@ import math
 import numpy as np
 from jaxlib.mlir.dialects import chlo
 
-from jaxprc import dispatch
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.ad import Zero, add_tangents, instantiate_zeros, is_undefined_primal
 from jaxprc.interpreters.mlir import hlo
@@ -265,9 +264,6 @@ def _select_n_rule(which, *cases):
         raise JaxprTypeError(f"select_n: the selector must be bool or int32, got {which.str_short()}")
     return ShapedArray(cases[0].shape, cases[0].dtype, all(c.weak_type for c in cases))
 
-
-# Outside a trace, each primitive runs through XLA on its own (dispatch's cached executables).
-dispatch.install_impls()
 
 
 # ====================================================================== builders

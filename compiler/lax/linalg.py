@@ -6,11 +6,10 @@ batch nor contracting) dimensions of lhs, then those of rhs.
 from __future__ import annotations
 
 import enum
-import functools
 
 import numpy as np
 
-from jaxprc import dispatch, lax
+from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
@@ -35,7 +34,6 @@ def _type_error(name: str, avals, expected: str, **params) -> JaxprTypeError:
 
 
 dot_general_p = Primitive("dot_general")
-dot_general_p.def_impl(functools.partial(dispatch.apply_primitive, dot_general_p))
 
 
 @dot_general_p.def_abstract_eval

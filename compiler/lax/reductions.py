@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from jaxprc import dispatch, lax
+from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
@@ -91,8 +91,6 @@ argmin_p = _arg_reduction("argmin")
 
 _REDUCTIONS = (reduce_sum_p, reduce_prod_p, reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p,
                reduce_xor_p)
-for _prim in (*_REDUCTIONS, argmax_p, argmin_p):
-    _prim.def_impl(functools.partial(dispatch.apply_primitive, _prim))
 
 
 # --------------------------------------------------------------- builders

@@ -15,13 +15,12 @@ with JAX's signature ``policy(prim, *in_avals, **params) -> bool``. The user API
 """
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxprc import dispatch, lax
+from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
@@ -70,9 +69,9 @@ class CheckpointPolicy(NamedTuple):
         if kind == "nothing_saveable":
             return False
         if kind == "dots_saveable":
-            return prim.name == "dot_general"
+            return prim is lax.dot_general_p
         if kind == "dots_with_no_batch_dims_saveable":
-            return prim.name == "dot_general" and not params["dimension_numbers"][1][0]
+            return prim is lax.dot_general_p and not params["dimension_numbers"][1][0]
         if kind == "save_only_these_names":
             return prim is name_p and params["name"] in self.names
         if kind == "save_anything_except_these_names":
@@ -100,7 +99,6 @@ def _checkpoint_params(*, prevent_cse, policy):
 
 checkpoint_p = Primitive("checkpoint")    # a call; partial evaluation consults the policy
 checkpoint_p.multiple_results = True
-checkpoint_p.def_impl(functools.partial(dispatch.apply_primitive, checkpoint_p))
 checkpoint_p.def_abstract_eval(_call_abstract_eval("checkpoint", _checkpoint_params))
 
 

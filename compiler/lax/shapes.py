@@ -463,7 +463,7 @@ def _pad_batch(args, dims, *, padding_config):
     inside = pad_p.bind(_batch_full(True, dt.bool_, aval_of(x).shape), scalar(False, dt.bool_),
                         padding_config=config)
     fill = broadcast_in_dim_p.bind(padval, shape=aval_of(padded).shape, broadcast_dimensions=(0,))
-    return lax.select_n_p.bind(inside, fill, padded), 0
+    return lax.select_n(inside, fill, padded), 0
 
 
 def _concatenate_batch(args, dims, *, dimension):

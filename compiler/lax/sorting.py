@@ -6,11 +6,10 @@ numbers sort by (real, imag).
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 
-from jaxprc import dispatch, lax
+from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
@@ -37,7 +36,6 @@ def _type_error(name: str, avals, expected: str, **params) -> JaxprTypeError:
 
 sort_p = Primitive("sort")
 sort_p.multiple_results = True
-sort_p.def_impl(functools.partial(dispatch.apply_primitive, sort_p))
 
 
 @sort_p.def_abstract_eval

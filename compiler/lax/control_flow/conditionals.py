@@ -6,14 +6,13 @@ all branches. Outside any trace, binding ``cond`` runs it eagerly.
 """
 from __future__ import annotations
 
-import functools
 from typing import Callable, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxprc import dispatch, lax
+from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
@@ -41,7 +40,6 @@ _NO_OPERAND = object()   # the legacy ``operand=`` keyword of cond/switch was no
 
 cond_p = Primitive("cond")
 cond_p.multiple_results = True
-cond_p.def_impl(functools.partial(dispatch.apply_primitive, cond_p))
 
 
 @cond_p.def_abstract_eval
@@ -262,13 +260,13 @@ def _cond_as_select(index, index_dim, ops, op_dims, branches, size):
     results = []
     for i, branch in enumerate(branches):
         taken = lax.eq_p.bind(index, full(i, dt.int32, (size,)))
-        guarded = [lax.select_n_p.bind(*align([taken, s, x], [0, 0, 0])[0]) if g else x
+        guarded = [lax.select_n(*align([taken, s, x], [0, 0, 0])[0]) if g else x
                    for x, s, g in zip(ops, stopped, inexact)]
         results.append(batch_eval(branch.jaxpr, branch.consts, guarded, op_dims))
     outs = []
     for per_branch in zip(*(zip(*r) for r in results)):
         cases = [matchaxis(x, d, 0, size) for x, d in per_branch]
-        outs.append(lax.select_n_p.bind(*align([index, *cases], [0] * (len(cases) + 1))[0]))
+        outs.append(lax.select_n(*align([index, *cases], [0] * (len(cases) + 1))[0]))
     return outs, [0] * len(outs)
 
 

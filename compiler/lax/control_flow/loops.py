@@ -18,14 +18,13 @@ pytree path.
 """
 from __future__ import annotations
 
-import functools
 import inspect
 from typing import Callable, NamedTuple
 
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxprc import dispatch, lax
+from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
@@ -49,7 +48,6 @@ __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
 
 while_p = Primitive("while")
 while_p.multiple_results = True
-while_p.def_impl(functools.partial(dispatch.apply_primitive, while_p))
 
 
 @while_p.def_abstract_eval
@@ -76,7 +74,6 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
 
 scan_p = Primitive("scan")
 scan_p.multiple_results = True
-scan_p.def_impl(functools.partial(dispatch.apply_primitive, scan_p))
 
 
 @scan_p.def_abstract_eval
@@ -601,7 +598,7 @@ def _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size, cond_
         outs = []
         for old, new, d in zip(carry, stepped, dims):
             which, old, new = align([pred, old, matchaxis(new, d, 0, size)], [0, 0, 0])[0]
-            outs.append(lax.select_n_p.bind(which, old, new))
+            outs.append(lax.select_n(which, old, new))
         return outs
 
     cond_j = trace_to_jaxpr(new_cond, cond_avals, name="vmap")

@@ -1,0 +1,53 @@
+"""Primitive families: every built-in primitive is exported by ``jaxprc.lax`` as ``<name>_p``
+with its rules in the public tables, and a family's primitives are defined and used in one
+module (the pass drivers, the IR and the runtime name none of them)."""
+import pathlib
+import re
+
+import pytest
+
+import jaxprc as jx
+from jaxprc.interpreters import ad, batching, mlir
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LAX_PRIMITIVES = {k: v for k, v in vars(jx.lax).items() if k.endswith("_p") and isinstance(v, jx.core.Primitive)}
+
+# (table, primitive name) -> why that table has no rule for it
+NO_RULE = {
+    ("jvp", "custom_lin"): "it only lives in linear programs, to be transposed away",
+    ("batching", "iota"): "it has no operands, so it is never batched",
+}
+
+
+def test_every_builtin_primitive_is_exported_by_lax(builtins):
+    assert {p.name for p in LAX_PRIMITIVES.values()} == {p.name for p in builtins}
+    for name, prim in LAX_PRIMITIVES.items():
+        assert name == prim.name.replace("-", "_") + "_p"
+
+
+@pytest.mark.parametrize("name", sorted(LAX_PRIMITIVES))
+def test_rules_are_in_the_public_tables(name):
+    prim = LAX_PRIMITIVES[name]
+    for table, rules in [("jvp", ad.primitive_jvps), ("batching", batching.primitive_batchers)]:
+        assert (prim in rules) != ((table, prim.name) in NO_RULE), (table, prim.name)
+    assert mlir.has_lowering(prim)
+
+
+SAMPLE = ["cumsum", "sort", "gather", "select_n", "integer_pow", "dot_general", "reduce_max", "scan",
+          "while", "custom_jvp_call_jaxpr"]
+FRONT_ENDS = ("compiler/numpy/", "compiler/nn.py", "compiler/scipy/")
+
+
+def test_a_primitive_lives_in_its_family_module():
+    files = [p for d in ("ir", "passes", "runtime", "compiler", "tools") for p in (ROOT / d).rglob("*.py")
+             if not p.relative_to(ROOT).as_posix().startswith(FRONT_ENDS)]
+    texts = {p.relative_to(ROOT).as_posix(): p.read_text() for p in files}
+    for name in SAMPLE:
+        pattern = re.compile(rf"\b{re.escape(name)}_p\b|[\"']{re.escape(name)}[\"']")
+        where = [f for f, text in texts.items() if pattern.search(text)]
+        assert any(f.startswith("compiler/lax/") for f in where), name
+        assert len(where) <= 2, (name, where)
+    any_primitive = re.compile(rf"\b({'|'.join(sorted(LAX_PRIMITIVES))})\b")
+    for f, text in texts.items():       # the IR and the pass drivers hold no primitive
+        if f.startswith(("ir/", "passes/")):
+            assert not any_primitive.search(text), f
