@@ -398,7 +398,7 @@ def _grad_program(lz: _Linearized, with_values: bool) -> ClosedJaxpr:
     ct_cj = lz.transposed(simplify=False)
     ct, known = ct_cj.jaxpr, lz.known
     n_p = lz.n_primal_outs
-    one = Literal(1, ShapedArray((), lz.out_avals[0].dtype))
+    one = Literal(1, ct.invars[-1].aval)      # the cotangent input's type, weak or not
     env = dict(zip(ct.invars, known.jaxpr.outvars[n_p:] + [one]))
     read = lambda a: env.get(a, a) if type(a) is Var else a
     eqns = list(known.jaxpr.eqns)

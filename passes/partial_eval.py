@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from jaxprc.ir import lax
-from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Var
+from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from jaxprc.ir.tracing import eval_jaxpr, source_info_of, trace_to_jaxpr
 
 from .dce import dce_closed
@@ -149,7 +149,8 @@ def _pe_cond(eqn, uk_in):
     def known_branch(i, k):
         def fun(*args):
             outs = eval_jaxpr(k.jaxpr, k.consts, *args)
-            pads = [[lax.full(a.shape, 0, a.dtype) for a in avals] for avals in res_avals]
+            pads = [[lax.full_like(Literal(0, ShapedArray((), a.dtype, a.weak_type)), 0, shape=a.shape)
+                     for a in avals] for avals in res_avals]     # zeros of the residuals' types
             pads[i] = outs[n_known_out:]
             return outs[:n_known_out] + [x for p in pads for x in p]
         return trace_to_jaxpr(fun, k.in_avals, name="cond_known")
