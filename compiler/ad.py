@@ -23,10 +23,10 @@ from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,
                          current_builder, get_aval, trace_to_jaxpr)
 from .ir.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
-from .passes.cse import cse
-from .passes.dce import dce, dce_closed
+from .passes.dce import dce_closed
 from .passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_aval
 from .passes.partial_eval import linearize_jaxpr
+from .passes.registry import run_pipeline, verify_pass_result
 from .passes.transpose import transpose_jaxpr
 
 __all__ = ["jvp", "vjp", "grad", "value_and_grad", "linearize", "linear_transpose",
@@ -155,8 +155,8 @@ def _without_gc(fn):
 
 def _simplify(cj: ClosedJaxpr, used_outputs: Sequence[bool] | None = None) -> ClosedJaxpr:
     if used_outputs is not None:
-        cj = dce_closed(cj, used_outputs, keep_inputs=True)[0]
-    return cse(dce(cj))
+        cj = verify_pass_result("dce", dce_closed(cj, used_outputs, keep_inputs=True)[0])
+    return run_pipeline(cj, "dce,cse")
 
 
 def _float0_zeros(aval):
@@ -188,6 +188,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     cj, consts = _trace_flat(flat_fun, flat_primals, "jvp")
     nonzeros = [False] * len(consts) + [is_differentiable(get_aval(p)) for p in flat_primals]
     jvp_cj, out_nz = jvp_jaxpr(cj, nonzeros, instantiate=True)
+    verify_pass_result("jvp", jvp_cj)
     n_out = store["n_out"]
     jvp_cj = _simplify(jvp_cj, [True] * (len(cj.out_avals) + sum(out_nz[:n_out])) + [False] * sum(out_nz[n_out:]))
     tangent_args = [t for t, nz in zip(flat_tangents, nonzeros[len(consts):]) if nz]
@@ -219,11 +220,14 @@ class _Linearized:
         self.wrt = [m and is_differentiable(a) for m, a in zip(diff_mask, self.in_avals)]
         nonzeros = [False] * len(consts) + self.wrt
         known, lin, out_nz, n_res = linearize_jaxpr(cj, nonzeros)
+        verify_pass_result("linearize (primal part)", known)
+        verify_pass_result("linearize (linear part)", lin)
         self.out_avals = cj.out_avals
         # tangents are wanted for the main outputs only, not for aux
         self.out_nz = out_nz[:self.n_out]
         lin_used = [True] * sum(self.out_nz) + [False] * sum(out_nz[self.n_out:])
-        self.lin = dce(dce_closed(lin, lin_used, keep_inputs=True)[0])   # cse'd where it runs
+        lin = verify_pass_result("dce", dce_closed(lin, lin_used, keep_inputs=True)[0])
+        self.lin = run_pipeline(lin, "dce")   # cse'd where it runs
         self.known, self.n_res = known, n_res
         self.n_primal_outs = len(cj.out_avals)
         self.args = list(consts) + list(flat_primals)
@@ -241,6 +245,7 @@ class _Linearized:
         ``values``: those inputs' concrete values, so a custom_vjp bwd runs on them."""
         n_lin_in = len(self.lin.in_avals) - self.n_res
         ct_cj, _ = transpose_jaxpr(self.lin, [False] * self.n_res + [True] * n_lin_in, values=values)
+        verify_pass_result("transpose", ct_cj)
         return _simplify(ct_cj) if simplify else ct_cj
 
     def calls_python_bwd(self) -> bool:
@@ -272,7 +277,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map."""
     lz = _Linearized(fun, primals, has_aux, "linearize")
     out, aux = lz.run_primal("linearize")
-    residuals, lin = lz.residuals, cse(lz.lin)
+    residuals, lin = lz.residuals, run_pipeline(lz.lin, "cse")
 
     @_without_gc
     def f_jvp(*tangents):
@@ -424,6 +429,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     cj = trace_to_jaxpr(flat_fun, in_avals, name="linear_transpose")
     cj, consts = close_over_consts(cj)
     ct_cj, _ = transpose_jaxpr(cj, [False] * len(consts) + [True] * len(in_avals))
+    verify_pass_result("transpose", ct_cj)
     ct_cj = _simplify(ct_cj)
     out_tree = store["out_tree"]
 
