@@ -21,8 +21,8 @@ from . import dispatch, passes, runtime
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, ShapedArray
-from .ir.tracing import _STACK, Tracer, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
-    register_internal_dir, trace_to_jaxpr, user_source_info
+from .ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
+    register_internal_dir, trace_state as _trace_state, trace_to_jaxpr, user_source_info
 from .ir.tree_util import keystr, registry as _registry
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
 
@@ -357,7 +357,7 @@ class JitFunction:
 
     # -- the fast path ----------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if _STACK:
+        if _trace_state.stack:         # inside a trace of this thread
             return self._call_in_trace(args, kwargs)
         if self._spec.trivial and not kwargs:
             leaves, treedef = _flatten(args)
