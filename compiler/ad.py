@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -131,18 +132,34 @@ def _splice(builder: JaxprBuilder, cj: ClosedJaxpr, args: Sequence[Any]) -> list
 
 
 class _gc_paused:
-    """Cyclic garbage collection off inside (re-entrant). Tracing and the passes allocate many
-    objects that live on (variables, equations, types) and few cycles; CPython's full
-    collections, triggered by allocation counts, would traverse them all again and again:
-    without this, half the time of ``grad`` of a 2000-equation program."""
+    """Cyclic garbage collection off inside (re-entrant, and across threads). Tracing and the
+    passes allocate many objects that live on (variables, equations, types) and few cycles;
+    CPython's full collections, triggered by allocation counts, would traverse them all again
+    and again: without this, half the time of ``grad`` of a 2000-equation program.
+
+    The collector is process-wide, so the pause is counted: the first entry (of any thread)
+    turns it off, if it was on, and the last exit turns it back on; one thread leaving does not
+    turn it on under another that is still inside.
+    """
+
+    _lock = threading.Lock()
+    _depth = 0
+    _was_enabled = False
 
     def __enter__(self):
-        self.was_enabled = gc.isenabled()
-        gc.disable()
+        cls = _gc_paused
+        with cls._lock:
+            if cls._depth == 0:
+                cls._was_enabled = gc.isenabled()
+                gc.disable()
+            cls._depth += 1
 
     def __exit__(self, *exc):
-        if self.was_enabled:
-            gc.enable()
+        cls = _gc_paused
+        with cls._lock:
+            cls._depth -= 1
+            if cls._depth == 0 and cls._was_enabled:
+                gc.enable()
 
 
 def _without_gc(fn):

@@ -238,8 +238,15 @@ class Thunk:
 
     def __call__(self):
         if self._value is Thunk._UNSET:
-            self._value = self._fn()
-            self._fn = None
+            # Threads may force a shared thunk at once: each may form the value, the first one
+            # formed is kept. ``_value`` is set before ``_fn`` is cleared, so a thread that finds
+            # no ``_fn`` finds the value.
+            fn = self._fn
+            if fn is not None:
+                value = fn()
+                if self._value is Thunk._UNSET:
+                    self._value = value
+                    self._fn = None
         return self._value
 
     @property
