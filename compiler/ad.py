@@ -19,8 +19,9 @@ import numpy as np
 
 from .ir import dtypes as dt
 from .ir import lax
+from .api import argnums_positions
 from .evaluate import evaluate_jaxpr
-from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,
                          current_builder, get_aval, trace_to_jaxpr)
 from .ir.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
@@ -341,15 +342,6 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 # ----------------------------------------------------------------- grad
 
-def _argnums_tuple(argnums, nargs, name):
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    for n in nums:
-        if not -nargs <= n < nargs:
-            raise ValueError(f"{name}: argnums={argnums} is out of range for a function called with "
-                             f"{nargs} positional arguments")
-    return tuple(n % nargs for n in nums)
-
-
 def _check_grad_input(x, allow_int, name):
     aval = get_aval(x)
     if not is_differentiable(aval) and not allow_int:
@@ -373,7 +365,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 def _grad_transform(fun, argnums, has_aux, allow_int, with_value, name):
     @_without_gc
     def transformed(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args), name)
+        nums = argnums_positions(argnums, len(args), name)
         for n in nums:
             for leaf in tree_flatten(args[n])[0]:
                 _check_grad_input(leaf, allow_int, name)
@@ -502,7 +494,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     from .vmap import vmap
 
     def jac_fun(*args):
-        nums = _argnums_tuple(argnums, len(args), "jacfwd")
+        nums = argnums_positions(argnums, len(args), "jacfwd")
         wrt = tuple(args[n] for n in nums)
         partial = _partial_in(fun, args, nums)
         flat_wrt, wrt_tree = tree_flatten(wrt)
@@ -526,7 +518,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     from .vmap import vmap
 
     def jac_fun(*args):
-        nums = _argnums_tuple(argnums, len(args), "jacrev")
+        nums = argnums_positions(argnums, len(args), "jacrev")
         wrt = tuple(args[n] for n in nums)
         out, vjp_fun, *aux = vjp(_partial_in(fun, args, nums), *wrt, has_aux=has_aux)
         flat_wrt, wrt_tree = tree_flatten(wrt)

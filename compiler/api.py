@@ -123,6 +123,19 @@ class _ArgSpec:
         return args, kwargs
 
 
+def argnums_positions(argnums: int | Sequence[int], nargs: int, what: str,
+                      option: str = "argnums") -> tuple[int, ...]:
+    """``argnums`` (an int or ints, negative ones counting from the end) as positions in a call
+    with ``nargs`` positional arguments, in the order given; out of range is a ValueError
+    naming ``what`` (the transformation) and its ``option``."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise ValueError(f"{what}: {option}={argnums} is out of range for a function called with "
+                             f"{nargs} positional arguments")
+    return tuple(n % nargs for n in nums)
+
+
 def _trace(fun, spec: _ArgSpec, args, kwargs, name: str):
     """Trace ``fun(*args, **kwargs)`` on abstract values: (ClosedJaxpr, output treedef)."""
     dyn, static, static_pos = spec.split(args, kwargs)

@@ -286,12 +286,6 @@ def _leaf_key(x):
     return ("value", type(x), x)
 
 
-def _check_tree(what: str, expected_tree, got_tree):
-    if expected_tree != got_tree:
-        raise TypeError(f"{what}: expected the container (pytree) structure {expected_tree}, "
-                        f"got {got_tree}.")
-
-
 def _check_avals(what: str, expected: Sequence[ShapedArray], got: Sequence[ShapedArray], labels=None):
     for i, (e, g) in enumerate(zip(expected, got)):
         if e.shape != g.shape or e.dtype != g.dtype:

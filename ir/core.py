@@ -216,10 +216,6 @@ class ClosedJaxpr:
         return structural_hash(self)
 
 
-def closed(jaxpr: Jaxpr) -> ClosedJaxpr:
-    return ClosedJaxpr(jaxpr, [])
-
-
 class Thunk:
     """A lazily formed, memoized ClosedJaxpr (a custom rule's jaxpr).
 
@@ -329,10 +325,6 @@ def param_type(cls: type) -> type:
 
 
 # -------------------------------------------------------------- utilities
-
-def jaxpr_as_closed(j: Jaxpr | ClosedJaxpr) -> ClosedJaxpr:
-    return j if isinstance(j, ClosedJaxpr) else ClosedJaxpr(j, [])
-
 
 def subjaxprs(eqn: Eqn):
     """The ClosedJaxprs held directly in an equation's params (tuples searched, thunks not forced)."""
