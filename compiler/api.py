@@ -4,8 +4,8 @@
 it, once per call signature: the function's pytree structure, each leaf's
 type (shape, dtype, weak type), the static arguments and the x64 flag. A
 cache hit does no tracing, lowering or compiling: it flattens the arguments,
-looks the signature up, hands the device buffers to XLA and wraps the results
-(notes/jaxlib.md §6). Inside another trace, ``jit(f)(x)`` records a ``jit``
+looks the signature up, hands the device buffers to XLA (the executable's
+``execute_sharded``) and wraps the results. Inside another trace, ``jit(f)(x)`` records a ``jit``
 equation holding ``f``'s jaxpr instead.
 """
 from __future__ import annotations

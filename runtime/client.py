@@ -4,7 +4,7 @@ CPU always works. CUDA is used when a CUDA PJRT plugin package
 (``jax-cuda12-pjrt`` / ``jax-cuda13-pjrt``) is installed and a GPU is visible;
 ``JAXPRC_PLATFORM=cpu|cuda`` forces a choice. The plugin's Python package
 imports ``jax``, so we only *locate* its shared library and load it through
-jaxlib (notes/jaxlib.md §7).
+jaxlib's own plugin loading.
 """
 from __future__ import annotations
 
