@@ -12,22 +12,24 @@ from __future__ import annotations
 
 import functools
 import gc
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .ir import dtypes as dt
 from . import lax
+from .api import argnums_positions
 from .evaluate import evaluate_jaxpr
 from .lax.custom_derivatives import custom_lin_p
-from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,
                          current_builder, get_aval, trace_to_jaxpr)
 from .ir.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
-from .passes.cse import cse
-from .passes.dce import dce, dce_closed
+from .passes.dce import dce_closed
 from .passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_aval
 from .passes.partial_eval import linearize_jaxpr
+from .passes.registry import run_pipeline, verify_pass_result
 from .passes.transpose import transpose_jaxpr
 
 __all__ = ["jvp", "vjp", "grad", "value_and_grad", "linearize", "linear_transpose",
@@ -132,18 +134,34 @@ def _splice(builder: JaxprBuilder, cj: ClosedJaxpr, args: Sequence[Any]) -> list
 
 
 class _gc_paused:
-    """Cyclic garbage collection off inside (re-entrant). Tracing and the passes allocate many
-    objects that live on (variables, equations, types) and few cycles; CPython's full
-    collections, triggered by allocation counts, would traverse them all again and again:
-    without this, half the time of ``grad`` of a 2000-equation program."""
+    """Cyclic garbage collection off inside (re-entrant, and across threads). Tracing and the
+    passes allocate many objects that live on (variables, equations, types) and few cycles;
+    CPython's full collections, triggered by allocation counts, would traverse them all again
+    and again: without this, half the time of ``grad`` of a 2000-equation program.
+
+    The collector is process-wide, so the pause is counted: the first entry (of any thread)
+    turns it off, if it was on, and the last exit turns it back on; one thread leaving does not
+    turn it on under another that is still inside.
+    """
+
+    _lock = threading.Lock()
+    _depth = 0
+    _was_enabled = False
 
     def __enter__(self):
-        self.was_enabled = gc.isenabled()
-        gc.disable()
+        cls = _gc_paused
+        with cls._lock:
+            if cls._depth == 0:
+                cls._was_enabled = gc.isenabled()
+                gc.disable()
+            cls._depth += 1
 
     def __exit__(self, *exc):
-        if self.was_enabled:
-            gc.enable()
+        cls = _gc_paused
+        with cls._lock:
+            cls._depth -= 1
+            if cls._depth == 0 and cls._was_enabled:
+                gc.enable()
 
 
 def _without_gc(fn):
@@ -156,8 +174,8 @@ def _without_gc(fn):
 
 def _simplify(cj: ClosedJaxpr, used_outputs: Sequence[bool] | None = None) -> ClosedJaxpr:
     if used_outputs is not None:
-        cj = dce_closed(cj, used_outputs, keep_inputs=True)[0]
-    return cse(dce(cj))
+        cj = verify_pass_result("dce", dce_closed(cj, used_outputs, keep_inputs=True)[0])
+    return run_pipeline(cj, "dce,cse")
 
 
 def _float0_zeros(aval):
@@ -189,6 +207,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     cj, consts = _trace_flat(flat_fun, flat_primals, "jvp")
     nonzeros = [False] * len(consts) + [is_differentiable(get_aval(p)) for p in flat_primals]
     jvp_cj, out_nz = jvp_jaxpr(cj, nonzeros, instantiate=True)
+    verify_pass_result("jvp", jvp_cj)
     n_out = store["n_out"]
     jvp_cj = _simplify(jvp_cj, [True] * (len(cj.out_avals) + sum(out_nz[:n_out])) + [False] * sum(out_nz[n_out:]))
     tangent_args = [t for t, nz in zip(flat_tangents, nonzeros[len(consts):]) if nz]
@@ -220,11 +239,14 @@ class _Linearized:
         self.wrt = [m and is_differentiable(a) for m, a in zip(diff_mask, self.in_avals)]
         nonzeros = [False] * len(consts) + self.wrt
         known, lin, out_nz, n_res = linearize_jaxpr(cj, nonzeros)
+        verify_pass_result("linearize (primal part)", known)
+        verify_pass_result("linearize (linear part)", lin)
         self.out_avals = cj.out_avals
         # tangents are wanted for the main outputs only, not for aux
         self.out_nz = out_nz[:self.n_out]
         lin_used = [True] * sum(self.out_nz) + [False] * sum(out_nz[self.n_out:])
-        self.lin = dce(dce_closed(lin, lin_used, keep_inputs=True)[0])   # cse'd where it runs
+        lin = verify_pass_result("dce", dce_closed(lin, lin_used, keep_inputs=True)[0])
+        self.lin = run_pipeline(lin, "dce")   # cse'd where it runs
         self.known, self.n_res = known, n_res
         self.n_primal_outs = len(cj.out_avals)
         self.args = list(consts) + list(flat_primals)
@@ -242,6 +264,7 @@ class _Linearized:
         ``values``: those inputs' concrete values, so a custom_vjp bwd runs on them."""
         n_lin_in = len(self.lin.in_avals) - self.n_res
         ct_cj, _ = transpose_jaxpr(self.lin, [False] * self.n_res + [True] * n_lin_in, values=values)
+        verify_pass_result("transpose", ct_cj)
         return _simplify(ct_cj) if simplify else ct_cj
 
     def calls_python_bwd(self) -> bool:
@@ -273,7 +296,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map."""
     lz = _Linearized(fun, primals, has_aux, "linearize")
     out, aux = lz.run_primal("linearize")
-    residuals, lin = lz.residuals, cse(lz.lin)
+    residuals, lin = lz.residuals, run_pipeline(lz.lin, "cse")
 
     @_without_gc
     def f_jvp(*tangents):
@@ -320,15 +343,6 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 # ----------------------------------------------------------------- grad
 
-def _argnums_tuple(argnums, nargs, name):
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    for n in nums:
-        if not -nargs <= n < nargs:
-            raise ValueError(f"{name}: argnums={argnums} is out of range for a function called with "
-                             f"{nargs} positional arguments")
-    return tuple(n % nargs for n in nums)
-
-
 def _check_grad_input(x, allow_int, name):
     aval = get_aval(x)
     if not is_differentiable(aval) and not allow_int:
@@ -352,7 +366,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 def _grad_transform(fun, argnums, has_aux, allow_int, with_value, name):
     @_without_gc
     def transformed(*args, **kwargs):
-        nums = _argnums_tuple(argnums, len(args), name)
+        nums = argnums_positions(argnums, len(args), name)
         for n in nums:
             for leaf in tree_flatten(args[n])[0]:
                 _check_grad_input(leaf, allow_int, name)
@@ -399,7 +413,7 @@ def _grad_program(lz: _Linearized, with_values: bool) -> ClosedJaxpr:
     ct_cj = lz.transposed(simplify=False)
     ct, known = ct_cj.jaxpr, lz.known
     n_p = lz.n_primal_outs
-    one = Literal(1, ShapedArray((), lz.out_avals[0].dtype))
+    one = Literal(1, ct.invars[-1].aval)      # the cotangent input's type, weak or not
     env = dict(zip(ct.invars, known.jaxpr.outvars[n_p:] + [one]))
     read = lambda a: env.get(a, a) if type(a) is Var else a
     eqns = list(known.jaxpr.eqns)
@@ -425,6 +439,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     cj = trace_to_jaxpr(flat_fun, in_avals, name="linear_transpose")
     cj, consts = close_over_consts(cj)
     ct_cj, _ = transpose_jaxpr(cj, [False] * len(consts) + [True] * len(in_avals))
+    verify_pass_result("transpose", ct_cj)
     ct_cj = _simplify(ct_cj)
     out_tree = store["out_tree"]
 
@@ -480,7 +495,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     from .vmap import vmap
 
     def jac_fun(*args):
-        nums = _argnums_tuple(argnums, len(args), "jacfwd")
+        nums = argnums_positions(argnums, len(args), "jacfwd")
         wrt = tuple(args[n] for n in nums)
         partial = _partial_in(fun, args, nums)
         flat_wrt, wrt_tree = tree_flatten(wrt)
@@ -504,7 +519,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     from .vmap import vmap
 
     def jac_fun(*args):
-        nums = _argnums_tuple(argnums, len(args), "jacrev")
+        nums = argnums_positions(argnums, len(args), "jacrev")
         wrt = tuple(args[n] for n in nums)
         out, vjp_fun, *aux = vjp(_partial_in(fun, args, nums), *wrt, has_aux=has_aux)
         flat_wrt, wrt_tree = tree_flatten(wrt)

@@ -11,6 +11,7 @@ import functools
 from types import SimpleNamespace
 from typing import Callable, Sequence
 
+from .api import argnums_positions
 from .lax.remat import CheckpointPolicy, checkpoint_p, name_p
 from .ir.tracing import close_over_consts, get_aval, trace_to_jaxpr
 from .ir.tree_util import tree_flatten, tree_unflatten
@@ -54,15 +55,6 @@ def checkpoint_name(x, name: str):
     return tree_unflatten(tree, [name_p.bind(leaf, name=name) for leaf in leaves])
 
 
-def _static_positions(static_argnums, nargs: int) -> frozenset:
-    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
-    for n in nums:
-        if not -nargs <= n < nargs:
-            raise ValueError(f"checkpoint: static_argnums={static_argnums} is out of range for a "
-                             f"function called with {nargs} positional arguments")
-    return frozenset(n % nargs for n in nums)
-
-
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | None = None,
                static_argnums: int | Sequence[int] = ()) -> Callable:
     """``fun`` made rematerializable: under differentiation only what ``policy`` saves (a
@@ -75,7 +67,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
 
     @functools.wraps(fun)
     def fun_remat(*args, **kwargs):
-        static = _static_positions(static_argnums, len(args))
+        static = frozenset(argnums_positions(static_argnums, len(args), "checkpoint", "static_argnums"))
         dynamic = [a for i, a in enumerate(args) if i not in static]
         leaves, in_tree = tree_flatten((dynamic, kwargs))
         store = {}

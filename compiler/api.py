@@ -4,8 +4,8 @@
 it, once per call signature: the function's pytree structure, each leaf's
 type (shape, dtype, weak type), the static arguments and the x64 flag. A
 cache hit does no tracing, lowering or compiling: it flattens the arguments,
-looks the signature up, hands the device buffers to XLA and wraps the results
-(notes/jaxlib.md §6). Inside another trace, ``jit(f)(x)`` records a ``jit``
+looks the signature up, hands the device buffers to XLA (the executable's
+``execute_sharded``) and wraps the results. Inside another trace, ``jit(f)(x)`` records a ``jit``
 equation holding ``f``'s jaxpr instead.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ from . import dispatch, passes, runtime
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
-from .ir.tracing import _STACK, Tracer, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
-    register_internal_dir, trace_to_jaxpr, user_source_info
+from .ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
+    register_internal_dir, trace_state as _trace_state, trace_to_jaxpr, user_source_info
 from .ir.tree_util import keystr, registry as _registry
 from .lax.call import jit_p
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
@@ -143,6 +143,19 @@ class _ArgSpec:
         kwargs = dict(dyn_kwargs)
         kwargs.update((k, value) for (k, _, value) in static[len(static_pos):])
         return args, kwargs
+
+
+def argnums_positions(argnums: int | Sequence[int], nargs: int, what: str,
+                      option: str = "argnums") -> tuple[int, ...]:
+    """``argnums`` (an int or ints, negative ones counting from the end) as positions in a call
+    with ``nargs`` positional arguments, in the order given; out of range is a ValueError
+    naming ``what`` (the transformation) and its ``option``."""
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise ValueError(f"{what}: {option}={argnums} is out of range for a function called with "
+                             f"{nargs} positional arguments")
+    return tuple(n % nargs for n in nums)
 
 
 def _trace(fun, spec: _ArgSpec, args, kwargs, name: str):
@@ -382,7 +395,7 @@ class JitFunction:
 
     # -- the fast path ----------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if _STACK:
+        if _trace_state.stack:         # inside a trace of this thread
             return self._call_in_trace(args, kwargs)
         if self._spec.trivial and not kwargs:
             leaves, treedef = _flatten(args)

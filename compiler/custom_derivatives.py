@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -182,9 +183,16 @@ def _with_leading_inputs(cj: ClosedJaxpr, avals: Sequence[ShapedArray]) -> Close
     return ClosedJaxpr(Jaxpr(j.constvars, [Var(a) for a in avals] + j.invars, j.outvars, j.eqns), cj.consts)
 
 
-# Rules being formed, by (custom function, rule kind, input types): a call met while forming a
-# rule for the same key refers to that rule's thunk (a rule calling its own function).
-_FORMING: dict = {}
+class _RulesBeingFormed(threading.local):
+    """Rules being formed by this thread, by (custom function, rule kind, input types): a call
+    met while forming a rule for the same key refers to that rule's thunk (a rule calling its own
+    function). Per thread: another thread forming the same rule is not a recursive call."""
+
+    def __init__(self):
+        self.by_key: dict = {}
+
+
+_FORMING = _RulesBeingFormed()
 
 
 class _Forming:
@@ -222,7 +230,7 @@ def _form_rule(key, name: str, trace: Callable[[], ClosedJaxpr], retrace=None):
     When a rule cannot be traced now (e.g. it branches on a value under jit), its thunk stays
     lazy and raises the error when differentiation needs the rule.
     """
-    entry = _FORMING.get(key)
+    entry = _FORMING.by_key.get(key)
     if entry is not None:
         entry.recursive = True
         return entry.thunk, list(entry.const_objs or [])
@@ -235,7 +243,7 @@ def _form_rule(key, name: str, trace: Callable[[], ClosedJaxpr], retrace=None):
                              "live, or pass them as arguments")
         return cj
     thunk = RuleThunk(form, name, retrace)
-    entry = _FORMING[key] = _Forming(thunk)
+    entry = _FORMING.by_key[key] = _Forming(thunk)
     try:
         cj, objs = _hoist_tracer_consts(trace())
         if objs and entry.recursive:       # the recursive calls must pass these values too
@@ -246,7 +254,7 @@ def _form_rule(key, name: str, trace: Callable[[], ClosedJaxpr], retrace=None):
     except Exception:
         return thunk, []
     finally:
-        del _FORMING[key]
+        del _FORMING.by_key[key]
     thunk.settle(cj)
     return thunk, objs
 
@@ -276,12 +284,6 @@ def _leaf_key(x):
     except TypeError:
         return ("id", id(x))
     return ("value", type(x), x)
-
-
-def _check_tree(what: str, expected_tree, got_tree):
-    if expected_tree != got_tree:
-        raise TypeError(f"{what}: expected the container (pytree) structure {expected_tree}, "
-                        f"got {got_tree}.")
 
 
 def _check_avals(what: str, expected: Sequence[ShapedArray], got: Sequence[ShapedArray], labels=None):

@@ -117,8 +117,8 @@ _EAGER_IMPLS: dict[Primitive, _EagerImpl] = {}
 
 def _eager_impl(prim: Primitive) -> _EagerImpl:
     impl = _EAGER_IMPLS.get(prim)
-    if impl is None:
-        impl = _EAGER_IMPLS[prim] = _EagerImpl(prim)
+    if impl is None:     # setdefault: racing threads share one impl (and its cache)
+        impl = _EAGER_IMPLS.setdefault(prim, _EagerImpl(prim))
     return impl
 
 

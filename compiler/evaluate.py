@@ -19,6 +19,7 @@ its jaxpr with passes and then run the result where they were called:
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Sequence
 
 from . import runtime
@@ -36,6 +37,7 @@ __all__ = ["evaluate_jaxpr"]
 # per canonical object, alive as long as the entry here.
 _PROGRAMS: dict[ClosedJaxpr, ClosedJaxpr] = {}
 _MAX_PROGRAMS = 1024   # oldest entries go first, which frees their executables
+_PROGRAMS_LOCK = threading.Lock()   # the lookup, eviction and insertion, as one step
 
 def evaluate_jaxpr(closed_jaxpr: ClosedJaxpr, args: Sequence[Any], name: str = "evaluate") -> list:
     """Run ``closed_jaxpr`` on ``args`` here: inlined inside a trace, compiled once at top level.
@@ -50,10 +52,19 @@ def evaluate_jaxpr(closed_jaxpr: ClosedJaxpr, args: Sequence[Any], name: str = "
     if canonical is None:
         if not _lowerable(program):
             return [device_put(x) for x in eval_jaxpr(program.jaxpr, [], *args)]
-        if len(_PROGRAMS) >= _MAX_PROGRAMS:
-            del _PROGRAMS[next(iter(_PROGRAMS))]
-        canonical = _PROGRAMS[program] = program
+        canonical = _canonical(program)
     return list(jit_p.bind(*args, jaxpr=canonical, name=name))
+
+
+def _canonical(program: ClosedJaxpr) -> ClosedJaxpr:
+    """The one object standing for programs equal to ``program``, entered if there is none."""
+    with _PROGRAMS_LOCK:
+        canonical = _PROGRAMS.get(program)
+        if canonical is None:
+            if len(_PROGRAMS) >= _MAX_PROGRAMS:
+                del _PROGRAMS[next(iter(_PROGRAMS))]
+            canonical = _PROGRAMS[program] = program
+        return canonical
 
 
 def _primal_only(cj: ClosedJaxpr) -> ClosedJaxpr:

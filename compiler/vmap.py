@@ -16,6 +16,7 @@ import inspect
 from jaxprc.ir.tracing import get_aval, trace_to_jaxpr
 from jaxprc.ir.tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
                                  tree_map, tree_unflatten)
+from jaxprc.passes.registry import verify_pass_result
 from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_jaxpr
 
 from .evaluate import evaluate_jaxpr
@@ -71,7 +72,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
                                      name=f"vmap({name})")
         out_axes_flat = _flatten_axes("vmap out_axes", out_tree[0], out_axes)
         try:
-            batched = vmap_jaxpr(per_example, axes, size, out_axes_flat)
+            batched = verify_pass_result("vmap", vmap_jaxpr(per_example, axes, size, out_axes_flat))
         except BatchSpecError as e:
             leaf_numbers = tree_unflatten(out_tree[0], range(out_tree[0].num_leaves))
             path, _ = tree_flatten_with_path(leaf_numbers)[0][e.leaf_idx]

@@ -216,10 +216,6 @@ class ClosedJaxpr:
         return structural_hash(self)
 
 
-def closed(jaxpr: Jaxpr) -> ClosedJaxpr:
-    return ClosedJaxpr(jaxpr, [])
-
-
 class Thunk:
     """A lazily formed, memoized ClosedJaxpr (a custom rule's jaxpr).
 
@@ -238,8 +234,15 @@ class Thunk:
 
     def __call__(self):
         if self._value is Thunk._UNSET:
-            self._value = self._fn()
-            self._fn = None
+            # Threads may force a shared thunk at once: each may form the value, the first one
+            # formed is kept. ``_value`` is set before ``_fn`` is cleared, so a thread that finds
+            # no ``_fn`` finds the value.
+            fn = self._fn
+            if fn is not None:
+                value = fn()
+                if self._value is Thunk._UNSET:
+                    self._value = value
+                    self._fn = None
         return self._value
 
     @property
@@ -322,10 +325,6 @@ def param_type(cls: type) -> type:
 
 
 # -------------------------------------------------------------- utilities
-
-def jaxpr_as_closed(j: Jaxpr | ClosedJaxpr) -> ClosedJaxpr:
-    return j if isinstance(j, ClosedJaxpr) else ClosedJaxpr(j, [])
-
 
 def subjaxprs(eqn: Eqn):
     """The ClosedJaxprs held directly in an equation's params (tuples searched, thunks not forced)."""

@@ -100,16 +100,28 @@ def iinfo(dtype):
 
 # ---------------------------------------------------------------- x64 switch
 
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "0").strip().lower() in ("1", "true", "yes", "on")
+
+
 class Config:
-    """``jaxprc.config``: the flags JAX users set. Only x64 changes semantics here."""
+    """``jaxprc.config``: the flags JAX users set, and jaxprc's own.
+
+    ``jax_enable_x64`` (env ``JAX_ENABLE_X64``) changes semantics: 64-bit types.
+    ``jaxprc_verify_passes`` (env ``JAXPRC_VERIFY_PASSES``) makes the pass pipelines (and the
+    transformations' passes) verify the program after each pass; off by default, for speed.
+    """
+
+    _BOOL_FLAGS = ("jax_enable_x64", "jaxprc_verify_passes")
 
     def __init__(self):
-        self.jax_enable_x64 = os.environ.get("JAX_ENABLE_X64", "0").lower() in ("1", "true", "yes", "on")
+        self.jax_enable_x64 = _env_flag("JAX_ENABLE_X64")
+        self.jaxprc_verify_passes = _env_flag("JAXPRC_VERIFY_PASSES")
 
     def update(self, name: str, value) -> None:
         if not hasattr(self, name):
             raise AttributeError(f"Unrecognized config option: {name!r}")
-        setattr(self, name, bool(value) if name == "jax_enable_x64" else value)
+        setattr(self, name, bool(value) if name in self._BOOL_FLAGS else value)
 
     def read(self, name: str):
         return getattr(self, name)

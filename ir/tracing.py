@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -192,9 +193,30 @@ def _is_internal(fname: str) -> bool:
     return internal
 
 
-# The location to record for new equations when a pass or an interpreter re-emits
-# an existing equation: the original's, not the line that called the pass.
-_current_source: list[SourceInfo | None] = [None]
+# ------------------------------------------------------------- trace state
+
+class TraceState(threading.local):
+    """The trace state of one thread (like JAX's thread-local trace state): each thread traces
+    on its own, and a thread started inside a trace does not see it.
+
+    ``stack``: the live builders, innermost last. ``builder``: the one ``bind`` records into,
+    ``stack[-1]``, or None when there is none or ``compile_time_eval`` is on (then ``bind`` looks
+    at the stack itself for traced operands); kept in step with the stack so that ``bind`` reads
+    one attribute. ``source``: the location recorded for new equations when a pass re-emits an
+    existing equation (the original's, not the line that called the pass).
+    """
+
+    def __init__(self):
+        self.stack: list[JaxprBuilder] = []
+        self.builder: JaxprBuilder | None = None
+        self.compile_time_eval = False
+        self.source: SourceInfo | None = None
+
+    def _sync(self) -> None:
+        self.builder = self.stack[-1] if self.stack and not self.compile_time_eval else None
+
+
+trace_state = TraceState()
 
 
 class source_info_of:
@@ -206,16 +228,18 @@ class source_info_of:
         self.info = info
 
     def __enter__(self):
-        self.saved = _current_source[0]
-        _current_source[0] = self.info
+        state = trace_state
+        self.saved = state.source
+        state.source = self.info
 
     def __exit__(self, *exc):
-        _current_source[0] = self.saved
+        trace_state.source = self.saved
 
 
 def user_source_info() -> SourceInfo | None:
-    if _current_source[0] is not None:
-        return _current_source[0]
+    source = trace_state.source
+    if source is not None:
+        return source
     frame = sys._getframe(1)
     internal_files = _INTERNAL_FILES
     while frame is not None:
@@ -230,11 +254,10 @@ def user_source_info() -> SourceInfo | None:
 
 # ------------------------------------------------------------------ builder
 
-_STACK: list["JaxprBuilder"] = []
-
-
 def current_builder() -> "JaxprBuilder | None":
-    return _STACK[-1] if _STACK else None
+    """The innermost live trace of this thread, or None."""
+    stack = trace_state.stack
+    return stack[-1] if stack else None
 
 
 class JaxprBuilder:
@@ -253,12 +276,17 @@ class JaxprBuilder:
 
     # -- context ------------------------------------------------------------
     def __enter__(self):
+        state = trace_state
         self.live = True
-        _STACK.append(self)
+        state.stack.append(self)
+        if not state.compile_time_eval:
+            state.builder = self
         return self
 
     def __exit__(self, *exc):
-        popped = _STACK.pop()
+        state = trace_state
+        popped = state.stack.pop()
+        state._sync()
         assert popped is self, "trace stack corrupted"
         self.live = False
 
@@ -394,41 +422,47 @@ def _concretization_message(tracer: Tracer, what: str) -> str:
 
 
 class no_trace:
-    """Evaluate eagerly inside this block, whatever traces are live around it."""
+    """Evaluate eagerly inside this block, whatever traces are live around it (in this thread)."""
 
     def __enter__(self):
-        self._saved = _STACK[:]
-        _STACK.clear()
+        state = trace_state
+        self._saved = state.stack
+        state.stack = []
+        state.builder = None
 
     def __exit__(self, *exc):
-        _STACK[:] = self._saved
+        state = trace_state
+        state.stack = self._saved
+        state._sync()
 
 
 # ---------------------------------------------------------------------- bind
-
-_compile_time_eval = [False]
-
 
 class ensure_compile_time_eval:
     """Within this block, operations on concrete values run at once even inside a trace
     (JAX's ``jax.ensure_compile_time_eval``); operations on traced values are still traced."""
 
     def __enter__(self):
-        self.saved = _compile_time_eval[0]
-        _compile_time_eval[0] = True
+        state = trace_state
+        self.saved = state.compile_time_eval
+        state.compile_time_eval = True
+        state.builder = None
 
     def __exit__(self, *exc):
-        _compile_time_eval[0] = self.saved
+        state = trace_state
+        state.compile_time_eval = self.saved
+        state._sync()
 
 
 def bind(prim: Primitive, args: Sequence[Any], params: dict):
     """Apply a primitive: record it in the innermost trace, or evaluate it now."""
-    builder = _STACK[-1] if _STACK else None
-    if builder is not None and _compile_time_eval[0] and not any(isinstance(a, Tracer) for a in args):
-        builder = None
+    builder = trace_state.builder
     if builder is None:
         for a in args:
             if isinstance(a, Tracer):
+                state = trace_state        # under ensure_compile_time_eval, traced operands are traced
+                if state.compile_time_eval and state.stack:
+                    return state.stack[-1].add_eqn(prim, args, params)
                 raise UnexpectedTracerError(
                     f"Encountered an unexpected tracer {a!r} outside of any trace while applying "
                     f"'{prim.name}': a traced value escaped the function that created it.")
@@ -507,7 +541,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args):
         raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
     for v, x in zip(jaxpr.invars, args):
         env[v] = x
-    builder = _STACK[-1] if _STACK and not _compile_time_eval[0] else None
+    builder = trace_state.builder
     for eqn in jaxpr.eqns:
         operands = list(map(read, eqn.invars))
         if builder is not None and _retypes_unchanged(builder, eqn, operands):

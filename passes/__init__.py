@@ -2,7 +2,8 @@
 
 Importing the package registers every pass for pipelines (``run_pipeline``).
 """
-from .registry import PASSES, get_pass, parse_pipeline, register_pass, run_pipeline  # noqa: F401
+from .registry import (PASSES, PassError, PassVerificationError, PipelineError, UnknownPassError,  # noqa: F401
+                       get_pass, parse_pipeline, register_pass, run_pipeline, verify_pass_result)
 from .jvp import Zero, instantiate_zeros, jvp_jaxpr, jvp_rules  # noqa: F401
 from .partial_eval import linearize_jaxpr, partial_eval_jaxpr, pe_rules  # noqa: F401
 from .transpose import UndefinedPrimal, backward_pass, is_undefined_primal, transpose_jaxpr, transpose_rules  # noqa: F401

@@ -197,6 +197,9 @@ def vmap_jaxpr(cj: ClosedJaxpr, in_axes=0, axis_size: int | None = None, out_axe
     """
     if axis_size is None:
         raise ValueError("the vmap pass needs axis_size (the batch size)")
+    if isinstance(axis_size, bool) or not isinstance(axis_size, (int, np.integer)) or axis_size < 0:
+        raise ValueError(f"the vmap pass's axis_size (the batch size) must be a non-negative "
+                         f"integer, got {axis_size!r}")
     in_axes = _normalize_axes(in_axes, len(cj.in_avals), [a.ndim for a in cj.in_avals], "in_axes")
     out_axes = _normalize_axes(out_axes, len(cj.out_avals), [a.ndim for a in cj.out_avals], "out_axes")
 

@@ -1,7 +1,7 @@
 """jaxprc.runtime: PJRT clients and devices, device arrays, transfers, executables.
 
 Imports only jaxlib and numpy. Never calls the jaxlib functions that import
-jax when it is installed (notes/jaxlib.md §0).
+jax when it is installed (some of jaxlib's Python helpers do).
 """
 from .client import backend, default_backend, devices
 from .array import Array, Aval, DeletedArrayError, carries_no_data, device_put, to_buffer, to_numpy

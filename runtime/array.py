@@ -34,8 +34,8 @@ class Aval:
     def get(cls, shape, dtype, weak_type=False) -> "Aval":
         key = (tuple(shape), np.dtype(dtype), bool(weak_type))
         aval = cls._interned.get(key)
-        if aval is None:
-            aval = cls._interned[key] = cls(*key)
+        if aval is None:     # setdefault: threads racing here still share one object per key
+            aval = cls._interned.setdefault(key, cls(*key))
         return aval
 
     @property

@@ -4,7 +4,7 @@ CPU always works. CUDA is used when a CUDA PJRT plugin package
 (``jax-cuda12-pjrt`` / ``jax-cuda13-pjrt``) is installed and a GPU is visible;
 ``JAXPRC_PLATFORM=cpu|cuda`` forces a choice. The plugin's Python package
 imports ``jax``, so we only *locate* its shared library and load it through
-jaxlib (notes/jaxlib.md §7).
+jaxlib's own plugin loading.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import glob
 import importlib.util
 import os
 import pathlib
+import threading
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # before jaxlib loads libjax_common
@@ -47,13 +48,16 @@ class Backend:
 
 
 _BACKEND: Backend | None = None
+_BACKEND_LOCK = threading.Lock()
 
 
 def backend() -> Backend:
-    """The process's backend, created on first use."""
+    """The process's backend, created on first use (once, whichever thread asks first)."""
     global _BACKEND
     if _BACKEND is None:
-        _BACKEND = _make_backend(os.environ.get("JAXPRC_PLATFORM", "").strip().lower())
+        with _BACKEND_LOCK:
+            if _BACKEND is None:
+                _BACKEND = _make_backend(os.environ.get("JAXPRC_PLATFORM", "").strip().lower())
     return _BACKEND
 
 

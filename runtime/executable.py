@@ -1,10 +1,10 @@
 """Compiling StableHLO with PJRT and running it on device arrays.
 
 ``compile(module)`` accepts StableHLO text, MLIR bytecode or an ``ir.Module``
-and returns an ``Executable``. Running one is the lean path of
-notes/jaxlib.md §6: ``execute_sharded`` on the input buffers, then
-``consume_with_handlers`` with result handlers that attach our avals (never
-the jaxlib calls that import jax, §0).
+and returns an ``Executable``. Running one takes jaxlib's lean path:
+``execute_sharded`` on the input buffers, then ``consume_with_handlers`` with
+result handlers that attach our avals (never the jaxlib calls that import
+jax).
 """
 from __future__ import annotations
 

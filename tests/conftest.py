@@ -1,9 +1,25 @@
-"""Product tests: the `jax` package must never enter these processes (DESIGN.md, Testing)."""
+"""Product tests: the `jax` package must never enter these processes.
+
+Every pass pipeline verifies the program after each pass while the tests run (in this process
+and in the subprocesses it starts, which inherit the environment variable).
+"""
 import json
+import os
 import subprocess
 import sys
 
 import pytest
+
+os.environ["JAXPRC_VERIFY_PASSES"] = "1"
+
+
+@pytest.fixture(autouse=True)
+def _verify_passes():
+    """Verification after each pass, on for every test (a test may switch it off inside)."""
+    from jaxprc.ir.dtypes import config
+    config.update("jaxprc_verify_passes", True)
+    yield
+    config.update("jaxprc_verify_passes", True)
 
 
 @pytest.fixture(autouse=True)

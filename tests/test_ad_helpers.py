@@ -1,4 +1,4 @@
-"""The helpers around custom rules and integer derivatives (issue 10, items 2 and 4):
+"""The helpers around custom rules and integer derivatives:
 custom_gradient, closure_convert, SymbolicZero / zero_from_primal, ensure_compile_time_eval
 and float0 tangents/cotangents, under jit, grad and vmap.
 

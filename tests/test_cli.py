@@ -129,9 +129,7 @@ def test_trace_grad_pipeline_matches_python_api(first):
     expected = [("trace", jaxprc.make_jaxpr(loss)(*specs()))]
     program = jaxprc.make_jaxpr(jaxprc.grad(loss))(*specs())
     expected.append(("grad", program))
-    for name in ("cse", "dce"):
-        program = run_pipeline(program, name)
-        expected.append((name, program))
+    run_pipeline(program, "cse,dce", observe=lambda name, prog: expected.append((name, prog)))
     err = r["trace"].stderr
     positions = []
     for step, prog in expected:     # every step's IR is dumped to stderr, in order
@@ -352,6 +350,12 @@ def test_errors_as_subprocess_have_no_traceback(first):
     (["trace", f"{MODEL}:loss", "--args", LOSS_ARGS, "--passes", "dce,bogus"], ["Unknown pass 'bogus'"]),
     (["trace", f"{MODEL}:loss", "--args-expr", "(T('f32[3]'), oops)"], ["--args-expr", "NameError"]),
     (["opt", LOSS_JAXPR, "--passes", "vmap"], ["pass 'vmap' failed", "axis_size"]),
+    (["opt", LOSS_JAXPR, "--passes", ",,,"], ["--passes ',,,'", "empty pipeline"]),
+    (["opt", LOSS_JAXPR, "--passes", ""], ["--passes ''", "empty pipeline"]),
+    (["opt", LOSS_JAXPR, "--passes", "jvp,,dce"], ["empty step"]),
+    (["opt", LOSS_JAXPR, "--passes", "dce:foo=1"], ["pass 'dce' has no option 'foo'"]),
+    (["opt", LOSS_JAXPR, "--passes", "vmap:axis_size=-1"],
+     ["pass 'vmap:axis_size=-1' failed on", "non-negative integer, got -1"]),
     (["run", LOSS_JAXPR, "--input", "q=1"], ["no input named 'q'", "a:f32[8,4], b:f32[8]"]),
     (["run", LOSS_JAXPR, "--input", "a=1"], ["missing --input for b:f32[8]"]),
     (["run", LOSS_JAXPR, "-i", "a=[1, 2]", "-i", "b=1"], ["input a", "f32[8,4]", "(2,)"]),
@@ -366,6 +370,25 @@ def test_user_errors(argv, fragments, capsys):
     captured = capsys.readouterr()
     result = subprocess.CompletedProcess(argv, 1, captured.out, captured.err)
     assert_user_error(result, *fragments)
+
+
+def test_ill_typed_pass_result_is_named(capsys):
+    """The command line verifies after every pass: a pass producing an ill-typed program is named."""
+    from jaxprc.ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Var
+    from jaxprc.passes import register_pass
+
+    def retype_first_output(cj):
+        j = cj.jaxpr
+        eqn = j.eqns[0]
+        bad = Var(ShapedArray((5,), np.int32))
+        eqns = [eqn.replace(outvars=[bad] + eqn.outvars[1:])] + j.eqns[1:]
+        sub = lambda v: bad if v is eqn.outvars[0] else v
+        eqns = [eqns[0]] + [e.replace(invars=[sub(a) for a in e.invars]) for e in eqns[1:]]
+        return ClosedJaxpr(Jaxpr(j.constvars, j.invars, [sub(v) for v in j.outvars], eqns), cj.consts)
+    register_pass("_cli_test_retype", retype_first_output)
+    assert main(["opt", LOSS_JAXPR, "--passes", "dce,_cli_test_retype"]) == 1
+    err = capsys.readouterr().err
+    assert "pass '_cli_test_retype' produced an ill-typed program from" in err, err
 
 
 def test_failing_pass_is_named(tmp_path, capsys):

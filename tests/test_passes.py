@@ -2,6 +2,8 @@
 
 Each rewriting pass must preserve results (evaluated before and after) and produce a
 program that verifies when the verifier is available."""
+import re
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,9 @@ from jaxprc.passes.cse import cse
 from jaxprc.passes.dce import dce
 from jaxprc.passes.inline import inline
 from jaxprc.passes.jvp import jvp_jaxpr
-from jaxprc.passes.registry import parse_pipeline, register_pass, run_pipeline
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Var
+from jaxprc.passes.registry import (PassError, PassVerificationError, PipelineError, parse_pipeline,
+                                    register_pass, run_pipeline)
 from jaxprc.passes.transpose import transpose_jaxpr
 
 F3 = ShapedArray((3,), np.float32)
@@ -49,6 +53,81 @@ def test_pipeline_parsing_and_observer():
     verify(out)
     primal, tangent = run(out, X, np.ones(3, np.float32))
     np.testing.assert_allclose(tangent, np.cos(X), rtol=1e-6)
+
+
+def _break_types(cj):
+    """A "pass" whose result is ill-typed: the first equation's output is declared i32[4]."""
+    j = cj.jaxpr
+    eqn = j.eqns[0]
+    bad = Var(ShapedArray((4,), np.int32))
+    outvars = [bad if v is eqn.outvars[0] else v for v in j.outvars]
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, outvars, [eqn.replace(outvars=[bad])] + j.eqns[1:]),
+                       cj.consts)
+
+
+def test_run_pipeline_names_the_pass_that_breaks_typing():
+    register_pass("_test_break_types", _break_types)
+    cj = trace_to_jaxpr(lambda x: [lax.sin(x)], [F3])
+    seen = []
+    with pytest.raises(PassVerificationError, match=r"pass '_test_break_types' produced an "
+                       r"ill-typed program: .*sin") as info:
+        run_pipeline(cj, "dce,_test_break_types,cse", observe=lambda name, j: seen.append(name),
+                     verify=True)
+    assert info.value.label == "_test_break_types" and seen == ["dce"]
+    assert isinstance(info.value, JaxprTypeError)
+    # the config flag (on in the test suite) is the default
+    with pytest.raises(PassVerificationError, match="_test_break_types"):
+        run_pipeline(cj, "_test_break_types")
+
+
+def test_verification_can_be_switched_off():
+    register_pass("_test_break_types", _break_types)
+    cj = trace_to_jaxpr(lambda x: [lax.sin(x)], [F3])
+    out = run_pipeline(cj, "_test_break_types", verify=False)
+    assert out.jaxpr.outvars[0].aval == ShapedArray((4,), np.int32)
+    assert jx.config.read("jaxprc_verify_passes") is True
+    jx.config.update("jaxprc_verify_passes", False)
+    try:
+        run_pipeline(cj, "_test_break_types")         # the flag off: no verification
+    finally:
+        jx.config.update("jaxprc_verify_passes", True)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("", "empty pipeline"),
+    (",,,", "empty pipeline"),
+    ("   ", "empty pipeline"),
+    ("dce,,cse", "empty step"),
+    ("dce,", "empty step"),
+    ([], "empty pipeline"),
+    ("nope", "Unknown pass 'nope'; registered passes: .*dce"),
+    ("dce:foo=1", "pass 'dce' has no option 'foo'.*takes no options"),
+    ("vmap:axis_sise=4", "pass 'vmap' has no option 'axis_sise'.*axis_size, in_axes, out_axes"),
+    ("vmap:4", "option '4' of pass 'vmap'.*key=value"),
+    ("vmap:axis_size=2:axis_size=3", "given twice"),
+    (":axis_size=2", "no pass name"),
+    ([("vmap", {"bad": 1})], "no option 'bad'"),
+    ([42], "not a pass name"),
+])
+def test_degenerate_pipelines_raise(spec, message):
+    cj = trace_to_jaxpr(lambda x: [lax.sin(x)], [F3])
+    with pytest.raises(PipelineError, match=message):
+        parse_pipeline(spec)
+    with pytest.raises(PipelineError, match=message):
+        run_pipeline(cj, spec)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("vmap:axis_size=-1", "axis_size .*must be a non-negative integer, got -1"),
+    ("vmap:axis_size=2.5", "must be a non-negative integer, got 2.5"),
+    ("vmap", "needs axis_size"),
+    ("vmap:axis_size=2:in_axes=5", "in_axes entry 5 is out of range"),
+])
+def test_a_failing_pass_is_named(spec, message):
+    cj = trace_to_jaxpr(lambda x: [lax.sin(x)], [F3])
+    with pytest.raises(PassError, match=re.escape(f"pass '{spec}' failed: ValueError: ") + f".*{message}") as info:
+        run_pipeline(cj, spec)
+    assert isinstance(info.value.__cause__, ValueError)
 
 
 def test_dce_removes_unused_equations_and_keeps_results():

@@ -1,4 +1,4 @@
-"""Issue 5: every primitive of the registry has a rule in every pass where its operation is
+"""Every primitive of the registry has a rule in every pass where its operation is
 defined (typing, lowering, jvp, vmap, and transpose where it is linear), else applying the
 pass raises a NotImplementedError naming the primitive and the pass.
 

@@ -1,7 +1,7 @@
-"""User-defined primitives (issue 7): JAX's primitives walkthrough, rule by rule.
+"""User-defined primitives: JAX's primitives walkthrough, rule by rule.
 
-``test_seed_walkthrough`` runs examples/multiply_add.py, the seed
-(seeds/jax-primitives.md) with only its import lines changed, and checks its
+``test_seed_walkthrough`` runs examples/multiply_add.py, JAX's "JAX Internals:
+primitives" walkthrough with only its import lines changed, and checks its
 NotImplementedError steps by message. The other tests replay each step on a
 freshly named primitive with numeric oracles (numpy, closed-form
 derivatives, finite differences), then cover the text form, multiple

@@ -4,10 +4,16 @@ Both libraries keep the x64 switch in process-global state, so every test starts
 same mode: x64 off, or on for tests marked ``x64``. A module that flipped the flag at import time
 would leak it into every module collected after it.
 """
+import os
+
 import jax
 import pytest
 
-import jaxprc
+os.environ["JAXPRC_VERIFY_PASSES"] = "1"     # every pass pipeline verifies its result in tests
+
+import jaxprc  # noqa: E402
+
+jaxprc.config.update("jaxprc_verify_passes", True)
 
 
 def pytest_configure(config):

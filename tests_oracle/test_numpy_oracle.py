@@ -101,7 +101,7 @@ CASES = [
     ("logsumexp_neginf", lambda m, x: m.nn.logsumexp(x), np.array([-np.inf, -np.inf], np.float32)),
     ("logsumexp_b", lambda m, x: m.nn.logsumexp(x, b=0.5), G), ("one_hot", lambda m, x: m.nn.one_hot(x, 4), IDX),
     ("one_hot_axis", lambda m, x: m.nn.one_hot(x, 3, axis=0, dtype=m.np.int8), I % 4),
-    # The rest of issue 3's list, a few functions per case (each case compiles on both sides).
+    # The rest of the numpy surface, a few functions per case (each case compiles on both sides).
     ("creation", lambda m: (m.np.array([1, 2.5]), m.np.asarray([[1, 2], [3, 4]], m.np.int8), m.np.zeros((2, 3)),
                             m.np.ones(3, m.np.int32), m.np.full((2, 2), 7.5), m.np.arange(5), m.np.eye(3))),
     ("like", lambda m, x: (m.np.zeros_like(x), m.np.ones_like(x, dtype=m.np.int32), m.np.full_like(x, 2.5),

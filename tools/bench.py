@@ -5,8 +5,8 @@ with JAX, and run on both libraries in one process, alternating which goes
 first, so both see the same machine load. A benchmark's ``setup(lib)`` builds
 what it needs (and warms caches), then returns ``sample()``: one measurement,
 in the benchmark's unit. Reported per library: median, min and max of the
-samples; and the ratio of the medians, jaxprc / JAX, against the target of
-DESIGN.md "Performance".
+samples; and the ratio of the medians, jaxprc / JAX, against the benchmark's
+target (the most jaxprc may take relative to JAX).
 
 ``jax`` is needed only here (the ``bench`` extra); ``--libs jaxprc`` runs
 without it.

@@ -77,15 +77,10 @@ _TYPE_TEXT = re.compile(r"(~?)([A-Za-z][A-Za-z0-9]*)\[([0-9,\s]*)\]")
 
 
 def split_top_level(text: str, sep: str) -> list[str]:
-    """Split on ``sep`` outside brackets, so items may hold shapes or tuples."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += (ch in "([{") - (ch in ")]}")
-        if ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts]
+    """Split on ``sep`` outside brackets, so items may hold shapes or tuples (the pipeline
+    syntax's own splitter)."""
+    from jaxprc.passes.registry import split_top_level as split
+    return split(text, sep)
 
 
 def parse_type_text(text: str):
@@ -324,30 +319,30 @@ class Dumper:
 
 
 def parse_passes(pipeline: str | None) -> list:
-    """The (name, options) steps of a --passes pipeline."""
-    from jaxprc.passes import parse_pipeline
+    """The (name, options) steps of a --passes pipeline (none without --passes)."""
+    from jaxprc.passes import PipelineError, parse_pipeline
+    if pipeline is None:
+        return []
     try:
-        return parse_pipeline(pipeline) if pipeline else []
-    except (KeyError, ValueError) as e:
-        raise UsageError(f"--passes {pipeline!r}: {e.args[0]}") from None
+        return parse_pipeline(pipeline)
+    except PipelineError as e:
+        raise UsageError(f"--passes {pipeline!r}: {e}") from None
 
 
 def run_passes(program, pipeline: str | None, dump: Dumper, where: str):
-    """Run a pass pipeline, verifying the IR after every pass; errors name the failing pass."""
-    from jaxprc.ir.verify import verify
-    from jaxprc.passes import get_pass
-    for name, options in parse_passes(pipeline):
-        label = ":".join([name, *(f"{k}={v!r}" for k, v in options.items())])
-        try:
-            program = get_pass(name)(program, **options)
-        except Exception as e:
-            raise UsageError(f"pass {label!r} failed on {where}: {type(e).__name__}: {e}") from e
-        try:
-            verify(program)
-        except Exception as e:
-            raise UsageError(f"pass {label!r} produced an invalid program from {where}: {e}") from e
-        dump(name, program)
-    return program
+    """Run a pass pipeline, always verifying the IR after every pass; errors name the pass."""
+    from jaxprc.passes import PassError, PassVerificationError, run_pipeline
+    steps = parse_passes(pipeline)
+    if not steps:
+        return program
+    try:
+        return run_pipeline(program, steps, observe=dump, verify=True)
+    except PassError as e:
+        cause = e.__cause__
+        raise UsageError(f"pass {e.label!r} failed on {where}: {type(cause).__name__}: {cause}") from e
+    except PassVerificationError as e:
+        raise UsageError(f"pass {e.label!r} produced an ill-typed program from {where}: "
+                         f"{e.reason}") from e
 
 
 def emit(program, kind: str, name: str) -> str:

@@ -13,7 +13,7 @@ import numpy as np
 
 import jaxprc
 import jaxprc.numpy as jnp
-from jaxprc.passes import get_pass, jvp_jaxpr, linearize_jaxpr, transpose_jaxpr
+from jaxprc.passes import jvp_jaxpr, linearize_jaxpr, run_pipeline, transpose_jaxpr, verify_pass_result
 
 SHAPES = {"w": (3, 2), "b": (2,), "x": (4, 3), "y": (4, 2)}
 
@@ -74,18 +74,21 @@ def run_demo() -> int:
 
     wrt = [True, True, False, False]
     jvp_program, _ = jvp_jaxpr(program, wrt, instantiate=True)
+    verify_pass_result("jvp", jvp_program, verify=True)
     _section("2. after jvp: (w, b, x, y, dw, db) -> (loss, dloss)", jvp_program)
-    _section("3. after dce", get_pass("dce")(jvp_program))
+    _section("3. after dce", run_pipeline(jvp_program, "dce", verify=True))
 
     primal, linear, _, n_res = linearize_jaxpr(program, wrt)
+    verify_pass_result("linearize (primal part)", primal, verify=True)
+    verify_pass_result("linearize (linear part)", linear, verify=True)
     _section("4. after partial evaluation, the primal part: (w, b, x, y) -> (loss, residuals)", primal)
     _section("5. after partial evaluation, the linear part: (residuals, dw, db) -> dloss", linear)
     backward, _ = transpose_jaxpr(linear, [False] * n_res + [True] * (len(linear.in_avals) - n_res))
+    verify_pass_result("transpose", backward, verify=True)
     _section("6. after transpose: (residuals, loss cotangent) -> (w cotangent, b cotangent)", backward)
 
     grad_program = jaxprc.make_jaxpr(jaxprc.grad(loss, argnums=(0, 1)))(*specs)
-    for name in ("cse", "dce"):
-        grad_program = get_pass(name)(grad_program)
+    grad_program = run_pipeline(grad_program, "cse,dce", verify=True)
     _section("7. the whole gradient program (grad(loss, argnums=(0, 1))) after cse, dce", grad_program)
 
     lowered = jaxprc.lowering.lower_jaxpr(grad_program, name="grad_loss",

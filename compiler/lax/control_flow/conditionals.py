@@ -17,9 +17,8 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
-from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Primitive, ShapedArray, Var
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, trace_to_jaxpr
-from jaxprc.passes import emit
 from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
@@ -291,7 +290,8 @@ def _pe_cond(eqn, uk_in):
     def known_branch(i, k):
         def fun(*args):
             outs = eval_jaxpr(k.jaxpr, k.consts, *args)
-            pads = [[emit.zeros(a) for a in avals] for avals in res_avals]
+            pads = [[lax.full_like(Literal(0, ShapedArray((), a.dtype, a.weak_type)), 0, shape=a.shape)
+                     for a in avals] for avals in res_avals]     # zeros of the residuals' types, weak too
             pads[i] = outs[n_known_out:]
             return outs[:n_known_out] + [x for p in pads for x in p]
         return trace_to_jaxpr(fun, k.in_avals, name="cond_known")

@@ -1,5 +1,5 @@
-"""Issue 3's "done when": real programs trace to IR that verifies and round-trips through the
-parser, and bad input gives one-paragraph errors naming the user's line (this file's)."""
+"""Real programs trace to IR that verifies and round-trips through the parser, and bad input
+gives one-paragraph errors naming the user's line (this file's)."""
 import inspect
 
 import numpy as np
@@ -124,7 +124,7 @@ def test_matmul_shape_error_names_the_line():
     with pytest.raises(TypeError) as e:
         f(X23, np.ones(2, F32))
     assert here_line(-3) in str(e.value) and "(2, 3) and (2,)" in str(e.value)
-    with pytest.raises(TypeError, match=r"matmul \(at .*test_issue3_acceptance.py:\d+\): contracting"):
+    with pytest.raises(TypeError, match=r"matmul \(at .*test_round_trip_and_user_errors.py:\d+\): contracting"):
         jnp.matmul(X23, X23)
 
 
