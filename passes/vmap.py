@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+import numpy as np
+
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray
 from jaxprc.ir.tracing import Tracer, get_aval, source_info_of, trace_to_jaxpr
 from jaxprc.passes.registry import register_pass
