@@ -11,10 +11,22 @@ import numpy as np
 
 import jaxprc
 import jaxprc.numpy as jnp
-from jaxprc.ir import tracing
+from jaxprc.ir import parse, tracing
 
 N_THREADS = 8
 ROUNDS = 4
+
+
+@jaxprc.custom_jvp
+def softplus(x):
+    """Shared by all threads: its rule is formed (traced) by each thread that differentiates it."""
+    return jnp.log1p(jnp.exp(x))
+
+
+@softplus.defjvp
+def _softplus_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return softplus(x), t * jaxprc.nn.sigmoid(x)
 
 
 def make_fun(i):
@@ -23,7 +35,7 @@ def make_fun(i):
         y = x
         for k in range(10):
             y = jnp.sin(y) * (i + 1.5) + jnp.cos(y * (k + 1)) / (i + 2.0)
-        return jnp.sum(y * y)
+        return jnp.sum(softplus(y) * y)
     f.__name__ = f"f{i}"
     return f
 
@@ -43,8 +55,10 @@ def work(i):
     """Everything one thread computes, as host values and text, for comparison."""
     f = make_fun(i)
     x, a, b = inputs(i)
+    text = str(jaxprc.make_jaxpr(f)(x))
     return {
-        "jaxpr": str(jaxprc.make_jaxpr(f)(x)),
+        "jaxpr": text,
+        "parsed": str(parse(text)),                              # the shared parser
         "grad_jaxpr": str(jaxprc.make_jaxpr(jaxprc.grad(f))(x)),
         "jit": np.asarray(jaxprc.jit(f)(x)),
         "grad": np.asarray(jaxprc.grad(f)(x)),                  # eager grad (traced, then run)
