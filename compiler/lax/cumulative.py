@@ -11,8 +11,8 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
-from jaxprc.ir.core import JaxprTypeError, Primitive
-from .elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM, fmt_types
+from jaxprc.ir.core import Primitive
+from .elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM
 from jaxprc.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
 
@@ -21,18 +21,13 @@ from jaxprc.passes.vmap import shift
 
 from . import reductions
 from .operands import aval, canonical_axis
+from .shapes import type_error as _type_error
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
            "cumsum_p", "cumprod_p", "cummax_p", "cummin_p", "cumlogsumexp_p"]
 
 
 # ------------------------------------------------------------- primitives
-
-def _type_error(name: str, avals, expected: str, **params) -> JaxprTypeError:
-    """The one-paragraph typing error: primitive, operand types, params, what was expected."""
-    shown = ", ".join(f"{k}={v}" for k, v in params.items())
-    with_params = f" with {shown}" if shown else ""
-    return JaxprTypeError(f"{name} got operands ({fmt_types(avals)}){with_params}; expected {expected}")
 
 
 def _cumulative(name: str, accepts) -> Primitive:

@@ -13,24 +13,19 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
-from .elementwise import ANY, fmt_types
+from jaxprc.ir.core import Primitive, ShapedArray
+from .elementwise import ANY
 from jaxprc.lowering import param_name
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 
 from .operands import aval, ints
+from .shapes import type_error as _type_error
 
 __all__ = ["dot_general", "dot", "Precision", "dot_general_p"]
 
 
 # -------------------------------------------------------------- primitive
-
-def _type_error(name: str, avals, expected: str, **params) -> JaxprTypeError:
-    """The one-paragraph typing error: primitive, operand types, params, what was expected."""
-    shown = ", ".join(f"{k}={v}" for k, v in params.items())
-    with_params = f" with {shown}" if shown else ""
-    return JaxprTypeError(f"{name} got operands ({fmt_types(avals)}){with_params}; expected {expected}")
 
 
 dot_general_p = Primitive("dot_general")

@@ -14,14 +14,15 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
-from .elementwise import ANY, BOOL_OR_INT, INTEGRAL, KIND_NAMES, NUM, ORDERED, fmt_types
+from jaxprc.ir.core import Primitive, ShapedArray
+from .elementwise import ANY, BOOL_OR_INT, INTEGRAL, KIND_NAMES, NUM, ORDERED
 from jaxprc.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 
 from . import cumulative
 from .operands import aval, canonical_axes, canonical_axis
+from .shapes import type_error as _type_error, check_axes as _check_axes
 
 __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or", "reduce_xor",
            "argmax", "argmin",
@@ -30,19 +31,6 @@ __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and"
 
 
 # ------------------------------------------------------------- primitives
-
-def _type_error(name: str, avals, expected: str, **params) -> JaxprTypeError:
-    """The one-paragraph typing error: primitive, operand types, params, what was expected."""
-    shown = ", ".join(f"{k}={v}" for k, v in params.items())
-    with_params = f" with {shown}" if shown else ""
-    return JaxprTypeError(f"{name} got operands ({fmt_types(avals)}){with_params}; expected {expected}")
-
-
-def _check_axes(name: str, aval: ShapedArray, axes, what: str = "axes", **params) -> None:
-    """``axes`` are distinct valid dimensions of ``aval``."""
-    if len(set(axes)) != len(axes) or any(not 0 <= a < aval.ndim for a in axes):
-        raise _type_error(name, [aval], f"{what} to be distinct dimensions in [0, {aval.ndim})",
-                          **{what: axes}, **params)
 
 
 def _reduction(name: str, accepts) -> Primitive:

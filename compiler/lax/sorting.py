@@ -14,24 +14,19 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive
-from .elementwise import fmt_types
+
 from jaxprc.passes.jvp import aval_of
 
 from .slicing import take_along_axis
 from jaxprc.passes.vmap import align, shift
 
 from .operands import aval, canonical_axis
+from .shapes import type_error as _type_error
 
 __all__ = ["sort", "sort_key_val", "sort_p"]
 
 
 # -------------------------------------------------------------- primitive
-
-def _type_error(name: str, avals, expected: str, **params) -> JaxprTypeError:
-    """The one-paragraph typing error: primitive, operand types, params, what was expected."""
-    shown = ", ".join(f"{k}={v}" for k, v in params.items())
-    with_params = f" with {shown}" if shown else ""
-    return JaxprTypeError(f"{name} got operands ({fmt_types(avals)}){with_params}; expected {expected}")
 
 
 sort_p = Primitive("sort")
