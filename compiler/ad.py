@@ -105,10 +105,12 @@ def _evaluate(cj: ClosedJaxpr, args: Sequence[Any], name: str) -> list:
 
 
 def _spliceable(cj: ClosedJaxpr, args) -> bool:
-    """Traced arguments of the types ``cj`` was made for (concrete ones go through ``bind``,
-    which may evaluate them at once: ``ensure_compile_time_eval``)."""
+    """Traced arguments of the types ``cj`` was made for, weak types included: its equations'
+    declared types hold only for those (concrete ones go through ``bind``, which may evaluate
+    them at once: ``ensure_compile_time_eval``)."""
     return any(isinstance(x, Tracer) for x in args) and all(
-        a.shape == b.shape and a.dtype == b.dtype for a, b in zip(map(get_aval, args), cj.in_avals))
+        a.shape == b.shape and a.dtype == b.dtype and a.weak_type == b.weak_type
+        for a, b in zip(map(get_aval, args), cj.in_avals))
 
 
 def _splice(builder: JaxprBuilder, cj: ClosedJaxpr, args: Sequence[Any]) -> list:

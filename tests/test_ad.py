@@ -399,3 +399,15 @@ def test_gradients_of_low_precision_programs_keep_their_dtype(dtype):
         low, single = grad(x.astype(dtype)), grad(x.astype(np.float32))
         assert low.dtype == dtype, name
         np.testing.assert_allclose(np.asarray(low, np.float32), single, rtol=0.05, atol=0.02, err_msg=name)
+
+
+def test_vjp_function_applied_to_a_cotangent_of_another_weak_type_in_a_trace():
+    """A pullback made for a weakly typed output (a Python scalar primal), applied under jit to a
+    strongly typed cotangent: the program it adds to the trace is typed for the cotangent given."""
+    from jaxprc.ir import verify
+
+    def f(ct):
+        _, pullback = jx.vjp(lambda y: lax.mul(lax.sin(y), 0.5), 3.0)
+        return pullback(ct)[0]
+    verify(jx.make_jaxpr(f)(np.float32(1.0)))
+    np.testing.assert_allclose(jx.jit(f)(np.float32(1.0)), 0.5 * np.cos(3.0), rtol=1e-6)
