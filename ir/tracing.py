@@ -202,18 +202,27 @@ class TraceState(threading.local):
     ``stack``: the live builders, innermost last. ``builder``: the one ``bind`` records into,
     ``stack[-1]``, or None when there is none or ``compile_time_eval`` is on (then ``bind`` looks
     at the stack itself for traced operands); kept in step with the stack so that ``bind`` reads
-    one attribute. ``source``: the location recorded for new equations when a pass re-emits an
-    existing equation (the original's, not the line that called the pass).
+    one attribute. ``location.source``: the location recorded for new equations when a pass
+    re-emits an existing equation (the original's, not the line that called the pass). It lives
+    in a plain per-thread object, so a builder (used only by its own thread) reads it without a
+    thread-local look-up on every equation.
     """
 
     def __init__(self):
         self.stack: list[JaxprBuilder] = []
         self.builder: JaxprBuilder | None = None
         self.compile_time_eval = False
-        self.source: SourceInfo | None = None
+        self.location = _Location()
 
     def _sync(self) -> None:
         self.builder = self.stack[-1] if self.stack and not self.compile_time_eval else None
+
+
+class _Location:
+    __slots__ = ("source",)
+
+    def __init__(self):
+        self.source: SourceInfo | None = None
 
 
 trace_state = TraceState()
@@ -222,24 +231,26 @@ trace_state = TraceState()
 class source_info_of:
     """Within this block, recorded equations take ``info`` as their location."""
 
-    __slots__ = ("info", "saved")
+    __slots__ = ("info", "saved", "location")
 
     def __init__(self, info: SourceInfo | None):
         self.info = info
 
     def __enter__(self):
-        state = trace_state
-        self.saved = state.source
-        state.source = self.info
+        location = self.location = trace_state.location
+        self.saved = location.source
+        location.source = self.info
 
     def __exit__(self, *exc):
-        trace_state.source = self.saved
+        self.location.source = self.saved
 
 
 def user_source_info() -> SourceInfo | None:
-    source = trace_state.source
-    if source is not None:
-        return source
+    """Where new equations come from: a pass's override, else the innermost user frame."""
+    return trace_state.location.source or _user_frame_info()
+
+
+def _user_frame_info() -> SourceInfo | None:
     frame = sys._getframe(1)
     internal_files = _INTERNAL_FILES
     while frame is not None:
@@ -273,6 +284,7 @@ class JaxprBuilder:
         self._producer: dict[Var, Eqn] = {}
         self.known: dict[Var, Any] = {}   # concrete values of vars, when the inputs are concrete
         self.live = False
+        self._location = trace_state.location   # this thread's: a builder is used by its thread only
 
     # -- context ------------------------------------------------------------
     def __enter__(self):
@@ -332,7 +344,7 @@ class JaxprBuilder:
         invars = [self.to_atom(a) for a in args]
         out_avals = out_avals_of(prim, [a.aval for a in invars], params)
         outvars = [Var(a) for a in out_avals]
-        eqn = Eqn(prim, invars, outvars, params, user_source_info())
+        eqn = Eqn(prim, invars, outvars, params, self._location.source or _user_frame_info())
         self.eqns.append(eqn)
         for v in outvars:
             self._producer[v] = eqn

@@ -12,39 +12,35 @@ from typing import Callable
 
 from jaxprc.ir.core import ShapedArray
 
-_SUPPLIED: dict[str, Callable] = {}
-
 
 def provide(**ops: Callable) -> None:
-    """Supply driver operations by name: ``full``, ``add``, ``transpose``, ``broadcast_in_dim``."""
-    _SUPPLIED.update(ops)
+    """Supply driver operations by name: ``full``, ``add``, ``transpose``, ``broadcast_in_dim``.
+
+    The supplied function replaces the module attribute, so a driver's ``emit.add(x, y)`` calls
+    it directly (these run once per equation the passes emit)."""
+    for name, fn in ops.items():
+        if name not in _OPERATIONS:
+            raise ValueError(f"unknown pass operation '{name}'; expected one of {sorted(_OPERATIONS)}")
+        globals()[name] = fn
 
 
-def _op(name: str) -> Callable:
-    try:
-        return _SUPPLIED[name]
-    except KeyError:
+def _missing(name: str) -> Callable:
+    def op(*args, **kwargs):
         raise RuntimeError(f"no primitive family supplied the pass operation '{name}' "
-                           "(jaxprc.lax supplies it on import)") from None
+                           "(jaxprc.lax supplies it on import)")
+    op.__name__ = name
+    return op
 
 
-def full(shape, value, dtype):
-    """An array of ``shape`` and ``dtype`` filled with the scalar ``value``."""
-    return _op("full")(tuple(shape), value, dtype)
+_OPERATIONS = {
+    "full": "full(shape, value, dtype): an array of shape and dtype filled with the scalar value",
+    "add": "add(x, y): x + y of equal types (accumulating tangents or cotangents)",
+    "transpose": "transpose(x, permutation)",
+    "broadcast_in_dim": "broadcast_in_dim(x, shape, broadcast_dimensions)",
+}
+for _name in _OPERATIONS:
+    globals()[_name] = _missing(_name)
 
 
 def zeros(aval: ShapedArray):
     return full(aval.shape, 0, aval.dtype)
-
-
-def add(x, y):
-    """``x + y`` of equal types (accumulating tangents or cotangents)."""
-    return _op("add")(x, y)
-
-
-def transpose(x, permutation):
-    return _op("transpose")(x, tuple(permutation))
-
-
-def broadcast_in_dim(x, shape, broadcast_dimensions):
-    return _op("broadcast_in_dim")(x, tuple(shape), tuple(broadcast_dimensions))

@@ -74,7 +74,7 @@ def moveaxis(x, src: int, dst: int):
         return x
     perm = [i for i in range(aval_of(x).ndim) if i != src]
     perm.insert(dst, src)
-    return emit.transpose(x, perm)
+    return emit.transpose(x, tuple(perm))
 
 
 def broadcast_batch(x, size: int, axis: int):
@@ -82,7 +82,7 @@ def broadcast_batch(x, size: int, axis: int):
     shape = list(aval_of(x).shape)
     dims = tuple(i if i < axis else i + 1 for i in range(len(shape)))
     shape.insert(axis, size)
-    return emit.broadcast_in_dim(x, shape, dims)
+    return emit.broadcast_in_dim(x, tuple(shape), dims)
 
 
 def matchaxis(x, src, dst, size: int):
@@ -112,7 +112,7 @@ def scalar(value, dtype) -> Literal:
 
 def full(value, dtype, shape):
     """An array of ``shape`` filled with ``value`` (a broadcast literal)."""
-    return emit.full(shape, value, dtype)
+    return emit.broadcast_in_dim(scalar(value, dtype), tuple(shape), ())
 
 
 # ------------------------------------------------------------ interpreter
@@ -247,7 +247,7 @@ def align(args, dims, scalar_ok=frozenset()):
             aligned.append(matchaxis(x, d, out_dim, size))
         else:   # a per-example scalar against arrays
             bdims = () if d is None else (out_dim,)
-            aligned.append(emit.broadcast_in_dim(x, shape, bdims))
+            aligned.append(emit.broadcast_in_dim(x, tuple(shape), bdims))
     return aligned, out_dim
 
 

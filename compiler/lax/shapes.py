@@ -329,7 +329,10 @@ def zeros_like_array(x):
 
 
 # The operations the pass drivers emit (materialised zeros, batch-axis moves).
-emit.provide(full=full, transpose=transpose, broadcast_in_dim=broadcast_in_dim)
+emit.provide(full=full,
+             transpose=lambda x, perm: transpose_p.bind(x, permutation=perm),
+             broadcast_in_dim=lambda x, shape, dims: broadcast_in_dim_p.bind(
+                 x, shape=shape, broadcast_dimensions=dims))
 
 
 # --------------------------------------------------------------------- jvp
