@@ -10,6 +10,7 @@ The user API (``custom_jvp``, ``custom_vjp``, ...) is ``jaxprc.custom_derivative
 """
 from __future__ import annotations
 
+import threading
 from typing import Sequence
 
 from jaxprc.interpreters import ad, batching, mlir
@@ -245,17 +246,29 @@ def _rule_dims(dims, num_consts: int, arg_avals, with_tangents: bool):
     return dims_of
 
 
+_MEMO_LOCK = threading.RLock()
+
+
+def _bounded_memo(table: dict, key, limit: int, make):
+    """``table[key]``, made by ``make()`` on a miss; the oldest entry goes when the table is full.
+    Entries keep their rule alive, so its id in the key stays unique. Under a lock: two threads
+    evicting at once would race on the same oldest key."""
+    with _MEMO_LOCK:
+        hit = table.get(key)
+        if hit is None:
+            if len(table) >= limit:
+                del table[next(iter(table))]
+            hit = table[key] = make()
+        return hit
+
+
 def _memo_batched(rule: Thunk, size: int, dims, num_consts, arg_avals, with_tangents) -> Thunk:
     """A thunk of ``rule`` batched like the node's operands ``dims``, memoized."""
-    key = (id(rule), size, tuple(dims), num_consts, with_tangents)
-    hit = _BATCHED_RULES.get(key)
-    if hit is None:
+    def make():
         dims_of = _rule_dims(dims, num_consts, arg_avals, with_tangents)
-        batched = Thunk(lambda: _batch_all_at_front(rule(), size, dims_of(rule())), name=rule.name)
-        if len(_BATCHED_RULES) >= _MAX_BATCHED_RULES:
-            del _BATCHED_RULES[next(iter(_BATCHED_RULES))]
-        hit = _BATCHED_RULES[key] = (rule, batched)
-    return hit[1]
+        return rule, Thunk(lambda: _batch_all_at_front(rule(), size, dims_of(rule())), name=rule.name)
+    key = (id(rule), size, tuple(dims), num_consts, with_tangents)
+    return _bounded_memo(_BATCHED_RULES, key, _MAX_BATCHED_RULES, make)[1]
 
 
 def _custom_jvp_call_rule(args, dims, *, fun_jaxpr, jvp_jaxpr_thunk, num_consts, symbolic_zeros):
@@ -324,12 +337,7 @@ _MAX_PRUNED_RULES = 4096
 
 def _memo_pruned(rule, used_outputs, make) -> Thunk:
     key = (id(rule), tuple(used_outputs))
-    hit = _PRUNED_RULES.get(key)
-    if hit is None:
-        if len(_PRUNED_RULES) >= _MAX_PRUNED_RULES:
-            del _PRUNED_RULES[next(iter(_PRUNED_RULES))]
-        hit = _PRUNED_RULES[key] = (rule, make())
-    return hit[1]
+    return _bounded_memo(_PRUNED_RULES, key, _MAX_PRUNED_RULES, lambda: (rule, make()))[1]
 
 
 def _pruned_thunk(rule: Thunk, used_outputs) -> Thunk:
