@@ -369,12 +369,13 @@ def _grad_transform(fun, argnums, has_aux, allow_int, with_value, name):
     @_without_gc
     def transformed(*args, **kwargs):
         nums = argnums_positions(argnums, len(args), name)
+        fun_, args, nums = _close_over_objects(fun, args, nums)
         for n in nums:
             for leaf in tree_flatten(args[n])[0]:
                 _check_grad_input(leaf, allow_int, name)
         leaves_per_arg = [len(tree_flatten(a)[0]) for a in args]
         diff_mask = [i in nums for i, n in enumerate(leaves_per_arg) for _ in range(n)]
-        f = (lambda *a: fun(*a, **kwargs)) if kwargs else fun
+        f = (lambda *a: fun_(*a, **kwargs)) if kwargs else fun_
         lz = _Linearized(f, args, has_aux, name, diff_mask)
         if lz.n_out != 1 or lz.out_avals[0].shape != ():
             raise TypeError(f"Gradient only defined for scalar-output functions. Output "
@@ -404,6 +405,33 @@ def _grad_transform(fun, argnums, has_aux, allow_int, with_value, name):
     transformed.__name__ = f"{name}_{getattr(fun, '__name__', 'fun')}"
     transformed.__wrapped__ = fun
     return transformed
+
+
+def _close_over_objects(fun, args, nums):
+    """Arguments outside ``argnums`` that hold a leaf no array can be (a config object, a
+    function, a string) are passed to ``fun`` as they are, not traced: JAX closes over the
+    arguments it does not differentiate. Returns ``fun`` of the other arguments, those
+    arguments, and ``argnums`` as positions among them."""
+    closed = {i for i, a in enumerate(args) if i not in nums and not _all_array_leaves(a)}
+    if not closed:
+        return fun, args, nums
+    kept = [i for i in range(len(args)) if i not in closed]
+
+    def fun_of_kept(*kept_args, **kwargs):
+        full = list(args)
+        for i, a in zip(kept, kept_args):
+            full[i] = a
+        return fun(*full, **kwargs)
+    return fun_of_kept, tuple(args[i] for i in kept), [kept.index(n) for n in nums]
+
+
+def _all_array_leaves(tree) -> bool:
+    try:
+        for leaf in tree_flatten(tree)[0]:
+            get_aval(leaf)
+    except TypeError:
+        return False
+    return True
 
 
 def _grad_program(lz: _Linearized, with_values: bool) -> ClosedJaxpr:

@@ -54,14 +54,26 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
             raise ValueError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
                              "to the positional arguments passed to the function, "
                              f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
-        args_flat, in_tree = tree_flatten((args, kwargs))
-        axes = _flatten_axes("vmap in_axes", in_tree, (in_axes, 0))
+        all_flat, in_tree = tree_flatten((args, kwargs))
+        all_axes = _flatten_axes("vmap in_axes", in_tree, (in_axes, 0))
+        # Leaves that are not mapped and that no array can be (a config object, a function) are
+        # passed to fun as they are, as in JAX; the rest are traced.
+        closed = {i: x for i, (x, a) in enumerate(zip(all_flat, all_axes))
+                  if a is None and not _is_array_leaf(x)}
+        args_flat = [x for i, x in enumerate(all_flat) if i not in closed]
+        axes = [a for i, a in enumerate(all_axes) if i not in closed]
         avals = [get_aval(x) for x in args_flat]
         axes = [_canonical_in_axis(a, aval) for a, aval in zip(axes, avals)]
-        size = _mapped_axis_size(fun, in_tree, args_flat, avals, axes, axis_size)
+        traced_axes = iter(axes)
+        size = _mapped_axis_size(fun, in_tree, all_flat,
+                                 [None if i in closed else get_aval(x) for i, x in enumerate(all_flat)],
+                                 [None if i in closed else next(traced_axes) for i in range(len(all_flat))],
+                                 axis_size)
         out_tree = []
 
         def flat_fun(*flat):
+            traced = iter(flat)
+            flat = [closed[i] if i in closed else next(traced) for i in range(len(all_flat))]
             a, kw = tree_unflatten(in_tree, flat)
             leaves, tree = tree_flatten(fun(*a, **kw))
             out_tree.append(tree)
@@ -81,6 +93,14 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
         return tree_unflatten(out_tree[0], evaluate_jaxpr(batched, args_flat, f"vmap_{name}"))
 
     return vmap_f
+
+
+def _is_array_leaf(x) -> bool:
+    try:
+        get_aval(x)
+    except TypeError:
+        return False
+    return True
 
 
 def _flatten_axes(name: str, treedef, axis_tree) -> list:
@@ -141,7 +161,8 @@ def _mapped_axis_size(fun, in_tree, args_flat, avals, axes, axis_size) -> int:
 
     arg_paths = [arg_name(p) for p, _ in tree_flatten_with_path(args)[0]]
     kwarg_paths = [f"kwargs{keystr(p)}" for p, _ in tree_flatten_with_path(kwargs)[0]]
-    where = [f"{p} of type {aval.str_short()}" for p, aval in zip(arg_paths + kwarg_paths, avals)]
+    where = [f"{p} of type {aval.str_short() if aval else type(x).__name__}"
+             for p, aval, x in zip(arg_paths + kwarg_paths, avals, args_flat)]
     counts = collections.Counter(s for s in sizes if s is not None).most_common()
     msg = ["vmap got inconsistent sizes for array axes to be mapped:\n"]
     if axis_size is not None:

@@ -475,3 +475,30 @@ def test_jvp_rejects_non_float0_tangent_for_int_primal():
 
 def test_float0_is_exposed_as_jaxprc_dtypes_float0():
     assert jx.dtypes.float0 == float0
+
+
+class _Config:
+    scale = 3.0
+
+
+def _configured(x, cfg, name, fn):
+    return fn(x) * cfg.scale if name == "scaled" else x
+
+
+def test_transformations_close_over_non_array_arguments_they_do_not_transform():
+    """As in JAX: a config object, a string or a function outside argnums (or with in_axes None)
+    is passed to the function as it is, not traced."""
+    args = (2.0, _Config(), "scaled", jnp.sin)
+    expected = 3.0 * np.cos(2.0)
+    np.testing.assert_allclose(jx.grad(_configured)(*args), expected, rtol=1e-6)
+    value, g = jx.value_and_grad(_configured)(*args)
+    np.testing.assert_allclose((value, g), (3.0 * np.sin(2.0), expected), rtol=1e-6)
+    np.testing.assert_allclose(jx.jit(jx.grad(_configured), static_argnums=(1, 2, 3))(*args), expected, rtol=1e-6)
+    for jac in (jx.jacfwd, jx.jacrev):
+        np.testing.assert_allclose(jac(_configured)(*args), expected, rtol=1e-6)
+    np.testing.assert_allclose(jx.hessian(_configured)(*args), -3.0 * np.sin(2.0), rtol=1e-6)
+    xs = jnp.arange(3.0)
+    np.testing.assert_allclose(jx.vmap(_configured, in_axes=(0, None, None, None))(xs, *args[1:]),
+                               3.0 * np.sin(np.arange(3.0)), rtol=1e-6)
+    with pytest.raises(TypeError, match="not a valid jaxprc type"):
+        jx.grad(_configured, argnums=1)(*args)     # differentiating the object itself is an error
