@@ -131,6 +131,13 @@ CASES = [
     ("methods", lambda m, x: (x.T, x.reshape(4, 3), x.sum(0), x.mean(), x.max(1), x.min(), x.var(), x.std(0),
                               x.squeeze(), x.ravel(), x.transpose(1, 0), x.at[1, 2].get(), x.at[0].min(0.0),
                               x.at[:, 1].max(0.5), len(x) * x[-1], list(x)[1]), G),
+    # static out-of-bounds indices clamp (JAX's gather), where numpy would raise
+    ("index_oob_static", lambda m, x: (x[5], x[-9], x[1, 7], x[-4, -5]), G),
+    ("roll_array_shift", lambda m, x, s: (m.np.roll(x, s[0]), m.np.roll(x, s[:2], axis=(0, 1))), G, J[0]),
+    ("roll_array_shift_jit", lambda m, x, s: jax.jit(lambda x, s: m.np.roll(x, s, axis=1))(x, s[1])
+     if m is JAX else jaxprc.jit(lambda x, s: m.np.roll(x, s, axis=1))(x, s[1]), G, J[0]),
+    ("diff_prepend_append", lambda m, x: (m.np.diff(x, prepend=0.5), m.np.diff(x, axis=0, append=x[:1]),
+                                          m.np.diff(x, n=2, prepend=-1.0, append=2.0)), G),
 ]
 
 

@@ -94,9 +94,10 @@ def _parse_index(shape, idx):
 
 
 def _static_int(i, size, dim):
-    if not -size <= i < size:
-        raise IndexError(f"{located('indexing')}: index {i} is out of bounds for axis {dim} with size {size}")
-    return i % size
+    """A static index, clamped into bounds as JAX's gathers clamp (numpy would raise)."""
+    if size == 0:
+        raise IndexError(f"{located('indexing')}: index {i} is out of bounds for axis {dim} with size 0")
+    return min(max(i + size if i < 0 else i, 0), size - 1)
 
 
 def _apply_slices(x, entries):

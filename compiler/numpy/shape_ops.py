@@ -9,7 +9,7 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 
 from .creation import as_array
-from ._util import (aval_of, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert,
+from ._util import (aval_of, is_constant, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert,
                     located)
 
 
@@ -309,10 +309,13 @@ def flipud(m):
 
 
 def roll(a, shift, axis=None):
-    """Elements shifted along ``axis`` with wrap-around (static shifts: slices and a concatenate)."""
+    """Elements shifted along ``axis`` with wrap-around: static shifts are slices and a
+    concatenate; an array shift is a dynamic slice of the axis repeated twice."""
     a = as_array(a, "roll")
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), aval_of(a).shape)
+    if not is_constant(shift) and not isinstance(shift, (list, tuple)):
+        return _roll_dynamic(a, shift, axis)
     shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     shifts, axes = np.broadcast_arrays(np.asarray(shifts), np.asarray(axes))
@@ -351,10 +354,42 @@ def pad(array, pad_width, mode="constant", *, constant_values=0):
     return array
 
 
-def diff(a, n=1, axis=-1):
+def _roll_dynamic(a, shift, axis):
+    """``roll`` by traced (or device) shifts, one per axis."""
+    from .ufuncs import mod
+    shape = aval_of(a).shape
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    shifts = as_array(shift, "roll")
+    if aval_of(shifts).ndim > 1 or not dt.is_int(aval_of(shifts).dtype):
+        raise TypeError(f"roll: shift must be integers of rank 0 or 1, got {aval_of(shifts).str_short()}")
+    shifts = broadcast_to(shifts, (len(axes),))
+    for k, ax in enumerate(axes):
+        ax = canonical_axis(int(ax), len(shape), "roll")
+        n = shape[ax]
+        if n == 0:
+            continue
+        start = mod(-lax.index_in_dim(shifts, k, keepdims=False), n)
+        a = lax.dynamic_slice_in_dim(concatenate([a, a], ax), start, n, ax)
+    return a
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    """The ``n``-th discrete difference along ``axis``; ``prepend``/``append`` values (scalars
+    are broadcast across the other axes) join ``a`` first, as in numpy."""
     from .ufuncs import subtract
     a = as_array(a, "diff")
     ax = canonical_axis(axis, aval_of(a).ndim, "diff")
+    if prepend is not None or append is not None:
+        def edge(v):
+            v = as_array(v, "diff")
+            if aval_of(v).ndim == 0:
+                shape = list(aval_of(a).shape)
+                shape[ax] = 1
+                v = broadcast_to(v, tuple(shape))
+            return v
+        parts = [edge(prepend)] if prepend is not None else []
+        parts += [a] + ([edge(append)] if append is not None else [])
+        a = concatenate(parts, ax)
     for _ in range(n):
         size = aval_of(a).shape[ax]
         a = subtract(lax.slice_in_dim(a, 1, size, 1, ax), lax.slice_in_dim(a, 0, size - 1, 1, ax))
