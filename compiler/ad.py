@@ -25,7 +25,7 @@ from .lax.custom_derivatives import custom_lin_p
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,
                          current_builder, get_aval, trace_to_jaxpr)
-from .ir.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+from .ir.tree_util import Partial, tree_flatten, tree_map, tree_structure, tree_unflatten
 from .passes.dce import dce_closed
 from .passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_aval
 from .passes.partial_eval import linearize_jaxpr
@@ -317,30 +317,38 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of cotangents, one per primal.
 
-    ``vjp_fun`` may be called many times; the primal computation ran once.
+    ``vjp_fun`` may be called many times; the primal computation ran once. As in JAX it is a
+    ``tree_util.Partial`` whose leaves are the residuals, so it can be returned from a jitted
+    function or saved as a custom_vjp residual.
     """
     lz = _Linearized(fun, primals, has_aux, "vjp")
     out, aux = lz.run_primal("vjp")
-    residuals = lz.residuals
-    ct_cj = None if lz.calls_python_bwd() else lz.transposed()
-
-    @_without_gc
-    def vjp_fun(ct):
-        flat_ct, tree = tree_flatten(ct)
-        if tree != lz.out_tree:
-            raise TypeError(f"vjp: the cotangent must have the structure of the output {lz.out_tree}, "
-                            f"got {tree}")
-        for c, a in zip(flat_ct, lz.out_avals):
-            if get_aval(c).shape != a.shape:
-                raise ValueError(f"vjp: a cotangent of shape {get_aval(c).shape} was given for an "
-                                 f"output of type {a.str_short()}")
-        cts = [c for c, nz in zip(flat_ct, lz.out_nz) if nz]
-        if ct_cj is None:
-            in_cts = lz.input_cotangents(lz.concrete_cotangents(cts))
-        else:
-            in_cts = lz.input_cotangents(_evaluate(ct_cj, list(residuals) + cts, "vjp"))
-        return tree_unflatten(lz.in_tree, in_cts)
+    if lz.calls_python_bwd():     # a custom_vjp bwd runs in Python on the saved concrete values
+        vjp_fun = Partial(_without_gc(functools.partial(_apply_vjp, lz, None)))
+    else:
+        vjp_fun = Partial(_without_gc(functools.partial(_apply_vjp, lz, lz.transposed())), *lz.residuals)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
+
+
+def _apply_vjp(lz, ct_cj, *args):
+    """The cotangents of ``lz``'s inputs for the output cotangent ``args[-1]``, from the
+    transposed program ``ct_cj`` applied to the residuals ``args[:-1]`` (None: the program
+    calls a custom_vjp bwd, which runs on the concrete values ``lz`` saved)."""
+    residuals, ct = args[:-1], args[-1]
+    flat_ct, tree = tree_flatten(ct)
+    if tree != lz.out_tree:
+        raise TypeError(f"vjp: the cotangent must have the structure of the output {lz.out_tree}, "
+                        f"got {tree}")
+    for c, a in zip(flat_ct, lz.out_avals):
+        if get_aval(c).shape != a.shape:
+            raise ValueError(f"vjp: a cotangent of shape {get_aval(c).shape} was given for an "
+                             f"output of type {a.str_short()}")
+    cts = [c for c, nz in zip(flat_ct, lz.out_nz) if nz]
+    if ct_cj is None:
+        in_cts = lz.input_cotangents(lz.concrete_cotangents(cts))
+    else:
+        in_cts = lz.input_cotangents(_evaluate(ct_cj, list(residuals) + cts, "vjp"))
+    return tree_unflatten(lz.in_tree, in_cts)
 
 
 # ----------------------------------------------------------------- grad

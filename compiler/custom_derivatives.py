@@ -40,7 +40,7 @@ from .ad import _NestedBuilder
 from .passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert", "SymbolicZero",
-           "CustomVJPPrimal", "zero_from_primal"]
+           "CustomVJPPrimal", "custom_vjp_primal_tree_values", "zero_from_primal"]
 
 
 class SymbolicZero:
@@ -96,6 +96,33 @@ class CustomVJPPrimal:
 
 
 # ------------------------------------------------------------- arguments
+
+def _nondiff_positions(fun: Callable, nums: Sequence[int], names: Sequence[str]) -> tuple[int, ...]:
+    """``nondiff_argnums`` plus the positions of the parameters named in ``nondiff_argnames``."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    positions = set(nums)
+    if names:
+        try:
+            params = list(inspect.signature(fun).parameters)
+        except (TypeError, ValueError):
+            raise TypeError(f"{_name(fun)}: nondiff_argnames needs a function with a signature") from None
+        for n in names:
+            if n not in params:
+                raise ValueError(f"{_name(fun)}: nondiff_argnames entry {n!r} is not a parameter of the "
+                                 f"function (parameters: {params})")
+            positions.add(params.index(n))
+    return tuple(sorted(positions))
+
+
+def custom_vjp_primal_tree_values(tree):
+    """``tree`` with each ``CustomVJPPrimal`` (what a ``symbolic_zeros`` fwd receives) replaced
+    by its value."""
+    def value(leaf):
+        if type(leaf) is not CustomVJPPrimal:
+            raise TypeError(f"unexpected leaf type {type(leaf)}")
+        return leaf.value
+    return tree_map(value, tree)
+
 
 def _resolve_kwargs(fun: Callable, args, kwargs) -> tuple:
     """The call's arguments as positions (inspect.signature), positional defaults filled in, so
@@ -304,10 +331,11 @@ class custom_jvp:
     they may be any Python values, traced arrays included (closed over).
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+                 nondiff_argnames: Sequence[str] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(sorted(nondiff_argnums))
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.jvp: Callable | None = None
         self.symbolic_zeros = False
 
@@ -481,10 +509,11 @@ class custom_vjp:
     tuple with one cotangent (or None) per non-static argument``.
     """
 
-    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+                 nondiff_argnames: Sequence[str] = ()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(sorted(nondiff_argnums))
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
         self.symbolic_zeros = False
@@ -492,7 +521,11 @@ class custom_vjp:
     def __get__(self, instance, owner=None):
         return self if instance is None else functools.partial(self, instance)
 
-    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
+               optimize_remat: bool = False) -> None:
+        """Set the rules. ``optimize_remat`` is accepted for JAX compatibility: it asks JAX to
+        recompute ``fwd`` in the backward pass instead of saving its residuals, a memory
+        optimisation that changes no value; jaxprc saves the residuals either way."""
         self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
 
     def __call__(self, *args, **kwargs):

@@ -205,3 +205,59 @@ def test_odeint_pendulum_values_and_gradients():
     g_theirs = jax.grad(loss(jax_odeint, jjnp), argnums=(0, 1, 2, 3))(y0, t, 0.25, 5.0)
     for a, b in zip(g_ours, g_theirs):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-8)
+
+
+# ------------------------------------------------- API parity with JAX 0.10
+
+def nondiff_argnames_program(api, jnp, lax):
+    @partial(api.custom_vjp, nondiff_argnames=("power",))
+    def f(x, power):
+        return x ** power
+    f.defvjp(lambda x, power: (f(x, power), x), lambda power, x, g: (g * power * x ** (power - 1),))
+
+    @partial(api.custom_jvp, nondiff_argnames=("power",))
+    def h(x, power):
+        return x ** power
+
+    @h.defjvp
+    def h_jvp(power, primals, tangents):
+        return h(primals[0], power), power * primals[0] ** (power - 1) * tangents[0]
+    return (api.grad(lambda x: f(x, power=3))(2.0), api.grad(lambda x: h(x, power=3))(2.0),
+            api.jit(api.grad(lambda x: f(x, 4)))(1.5))
+
+
+def optimize_remat_program(api, jnp, lax):
+    @api.custom_vjp
+    def f(x):
+        return jnp.sin(x) * x
+    f.defvjp(lambda x: (f(x), x), lambda x, g: (g * (jnp.cos(x) * x + jnp.sin(x)),), optimize_remat=True)
+    return api.grad(f)(1.0), api.jit(api.grad(f))(0.3), api.vmap(api.grad(f))(jnp.arange(3.0))
+
+
+def vjp_function_as_residual_program(api, jnp, lax):
+    """fwd saves the function vjp returns (a Partial pytree) as its residual."""
+    @api.custom_vjp
+    def f(x):
+        return jnp.sin(x) * 2
+    def fwd(x):
+        return api.vjp(lambda x: jnp.sin(x) * 2, x)
+    f.defvjp(fwd, lambda pullback, g: pullback(g))
+    y, pullback = api.jit(lambda x: api.vjp(jnp.tanh, x))(0.5)
+    return api.grad(f)(1.0), api.jit(api.grad(f))(1.0), y, pullback(1.0)
+
+
+@pytest.mark.parametrize("program", [nondiff_argnames_program, optimize_remat_program,
+                                     vjp_function_as_residual_program], ids=lambda p: p.__name__)
+def test_custom_derivative_api_parity(program):
+    assert_same(program)
+
+
+def test_custom_vjp_primal_tree_values():
+    from jax.custom_derivatives import CustomVJPPrimal as JaxPrimal, custom_vjp_primal_tree_values as jax_ptv
+    from jaxprc.custom_derivatives import CustomVJPPrimal, custom_vjp_primal_tree_values
+    ours = custom_vjp_primal_tree_values({"a": CustomVJPPrimal(1.0, True), "b": [CustomVJPPrimal(2, False)]})
+    theirs = jax_ptv({"a": JaxPrimal(1.0, True), "b": [JaxPrimal(2, False)]})
+    assert ours == theirs == {"a": 1.0, "b": [2]}
+    for ptv in (custom_vjp_primal_tree_values, jax_ptv):
+        with pytest.raises(TypeError, match="unexpected leaf type"):
+            ptv([3])
