@@ -35,7 +35,7 @@ from . import lax
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Thunk, Var
 from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_lin_p, custom_vjp_call_jaxpr_p
 from .ir.tracing import Tracer, close_over_consts, current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
-from .ir.tree_util import tree_flatten, tree_map, tree_structure, tree_unflatten
+from .ir.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_structure, tree_unflatten
 from .ad import _NestedBuilder
 from .passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
 
@@ -124,7 +124,7 @@ def custom_vjp_primal_tree_values(tree):
     return tree_map(value, tree)
 
 
-def _resolve_kwargs(fun: Callable, args, kwargs) -> tuple:
+def _resolve_kwargs(fun: Callable, args, kwargs, kind: str) -> tuple:
     """The call's arguments as positions (inspect.signature), positional defaults filled in, so
     the rules see every argument; keyword-only parameters left at their defaults are dropped
     (the function uses its default), keyword-only arguments passed are an error (as in JAX)."""
@@ -137,16 +137,24 @@ def _resolve_kwargs(fun: Callable, args, kwargs) -> tuple:
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as e:
-        raise TypeError(f"The input arguments to the custom_jvp/custom_vjp-decorated function "
-                        f"{_name(fun)} could not be resolved to positional arguments. Binding failed "
-                        f"with the error: {e}") from None
+        raise TypeError(_unresolved(kind, fun, str(e))) from None
     bound.apply_defaults()
     passed = [k for k in bound.kwargs if k in kwargs]
     if passed:
-        raise TypeError(f"{_name(fun)}: keyword arguments {passed} could not be resolved to positions; "
-                        "custom_jvp/custom_vjp functions take their arguments by position (or by a "
-                        "name that maps to a position)")
+        raise TypeError(_unresolved(kind, fun, "The following keyword arguments could not be resolved "
+                                               f"to positions: {', '.join(passed)}"))
     return tuple(bound.args)
+
+
+def _unresolved(kind: str, fun, error: str) -> str:
+    """JAX's text (users match it in tests): the call's arguments do not map to positions."""
+    return (f"The input arguments to the {kind}-decorated function {_name(fun)} could not be resolved "
+            f"to positional-only arguments. Binding failed with the error:\n{error}")
+
+
+def _jax_type(aval: ShapedArray) -> str:
+    """A type as JAX's error messages write it: ``float32[3]``."""
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
 def _name(f) -> str:
@@ -365,7 +373,7 @@ class custom_jvp:
     def __call__(self, *args, **kwargs):
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {_name(self.fun)} using defjvp.")
-        args = _resolve_kwargs(self.fun, args, kwargs)
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_jvp")
         if current_builder() is None:        # evaluation ignores the rule
             return self.fun(*args)
         _check_nondiff_argnums(self.nondiff_argnums, len(args), self.fun)
@@ -425,33 +433,37 @@ class custom_jvp:
         primal_out, tangent_out = result
         p_leaves, p_tree = tree_flatten(primal_out)
         t_leaves, t_tree = tree_flatten(tangent_out, is_leaf=lambda x: isinstance(x, SymbolicZero))
-        if p_tree != out_tree:
-            raise TypeError(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal "
-                            f"outputs with the same container (pytree) structure as the function: "
-                            f"expected {out_tree}, got {p_tree}.")
         if t_tree != p_tree:
             raise TypeError(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal "
                             f"and tangent outputs with equal container (pytree) structures, but got "
                             f"{p_tree} and {t_tree} respectively.")
+        tangents_out, mismatches = [], []
+        for p, t in zip(p_leaves, t_leaves):
+            pa = get_aval(p).strip_weak_type()
+            if not is_differentiable(pa):      # integer outputs: their float0 tangents are dropped
+                continue
+            t = t.instantiate() if isinstance(t, SymbolicZero) else t
+            ta, expected = get_aval(t).strip_weak_type(), tangent_aval(pa)
+            if ta.shape != expected.shape or ta.dtype != expected.dtype:
+                mismatches.append((pa, expected, ta))
+            tangents_out.append(t)
+        if len(mismatches) == 1 and len(p_leaves) == 1:     # JAX's texts, which users match
+            pa, expected, ta = mismatches[0]
+            raise TypeError("Custom JVP rule must produce primal and tangent outputs with corresponding "
+                            f"shapes and dtypes. Expected {_jax_type(expected)} (tangent type of "
+                            f"{_jax_type(pa)}) but got {_jax_type(ta)}.")
+        if mismatches:
+            raise TypeError("Custom JVP rule must produce primal and tangent outputs with corresponding "
+                            "shapes and dtypes, but got:\n" + "\n".join(
+                                f"  primal {_jax_type(pa)} with tangent {_jax_type(ta)}, expecting "
+                                f"tangent {_jax_type(expected)}" for pa, expected, ta in mismatches))
+        if p_tree != out_tree:
+            raise TypeError(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal "
+                            f"outputs with the same container (pytree) structure as the function: "
+                            f"expected {out_tree}, got {p_tree}.")
         _check_avals(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal outputs "
                      "with the function's shapes and dtypes", out_avals, [get_aval(x) for x in p_leaves],
                      [f"primal output {i}" for i in range(len(p_leaves))])
-        tangents_out = []
-        for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
-            pa = get_aval(p)
-            if not is_differentiable(pa):
-                continue
-            if isinstance(t, SymbolicZero):
-                t = t.instantiate()
-            ta = get_aval(t)
-            expected = tangent_aval(pa)
-            if ta.shape != expected.shape or ta.dtype != expected.dtype:
-                raise TypeError(
-                    f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal and "
-                    f"tangent outputs with corresponding shapes and dtypes: output {i} has primal "
-                    f"{pa.strip_weak_type().str_short()}, so its tangent must be "
-                    f"{expected.strip_weak_type().str_short()}, but got {ta.strip_weak_type().str_short()}.")
-            tangents_out.append(t)
         return list(p_leaves) + tangents_out
 
 
@@ -531,7 +543,7 @@ class custom_vjp:
     def __call__(self, *args, **kwargs):
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {_name(self.fun)} using defvjp.")
-        args = _resolve_kwargs(self.fun, args, kwargs)
+        args = _resolve_kwargs(self.fun, args, kwargs, "custom_vjp")
         if current_builder() is None:        # evaluation ignores the rules
             return self.fun(*args)
         _check_nondiff_argnums(self.nondiff_argnums, len(args), self.fun)
@@ -650,7 +662,7 @@ class CustomBwd(Thunk):
         n_args = args_tree.num_nodes and len(tree_unflatten(args_tree, [0] * args_tree.num_leaves))
         if not isinstance(result, (tuple, list)) or len(result) != n_args:
             got = tree_structure(result, is_leaf=lambda x: x is None) if isinstance(result, (tuple, list)) else type(result).__name__
-            raise TypeError(f"Custom VJP bwd rule {name} for function {fname} must produce an output with "
+            raise TypeError("Custom VJP bwd rule must produce an output with "
                             "the same container (pytree) structure as the args tuple of the primal "
                             "function, and in particular must produce a tuple of length equal to the "
                             f"number of arguments to the primal function, but got bwd output structure "
@@ -677,15 +689,21 @@ class CustomBwd(Thunk):
                 continue
             ca = get_aval(ct)
             if ca.shape != a.shape or (ca.dtype != a.dtype and dt.is_inexact(ca.dtype)):
-                raise TypeError(f"Custom VJP bwd rule {name} for function {fname} must produce an output "
-                                "with the same shape/dtypes as the args tuple of the primal function, "
-                                f"but at input leaf {i} the bwd rule produced an output of shape/dtype "
-                                f"{ca.strip_weak_type().str_short()} corresponding to an input of "
-                                f"shape/dtype {a.strip_weak_type().str_short()}.")
+                what = "shapes" if ca.shape != a.shape else "dtypes"
+                error = ValueError if ca.shape != a.shape else TypeError
+                raise error("Custom VJP bwd rule must produce an output with the same type as the args "
+                            f"tuple of the primal function, but at output{self._leaf_path(i)} the bwd rule "
+                            f"produced an output of type {_jax_type(ca)} corresponding to an input of "
+                            f"type {_jax_type(a)}, so the {what} do not match")
             if ca.dtype != a.dtype:
                 ct = lax.convert_element_type(ct, a.dtype)
             cts.append(ct)
         return cts
+
+    def _leaf_path(self, i: int) -> str:
+        """Where leaf ``i`` of the arguments sits in the args tuple: ``[0]['a']``."""
+        paths = tree_flatten_with_path(tree_unflatten(self.in_tree, range(self.in_tree.num_leaves)))[0]
+        return keystr(paths[i][0])
 
     def _trace(self) -> ClosedJaxpr:
         ct_avals = [a.strip_weak_type() for a in self.out_avals if is_differentiable(a)]

@@ -3,6 +3,8 @@
 Python flexibility, errors, and the text round trip of programs holding custom rules."""
 from functools import partial
 
+import re
+
 import numpy as np
 import pytest
 
@@ -396,7 +398,7 @@ def test_wrong_rule_outputs_say_expected_and_got():
     def f(x):
         return jnp.sin(x)
     f.defjvp(lambda p, t: (f(p[0]), jnp.ones(3)))
-    with pytest.raises(TypeError, match=r"tangent must be f32\[\], but got f32\[3\]"):
+    with pytest.raises(TypeError, match=re.escape("Custom JVP rule must produce primal and tangent outputs with corresponding shapes and dtypes. Expected float32[] (tangent type of float32[]) but got float32[3].")):
         jx.grad(f)(1.)
 
     @jx.custom_jvp
@@ -417,21 +419,21 @@ def test_wrong_rule_outputs_say_expected_and_got():
     def k(x):
         return x
     k.defvjp(lambda x: (k(x), None), lambda _, g: (jnp.ones(2),))
-    with pytest.raises(TypeError, match=r"shape/dtype f32\[2\] corresponding to an input of shape/dtype f32\[\]"):
+    with pytest.raises(ValueError, match=re.escape("at output[0] the bwd rule produced an output of type float32[2] corresponding to an input of type float32[], so the shapes do not match")):
         jx.grad(k)(1.)
 
     @jx.custom_vjp
     def wrong_dtype(x):
         return x
     wrong_dtype.defvjp(lambda x: (wrong_dtype(x), None), lambda _, g: (g.astype(np.float16),))
-    with pytest.raises(TypeError, match=r"shape/dtype f16\[\] corresponding to an input of shape/dtype f32\[\]"):
+    with pytest.raises(TypeError, match=re.escape("at output[0] the bwd rule produced an output of type float16[] corresponding to an input of type float32[], so the dtypes do not match")):
         jx.grad(wrong_dtype)(1.)
 
     @jx.custom_jvp
     def wrong_tangent_dtype(x):
         return jnp.sin(x)
     wrong_tangent_dtype.defjvp(lambda p, t: (wrong_tangent_dtype(p[0]), t[0].astype(np.float16)))
-    with pytest.raises(TypeError, match=r"tangent must be f32\[\], but got f16\[\]"):
+    with pytest.raises(TypeError, match=re.escape("Expected float32[] (tangent type of float32[]) but got float16[].")):
         jx.jvp(wrong_tangent_dtype, (1.,), (1.,))
 
     @jx.custom_vjp
@@ -822,5 +824,5 @@ def test_rules_see_positional_defaults_and_keyword_only_defaults_stay_out():
         return x * scale
     g.defvjp(lambda x: (g(x), None), lambda _, ct: (ct * 3.,))
     assert float(jx.grad(g)(1.)) == 3.
-    with pytest.raises(TypeError, match="could not be resolved to positions"):
+    with pytest.raises(TypeError, match="(?s)could not be resolved to positional-only arguments.*could not be resolved to positions: scale"):
         jx.grad(lambda x: g(x, scale=2.))(1.)

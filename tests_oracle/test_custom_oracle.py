@@ -261,3 +261,87 @@ def test_custom_vjp_primal_tree_values():
     for ptv in (custom_vjp_primal_tree_values, jax_ptv):
         with pytest.raises(TypeError, match="unexpected leaf type"):
             ptv([3])
+
+
+# --------------------------------------------- error texts users match in tests
+
+def _rule_not_pair(api, jnp):
+    @api.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+    f.defjvp(lambda p, t: jnp.cos(p[0]))
+    api.jvp(f, (1.0,), (1.0,))
+
+
+def _structures_differ(api, jnp):
+    @api.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+    f.defjvp(lambda p, t: ((f(p[0]), f(p[0])), t[0]))
+    api.jvp(f, (1.0,), (1.0,))
+
+
+def _tangent_shape(api, jnp):
+    @api.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+    f.defjvp(lambda p, t: (f(p[0]), jnp.reshape(t[0], (1,))))
+    api.jvp(f, (jnp.float32(2.0),), (jnp.float32(1.0),))
+
+
+def _tangent_dtype(api, jnp):
+    @api.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+    f.defjvp(lambda p, t: (f(p[0]), jnp.asarray(t[0]).astype(jnp.float16)))
+    api.jvp(f, (jnp.float32(2.0),), (jnp.float32(1.0),))
+
+
+def _unresolved_kwarg(api, jnp):
+    @api.custom_jvp
+    def f(x, *, y):
+        return jnp.sin(x) * y
+    f.defjvp(lambda p, t: (f(*p), t[0]))
+    f(1.0, y=2.0)
+
+
+def _unknown_kwarg(api, jnp):
+    @api.custom_vjp
+    def f(x):
+        return jnp.sin(x)
+    f.defvjp(lambda x: (f(x), x), lambda x, g: (g,))
+    f(1.0, z=3)
+
+
+def _bwd_tuple_length(api, jnp):
+    @api.custom_vjp
+    def f(x):
+        return jnp.sin(x)
+    f.defvjp(lambda x: (f(x), x), lambda x, g: (g, g))
+    api.grad(f)(1.0)
+
+
+def _bwd_shape(api, jnp):
+    @api.custom_vjp
+    def f(x):
+        return jnp.sin(x)
+    f.defvjp(lambda x: (f(x), x), lambda x, g: (jnp.ones(3),))
+    api.grad(f)(1.0)
+
+
+@pytest.mark.parametrize("program", [_rule_not_pair, _structures_differ, _tangent_shape, _tangent_dtype,
+                                     _unresolved_kwarg, _unknown_kwarg, _bwd_tuple_length, _bwd_shape],
+                         ids=lambda p: p.__name__.strip("_"))
+def test_error_texts_are_jaxs(program):
+    errors = {}
+    for name, (api, jnp, _) in BACKENDS.items():
+        with pytest.raises(Exception) as info:
+            program(api, jnp)
+        errors[name] = info.value
+    theirs, ours = errors["jax"], errors["jaxprc"]
+    assert type(ours) is type(theirs)
+    # the text up to the offending value (which each library prints its own way)
+    prefix = str(theirs).split(" but got ")[0]
+    assert str(ours).startswith(prefix), (str(ours), str(theirs))
+    if program is not _rule_not_pair:
+        assert str(ours) == str(theirs)
