@@ -21,7 +21,9 @@ from jaxprc.passes.vmap import shift
 
 from . import reductions
 from .operands import aval, canonical_axis
-from .shapes import type_error as _type_error
+from jaxprc.ir.params import Bool
+
+from .shapes import DIM, type_error as _type_error
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
            "cumsum_p", "cumprod_p", "cummax_p", "cummin_p", "cumlogsumexp_p"]
@@ -41,6 +43,7 @@ def _cumulative(name: str, accepts) -> Primitive:
         return x
 
     prim.def_abstract_eval(rule)
+    prim.def_params(axis=DIM, reverse=Bool())
     return prim
 
 

@@ -22,7 +22,9 @@ from jaxprc.passes.vmap import shift
 
 from . import cumulative
 from .operands import aval, canonical_axes, canonical_axis
-from .shapes import type_error as _type_error, check_axes as _check_axes
+from jaxprc.ir.params import DType
+
+from .shapes import DIMS, type_error as _type_error, check_axes as _check_axes
 
 __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or", "reduce_xor",
            "argmax", "argmin",
@@ -43,6 +45,7 @@ def _reduction(name: str, accepts) -> Primitive:
         return ShapedArray([s for i, s in enumerate(x.shape) if i not in axes], x.dtype, x.weak_type)
 
     prim.def_abstract_eval(rule)
+    prim.def_params(axes=DIMS)
     return prim
 
 
@@ -71,6 +74,7 @@ def _arg_reduction(name: str) -> Primitive:
         return ShapedArray([s for i, s in enumerate(x.shape) if i != axes[0]], index_dtype)
 
     prim.def_abstract_eval(rule)
+    prim.def_params(axes=DIMS, index_dtype=DType())
     return prim
 
 

@@ -30,6 +30,7 @@ from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
+from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Tuple
 from jaxprc.ir.tracing import Tracer, close_over_consts, trace_to_jaxpr
 from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, jvp_jaxpr, tangent_aval, zeros
@@ -48,6 +49,8 @@ __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
 
 while_p = Primitive("while")
 while_p.multiple_results = True
+while_p.def_params(cond_jaxpr=ClosedJaxprParam(), body_jaxpr=ClosedJaxprParam(), cond_nconsts=Int(min=0),
+                   body_nconsts=Int(min=0))
 
 
 @while_p.def_abstract_eval
@@ -74,6 +77,8 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
 
 scan_p = Primitive("scan")
 scan_p.multiple_results = True
+scan_p.def_params(jaxpr=ClosedJaxprParam(), length=Int(min=0), reverse=Bool(), unroll=Int(min=0),
+                  num_consts=Int(min=0), num_carry=Int(min=0), linear=Tuple(Bool()))
 
 
 @scan_p.def_abstract_eval
