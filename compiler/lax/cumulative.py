@@ -12,6 +12,7 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import Primitive
+from jaxprc.ir.params import Bool
 from .elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM
 from jaxprc.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
@@ -21,8 +22,6 @@ from jaxprc.passes.vmap import shift
 
 from . import reductions
 from .operands import aval, canonical_axis
-from jaxprc.ir.params import Bool
-
 from .shapes import DIM, type_error as _type_error
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",

@@ -14,14 +14,13 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray
+from jaxprc.ir.params import DType, Enum, OneOf, Tuple
 from .elementwise import ANY
 from jaxprc.lowering import param_name
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 
 from .operands import aval, ints
-from jaxprc.ir.params import DType, Enum, OneOf, Tuple
-
 from .shapes import DIMS, type_error as _type_error
 
 __all__ = ["dot_general", "dot", "Precision", "dot_general_p"]

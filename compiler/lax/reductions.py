@@ -15,6 +15,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray
+from jaxprc.ir.params import DType
 from .elementwise import ANY, BOOL_OR_INT, INTEGRAL, KIND_NAMES, NUM, ORDERED
 from jaxprc.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
@@ -22,8 +23,6 @@ from jaxprc.passes.vmap import shift
 
 from . import cumulative
 from .operands import aval, canonical_axes, canonical_axis
-from jaxprc.ir.params import DType
-
 from .shapes import DIMS, type_error as _type_error, check_axes as _check_axes
 
 __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or", "reduce_xor",

@@ -21,6 +21,7 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
+from jaxprc.ir.params import Bool, Enum, Int, OneOf, Record, Scalar, Tuple
 from .elementwise import INTEGRAL
 from jaxprc.lowering import param_name
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, tangent_aval, zeros
@@ -28,8 +29,6 @@ from jaxprc.passes.transpose import is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, matchaxis, moveaxis, scalar
 
 from . import operands as ops
-from jaxprc.ir.params import Bool, Enum, Int, OneOf, Record, Scalar, Tuple
-
 from .shapes import DIMS, SIZES, expand_dims, squeeze, type_error
 
 __all__ = [

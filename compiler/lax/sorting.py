@@ -14,6 +14,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive
+from jaxprc.ir.params import Bool, Int
 
 from jaxprc.passes.jvp import aval_of
 
@@ -21,8 +22,6 @@ from .slicing import take_along_axis
 from jaxprc.passes.vmap import align, shift
 
 from .operands import aval, canonical_axis
-from jaxprc.ir.params import Bool, Int
-
 from .shapes import DIM, type_error as _type_error
 
 __all__ = ["sort", "sort_key_val", "sort_p"]
