@@ -260,6 +260,9 @@ class Primitive:
 
     ``abstract_eval`` is its typing rule: input avals (and params) to output
     avals. ``impl`` evaluates it on concrete values outside any trace.
+    ``param_schema`` (set by ``def_params``) names its params and what each may
+    hold (``jaxprc.ir.params``); the verifier checks it before the typing rule.
+    None (a user primitive that declares none): params are left to the typing rule.
     """
 
     multiple_results = False
@@ -268,6 +271,7 @@ class Primitive:
         self.name = name
         self.impl_rule: Callable | None = None
         self.abstract_eval_rule: Callable | None = None
+        self.param_schema: dict | None = None
         PRIMITIVES[name] = self
 
     def __repr__(self):
@@ -283,6 +287,12 @@ class Primitive:
     def def_abstract_eval(self, rule):
         self.abstract_eval_rule = rule
         return rule
+
+    def def_params(self, **schema) -> "Primitive":
+        """Declare the params: name -> checker (``jaxprc.ir.params.Int(min=0)``, ...); no
+        arguments: the primitive takes no params."""
+        self.param_schema = dict(schema)
+        return self
 
     def impl(self, *args, **params):
         if self.impl_rule is None:

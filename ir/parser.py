@@ -27,6 +27,7 @@ import numpy as np
 from . import dtypes as dt
 from .core import (PARAM_TYPES, PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprcError, JaxprTypeError,
                    Literal, RuleNotPrinted, ShapedArray, Thunk, Var)
+from .params import ParamError
 from .verify import infer_out_avals
 
 
@@ -366,6 +367,9 @@ class _Builder(lark.Transformer):
         """The binders' declared types are those the primitive's typing rule gives."""
         try:
             out_avals = infer_out_avals(prim, [a.aval for a in invars], params)
+        except ParamError as err:       # located at the offending param's name
+            at = next((tok for tok, _ in e.params if str(tok) == err.param), e.prim)
+            _fail(at, err.what, err.expected)
         except (JaxprTypeError, NotImplementedError) as err:
             _fail(e.prim, f"{prim.name} rejects its operands or params: {err}",
                   "operands and params its typing rule accepts")

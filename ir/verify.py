@@ -3,7 +3,7 @@
 Checks: every variable is bound once (constvars, invars, equation outputs)
 and before use; outvars are bound; each equation's declared output types
 equal what its primitive's typing rule computes from the operand types and
-params; literals are scalars whose value their dtype can represent; a
+params, which first fit the primitive's param schema (``jaxprc.ir.params``); literals are scalars whose value their dtype can represent; a
 ClosedJaxpr's consts have their constvars' shapes and dtypes. Params
 holding ClosedJaxprs are verified recursively, each in its own scope
 (sub-jaxprs see only their own constvars and invars). Forced thunks are
@@ -19,11 +19,14 @@ import numpy as np
 from . import dtypes as dt
 from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray,
                    Thunk, Var, out_avals_of)
+from .params import ParamError, check_params
 from .printer import Namer, definition_jaxpr, pp_eqn
 
 
 def infer_out_avals(prim: Primitive, in_avals, params) -> list[ShapedArray]:
-    """The typing rule's result; any failure of the rule becomes a JaxprTypeError naming the primitive."""
+    """The typing rule's result; any failure of the rule becomes a JaxprTypeError naming the primitive.
+    The params are checked against the primitive's schema first (ParamError)."""
+    check_params(prim, params)
     try:
         out = out_avals_of(prim, list(in_avals), dict(params))
     except (JaxprTypeError, NotImplementedError):
@@ -123,6 +126,8 @@ class _Verifier:
                      "(or is bound in another scope)")
         try:
             expected = infer_out_avals(eqn.primitive, [a.aval for a in eqn.invars], eqn.params)
+        except ParamError as e:
+            fail(str(e))
         except JaxprTypeError as e:
             fail(f"typing rule failed: {e}")
         declared = [v.aval for v in eqn.outvars]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir.core import JaxprTypeError, Primitive
+from jaxprc.ir.params import ClosedJaxprParam, Str
 from jaxprc.ir.tracing import close_over_consts
 from jaxprc.passes.inline import call_primitives
 from jaxprc.passes.dce import dce_closed
@@ -46,6 +47,7 @@ def _jit_params(*, name):
 
 jit_p = Primitive("jit")                  # a nested jit call
 jit_p.multiple_results = True
+jit_p.def_params(jaxpr=ClosedJaxprParam(), name=Str())
 jit_p.def_abstract_eval(_call_abstract_eval("jit", _jit_params))
 call_primitives.add(jit_p)                  # the inline pass splices its callee
 

@@ -12,6 +12,7 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import Primitive
+from jaxprc.ir.params import Bool
 from .elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM
 from jaxprc.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
@@ -21,7 +22,7 @@ from jaxprc.passes.vmap import shift
 
 from . import reductions
 from .operands import aval, canonical_axis
-from .shapes import type_error as _type_error
+from .shapes import DIM, type_error as _type_error
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
            "cumsum_p", "cumprod_p", "cummax_p", "cummin_p", "cumlogsumexp_p"]
@@ -41,6 +42,7 @@ def _cumulative(name: str, accepts) -> Primitive:
         return x
 
     prim.def_abstract_eval(rule)
+    prim.def_params(axis=DIM, reverse=Bool())
     return prim
 
 

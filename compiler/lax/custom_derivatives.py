@@ -17,6 +17,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, Primitive, ShapedArray, Thunk
+from jaxprc.ir.params import Aval, Bool, ClosedJaxprParam, Int, Rule, Str, Tuple
 from jaxprc.ir.tracing import (ConcretizationTypeError, Tracer, current_builder, eval_jaxpr, no_trace,
                                trace_to_jaxpr)
 from jaxprc.passes.dce import dce_closed
@@ -70,13 +71,20 @@ custom_jvp_call_jaxpr_p.multiple_results = True
 custom_jvp_call_jaxpr_p.def_abstract_eval(
     _custom_call_abstract_eval("custom_jvp_call_jaxpr", ("jvp_jaxpr_thunk",)))
 
+custom_jvp_call_jaxpr_p.def_params(fun_jaxpr=ClosedJaxprParam(), jvp_jaxpr_thunk=Rule(), num_consts=Int(min=0),
+                                   symbolic_zeros=Bool())
+
 custom_vjp_call_jaxpr_p = Primitive("custom_vjp_call_jaxpr")
 custom_vjp_call_jaxpr_p.multiple_results = True
 custom_vjp_call_jaxpr_p.def_abstract_eval(
     _custom_call_abstract_eval("custom_vjp_call_jaxpr", ("fwd_jaxpr_thunk", "bwd"), ("out_trees",)))
 
 custom_lin_p = Primitive("custom_lin")    # its impl (an error) is set by jaxprc.custom_derivatives
+custom_vjp_call_jaxpr_p.def_params(fun_jaxpr=ClosedJaxprParam(), fwd_jaxpr_thunk=Rule(), bwd=Rule(),
+                                   num_consts=Int(min=0), out_trees=Tuple(Str()), symbolic_zeros=Bool())
+
 custom_lin_p.multiple_results = True
+custom_lin_p.def_params(num_res=Int(min=0), bwd=Rule(), out_avals=Tuple(Aval()), symbolic_zeros=Bool())
 
 
 @custom_lin_p.def_abstract_eval

@@ -18,6 +18,7 @@ from jaxprc.interpreters.ad import Zero, add_tangents, instantiate_zeros, is_und
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
+from jaxprc.ir.params import Bool, DType, Int
 from jaxprc.ir.tree_util import tree_map
 from jaxprc.lowering import param_name
 from jaxprc.passes import emit
@@ -114,6 +115,8 @@ def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -
         return ShapedArray(avals[0].shape, dtype, weak)
 
     prim.def_abstract_eval(typing_rule)
+    if not params:
+        prim.def_params()       # those with params declare their schema below
     batching.defbroadcasting(prim)
     return prim
 
@@ -203,6 +206,10 @@ le_p = elementwise("le", 2, ORDERED, _to_bool)
 gt_p = elementwise("gt", 2, ORDERED, _to_bool)
 ge_p = elementwise("ge", 2, ORDERED, _to_bool)
 
+# -- param schemas (jaxprc.ir.params), checked by the verifier before the typing rules
+round_p.def_params(rounding_method=Int(0, 1))      # a RoundingMethod
+integer_pow_p.def_params(y=Int())
+
 
 # -- conversions --------------------------------------------------------------
 convert_element_type_p = Primitive("convert_element_type")
@@ -213,7 +220,9 @@ def _convert_element_type_rule(x, *, new_dtype, weak_type=False, **_):
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 
+convert_element_type_p.def_params(new_dtype=DType(), weak_type=Bool())
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
+bitcast_convert_type_p.def_params(new_dtype=DType())
 
 
 @bitcast_convert_type_p.def_abstract_eval
@@ -232,7 +241,7 @@ def _bitcast_convert_type_rule(x, *, new_dtype):
 
 
 # -- ternary ------------------------------------------------------------------
-clamp_p = Primitive("clamp")
+clamp_p = Primitive("clamp").def_params()
 
 
 @clamp_p.def_abstract_eval
@@ -246,7 +255,7 @@ def _clamp_rule(lo, x, hi):
     return ShapedArray(x.shape, x.dtype, lo.weak_type and x.weak_type and hi.weak_type)
 
 
-select_n_p = Primitive("select_n")
+select_n_p = Primitive("select_n").def_params()
 
 
 @select_n_p.def_abstract_eval

@@ -14,13 +14,14 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray
+from jaxprc.ir.params import DType, Enum, OneOf, Tuple
 from .elementwise import ANY
 from jaxprc.lowering import param_name
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 
 from .operands import aval, ints
-from .shapes import type_error as _type_error
+from .shapes import DIMS, type_error as _type_error
 
 __all__ = ["dot_general", "dot", "Precision", "dot_general_p"]
 
@@ -53,13 +54,20 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, prefer
     return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)   # JAX's weak-type rule
 
 
-# --------------------------------------------------------------- builders
-
 class Precision(enum.Enum):
     """Accepted for JAX compatibility; jaxprc's dot_general always uses XLA's default precision."""
     DEFAULT = 0
     HIGH = 1
     HIGHEST = 2
+
+
+dot_general_p.def_params(
+    dimension_numbers=Tuple(Tuple(DIMS, length=2), length=2),   # ((lhs, rhs) contract, (lhs, rhs) batch)
+    precision=OneOf(None, Enum(Precision), Tuple(Enum(Precision), length=2)),
+    preferred_element_type=OneOf(None, DType()))
+
+
+# --------------------------------------------------------------- builders
 
 
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):

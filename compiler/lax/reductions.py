@@ -15,6 +15,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray
+from jaxprc.ir.params import DType
 from .elementwise import ANY, BOOL_OR_INT, INTEGRAL, KIND_NAMES, NUM, ORDERED
 from jaxprc.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
@@ -22,7 +23,7 @@ from jaxprc.passes.vmap import shift
 
 from . import cumulative
 from .operands import aval, canonical_axes, canonical_axis
-from .shapes import type_error as _type_error, check_axes as _check_axes
+from .shapes import DIMS, type_error as _type_error, check_axes as _check_axes
 
 __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or", "reduce_xor",
            "argmax", "argmin",
@@ -43,6 +44,7 @@ def _reduction(name: str, accepts) -> Primitive:
         return ShapedArray([s for i, s in enumerate(x.shape) if i not in axes], x.dtype, x.weak_type)
 
     prim.def_abstract_eval(rule)
+    prim.def_params(axes=DIMS)
     return prim
 
 
@@ -71,6 +73,7 @@ def _arg_reduction(name: str) -> Primitive:
         return ShapedArray([s for i, s in enumerate(x.shape) if i != axes[0]], index_dtype)
 
     prim.def_abstract_eval(rule)
+    prim.def_params(axes=DIMS, index_dtype=DType())
     return prim
 
 

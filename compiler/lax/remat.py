@@ -25,6 +25,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Primitive, Var, param_type
+from jaxprc.ir.params import Bool, Callable, ClosedJaxprParam, OneOf, Record, Str, Tuple
 from jaxprc.ir.tracing import close_over_consts
 from jaxprc.passes.dce import dce_closed, dce_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr, tangent_aval
@@ -39,6 +40,7 @@ __all__ = ["checkpoint_p", "name_p", "CheckpointPolicy"]
 # ---------------------------------------------------------------- primitives
 
 name_p = Primitive("name")                # checkpoint_name(x, name): the identity, tagged
+name_p.def_params(name=Str())
 name_p.def_impl(lambda x, *, name: x)
 
 
@@ -99,6 +101,8 @@ def _checkpoint_params(*, prevent_cse, policy):
 
 checkpoint_p = Primitive("checkpoint")    # a call; partial evaluation consults the policy
 checkpoint_p.multiple_results = True
+checkpoint_p.def_params(jaxpr=ClosedJaxprParam(), prevent_cse=Bool(),
+                        policy=OneOf(None, Record(CheckpointPolicy, kind=Str(), names=Tuple(Str())), Callable()))
 checkpoint_p.def_abstract_eval(_call_abstract_eval("checkpoint", _checkpoint_params))
 
 

@@ -18,6 +18,7 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
+from jaxprc.ir.params import DType, Int, OneOf, Tuple
 from .elementwise import NUM, fmt_types
 from jaxprc.ir.tracing import Tracer
 from jaxprc.passes import emit
@@ -52,8 +53,15 @@ def check_axes(name: str, aval: ShapedArray, axes, what: str = "axes", **params)
                          **{what: axes}, **params)
 
 
+# The params' kinds (jaxprc.ir.params); the typing rules check how they fit the operands.
+DIM = Int(min=0)            # an axis
+SIZE = Int(min=0)           # a dimension's size
+DIMS, SIZES = Tuple(DIM), Tuple(SIZE)
+
+
 # ----------------------------------------------------------- broadcast_in_dim
 broadcast_in_dim_p = Primitive("broadcast_in_dim")
+broadcast_in_dim_p.def_params(shape=SIZES, broadcast_dimensions=DIMS)
 
 
 @broadcast_in_dim_p.def_abstract_eval
@@ -77,6 +85,7 @@ def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions):
 
 # --------------------------------------------------------------------- reshape
 reshape_p = Primitive("reshape")
+reshape_p.def_params(new_sizes=SIZES, dimensions=OneOf(None, DIMS))
 
 
 @reshape_p.def_abstract_eval
@@ -92,6 +101,7 @@ def _reshape_rule(x, *, new_sizes, dimensions):
 
 # ------------------------------------------------------------------- transpose
 transpose_p = Primitive("transpose")
+transpose_p.def_params(permutation=DIMS)
 
 
 @transpose_p.def_abstract_eval
@@ -104,6 +114,7 @@ def _transpose_rule(x, *, permutation):
 
 # --------------------------------------------------------------------- squeeze
 squeeze_p = Primitive("squeeze")
+squeeze_p.def_params(dimensions=DIMS)
 
 
 @squeeze_p.def_abstract_eval
@@ -116,6 +127,7 @@ def _squeeze_rule(x, *, dimensions):
 
 # ------------------------------------------------------------------------- rev
 rev_p = Primitive("rev")
+rev_p.def_params(dimensions=DIMS)
 
 
 @rev_p.def_abstract_eval
@@ -126,6 +138,7 @@ def _rev_rule(x, *, dimensions):
 
 # ------------------------------------------------------------------------- pad
 pad_p = Primitive("pad")
+pad_p.def_params(padding_config=Tuple(Tuple(Int(), length=3)))
 
 
 @pad_p.def_abstract_eval
@@ -147,6 +160,7 @@ def _pad_rule(x, padval, *, padding_config):
 
 # ----------------------------------------------------------------- concatenate
 concatenate_p = Primitive("concatenate")
+concatenate_p.def_params(dimension=DIM)
 
 
 @concatenate_p.def_abstract_eval
@@ -170,6 +184,7 @@ def _concatenate_rule(*xs, dimension):
 
 # ------------------------------------------------------------------------ iota
 iota_p = Primitive("iota")
+iota_p.def_params(dtype=DType(), shape=SIZES, dimension=DIM)
 
 
 @iota_p.def_abstract_eval

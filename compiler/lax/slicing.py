@@ -21,6 +21,7 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
+from jaxprc.ir.params import Bool, Enum, Int, OneOf, Record, Scalar, Tuple
 from .elementwise import INTEGRAL
 from jaxprc.lowering import param_name
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, tangent_aval, zeros
@@ -28,7 +29,7 @@ from jaxprc.passes.transpose import is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, matchaxis, moveaxis, scalar
 
 from . import operands as ops
-from .shapes import expand_dims, squeeze, type_error
+from .shapes import DIMS, SIZES, expand_dims, squeeze, type_error
 
 __all__ = [
     "slice", "slice_in_dim", "index_in_dim", "dynamic_slice", "dynamic_slice_in_dim",
@@ -48,6 +49,7 @@ def check_index_scalars(name: str, avals, indices) -> None:
 
 # ----------------------------------------------------------------------- slice
 slice_p = Primitive("slice")
+slice_p.def_params(start_indices=SIZES, limit_indices=SIZES, strides=OneOf(None, Tuple(Int(min=1))))
 
 
 @slice_p.def_abstract_eval
@@ -66,6 +68,7 @@ def _slice_rule(x, *, start_indices, limit_indices, strides):
 
 # --------------------------------------------------------------- dynamic_slice
 dynamic_slice_p = Primitive("dynamic_slice")
+dynamic_slice_p.def_params(slice_sizes=SIZES)
 
 
 @dynamic_slice_p.def_abstract_eval
@@ -81,7 +84,7 @@ def _dynamic_slice_rule(x, *start_indices, slice_sizes):
     return ShapedArray(slice_sizes, x.dtype, x.weak_type)
 
 
-dynamic_update_slice_p = Primitive("dynamic_update_slice")
+dynamic_update_slice_p = Primitive("dynamic_update_slice").def_params()
 
 
 @dynamic_update_slice_p.def_abstract_eval
@@ -161,7 +164,12 @@ def _check_index_map(name, avals, operand, indices, index_map, batch_dims, indic
                          "sizes, not in the index map", **params)
 
 
+GATHER_DIMENSION_NUMBERS = Record(GatherDimensionNumbers, **dict.fromkeys(GatherDimensionNumbers._fields, DIMS))
+SCATTER_DIMENSION_NUMBERS = Record(ScatterDimensionNumbers, **dict.fromkeys(ScatterDimensionNumbers._fields, DIMS))
+
 gather_p = Primitive("gather")
+gather_p.def_params(dimension_numbers=GATHER_DIMENSION_NUMBERS, slice_sizes=SIZES, indices_are_sorted=Bool(),
+                    unique_indices=Bool(), mode=Enum(GatherScatterMode), fill_value=OneOf(None, Scalar()))
 
 
 @gather_p.def_abstract_eval
@@ -222,6 +230,8 @@ def _scatter_rule(name):
 def _scatter_primitive(name: str) -> Primitive:
     prim = Primitive(name)
     prim.def_abstract_eval(_scatter_rule(name))
+    prim.def_params(dimension_numbers=SCATTER_DIMENSION_NUMBERS, indices_are_sorted=Bool(),
+                    unique_indices=Bool(), mode=Enum(GatherScatterMode))
     return prim
 
 

@@ -14,6 +14,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive
+from jaxprc.ir.params import Bool, Int
 
 from jaxprc.passes.jvp import aval_of
 
@@ -21,7 +22,7 @@ from .slicing import take_along_axis
 from jaxprc.passes.vmap import align, shift
 
 from .operands import aval, canonical_axis
-from .shapes import type_error as _type_error
+from .shapes import DIM, type_error as _type_error
 
 __all__ = ["sort", "sort_key_val", "sort_p"]
 
@@ -31,6 +32,7 @@ __all__ = ["sort", "sort_key_val", "sort_p"]
 
 sort_p = Primitive("sort")
 sort_p.multiple_results = True
+sort_p.def_params(dimension=DIM, is_stable=Bool(), num_keys=Int(min=1))
 
 
 @sort_p.def_abstract_eval

@@ -18,6 +18,7 @@ from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
+from jaxprc.ir.params import ClosedJaxprParam, Tuple
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, trace_to_jaxpr
 from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
@@ -39,6 +40,7 @@ _NO_OPERAND = object()   # the legacy ``operand=`` keyword of cond/switch was no
 
 cond_p = Primitive("cond")
 cond_p.multiple_results = True
+cond_p.def_params(branches=Tuple(ClosedJaxprParam()))
 
 
 @cond_p.def_abstract_eval

@@ -19,6 +19,7 @@ pytree path.
 from __future__ import annotations
 
 import inspect
+import operator
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -30,7 +31,8 @@ from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
-from jaxprc.ir.tracing import Tracer, close_over_consts, trace_to_jaxpr
+from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Tuple
+from jaxprc.ir.tracing import ConcretizationTypeError, Tracer, close_over_consts, trace_to_jaxpr
 from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, jvp_jaxpr, tangent_aval, zeros
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
@@ -48,6 +50,8 @@ __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
 
 while_p = Primitive("while")
 while_p.multiple_results = True
+while_p.def_params(cond_jaxpr=ClosedJaxprParam(), body_jaxpr=ClosedJaxprParam(), cond_nconsts=Int(min=0),
+                   body_nconsts=Int(min=0))
 
 
 @while_p.def_abstract_eval
@@ -74,6 +78,8 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
 
 scan_p = Primitive("scan")
 scan_p.multiple_results = True
+scan_p.def_params(jaxpr=ClosedJaxprParam(), length=Int(min=0), reverse=Bool(), unroll=Int(min=0),
+                  num_consts=Int(min=0), num_carry=Int(min=0), linear=Tuple(Bool()))
 
 
 @scan_p.def_abstract_eval
@@ -285,9 +291,12 @@ def _scan_length(xs_avals, xs_paths, length) -> int:
     sizes = {a.shape[0] for a in xs_avals}
     if length is not None:
         if isinstance(length, Tracer):
-            raise TypeError("scan: the `length` argument must be a concrete Python int, got a "
-                            f"traced value {length!r}")
+            raise ConcretizationTypeError(
+                "The `length` argument to `scan` expects a concrete `int` value, got a traced "
+                f"value {length!r}. For scan-like iteration with a dynamic length, use a "
+                "`while_loop` or `fori_loop` instead.")
         length = int(length)
+        check_counter_range("scan", "length", length, length)
         if sizes and sizes != {length}:
             raise ValueError(f"scan got `length` argument of {length} which disagrees with the "
                              f"leading axis sizes {sorted(sizes)} of xs")
@@ -301,12 +310,28 @@ def _scan_length(xs_avals, xs_paths, length) -> int:
     return sizes.pop()
 
 
+def check_counter_range(api: str, what: str, low: int, high: int) -> None:
+    """A loop's counter (and so its trip count) runs in [low, high]: an OverflowError, as in JAX,
+    where that leaves the default integer dtype (int32 unless x64 is enabled); the loop would
+    otherwise run a wrapped-around number of times."""
+    info = np.iinfo(dt.canonicalize_dtype(dt.int64))
+    for n in (low, high):
+        if not info.min <= n <= info.max:
+            hint = "" if info.bits == 64 else " (enable x64 for int64 loop counters)"
+            raise OverflowError(f"{api}: {what} {n} does not fit the loop counter's dtype "
+                                f"{info.dtype.name}, [{info.min}, {info.max}]{hint}")
+
+
 def _scan_unroll(unroll, length: int) -> int:
+    if isinstance(unroll, Tracer):
+        raise ConcretizationTypeError("The `unroll` argument to `scan` expects a concrete `int` or "
+                                      f"`bool` value, got a traced value {unroll!r}.")
     if isinstance(unroll, (bool, np.bool_)):
         return max(length, 1) if unroll else 1
-    if isinstance(unroll, Tracer) or int(unroll) != unroll or unroll < 0:
+    unroll = operator.index(unroll)      # a TypeError for floats, as in JAX
+    if unroll < 0:
         raise ValueError(f"scan: `unroll` must be a bool or a non-negative int, got {unroll!r}")
-    return int(unroll)
+    return unroll
 
 
 def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 (JAX's name)
@@ -344,7 +369,10 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
         return out
 
     if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
+        # Concrete bounds are Python ints (floats truncate, as in JAX); the counter has the
+        # default integer dtype, so both bounds must fit it.
         start, stop = int(np.asarray(lower)), int(np.asarray(upper))
+        check_counter_range("fori_loop", "bound", start, stop)
 
         def scanned(carry, _):
             i, x = carry
@@ -356,6 +384,9 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     if unroll not in (None, False, 1):
         raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
                          "statically known.")
+    if dtype.kind == "b":
+        raise TypeError(f"fori_loop with traced bounds needs integer or floating bounds to count "
+                        f"with, got {lo.str_short()} and {hi.str_short()}")
     if lo.dtype != dtype:
         lower = _convert(lower, dtype)
     if hi.dtype != dtype:
@@ -375,11 +406,12 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
 
 
 def _fori_dtype(lo: ShapedArray, hi: ShapedArray):
-    """Equal bound dtypes; a weakly typed bound takes the other's signed integer dtype."""
+    """Equal bound dtypes; a weakly typed bound takes the other's signed integer dtype.
+    Floating (and, when concrete, boolean) bounds are accepted, as in JAX."""
     for a in (lo, hi):
-        if a.shape != () or a.dtype.kind not in "iu":
-            raise TypeError(f"fori_loop bounds must be integer scalars, got lower {lo.str_short()} "
-                            f"and upper {hi.str_short()}")
+        if a.shape != () or a.dtype.kind not in "iufb":
+            raise TypeError(f"fori_loop bounds must be integer, floating or boolean scalars, got "
+                            f"lower {lo.str_short()} and upper {hi.str_short()}")
     if lo.dtype == hi.dtype:
         return lo.dtype
     if dt.is_signed(lo.dtype) and dt.is_signed(hi.dtype) and lo.weak_type != hi.weak_type:
@@ -792,8 +824,8 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     return _hlo_while(args, cond_fn, body_fn)[split:]
 
 
-def _index_tuple(idx, ndim):
-    return [idx] + [mlir.full((), 0, dt.int32) for _ in range(ndim - 1)]
+def _index_tuple(idx, ndim, dtype=dt.int32):
+    return [idx] + [mlir.full((), 0, dtype) for _ in range(ndim - 1)]
 
 
 def _scan_lowering(ctx, *args, jaxpr, length, reverse, num_consts, num_carry, **_):
@@ -805,7 +837,7 @@ def _scan_lowering(ctx, *args, jaxpr, length, reverse, num_consts, num_carry, **
     if length == 0:
         return [*init, *[full(a.shape, 0, a.dtype) for a in ys_avals]]
     nc, nx = num_consts, len(xs)
-    i32 = dt.int32
+    i32 = dt.int32 if length <= np.iinfo(np.int32).max else dt.int64    # the counter's dtype
 
     def cond_fn(i, *_):
         return mlir.compare(i, full((), length, i32), "LT", i32)
@@ -815,11 +847,11 @@ def _scan_lowering(ctx, *args, jaxpr, length, reverse, num_consts, num_carry, **
                            state[nc + nx + num_carry:])
         at = hlo.subtract(full((), length - 1, i32), i) if reverse else i
         x_t = [hlo.reshape(aval_to_ir_type(a.update(shape=a.shape[1:])),
-                           hlo.dynamic_slice(v, _index_tuple(at, a.ndim), [1, *a.shape[1:]]))
+                           hlo.dynamic_slice(v, _index_tuple(at, a.ndim, i32), [1, *a.shape[1:]]))
                for v, a in zip(x, xs_avals)]
         outs = ctx.lower_jaxpr(jaxpr, *c, *carry, *x_t)
         ys = [hlo.dynamic_update_slice(y, hlo.reshape(aval_to_ir_type(a.update(shape=(1, *a.shape[1:]))), y_t),
-                                       _index_tuple(at, a.ndim))
+                                       _index_tuple(at, a.ndim, i32))
               for y, y_t, a in zip(ys, outs[num_carry:], ys_avals)]
         return [hlo.add(i, full((), 1, i32)), *c, *x, *outs[:num_carry], *ys]
 

@@ -1,0 +1,242 @@
+"""Param schemas (jaxprc.ir.params): every built-in primitive declares its params' kinds, and the
+verifier (so the parser) rejects a param of the wrong kind before any typing rule, pass or
+lowering sees it."""
+from __future__ import annotations
+
+import inspect
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import jaxprc as jx
+import jaxprc.numpy as jnp
+from jaxprc import lax
+from jaxprc.ad_checkpoint import checkpoint_name
+from jaxprc.ir import ClosedJaxpr, JaxprTypeError, ParseError, parse, pp_jaxpr, verify
+from jaxprc.ir.core import Primitive, ShapedArray
+from jaxprc.ir.params import Int, OneOf, ParamError, Tuple, check_params
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+F32 = np.float32
+
+
+def builtin_primitives() -> list[Primitive]:
+    return [getattr(lax, n) for n in sorted(dir(lax))
+            if n.endswith("_p") and isinstance(getattr(lax, n), Primitive)]
+
+
+def test_every_builtin_primitive_has_a_schema():
+    prims = builtin_primitives()
+    assert len(prims) > 100
+    assert [p.name for p in prims if p.param_schema is None] == []
+
+
+def test_schema_names_the_params_of_the_typing_rule():
+    """Where the typing rule names its params (keyword-only, no ``**params``), the schema names
+    exactly those; the others are covered by the corpus below."""
+    checked = 0
+    for prim in builtin_primitives():
+        sig = inspect.signature(prim.abstract_eval_rule)
+        kinds = [p.kind for p in sig.parameters.values()]
+        if inspect.Parameter.VAR_KEYWORD in kinds:
+            continue
+        named = {n for n, p in sig.parameters.items() if p.kind == inspect.Parameter.KEYWORD_ONLY}
+        assert set(prim.param_schema) == named, prim.name
+        checked += 1
+    assert checked > 30
+
+
+# ------------------------------------------------------------------ corpus
+# One small program per primitive that has params, the primitive at top level.
+
+def _custom_jvp():
+    @jx.custom_jvp
+    def f(x):
+        return jnp.sin(x)
+
+    f.defjvp(lambda p, t: (f(p[0]), jnp.cos(p[0]) * t[0]))
+    return f
+
+
+def _custom_vjp():
+    @jx.custom_vjp
+    def f(x):
+        return jnp.sin(x)
+
+    f.defvjp(lambda x: (f(x), jnp.cos(x)), lambda r, g: (r * g,))
+    return f
+
+
+def _gather_scatter(x):
+    i = jnp.array([0, 2])
+    return (x[i], x.at[i].set(1.0), x.at[i].add(1.0), x.at[i].mul(2.0), x.at[i].min(0.0),
+            x.at[i].max(0.0))
+
+
+CORPUS = {
+    "elementwise": (lambda x: (lax.round(x), lax.integer_pow(x, 3), lax.convert_element_type(x, np.int32),
+                               lax.bitcast_convert_type(x, np.int32)), [(3,)]),
+    "shapes": (lambda x: (lax.broadcast_in_dim(x, (2, 3), (1,)), lax.reshape(x, (3, 1)),
+                          lax.transpose(x[None], (1, 0)), lax.squeeze(x[None], (0,)), lax.rev(x, (0,)),
+                          lax.pad(x, 0.0, ((1, 1, 0),)), lax.concatenate([x, x], 0),
+                          lax.iota(np.int32, 3)), [(3,)]),
+    "reductions": (lambda x: (lax.reduce_sum(x, (0,)), lax.reduce_prod(x, (0,)), lax.reduce_max(x, (0,)),
+                              lax.reduce_min(x, (0,)), jnp.all(x > 0), jnp.any(x > 0),
+                              lax.reduce_xor(x > 0, (0,)), jnp.argmax(x), jnp.argmin(x)), [(3,)]),
+    "cumulative": (lambda x: (lax.cumsum(x), lax.cumprod(x), lax.cummax(x), lax.cummin(x),
+                              lax.cumlogsumexp(x)), [(3,)]),
+    "sort_dot_slice": (lambda x: (lax.sort(x), lax.dot_general(x, x, (((0,), (0,)), ((), ()))),
+                                  lax.slice(x, (0,), (2,), (1,)), lax.dynamic_slice(x, (1,), (2,)),
+                                  lax.dynamic_update_slice(x, x[:1], (1,))), [(3,)]),
+    "gather_scatter": (_gather_scatter, [(3,)]),
+    "control_flow": (lambda x: (lax.while_loop(lambda c: c < 3.0, lambda c: c + 1.0, x[0]),
+                                lax.scan(lambda c, a: (c + a, c), x[0], x),
+                                lax.cond(x[0] > 0, jnp.sin, jnp.cos, x)), [(3,)]),
+    "calls": (lambda x: (jx.jit(jnp.sin)(x), checkpoint_name(x, "h"),
+                         jx.checkpoint(jnp.sin)(x)), [(3,)]),
+    "custom_jvp": (lambda x: _custom_jvp()(x), [(3,)]),
+    "custom_vjp": (lambda x: _custom_vjp()(x), [(3,)]),
+    "custom_lin": (lambda x, t: jx.jvp(_custom_vjp(), (x,), (t,)), [(3,), (3,)]),
+}
+
+
+def _trace(key) -> ClosedJaxpr:
+    fun, shapes = CORPUS[key]
+    return jx.make_jaxpr(fun)(*[jx.ShapeDtypeStruct(s, F32) for s in shapes])
+
+
+@pytest.fixture(scope="module")
+def corpus() -> dict[str, ClosedJaxpr]:
+    return {key: _trace(key) for key in CORPUS}
+
+
+def test_corpus_covers_every_primitive_with_params(corpus):
+    seen = {e.primitive.name for cj in corpus.values() for e in cj.eqns}
+    with_params = {p.name for p in builtin_primitives() if p.param_schema}
+    assert with_params - seen == set()
+
+
+def test_corpus_params_are_exactly_the_schema(corpus):
+    for cj in corpus.values():
+        verify(cj)
+        for eqn in cj.eqns:
+            assert set(eqn.params) == set(eqn.primitive.param_schema), eqn.primitive.name
+
+
+def _wrong_kind(checker):
+    """A value of the wrong kind for ``checker``: a float, or a string where a float fits."""
+    for value in (2.5, "bogus"):
+        if checker.problem(value) is not None:
+            return value
+    raise AssertionError(f"no wrong value for {checker}")
+
+
+def _mutations(corpus):
+    for key, cj in corpus.items():
+        for k, eqn in enumerate(cj.eqns):
+            for name, checker in sorted(eqn.primitive.param_schema.items()):
+                yield key, k, eqn.primitive.name, name, _wrong_kind(checker)
+
+
+def _with_params(cj: ClosedJaxpr, k: int, params: dict) -> ClosedJaxpr:
+    eqns = list(cj.eqns)
+    eqns[k] = eqns[k].replace(params=params)
+    j = cj.jaxpr
+    return ClosedJaxpr(type(j)(j.constvars, j.invars, j.outvars, eqns), cj.consts)
+
+
+def _mutated(cj: ClosedJaxpr, k: int, name: str, value) -> ClosedJaxpr:
+    return _with_params(cj, k, {**cj.eqns[k].params, name: value})
+
+
+def _round_trips(cj) -> bool:
+    try:
+        parse(pp_jaxpr(cj))
+    except ParseError:       # opaque callables (custom_vjp's bwd) have no text form
+        return False
+    return True
+
+
+def test_wrong_kind_params_are_rejected_by_verify_and_parse(corpus):
+    parsed_cases = 0
+    for key, k, prim, name, bad in _mutations(corpus):
+        program = _mutated(corpus[key], k, name, bad)
+        with pytest.raises(JaxprTypeError) as info:
+            verify(program)
+        assert f"primitive '{prim}'" in str(info.value) and f"param {name}=" in str(info.value)
+        if not _round_trips(corpus[key]):
+            continue
+        text = pp_jaxpr(program)
+        with pytest.raises(ParseError) as info:
+            parse(text)
+        e = info.value
+        assert f"{prim}: param {name}=" in str(e), str(e)
+        line = text.splitlines()[e.line - 1]
+        assert line[e.column - 1:].startswith(f"{name}="), str(e)    # located at the param
+        parsed_cases += 1
+    assert parsed_cases > 80
+
+
+def test_missing_and_unexpected_params_are_named():
+    program = _trace("cumulative")
+    assert program.eqns[0].primitive.name == "cumsum"
+    with pytest.raises(JaxprTypeError, match="cumsum lacks param.*'reverse'"):
+        verify(_with_params(program, 0, {"axis": 0}))
+    with pytest.raises(ParseError, match="cumsum got unexpected param.*'axes'") as info:
+        parse("{ lambda ; a:f32[3]. let b:f32[3] = cumsum[axes=0 axis=0 reverse=False] a in (b,) }")
+    assert info.value.column == 44       # at "axes"
+
+
+# ------------------------------------------------------------------ checkers
+
+@pytest.mark.parametrize("value", [0.0, True, np.bool_(True), 2 ** 63, -2 ** 63 - 1, "1", None, float("inf")])
+def test_int_is_a_real_int64(value):
+    assert Int().problem(value) is not None
+
+
+@pytest.mark.parametrize("value", [0, -1, 2 ** 63 - 1, -2 ** 63, np.int64(5), np.uint8(3)])
+def test_int_accepts_ints(value):
+    assert Int().problem(value) is None
+
+
+def test_nested_checkers_say_where():
+    checker = Tuple(Int(min=0))
+    assert checker.problem((1, -1)) == "item 1 (-1) is out of range [0, 2**63 - 1]"
+    assert checker.problem([1]) == "not a tuple"
+    assert OneOf(None, checker).problem(None) is None
+
+
+def test_user_primitive_without_schema_is_unchecked():
+    prim = Primitive("test_param_schema_free")
+    prim.def_abstract_eval(lambda x, **params: x)
+    check_params(prim, {"anything": object()})
+    prim.def_params(k=Int(min=1))
+    with pytest.raises(ParamError, match=r"test_param_schema_free: param k=0: out of range \[1,"):
+        check_params(prim, {"k": 0})
+
+
+# -------------------------------------------------- hostile programs, CLI
+
+HOSTILE = ["dot_general_precision_int", "dot_general_precision_type", "reduce_sum_float_axis",
+           "slice_infinite_stride", "integer_pow_infinite", "cumsum_float_axis", "scan_huge_length"]
+
+
+def test_hostile_programs_fail_cleanly_on_the_command_line():
+    """`jaxprc check` and `jaxprc lower` on each: non-zero exit, one located message, no
+    traceback, no crash (these used to abort in LLVM or raise raw errors in lowering)."""
+    procs = {}
+    for stem in HOSTILE:
+        path = str(ROOT / "tests" / "malformed" / f"{stem}.jaxpr")
+        for command in ("check", "lower"):
+            procs[stem, command] = subprocess.Popen(
+                [sys.executable, "-m", "jaxprc", command, path], cwd=ROOT, text=True,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for (stem, command), p in procs.items():
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 1, (stem, command, p.returncode, err)
+        assert "Traceback" not in err and err.startswith("jaxprc "), err
+        assert f"{stem}.jaxpr: line " in err and "param " in err, err
