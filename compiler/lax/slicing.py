@@ -407,8 +407,20 @@ def scatter_window_gather(x, indices, updates_shape, *, dimension_numbers, indic
 
 
 # --------------------------------------------------------------------- jvp
-for _p in (slice_p, dynamic_slice_p, gather_p):
+for _p in (slice_p, dynamic_slice_p):
     ad.defjvp_linear(_p)
+
+
+def _gather_jvp(primals, tangents, **params):
+    """Linear in the operand; out-of-bounds positions of a filling gather hold a constant, so
+    their tangent is 0 whatever the fill value."""
+    out = gather_p.bind(*primals, **params)
+    if params["mode"] == GatherScatterMode.FILL_OR_DROP:
+        params = dict(params, fill_value=0)
+    return out, gather_p.bind(instantiate_zeros(tangents[0]), primals[1], **params)
+
+
+ad.primitive_jvps[gather_p] = _gather_jvp
 
 
 def _dynamic_update_slice_jvp(primals, tangents):
