@@ -13,7 +13,7 @@ import collections
 import functools
 import inspect
 
-from jaxprc.ir.tracing import get_aval, trace_to_jaxpr
+from jaxprc.ir.tracing import Tracer, get_aval, trace_to_jaxpr
 from jaxprc.ir.tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
                                  tree_map, tree_unflatten)
 from jaxprc.passes.registry import verify_pass_result
@@ -69,14 +69,15 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
                                  [None if i in closed else get_aval(x) for i, x in enumerate(all_flat)],
                                  [None if i in closed else next(traced_axes) for i in range(len(all_flat))],
                                  axis_size)
-        out_tree = []
+        out_tree, raw_outs = [], []
 
-        def flat_fun(*flat):
-            traced = iter(flat)
-            flat = [closed[i] if i in closed else next(traced) for i in range(len(all_flat))]
+        def flat_fun(*traced):
+            remaining = iter(traced)
+            flat = [closed[i] if i in closed else next(remaining) for i in range(len(all_flat))]
             a, kw = tree_unflatten(in_tree, flat)
             leaves, tree = tree_flatten(fun(*a, **kw))
             out_tree.append(tree)
+            raw_outs.append(_untraced_outputs(leaves, traced, args_flat, axes))
             return leaves
 
         name = getattr(fun, "__name__", "fun")
@@ -90,7 +91,10 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
             path, _ = tree_flatten_with_path(leaf_numbers)[0][e.leaf_idx]
             raise ValueError(f"at vmap out_axes{keystr(path)}, got axis spec {e.dst} "
                              f"but output was batched on axis {e.src}") from None
-        return tree_unflatten(out_tree[0], evaluate_jaxpr(batched, args_flat, f"vmap_{name}"))
+        outs = evaluate_jaxpr(batched, args_flat, f"vmap_{name}")
+        outs = [raw if d is None and raw is not _TRACED else out
+                for out, raw, d in zip(outs, raw_outs[0], out_axes_flat)]
+        return tree_unflatten(out_tree[0], outs)
 
     return vmap_f
 
@@ -101,6 +105,24 @@ def _is_array_leaf(x) -> bool:
     except TypeError:
         return False
     return True
+
+
+_TRACED = object()
+
+
+def _untraced_outputs(leaves, in_tracers, args_flat, axes):
+    """Per output: the object itself where ``fun`` returned something it did not compute from the
+    inputs (a Python scalar, a numpy or concrete array) or an unmapped argument as it was given;
+    _TRACED otherwise. An unbatched output (out_axes None) is returned as this object, as JAX
+    does: a Python float stays a Python float."""
+    raws = []
+    for leaf in leaves:
+        arg = next((i for i, t in enumerate(in_tracers) if leaf is t), None)
+        if arg is not None:
+            raws.append(args_flat[arg] if axes[arg] is None else _TRACED)
+        else:
+            raws.append(_TRACED if isinstance(leaf, Tracer) else leaf)
+    return raws
 
 
 def _flatten_axes(name: str, treedef, axis_tree) -> list:

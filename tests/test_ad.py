@@ -411,3 +411,54 @@ def test_vjp_function_applied_to_a_cotangent_of_another_weak_type_in_a_trace():
         return pullback(ct)[0]
     verify(jx.make_jaxpr(f)(np.float32(1.0)))
     np.testing.assert_allclose(jx.jit(f)(np.float32(1.0)), 0.5 * np.cos(3.0), rtol=1e-6)
+
+
+# ------------------------------------------- derivatives at edges, against the mathematics
+
+def test_cumprod_derivatives_exact_at_zero():
+    """d/dx_k sum_i prod_{j<=i} x_j = sum_{i>=k} prod_{j<=i, j!=k} x_j: finite at zeros."""
+    x = np.array([0.8, 0.0, 0.5, 1.0], np.float32)
+    f = lambda x: lax.cumprod(x).sum()
+    want = [sum(np.prod([x[j] for j in range(i + 1) if j != k]) for i in range(k, 4)) for k in range(4)]
+    np.testing.assert_allclose(np.asarray(jx.grad(f)(x)), want, rtol=1e-6)
+    h = np.asarray(jx.hessian(f)(x))
+    np.testing.assert_allclose(h[0, 1], 1 + 0.5 + 0.5, rtol=1e-6)   # d2/dx0dx1 = 1 + x2 + x2 x3
+    assert np.isfinite(h).all() and np.allclose(h, h.T)
+    g = jx.grad(lambda x: lax.cumprod(x, reverse=True).sum())(x)
+    want_rev = [sum(np.prod([x[j] for j in range(i, 4) if j != k]) for i in range(0, k + 1)) for k in range(4)]
+    np.testing.assert_allclose(np.asarray(g), want_rev, rtol=1e-6)
+
+
+def test_cummax_tie_tangent_splits_between_tied_operands():
+    x = np.array([1.0, 3.0, 3.0], np.float32)
+    t = np.array([1.0, 2.0, 4.0], np.float32)
+    _, dy = jx.jvp(lambda x: lax.cummax(x), (x,), (t,))
+    np.testing.assert_allclose(np.asarray(dy), [1.0, 2.0, 3.0])      # the tie: (2 + 4) / 2
+
+
+def test_gather_fill_tangent_zero_out_of_bounds():
+    a = np.arange(4.0, dtype=np.float32)
+    y, dy = jx.jvp(lambda a: jx.numpy.take(a, np.array([1, 9]), mode="fill", fill_value=7.0),
+                   (a,), (np.ones(4, np.float32),))
+    np.testing.assert_array_equal(np.asarray(y), [1.0, 7.0])
+    np.testing.assert_array_equal(np.asarray(dy), [1.0, 0.0])
+
+
+def test_dropped_scatter_update_has_zero_derivatives():
+    a = np.array([0.5, 1.0, 2.0, 3.0], np.float32)
+    y = np.array([1.0, 2.0, 3.0], np.float32)
+    f = lambda y: (jx.numpy.asarray(a).at[np.array([0, 7, 0])].add(y) ** 3).sum()
+    np.testing.assert_allclose(np.asarray(jx.grad(f)(y)), [3 * 4.5 ** 2, 0.0, 3 * 4.5 ** 2])
+    h = np.asarray(jx.jacrev(jx.jacfwd(f))(y))
+    np.testing.assert_allclose(h, [[27.0, 0, 27.0], [0, 0, 0], [27.0, 0, 27.0]])
+
+
+def test_precision_kept_in_vjp_program():
+    m = np.ones((2, 3), np.float32)
+    f = lambda m: jx.numpy.dot(m, m.T, precision=lax.Precision.HIGHEST).sum()
+    eqns = jx.make_jaxpr(jx.grad(f))(m).jaxpr.eqns
+    precisions = [e.params["precision"] for e in eqns if e.primitive.name == "dot_general"]
+    assert precisions and all(p == (lax.Precision.HIGHEST,) * 2 for p in precisions)
+    assert lax.Precision("tensorfloat32") is lax.Precision.HIGH
+    with pytest.raises(ValueError, match="Precision argument"):
+        lax.dot(m, m.T, precision="fast")

@@ -424,3 +424,12 @@ def test_random_programs_match_loop():
         check(program, arg(axes[0]), arg(axes[1]), in_axes=axes, rtol=1e-4, atol=1e-5)
 
     run()
+
+
+def test_out_axes_none_returns_python_scalar_and_unmapped_argument_unchanged():
+    import jaxprc as jx
+    a, n = np.arange(3.0, dtype=np.float32), np.ones(2, np.float32)
+    r = jx.vmap(lambda x: 1.5, out_axes=None)(a)
+    assert type(r) is float and r == 1.5
+    s, y = jx.vmap(lambda x, y: (2, y), in_axes=(0, None), out_axes=None)(a, n)
+    assert type(s) is int and y is n

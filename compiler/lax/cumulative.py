@@ -13,11 +13,11 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import Primitive
 from jaxprc.ir.params import Bool
-from .elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM
+from .elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM, _balanced_eq
 from jaxprc.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
 
-from .slicing import take_along_axis
+from .slicing import slice_in_dim
 from jaxprc.passes.vmap import shift
 
 from . import reductions
@@ -74,41 +74,76 @@ cumsum, cumprod, cummax, cummin, cumlogsumexp = map(_cumulative_op, _CUMULATIVES
 ad.defjvp_linear(cumsum_p)
 
 
-def _cumulative_jvp(prim, primals, tangents, *, axis, reverse):
-    """Closed forms: for cumlogsumexp dy_i = exp(-y_i) sum_{j<=i} t_j exp(x_j); for cumprod
-    dy_i = y_i sum_{j<=i} t_j / x_j (nonzero x)."""
+def _cumlogsumexp_jvp(primals, tangents, *, axis, reverse):
+    """Closed form: dy_i = exp(-y_i) sum_{j<=i} t_j exp(x_j)."""
+    (x,), (t,) = primals, tangents
+    ans = cumlogsumexp_p.bind(x, axis=axis, reverse=reverse)
+    tangent = cumsum_p.bind(lax.mul(t, lax.exp(x)), axis=axis, reverse=reverse)
+    return ans, lax.mul(tangent, lax.exp(lax.neg(ans)))
+
+
+ad.primitive_jvps[cumlogsumexp_p] = _cumlogsumexp_jvp
+
+
+def _interleave(even, odd, axis):
+    """``even[0], odd[0], even[1], ...`` along ``axis`` (``even`` as long as ``odd`` or one longer),
+    by padding each with zeros between its elements and adding."""
+    n_even, n_odd = aval_of(even).shape[axis], aval_of(odd).shape[axis]
+    def spread(v, low, high):
+        config = [(0, 0, 0)] * aval_of(v).ndim
+        config[axis] = (low, high, 1)
+        return lax.pad(v, lax.full((), 0, aval_of(v).dtype), config)
+    return lax.add(spread(even, 0, 1 if n_even == n_odd else 0), spread(odd, 1, 0 if n_even == n_odd else 1))
+
+
+def _prefix_scan(combine, elems, axis):
+    """Inclusive scan of the tuples ``elems`` (arrays of one length along ``axis``) under the
+    associative ``combine``, by the odd/even recursion of log depth: combine adjacent pairs, scan
+    those, then fill in the even positions from the odd results. The same tree of combines as
+    jax.lax.associative_scan, so that rounding and the tie-splitting of max match JAX's jvp."""
+    n = aval_of(elems[0]).shape[axis]
+    if n < 2:
+        return elems
+    part = lambda e, start, stop, stride=1: slice_in_dim(e, start, stop, stride, axis)
+    pairs = combine([part(e, 0, -1, 2) for e in elems], [part(e, 1, None, 2) for e in elems])
+    odd = _prefix_scan(combine, pairs, axis)
+    left = [part(o, 0, -1) for o in odd] if n % 2 == 0 else odd
+    even = combine(left, [part(e, 2, None, 2) for e in elems])
+    even = [lax.concatenate([part(e, 0, 1), r], axis) for e, r in zip(elems, even)]
+    return [_interleave(e, o, axis) for e, o in zip(even, odd)]
+
+
+def _product_with_tangent(a, b):
+    (p1, d1), (p2, d2) = a, b
+    return [lax.mul(p1, p2), lax.add(lax.mul(d1, p2), lax.mul(p1, d2))]
+
+
+def _extremum_with_tangent(extremum):
+    """The running extremum with its tangent: tied operands share it, 1/2 each (lax.max's jvp)."""
+    def combine(a, b):
+        (x, dx), (y, dy) = a, b
+        ans = extremum(x, y)
+        return [ans, lax.add(lax.mul(dx, _balanced_eq(x, ans, y)), lax.mul(dy, _balanced_eq(y, ans, x)))]
+    return combine
+
+
+def _scanned_jvp(prim, combine, primals, tangents, *, axis, reverse):
+    """The tangent of the scan of (value, tangent) pairs, which is linear in the tangent and needs
+    no division (exact where an operand is 0 or tied). The value stays the primitive's."""
     (x,), (t,) = primals, tangents
     ans = prim.bind(x, axis=axis, reverse=reverse)
-    cumsum = lambda v: cumsum_p.bind(v, axis=axis, reverse=reverse)
-    if prim is cumlogsumexp_p:
-        return ans, lax.mul(cumsum(lax.mul(t, lax.exp(x))), lax.exp(lax.neg(ans)))
-    return ans, lax.mul(cumsum(lax.div(t, x)), ans)
+    elems = [x, ad.instantiate_zeros(t)]
+    if reverse:
+        elems = [lax.rev(e, (axis,)) for e in elems]
+    _, tangent = _prefix_scan(combine, elems, axis)
+    if reverse:
+        tangent = lax.rev(tangent, (axis,))
+    return ans, tangent
 
 
-ad.primitive_jvps[cumlogsumexp_p] = functools.partial(_cumulative_jvp, cumlogsumexp_p)
-ad.primitive_jvps[cumprod_p] = functools.partial(_cumulative_jvp, cumprod_p)
-
-
-def _cumulative_extremum_jvp(prim, primals, tangents, *, axis, reverse):
-    """Each output is one of the inputs: the running extremum, last attained at a position p where
-    x[p] equals the output at p (the running extremum only changes there). The tangent is t[p].
-    On ties this picks the latest position in scan order; JAX's rule (an associative scan of
-    max's jvp) mixes the tied tangents instead."""
-    (x,), (t,) = primals, tangents
-    ans = prim.bind(x, axis=axis, reverse=reverse)
-    aval = aval_of(x)
-    iota = lax.broadcasted_iota(np.int32, aval.shape, axis)
-    attained = lax.eq(x, ans)
-    if reverse:     # the nearest attaining position at or after i
-        never = lax.full(aval.shape, aval.shape[axis] - 1, np.int32)
-        pos = cummin(lax.select_n(attained, never, iota), axis, reverse=True)
-    else:           # the nearest attaining position at or before i
-        pos = cummax(lax.select_n(attained, lax.full(aval.shape, 0, np.int32), iota), axis)
-    return ans, take_along_axis(ad.instantiate_zeros(t), pos, axis)
-
-
-ad.primitive_jvps[cummax_p] = functools.partial(_cumulative_extremum_jvp, cummax_p)
-ad.primitive_jvps[cummin_p] = functools.partial(_cumulative_extremum_jvp, cummin_p)
+ad.primitive_jvps[cumprod_p] = functools.partial(_scanned_jvp, cumprod_p, _product_with_tangent)
+ad.primitive_jvps[cummax_p] = functools.partial(_scanned_jvp, cummax_p, _extremum_with_tangent(lax.max))
+ad.primitive_jvps[cummin_p] = functools.partial(_scanned_jvp, cummin_p, _extremum_with_tangent(lax.min))
 
 
 # -------------------------------------------------------------- transpose

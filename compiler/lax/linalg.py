@@ -13,7 +13,7 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import Primitive, ShapedArray
+from jaxprc.ir.core import Primitive, ShapedArray, param_type
 from jaxprc.ir.params import DType, Enum, OneOf, Tuple
 from .elementwise import ANY
 from jaxprc.lowering import param_name
@@ -54,11 +54,47 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, prefer
     return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)   # JAX's weak-type rule
 
 
+@param_type
 class Precision(enum.Enum):
-    """Accepted for JAX compatibility; jaxprc's dot_general always uses XLA's default precision."""
+    """XLA's operand precision for a dot (passed to the compiler as its precision_config); the
+    names JAX accepts as strings map onto the three levels."""
     DEFAULT = 0
     HIGH = 1
     HIGHEST = 2
+
+    @classmethod
+    def _missing_(cls, value):
+        level = _PRECISION_STRINGS.get(value) if isinstance(value, str) else None
+        return None if level is None else cls[level]
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return f"Precision.{self.name}"
+
+
+_PRECISION_STRINGS = {"highest": "HIGHEST", "float32": "HIGHEST", "high": "HIGH", "bfloat16_3x": "HIGH",
+                      "tensorfloat32": "HIGH", "default": "DEFAULT", "bfloat16": "DEFAULT",
+                      "fastest": "DEFAULT"}
+
+
+def canonicalize_precision(precision):
+    """None, or one Precision per operand: a single value (enum or string) applies to both."""
+    if precision is None:
+        return None
+    if isinstance(precision, str) and precision in _PRECISION_STRINGS:
+        return Precision(precision), Precision(precision)
+    if isinstance(precision, Precision):
+        return precision, precision
+    if isinstance(precision, (list, tuple)) and len(precision) == 2:
+        if all(isinstance(p, Precision) for p in precision):
+            return tuple(precision)
+        if all(isinstance(p, str) and p in _PRECISION_STRINGS for p in precision):
+            return tuple(Precision(p) for p in precision)
+    raise ValueError("Precision argument must be one of:\n- None,\n"
+                     f"- a string in {list(_PRECISION_STRINGS)},\n- a lax.Precision value,\n"
+                     f"- a tuple of two lax.Precision values or strings;\nbut got {precision}.")
 
 
 dot_general_p.def_params(
@@ -73,13 +109,14 @@ dot_general_p.def_params(
 def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
     """Contract ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
 
-    Result dimensions: batch, lhs free, rhs free. ``precision`` is accepted
-    and ignored (XLA's default).
+    Result dimensions: batch, lhs free, rhs free. ``precision`` is kept as a pair (one per
+    operand) and reaches XLA's precision_config, and the transposes carry it, as in JAX.
     """
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((ints(lc), ints(rc)), (ints(lb), ints(rb)))
     pet = None if preferred_element_type is None else dt.canonicalize_dtype(preferred_element_type)
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=None, preferred_element_type=pet)
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=canonicalize_precision(precision),
+                              preferred_element_type=pet)
 
 
 def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None):
@@ -109,11 +146,11 @@ def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_
         raise ValueError("transpose of dot_general: both operands are linear")
     (xc, yc), (xb, yb) = dimension_numbers
     if ad.is_undefined_primal(x):
-        return [_dot_transpose_lhs(ct, x.aval, y, xc, yc, xb, yb, False, precision), None]
-    return [None, _dot_transpose_lhs(ct, y.aval, x, yc, xc, yb, xb, True, precision)]
+        return [_dot_transpose_lhs(ct, x.aval, y, xc, yc, xb, yb, False, precision, preferred_element_type), None]
+    return [None, _dot_transpose_lhs(ct, y.aval, x, yc, xc, yb, xb, True, precision, preferred_element_type)]
 
 
-def _dot_transpose_lhs(ct, x_aval, y, xc, yc, xb, yb, swapped, precision):
+def _dot_transpose_lhs(ct, x_aval, y, xc, yc, xb, yb, swapped, precision, preferred_element_type):
     """Cotangent of the lhs ``x`` of ``dot_general(x, y)`` (of the rhs when ``swapped``).
 
     The output's dims are (batch, x free, y free) (or (batch, y free, x free) when swapped);
@@ -129,7 +166,7 @@ def _dot_transpose_lhs(ct, x_aval, y, xc, yc, xb, yb, swapped, precision):
     else:
         ct_y_free = list(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
     dims = ((tuple(ct_y_free), tuple(y_free)), (tuple(range(nb)), tuple(yb)))
-    out = dot_general(ct, y, dims, precision=precision)
+    out = dot_general(ct, y, dims, precision=precision, preferred_element_type=preferred_element_type)
     x_contract_by_y = [xc[i] for i in np.argsort(yc)]
     perm = tuple(int(i) for i in np.argsort(list(xb) + x_free + x_contract_by_y))
     out = lax.transpose(out, perm)

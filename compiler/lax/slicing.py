@@ -395,9 +395,10 @@ def take_along_axis(x, indices, axis: int, permutation: bool = False):
 
 
 def scatter_window_gather(x, indices, updates_shape, *, dimension_numbers, indices_are_sorted,
-                          unique_indices, mode):
+                          unique_indices, mode, fill_value=None):
     """The windows of ``x`` that a scatter with these params writes, shaped like its updates (the
-    gather inverse to the scatter)."""
+    gather inverse to the scatter). Windows a dropping scatter skips read ``fill_value``: 0 in
+    transposes, where a dropped update gets no cotangent."""
     dn = dimension_numbers
     slice_sizes, pos = [], 0
     for d in range(aval_of(x).ndim):
@@ -413,12 +414,24 @@ def scatter_window_gather(x, indices, updates_shape, *, dimension_numbers, indic
                                  start_indices_batching_dims=dn.scatter_indices_batching_dims)
     return gather_p.bind(x, indices, dimension_numbers=gdn, slice_sizes=tuple(slice_sizes),
                          indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                         mode=mode, fill_value=None)
+                         mode=mode, fill_value=fill_value)
 
 
 # --------------------------------------------------------------------- jvp
-for _p in (slice_p, dynamic_slice_p, gather_p):
+for _p in (slice_p, dynamic_slice_p):
     ad.defjvp_linear(_p)
+
+
+def _gather_jvp(primals, tangents, **params):
+    """Linear in the operand; out-of-bounds positions of a filling gather hold a constant, so
+    their tangent is 0 whatever the fill value."""
+    out = gather_p.bind(*primals, **params)
+    if params["mode"] == GatherScatterMode.FILL_OR_DROP:
+        params = dict(params, fill_value=0)
+    return out, gather_p.bind(instantiate_zeros(tangents[0]), primals[1], **params)
+
+
+ad.primitive_jvps[gather_p] = _gather_jvp
 
 
 def _dynamic_update_slice_jvp(primals, tangents):
@@ -560,7 +573,7 @@ def _scatter_add_transpose(ct, operand, indices, updates, **params):
                 Zero(u_aval) if is_undefined_primal(updates) else None]
     ct_updates = None
     if is_undefined_primal(updates):
-        ct_updates = scatter_window_gather(ct, indices, u_aval.shape, **params)
+        ct_updates = scatter_window_gather(ct, indices, u_aval.shape, **params, fill_value=0)
     return [ct if is_undefined_primal(operand) else None, None, ct_updates]
 
 
@@ -579,7 +592,8 @@ def _scatter_mul_transpose(ct, operand, indices, updates, **params):
                                   "implemented with unique_indices=True (transpose pass), as in JAX.")
     if isinstance(ct, Zero):
         return [None, None, Zero(updates.aval)]
-    return [None, None, scatter_window_gather(lax.mul(ct, operand), indices, updates.aval.shape, **params)]
+    return [None, None, scatter_window_gather(lax.mul(ct, operand), indices, updates.aval.shape, **params,
+                                              fill_value=0)]
 
 
 def _scatter_transpose(ct, operand, indices, updates, **params):
@@ -596,7 +610,7 @@ def _scatter_transpose(ct, operand, indices, updates, **params):
     if is_undefined_primal(operand):
         ct_operand = scatter_p.bind(ct, indices, zeros(u_aval), **params)
     if is_undefined_primal(updates):
-        ct_updates = scatter_window_gather(ct, indices, u_aval.shape, **params)
+        ct_updates = scatter_window_gather(ct, indices, u_aval.shape, **params, fill_value=0)
     return [ct_operand, None, ct_updates]
 
 

@@ -21,8 +21,8 @@ def _promote_pair(fn, a, b):
     return asarray(convert(a, dtype, weak)), asarray(convert(b, dtype, weak)), dtype, weak
 
 
-def _dot_general(a, b, dims, dtype, weak):
-    out = lax.dot_general(a, b, dims, preferred_element_type=dtype)
+def _dot_general(a, b, dims, dtype, weak, precision=None):
+    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=dtype)
     return convert(out, dtype, weak)
 
 
@@ -38,7 +38,7 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
         return convert(multiply(a, b), dtype, weak)
     contract = ((na - 1,), (max(nb - 2, 0),))
     _check_contract("dot", a, b, contract)
-    return _dot_general(a, b, (contract, ((), ())), dtype, weak)
+    return _dot_general(a, b, (contract, ((), ())), dtype, weak, precision)
 
 
 def _check_contract(fn, a, b, contract):
@@ -66,19 +66,20 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
                         f"axis of b is {sb[kb]})")
     if len(sa) == 1 or len(sb) <= 2:
         # No batch axes to line up: dot_general's (a's free axes, b's free axes) order is matmul's.
-        return _dot_general(a, b, (((ka,), (kb,)), ((), ())), dtype, weak)
+        return _dot_general(a, b, (((ka,), (kb,)), ((), ())), dtype, weak, precision)
     batch = broadcast_shapes(sa[:-2], sb[:-2], fn="matmul")
     a = broadcast_to_shape(a, batch + sa[-2:])
     b = broadcast_to_shape(b, batch + sb[-2:])
     nb = len(batch)
-    return _dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))), dtype, weak)
+    return _dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))), dtype, weak, precision)
 
 
-def vdot(a, b):
+def vdot(a, b, *, precision=None, preferred_element_type=None):
     from .shape_ops import ravel
     from .ufuncs import conj
     a = ravel(a)
-    return dot(conj(a) if dt.is_complex(aval_of(a).dtype) else a, ravel(b))
+    return dot(conj(a) if dt.is_complex(aval_of(a).dtype) else a, ravel(b), precision=precision,
+               preferred_element_type=preferred_element_type)
 
 
 def vecdot(x1, x2, axis=-1):
@@ -87,9 +88,11 @@ def vecdot(x1, x2, axis=-1):
     return sum(multiply(conj(x1), x2), axis=axis)
 
 
-def tensordot(a, b, axes=2):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Sum over the last ``axes`` axes of ``a`` and the first of ``b``, or over given axis pairs."""
     a, b, dtype, weak = _promote_pair("tensordot", a, b)
+    if preferred_element_type is not None:
+        dtype, weak = np.dtype(preferred_element_type), False
     na, nb = aval_of(a).ndim, aval_of(b).ndim
     if isinstance(axes, (int, np.integer)):
         n = int(axes)
@@ -105,16 +108,16 @@ def tensordot(a, b, axes=2):
         contract = (tuple(canonical_axis(i, na, "tensordot") for i in ax_a),
                     tuple(canonical_axis(i, nb, "tensordot") for i in ax_b))
     _check_contract("tensordot", a, b, contract)
-    return _dot_general(a, b, (contract, ((), ())), dtype, weak)
+    return _dot_general(a, b, (contract, ((), ())), dtype, weak, precision)
 
 
-def inner(a, b):
+def inner(a, b, *, precision=None, preferred_element_type=None):
     """Sum over the last axes of ``a`` and ``b`` (a product when either is a scalar)."""
     a, b, dtype, weak = _promote_pair("inner", a, b)
     if aval_of(a).ndim == 0 or aval_of(b).ndim == 0:
         from .ufuncs import multiply
         return multiply(a, b)
-    return tensordot(a, b, ((-1,), (-1,)))
+    return tensordot(a, b, ((-1,), (-1,)), precision=precision, preferred_element_type=preferred_element_type)
 
 
 def outer(a, b):
@@ -209,7 +212,7 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
             continue
         dims = ((tuple(term.index(c) for c in contract), tuple(yterm.index(c) for c in contract)),
                 (tuple(term.index(c) for c in batch), tuple(yterm.index(c) for c in batch)))
-        x = _dot_general(x, y, dims, dtype, weak)
+        x = _dot_general(x, y, dims, dtype, weak, precision)
         term = "".join(batch) + "".join(c for c in term if c not in shared) + \
             "".join(c for c in yterm if c not in shared)
     x, term = _sum_out(x, term, set(output))
