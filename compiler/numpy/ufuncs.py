@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxprc import lax
+from jaxprc.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import elementwise as ew
 
@@ -525,13 +526,41 @@ def fmin(x1, x2):
 
 
 def sinc(x, /):
+    """``sin(pi x) / (pi x)``, 1 at 0. At 0 the value and every derivative come from the
+    Maclaurin series of sin(z)/z (``_sinc_maclaurin``), so grad(grad(sinc))(0) = -pi^2/3."""
     (x,), _, _ = promote("sinc", x, to_inexact=True)
     from .selection import where
-    pix = multiply(x, _const_like(x, np.pi))
-    is_zero = equal(x, 0)
-    one = _const_like(x, 1)
-    safe = where(is_zero, one, pix)
-    return where(is_zero, one, divide(sin(safe), safe))
+    pix = multiply(_const_like(x, np.pi), x)
+    is_zero = equal(x, _const_like(x, 0))
+    safe = where(is_zero, _const_like(x, 1), pix)
+    at_zero = _sinc_maclaurin(asarray(np.int32(0)), pix)
+    return where(is_zero, at_zero, divide(sin(safe), safe))
+
+
+def _sinc_maclaurin_value(k, z):
+    """The k-th derivative of sin(z)/z at z = 0, (-1)^(k/2) / (k+1) for even k and 0 for odd k,
+    broadcast like ``z`` (as ``z * 0 + c``)."""
+    from .selection import where
+    z_aval = aval_of(z)
+    dtype = z_aval.dtype
+    sign = where(equal(bitwise_and(right_shift(k, 1), 1), 0), _strong_const(1, dtype), _strong_const(-1, dtype))
+    coefficient = where(equal(bitwise_and(k, 1), 0), divide(sign, convert(add(k, 1), dtype)),
+                        _strong_const(0, dtype))
+    # weakly typed like a constant made for z (JAX's _const), so sinc of a Python float stays weak
+    coefficient = convert(coefficient, dtype, weak=z_aval.weak_type and z_aval.ndim == 0)
+    return add(multiply(z, _const_like(z, 0)), coefficient)
+
+
+def _sinc_maclaurin_rule(primals, tangents):
+    (k, z), (_, t) = primals, tangents
+    return _sinc_maclaurin(k, z), multiply(_sinc_maclaurin(add(k, 1), z), t)
+
+
+# The order ``k`` is an int32 operand, not a static argument: the rule's call with ``k + 1`` has
+# the same types, so it names the rule being formed, and derivatives of every order exist
+# without tracing an unbounded chain of rules.
+_sinc_maclaurin = custom_jvp(_sinc_maclaurin_value)
+_sinc_maclaurin.defjvp(_sinc_maclaurin_rule)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
