@@ -30,8 +30,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
         return _two_norm(x, axes, keepdims)
     absx = uf.absolute(x)
     if len(axes) == 1:
-        if ord == np.inf:
-            return r.max(absx, axis=axes, keepdims=keepdims)
+        if ord == np.inf:   # initial=0 (as JAX): defined on empty axes, and 0 ties with |x| = 0
+            return r.max(absx, axis=axes, keepdims=keepdims, initial=0)
         if ord == -np.inf:
             return r.min(absx, axis=axes, keepdims=keepdims)
         if ord == 0:
