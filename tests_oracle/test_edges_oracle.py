@@ -210,3 +210,48 @@ def test_softmax_where_mask_on_rows():
         expected, actual = (lib.jit(lib.grad(lambda v, lib=lib: lib.numpy.sum(
             lib.numpy.where(mask, getattr(lib.nn, name)(v, axis=1, where=mask), 0.))))(x) for lib in LIBS)
         _same(expected, actual, exact=False)
+
+
+# ------------------------------------------------------------ power: result dtypes and weak types
+
+def _power_operands(lib):
+    np_ = lib.numpy
+    return {"py_int": 2, "py_float": 2.0, "py_bool": True, "bool": np_.array([True, False]),
+            "int8": np_.array([2, 3], np_.int8), "int32": np_.array([2, 3], np_.int32),
+            "uint8": np_.array([2, 3], np_.uint8), "float16": np_.array([2, 3], np_.float16),
+            "float32": np_.array([2, 3], np_.float32), "weak_f32": np_.asarray(2.0), "weak_i32": np_.asarray(2),
+            "np_int32": np.int32(3)}
+
+
+POWER_NAMES = ["py_int", "py_float", "py_bool", "bool", "int8", "int32", "uint8", "float16", "float32",
+               "weak_f32", "weak_i32", "np_int32"]
+
+
+@pytest.mark.parametrize("a,b", list(itertools.product(POWER_NAMES, POWER_NAMES)), ids="-".join)
+def test_power_result_types_match_jax(a, b):
+    def run(lib, jit):
+        ops = _power_operands(lib)
+        fn = lambda u, v: lib.numpy.power(u, v)
+        if jit:
+            if isinstance(ops[a], (int, float)) or isinstance(ops[b], (int, float)):
+                return None
+            fn = lib.jit(fn)
+        try:
+            out = fn(ops[a], ops[b])
+        except TypeError as e:
+            return type(e).__name__
+        return np.dtype(out.dtype), _weak(out), np.asarray(out).tolist()
+    for jit in (False, True):
+        assert run(jaxprc, jit) == run(jax, jit), jit
+
+
+@pytest.mark.parametrize("x", [0., 2., -1.5])
+def test_power_of_float_by_integer_array_derivatives(x):
+    y = np.array([0, 1, 2, 3, -1], np.int32)
+    xs = np.full(5, x, F32)
+    expected, actual = (lib.jit(lib.grad(lambda v, lib=lib: lib.numpy.sum(lib.numpy.power(v, y))))(xs)
+                        for lib in LIBS)
+    _same(expected, actual)
+    expected, actual = (lib.jit(lib.vmap(lib.grad(lib.grad(lambda v, e, lib=lib: lib.numpy.power(v, e)))))(xs, y)
+                        for lib in LIBS)
+    _same(expected, actual, exact=False)

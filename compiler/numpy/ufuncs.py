@@ -14,6 +14,8 @@ from jaxprc.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import elementwise as ew
 
+from jaxprc.runtime import Array
+
 from ._util import aval_of, convert, promote
 from .creation import asarray, full_like, ones_like, zeros_like
 
@@ -437,21 +439,42 @@ def divmod(x1, x2, /):
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
+def _concrete_index(x):
+    """``x`` as a Python int when it is a concrete integer or boolean scalar (a Python or numpy
+    scalar, a 0-d host array, an eager 0-d Array), else None: JAX's ``operator.index`` test."""
+    if isinstance(x, (bool, int, np.integer, np.bool_)):
+        return int(x)
+    if isinstance(x, (np.ndarray, Array)) and np.ndim(x) == 0 and _INT_OR_BOOL(np.dtype(x.dtype)):
+        return int(np.asarray(x))
+    return None
+
+
 def power(x1, x2, /):
-    """``x1 ** x2``. A concrete integer exponent becomes ``integer_pow``; integer arrays
-    use exponentiation by squaring (exponents must be non-negative)."""
-    if isinstance(x2, int) and not isinstance(x2, bool):
-        # A Python int exponent leaves x1's dtype alone (booleans count as the default int).
-        (x1,), dtype, weak = promote("power", x1)
-        if dt.is_bool(dtype):
-            x1 = convert(x1, dt.default_int_dtype())
-        return ew.integer_pow_p.bind(x1, y=x2)
-    (x1, x2), dtype, _ = promote("power", x1, x2)
+    """``x1 ** x2``, typed as JAX's: a concrete integer exponent (booleans and 0-d integer arrays
+    included) becomes ``integer_pow`` of x1 (booleans counting as the default int); an integer
+    exponent of an inexact base keeps the base's dtype and is weak only if both are; integers and
+    booleans use exponentiation by squaring in the promoted integer dtype (exponents must be
+    non-negative)."""
+    y = _concrete_index(x2)
+    if y is not None:
+        (x1,), _ = _promote_numeric("power", x1)
+        return ew.integer_pow_p.bind(x1, y=y)
+    from .selection import where
+    (a1, a2) = aval_of(x1, "power"), aval_of(x2, "power")
+    if dt.is_inexact(a1.dtype) and _INT_OR_BOOL(a2.dtype) and not dt.is_bool(a2.dtype):
+        # lax.pow of an integer exponent: the base's dtype; weak only when both operands are.
+        # x**0 is 1 with a zero derivative in x, even at x = 0: the exponent 0 is replaced
+        # under the select, so no 0 * x**-1 reaches the derivative.
+        base, = promote("power", x1)[0]
+        weak = a1.weak_type and a2.weak_type
+        base = convert(base, a1.dtype, weak)
+        (base, exponent), _, _ = promote("power", base, convert(x2, a1.dtype, weak))
+        is_zero = equal(exponent, 0)
+        one = _const_like(base, 1)
+        return where(is_zero, one, ew.pow_p.bind(base, where(is_zero, one, exponent)))
+    (x1, x2), dtype = _promote_numeric("power", x1, x2)
     if dt.is_inexact(dtype):
         return ew.pow_p.bind(x1, x2)
-    if dt.is_bool(dtype):
-        return logical_or(x1, logical_not(x2))
-    from .selection import where
     # A strongly typed 1, as JAX's: integer powers of weakly typed arrays are strongly typed.
     acc, base, exponent = full_like(x1, 1, dtype=dtype), x1, x2
     for _ in range(dtype.itemsize * 8):
