@@ -33,9 +33,14 @@ def relu(x):
 relu.defjvps(lambda t, ans, x: jnp.where(jnp.asarray(x) > 0, t, jnp.zeros_like(t)))
 
 
+@custom_jvp
 def relu6(x):
-    """``min(max(x, 0), 6)``."""
+    """``min(max(x, 0), 6)``; its derivative is 0 at both kinks, 0 and 6 (as JAX's)."""
     return jnp.minimum(jnp.maximum(x, 0), 6.0)
+
+
+relu6.defjvps(lambda t, ans, x: jnp.where(jnp.logical_and(jnp.asarray(x) > 0, jnp.asarray(x) < 6),
+                                          t, jnp.zeros_like(t)))
 
 
 def sigmoid(x):
@@ -67,15 +72,19 @@ swish = silu
 
 
 def gelu(x, approximate: bool = True):
-    """Gaussian error linear unit: the tanh approximation by default, the erf form otherwise."""
+    """Gaussian error linear unit: the tanh approximation by default, the erf form otherwise.
+
+    The exact form is ``x/2 * erfc(-x/sqrt(2))``: erfc keeps the tiny negative values of the far
+    left tail (1 + erf(x) would round them to -0). Both forms multiply in JAX's order so the
+    float32 results agree bit for bit."""
     # The constants are strongly typed numpy values, so the result is never weak (as in JAX).
     x, dtype, _ = _inexact("gelu", x)
     if approximate:
         c = convert(np.sqrt(2 / np.pi), dtype)
         inner = jnp.multiply(c, jnp.add(x, jnp.multiply(0.044715, jnp.power(x, 3))))
-        return jnp.multiply(jnp.multiply(0.5, x), jnp.add(1.0, jnp.tanh(inner)))
-    erf = ew.erf_p.bind(jnp.divide(x, convert(np.sqrt(2), dtype)))
-    return jnp.divide(jnp.multiply(x, jnp.add(erf, 1)), 2)
+        return jnp.multiply(x, jnp.multiply(0.5, jnp.add(1.0, jnp.tanh(inner))))
+    half_x = jnp.multiply(0.5, x)
+    return jnp.multiply(half_x, ew.erfc_p.bind(jnp.multiply(jnp.negative(x), convert(np.sqrt(0.5), dtype))))
 
 
 def elu(x, alpha=1.0):
@@ -104,7 +113,9 @@ def leaky_relu(x, negative_slope=1e-2):
 
 
 def hard_tanh(x):
-    return jnp.clip(x, -1.0, 1.0)
+    """``x`` clipped to [-1, 1]; the slope is 1 on the closed interval, so 1 at ±1 (as JAX's)."""
+    x = jnp.asarray(x)
+    return jnp.where(x > 1, 1, jnp.where(x < -1, -1, x))
 
 
 def hard_sigmoid(x):
@@ -136,21 +147,27 @@ def _max_shift(x, axis, where=None):
     return jnp.where(jnp.isfinite(m), m, jnp.zeros_like(m))
 
 
+def _masked(x, where):
+    """``x`` with the positions ``where`` excludes set to -inf: they add exp(-inf) = 0 to the sums,
+    and the select passes them no gradient, so an all-excluded slice gives finite zeros there."""
+    return x if where is None else jnp.where(where, x, -np.inf)
+
+
 def log_softmax(x, axis=-1, where=None):
-    """``x - logsumexp(x, axis)``, computed stably."""
+    """``x - logsumexp(x, axis)``, computed stably; -inf at the positions ``where`` excludes."""
     x, _, _ = _inexact("log_softmax", x)
-    shifted = jnp.subtract(x, _max(x, axis, where))
+    shifted = jnp.subtract(_masked(x, where), _max(x, axis, where))
     total = jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True, where=where)
-    return jnp.subtract(shifted, jnp.log(total))
+    out = jnp.subtract(shifted, jnp.log(total))
+    return out if where is None else jnp.where(where, out, -np.inf)
 
 
 def softmax(x, axis=-1, where=None):
-    """``exp(x) / sum(exp(x), axis)``, computed stably."""
+    """``exp(x) / sum(exp(x), axis)``, computed stably; 0 at the positions ``where`` excludes."""
     x, _, _ = _inexact("softmax", x)
-    unnormalized = jnp.exp(jnp.subtract(x, _max(x, axis, where)))
-    if where is not None:
-        unnormalized = jnp.where(where, unnormalized, 0.0)
-    return jnp.divide(unnormalized, jnp.sum(unnormalized, axis=axis, keepdims=True, where=where))
+    unnormalized = jnp.exp(jnp.subtract(_masked(x, where), _max(x, axis, where)))
+    out = jnp.divide(unnormalized, jnp.sum(unnormalized, axis=axis, keepdims=True, where=where))
+    return out if where is None else jnp.where(where, out, 0.0)
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):

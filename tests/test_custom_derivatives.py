@@ -684,10 +684,11 @@ def test_library_functions_defined_with_custom_rules():
     close(jx.grad(expit)(0.), 0.25), close(expit(-200.), 0.)
     close(jx.grad(expit)(3.), np.exp(-3.) / (1 + np.exp(-3.)) ** 2)
     close(jx.grad(logit)(0.2), 1 / (0.2 * 0.8)), close(logit(expit(1.5)), 1.5)
-    close(jx.grad(jnp.linalg.norm)(np.zeros(3, np.float32)), np.zeros(3))
+    assert isinstance(nn.relu6, jx.custom_jvp)
+    assert [float(jx.grad(nn.relu6)(x)) for x in (-1., 0., 3., 6., 7.)] == [0., 0., 1., 0., 0.]
     close(jx.grad(jnp.linalg.norm)(np.array([3., 4.], np.float32)), [0.6, 0.8])
-    close(jx.jacfwd(lambda x: jnp.linalg.norm(x, axis=1))(np.array([[3., 4.], [0., 0.]], np.float32)),
-          [[[0.6, 0.8], [0., 0.]], [[0., 0.], [0., 0.]]])
+    close(jx.jacfwd(lambda x: jnp.linalg.norm(x, axis=1))(np.array([[3., 4.], [1., 0.]], np.float32)),
+          [[[0.6, 0.8], [0., 0.]], [[0., 0.], [1., 0.]]])
 
 
 def test_odeint_exponential_decay_against_closed_form():
@@ -744,13 +745,17 @@ def _parsed_fn(cj):
     return lambda *args: jx.jaxpr_as_fun(back)(*args)
 
 
-def test_norm_program_prints_its_recursive_rule_once_and_round_trips():
-    x = np.array([3., 4., 0.], np.float32)
-    cj = jx.make_jaxpr(lambda x: jnp.linalg.norm(x, axis=(0,)))(x)
-    assert str(cj).count("@_two_norm_jvp = ") == 1
+def test_sinc_program_prints_its_recursive_rule_once_and_round_trips():
+    """sinc's series term at 0 is a custom_jvp whose rule calls itself with the order k + 1."""
+    x = np.float32(0.)
+    cj = jx.make_jaxpr(jnp.sinc)(x)
+    assert str(cj).count("@_sinc_maclaurin_rule = ") == 1
     fn = _parsed_fn(cj)
-    close(jx.grad(lambda x: fn(x)[0])(x), [0.6, 0.8, 0.])
-    close(jx.grad(lambda x: fn(x)[0])(np.zeros(3, np.float32)), np.zeros(3))
+    close(fn(x), 1.)
+    close(jx.grad(lambda x: fn(x)[0])(x), 0.)
+    close(jx.grad(jx.grad(lambda x: fn(x)[0]))(x), -np.pi ** 2 / 3)
+    close(jx.grad(jx.grad(jx.grad(jx.grad(lambda x: fn(x)[0]))))(x), np.pi ** 4 / 5)
+    close(jx.grad(lambda x: fn(x)[0])(np.float32(0.5)), -4 / np.pi)
 
 
 def test_recursive_rule_with_pytree_and_traced_nondiff_arguments():

@@ -169,6 +169,20 @@ erf_inv_p = elementwise("erf_inv", 1, IS_FLOAT)
 lgamma_p = elementwise("lgamma", 1, IS_FLOAT)
 digamma_p = elementwise("digamma", 1, IS_FLOAT)
 integer_pow_p = elementwise("integer_pow", 1, NUM, params=("y",))
+_integer_pow_shape_rule = integer_pow_p.abstract_eval_rule
+
+
+@integer_pow_p.def_abstract_eval
+def _integer_pow_rule(x, **params):
+    """An integer has no negative powers (1/x is not an integer): rejected, as in JAX."""
+    out = _integer_pow_shape_rule(x, **params)
+    if INTEGRAL(x.dtype) and params["y"] < 0:
+        shape = ",".join(map(str, x.shape))
+        raise JaxprTypeError(f"Integers cannot be raised to negative powers, got "
+                             f"integer_pow({x.dtype.name}[{shape}], {params['y']})")
+    return out
+
+
 real_p = elementwise("real", 1, IS_COMPLEX, _real_dtype)
 imag_p = elementwise("imag", 1, IS_COMPLEX, _real_dtype)
 conj_p = elementwise("conj", 1, IS_COMPLEX)
@@ -438,7 +452,8 @@ _defjvp_unary(square_p, lambda t, x, ans: mul(t, mul(x, 2.0)))
 def _abs_tangent(t, x, ans):
     from jaxprc import lax
     if not dt.is_complex(aval_of(x).dtype):
-        return mul(t, sign(x))
+        # the slope is +1 at both zeros, so |x| has derivative 1 at 0 and -0 (as in JAX)
+        return select_n(ge(x, 0.0), neg(t), t)
     # d|z| = Re(dz conj(z) / |z|), with |z| taken as 1 where z == 0 (JAX's convention)
     safe_ans = select_n(eq(ans, 0.0), ans, lax.full_like(ans, 1))
     factor = div(conj(x), convert_element_type(safe_ans, aval_of(x).dtype))
@@ -482,6 +497,8 @@ _defjvp_unary(digamma_p, lambda t, x, ans: mul(t, _trigamma(x)))
 
 
 def _integer_pow_tangent(t, x, ans, *, y):
+    if y == 0:     # constant 1: no 0 * x**-1, which is NaN at 0
+        return Zero(tangent_aval(aval_of(ans)))
     if y == 1:
         return t
     return mul(t, mul(integer_pow(x, y - 1) if y != 2 else x, float(y)))

@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from functools import partial
-
-from jaxprc.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 
 from .creation import as_array
@@ -15,7 +12,7 @@ from ._util import aval_of, canonical_axis, convert
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector norms (any ``ord``, including inf, -inf and 0) over one axis, and the matrix
     norms 'fro', 1, -1, inf, -inf over two; with ``ord=None`` the 2-norm of all of ``axis``
-    (the whole array by default). The 2-norm's derivative at zero is zero (not NaN)."""
+    (the whole array by default). As in JAX, the 2-norm's derivative at zero is NaN."""
     from . import reductions as r
     from . import ufuncs as uf
     x = as_array(x, "norm")
@@ -33,8 +30,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
         return _two_norm(x, axes, keepdims)
     absx = uf.absolute(x)
     if len(axes) == 1:
-        if ord == np.inf:
-            return r.max(absx, axis=axes, keepdims=keepdims)
+        if ord == np.inf:   # initial=0 (as JAX): defined on empty axes, and 0 ties with |x| = 0
+            return r.max(absx, axis=axes, keepdims=keepdims, initial=0)
         if ord == -np.inf:
             return r.min(absx, axis=axes, keepdims=keepdims)
         if ord == 0:
@@ -60,26 +57,12 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return out
 
 
-@partial(custom_jvp, nondiff_argnums=(1, 2))
 def _two_norm(x, axes, keepdims):
+    """``sqrt(sum(|x|^2))``, differentiated as written: at x = 0 the derivative is 0/0 = NaN,
+    as JAX's (no subgradient convention)."""
     from . import reductions as r
     from . import ufuncs as uf
     return uf.sqrt(r.sum(uf.real(uf.multiply(x, uf.conj(x))), axis=axes, keepdims=keepdims))
-
-
-@_two_norm.defjvp
-def _two_norm_jvp(axes, keepdims, primals, tangents):
-    """d|x| = <x/|x|, dx>, taken as 0 where |x| = 0 (a subgradient) instead of 0/0."""
-    from . import reductions as r
-    from . import ufuncs as uf
-    from .selection import where
-    from .shape_ops import expand_dims
-    (x,), (t,) = primals, tangents
-    n = _two_norm(x, axes, keepdims)
-    n_b = n if keepdims else expand_dims(n, axes)
-    zero = uf.equal(n_b, 0)
-    direction = where(zero, 0, uf.divide(x, where(zero, 1, n_b)))
-    return n, r.sum(uf.real(uf.multiply(uf.conj(direction), t)), axis=axes, keepdims=keepdims)
 
 
 def matmul(x1, x2):

@@ -10,8 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from jaxprc import lax
+from jaxprc.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import elementwise as ew
+
+from jaxprc.runtime import Array
 
 from ._util import aval_of, convert, promote
 from .creation import asarray, full_like, ones_like, zeros_like
@@ -436,21 +439,42 @@ def divmod(x1, x2, /):
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
+def _concrete_index(x):
+    """``x`` as a Python int when it is a concrete integer or boolean scalar (a Python or numpy
+    scalar, a 0-d host array, an eager 0-d Array), else None: JAX's ``operator.index`` test."""
+    if isinstance(x, (bool, int, np.integer, np.bool_)):
+        return int(x)
+    if isinstance(x, (np.ndarray, Array)) and np.ndim(x) == 0 and _INT_OR_BOOL(np.dtype(x.dtype)):
+        return int(np.asarray(x))
+    return None
+
+
 def power(x1, x2, /):
-    """``x1 ** x2``. A concrete integer exponent becomes ``integer_pow``; integer arrays
-    use exponentiation by squaring (exponents must be non-negative)."""
-    if isinstance(x2, int) and not isinstance(x2, bool):
-        # A Python int exponent leaves x1's dtype alone (booleans count as the default int).
-        (x1,), dtype, weak = promote("power", x1)
-        if dt.is_bool(dtype):
-            x1 = convert(x1, dt.default_int_dtype())
-        return ew.integer_pow_p.bind(x1, y=x2)
-    (x1, x2), dtype, _ = promote("power", x1, x2)
+    """``x1 ** x2``, typed as JAX's: a concrete integer exponent (booleans and 0-d integer arrays
+    included) becomes ``integer_pow`` of x1 (booleans counting as the default int); an integer
+    exponent of an inexact base keeps the base's dtype and is weak only if both are; integers and
+    booleans use exponentiation by squaring in the promoted integer dtype (exponents must be
+    non-negative)."""
+    y = _concrete_index(x2)
+    if y is not None:
+        (x1,), _ = _promote_numeric("power", x1)
+        return ew.integer_pow_p.bind(x1, y=y)
+    from .selection import where
+    (a1, a2) = aval_of(x1, "power"), aval_of(x2, "power")
+    if dt.is_inexact(a1.dtype) and _INT_OR_BOOL(a2.dtype) and not dt.is_bool(a2.dtype):
+        # lax.pow of an integer exponent: the base's dtype; weak only when both operands are.
+        # x**0 is 1 with a zero derivative in x, even at x = 0: the exponent 0 is replaced
+        # under the select, so no 0 * x**-1 reaches the derivative.
+        base, = promote("power", x1)[0]
+        weak = a1.weak_type and a2.weak_type
+        base = convert(base, a1.dtype, weak)
+        (base, exponent), _, _ = promote("power", base, convert(x2, a1.dtype, weak))
+        is_zero = equal(exponent, 0)
+        one = _const_like(base, 1)
+        return where(is_zero, one, ew.pow_p.bind(base, where(is_zero, one, exponent)))
+    (x1, x2), dtype = _promote_numeric("power", x1, x2)
     if dt.is_inexact(dtype):
         return ew.pow_p.bind(x1, x2)
-    if dt.is_bool(dtype):
-        return logical_or(x1, logical_not(x2))
-    from .selection import where
     # A strongly typed 1, as JAX's: integer powers of weakly typed arrays are strongly typed.
     acc, base, exponent = full_like(x1, 1, dtype=dtype), x1, x2
     for _ in range(dtype.itemsize * 8):
@@ -525,13 +549,41 @@ def fmin(x1, x2):
 
 
 def sinc(x, /):
+    """``sin(pi x) / (pi x)``, 1 at 0. At 0 the value and every derivative come from the
+    Maclaurin series of sin(z)/z (``_sinc_maclaurin``), so grad(grad(sinc))(0) = -pi^2/3."""
     (x,), _, _ = promote("sinc", x, to_inexact=True)
     from .selection import where
-    pix = multiply(x, _const_like(x, np.pi))
-    is_zero = equal(x, 0)
-    one = _const_like(x, 1)
-    safe = where(is_zero, one, pix)
-    return where(is_zero, one, divide(sin(safe), safe))
+    pix = multiply(_const_like(x, np.pi), x)
+    is_zero = equal(x, _const_like(x, 0))
+    safe = where(is_zero, _const_like(x, 1), pix)
+    at_zero = _sinc_maclaurin(asarray(np.int32(0)), pix)
+    return where(is_zero, at_zero, divide(sin(safe), safe))
+
+
+def _sinc_maclaurin_value(k, z):
+    """The k-th derivative of sin(z)/z at z = 0, (-1)^(k/2) / (k+1) for even k and 0 for odd k,
+    broadcast like ``z`` (as ``z * 0 + c``)."""
+    from .selection import where
+    z_aval = aval_of(z)
+    dtype = z_aval.dtype
+    sign = where(equal(bitwise_and(right_shift(k, 1), 1), 0), _strong_const(1, dtype), _strong_const(-1, dtype))
+    coefficient = where(equal(bitwise_and(k, 1), 0), divide(sign, convert(add(k, 1), dtype)),
+                        _strong_const(0, dtype))
+    # weakly typed like a constant made for z (JAX's _const), so sinc of a Python float stays weak
+    coefficient = convert(coefficient, dtype, weak=z_aval.weak_type and z_aval.ndim == 0)
+    return add(multiply(z, _const_like(z, 0)), coefficient)
+
+
+def _sinc_maclaurin_rule(primals, tangents):
+    (k, z), (_, t) = primals, tangents
+    return _sinc_maclaurin(k, z), multiply(_sinc_maclaurin(add(k, 1), z), t)
+
+
+# The order ``k`` is an int32 operand, not a static argument: the rule's call with ``k + 1`` has
+# the same types, so it names the rule being formed, and derivatives of every order exist
+# without tracing an unbounded chain of rules.
+_sinc_maclaurin = custom_jvp(_sinc_maclaurin_value)
+_sinc_maclaurin.defjvp(_sinc_maclaurin_rule)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
