@@ -179,7 +179,9 @@ def test_library_custom_rules():
     close(jx_special.logit(p), jax_special.logit(p))
     v = np.array([3., 4.], np.float32)
     close(jx.grad(xjnp.linalg.norm)(v), jax.grad(jjnp.linalg.norm)(v))
-    assert np.all(np.asarray(jx.grad(xjnp.linalg.norm)(np.zeros(3, np.float32))) == 0)
+    # at zero, JAX's gradient of the 2-norm is NaN, and so is jaxprc's (the conformance issue)
+    zero = np.zeros(3, np.float32)
+    np.testing.assert_array_equal(jx.grad(xjnp.linalg.norm)(zero), jax.grad(jjnp.linalg.norm)(zero))
 
 
 # --------------------------------------------------------------------- odeint
