@@ -63,6 +63,8 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         return equal(a, b)
     a, b = a.astype(common), b.astype(common)
     close = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
+    # an infinity is close only to itself (the tolerance rtol * inf would admit anything)
+    close = logical_and(close, logical_and(isfinite(a), isfinite(b)))
     close = logical_or(close, equal(a, b))
     return logical_or(close, logical_and(isnan(a), isnan(b))) if equal_nan else close
 

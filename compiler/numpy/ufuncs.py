@@ -508,10 +508,32 @@ def hypot(x1, x2, /):
 def logaddexp(x1, x2, /):
     """``log(exp(x1) + exp(x2))`` computed without overflow."""
     (x1, x2), _, _ = promote("logaddexp", x1, x2, to_inexact=True)
+    return _logaddexp(x1, x2)
+
+
+@custom_jvp
+def _logaddexp(x1, x2):
+    """The derivative is ``exp(xi - out)`` (softmax weights: 1/2 each at a tie, where the
+    composite through ``maximum`` and ``abs`` would give 0), +inf read as 0 in it as in JAX."""
     from .selection import where
     delta = subtract(x1, x2)
     out = add(maximum(x1, x2), log1p(exp(negative(absolute(delta)))))
     return where(isnan(delta), add(x1, x2), out)   # inf - inf: the answer is x1 + x2
+
+
+def _logaddexp_jvp(primals, tangents):
+    from .selection import where
+    x1, x2 = primals
+    out = _logaddexp(x1, x2)
+
+    def finite(v):
+        return where(isposinf(v), zeros_like(v), v)
+    weight1 = exp(subtract(finite(x1), finite(out)))
+    weight2 = exp(subtract(finite(x2), finite(out)))
+    return out, add(multiply(tangents[0], weight1), multiply(tangents[1], weight2))
+
+
+_logaddexp.defjvp(_logaddexp_jvp)
 
 
 def logaddexp2(x1, x2, /):
@@ -539,13 +561,16 @@ def heaviside(x1, x2, /):
 
 
 def fmax(x1, x2):
+    """The larger, ignoring a NaN; a tie (0 vs -0 included) gives x2 and its derivative, as in
+    JAX. A select, not ``max``, so subnormals pass through unflushed."""
     from .selection import where
-    return where(isnan(x2), x1, where(isnan(x1), x2, maximum(x1, x2)))
+    return where(logical_or(greater(x1, x2), isnan(x2)), x1, x2)
 
 
 def fmin(x1, x2):
+    """The smaller, ignoring a NaN; a tie gives x2 (see fmax)."""
     from .selection import where
-    return where(isnan(x2), x1, where(isnan(x1), x2, minimum(x1, x2)))
+    return where(logical_or(less(x1, x2), isnan(x2)), x1, x2)
 
 
 def sinc(x, /):
