@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt
+from .deep import deep_entry
 from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, RuleNotPrinted, ShapedArray, Thunk, Var
 from .tracing import Tracer
 
@@ -450,6 +451,7 @@ def atom_text(a, namer: Namer) -> str:
 
 # -------------------------------------------------------------- public API
 
+@deep_entry
 def pp_eqn(eqn: Eqn, namer: Namer | None = None) -> str:
     """One equation's text; names come from ``namer`` (a fresh one names operands first)."""
     namer = namer if namer is not None else Namer()
@@ -459,6 +461,7 @@ def pp_eqn(eqn: Eqn, namer: Namer | None = None) -> str:
     return layout(_Printer().eqn_doc(eqn, namer), 0, 0)
 
 
+@deep_entry
 def pp_jaxpr(closed_jaxpr: ClosedJaxpr, show_consts: bool = True,
              max_definition_depth: int = MAX_DEFINITION_DEPTH) -> str:
     """The program's text, its ``@name`` definitions after it (those nested deeper than
