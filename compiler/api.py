@@ -21,7 +21,8 @@ from . import dispatch, passes, runtime
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
-from .ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
+from .ir.deep import deep_entry
+from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
     register_internal_dir, trace_state as _trace_state, trace_to_jaxpr, user_source_info
 from .ir.tree_util import keystr, registry as _registry
 from .lax.call import jit_p
@@ -158,8 +159,10 @@ def argnums_positions(argnums: int | Sequence[int], nargs: int, what: str,
     return tuple(n % nargs for n in nums)
 
 
+@deep_entry(retry_if=_outside_any_trace)
 def _trace(fun, spec: _ArgSpec, args, kwargs, name: str):
-    """Trace ``fun(*args, **kwargs)`` on abstract values: (ClosedJaxpr, output treedef)."""
+    """Trace ``fun(*args, **kwargs)`` on abstract values: (ClosedJaxpr, output treedef).
+    Very deeply nested functions (1000 nested conds) are traced again on a large stack."""
     dyn, static, static_pos = spec.split(args, kwargs)
     leaves, in_tree = _flatten(dyn)
     try:

@@ -31,6 +31,7 @@ from jaxlib.mlir.dialects import chlo, func
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from .ir import dtypes as dt
+from .ir.deep import deep_entry
 from .ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
 
 __all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering", "has_lowering", "LOWERING_RULES",
@@ -428,6 +429,7 @@ def _donation_attrs(in_avals, out_avals, donated_invars) -> list[dict]:
     return attrs
 
 
+@deep_entry
 def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars: Sequence[bool] = (),
                 platform: str = "cpu") -> Lowered:
     """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``."""

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Thunk, Var
+from .deep import deep_entry
 from .printer import MAX_DEFINITION_DEPTH, definition_jaxpr, is_definition
 from .tracing import Tracer
 
@@ -57,6 +58,7 @@ def _literal_key(lit: Literal):
 
 # ------------------------------------------------------------------ equality
 
+@deep_entry
 def alpha_equivalent(a: ClosedJaxpr | Jaxpr, b: ClosedJaxpr | Jaxpr) -> bool:
     """Structural equality up to variable renaming (see the module docstring)."""
     return _Comparison().closed(a, b)
@@ -163,6 +165,7 @@ def _available(rule) -> bool:
 
 # --------------------------------------------------------------------- hash
 
+@deep_entry
 def structural_hash(cj: ClosedJaxpr | Jaxpr) -> int:
     """A stable hash with ``alpha_equivalent(a, b)`` implying equal hashes."""
     h = hashlib.blake2b(digest_size=8)

@@ -10,6 +10,11 @@ and resolved lazily, so rules may refer to themselves; a shared jaxpr's
 reference, which therefore must not contain itself. Equations holding
 references are type-checked then too. Every fault is a ``ParseError`` with
 line, column, what was expected and the offending line with a caret.
+
+Jaxprs may nest without limit (a cond in a cond ...: the LALR automaton keeps
+its own stack), but a param's tuples (and records) may nest at most
+``MAX_PARAM_NESTING`` deep: no primitive needs more, and deeper values would
+only exhaust the recursion of the code that reads them.
 """
 from __future__ import annotations
 
@@ -29,6 +34,9 @@ from .core import (PARAM_TYPES, PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprcError
                    Literal, RuleNotPrinted, ShapedArray, Thunk, Var)
 from .params import ParamError
 from .verify import infer_out_avals
+
+
+MAX_PARAM_NESTING = 64
 
 
 class ParseError(JaxprcError):
@@ -196,6 +204,19 @@ class _Builder(lark.Transformer):
         self.inside: dict[str, list[_Reference]] = {}    # definition name -> references in its body
         self.resolving: list[str] = []                   # shared jaxprs being resolved, outermost first
         self.resolved: set[str] = set()
+        self.nesting: dict[int, tuple[object, int]] = {}   # id -> (tuple or record, its depth)
+
+    def _nested(self, value, items):
+        """``value`` (a tuple or record of ``items``), its nesting depth recorded, without recursion."""
+        depth = 1 + max((self.nesting[id(x)][1] for x in items if id(x) in self.nesting), default=0)
+        self.nesting[id(value)] = (value, depth)
+        return value
+
+    def _check_nesting(self, name_token, value):
+        entry = self.nesting.get(id(value))
+        if entry is not None and entry[1] > MAX_PARAM_NESTING:
+            _fail(name_token, f"param '{name_token}' nests tuples {entry[1]} deep",
+                  f"a value nested at most {MAX_PARAM_NESTING} deep")
 
     # -- atoms and types ----------------------------------------------------
     def binder(self, c):
@@ -218,6 +239,7 @@ class _Builder(lark.Transformer):
 
     # -- params ---------------------------------------------------------------
     def param(self, c):
+        self._check_nesting(c[0], c[1])
         return c[0], _python_value(c[1])
 
     def params(self, c):
@@ -236,7 +258,7 @@ class _Builder(lark.Transformer):
         return parse_type(c[0])
 
     def tuple(self, c):
-        return tuple(_python_value(x) for x in c)
+        return self._nested(tuple(_python_value(x) for x in c), c)
 
     def dtype(self, c):
         d = dt.FROM_SHORT_NAME.get(str(c[0]))
@@ -261,6 +283,7 @@ class _Builder(lark.Transformer):
                   "one of " + ", ".join(getattr(cls, "__members__", ())))
 
     def field(self, c):
+        self._check_nesting(c[0], c[1])
         return c[0], _python_value(c[1])
 
     def record(self, c):
@@ -271,7 +294,7 @@ class _Builder(lark.Transformer):
         if names != expected:
             _fail(fields[0][0] if fields else c[0], f"{c[0]} given fields ({', '.join(names)})",
                   f"fields ({', '.join(expected)}) in that order")
-        return cls(**{str(t): v for t, v in fields})
+        return self._nested(cls(**{str(t): v for t, v in fields}), [v for _, v in fields])
 
     def reference(self, c):
         ref = _Reference(str(c[0])[1:], c[0])

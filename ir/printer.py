@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt
+from .deep import deep_entry
 from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, RuleNotPrinted, ShapedArray, Thunk, Var
 from .tracing import Tracer
 
@@ -155,31 +156,50 @@ def _holds_jaxpr(doc) -> bool:
 
 def layout(doc, indent: int, column: int) -> str:
     """Text of ``doc`` starting at ``column`` on a line indented by ``indent``."""
+    out: list[str] = []
+    _layout(doc, indent, column, out)
+    return "".join(out)
+
+
+def _layout(doc, indent: int, column: int, out: list) -> None:
+    """Append the text of ``doc`` to ``out`` in pieces: nested programs are never copied into
+    their parent's string, so printing stays linear in the text's size however deep they nest."""
     flat = one_line(doc)
     if flat is not None and "\n" not in flat and column + len(flat) <= WIDTH:
-        return flat
+        out.append(flat)
+        return
     pad = " " * indent
     if isinstance(doc, str):
-        return doc
-    if isinstance(doc, Group):
+        out.append(doc)
+    elif isinstance(doc, Group):
         inner = " " * (indent + 2)
         seps = [doc.sep.rstrip()] * (len(doc.items) - 1) + [doc.trailing_single if len(doc.items) == 1
                                                              else ""]
-        lines = [inner + layout(x, indent + 2, indent + 2) + sep for x, sep in zip(doc.items, seps)]
-        return doc.open + "\n" + "\n".join(lines) + "\n" + pad + doc.close
-    if isinstance(doc, JaxprDoc):
-        lines = [" " * (indent + 4) + layout(e, indent + 4, indent + 4) for e in doc.eqns]
-        body = "\n".join([doc.header] + lines)
-        return f"{body}\n{pad}  in {doc.outs} }}{doc.trailer}"
-    if isinstance(doc, EqnDoc):
-        head = f"{doc.lhs} = {doc.prim}"
+        out.append(doc.open)
+        for x, sep in zip(doc.items, seps):
+            out.append("\n" + inner)
+            _layout(x, indent + 2, indent + 2, out)
+            out.append(sep)
+        out.append("\n" + pad + doc.close)
+    elif isinstance(doc, JaxprDoc):
+        out.append(doc.header)
+        for e in doc.eqns:
+            out.append("\n" + " " * (indent + 4))
+            _layout(e, indent + 4, indent + 4, out)
+        out.append(f"\n{pad}  in {doc.outs} }}{doc.trailer}")
+    elif isinstance(doc, EqnDoc):
+        out.append(f"{doc.lhs} = {doc.prim}")
         if not doc.params:
-            return head + doc.args
+            out.append(doc.args)
+            return
         inner = " " * (indent + 2)
-        lines = [f"{inner}{k}=" + layout(v, indent + 2, indent + 3 + len(k))
-                 for k, v in doc.params]
-        return head + "[\n" + "\n".join(lines) + "\n" + pad + "]" + doc.args
-    raise TypeError(doc)
+        out.append("[")
+        for k, v in doc.params:
+            out.append(f"\n{inner}{k}=")
+            _layout(v, indent + 2, indent + 3 + len(k), out)
+        out.append("\n" + pad + "]" + doc.args)
+    else:
+        raise TypeError(doc)
 
 
 # ------------------------------------------------------------ scalars, arrays
@@ -450,6 +470,7 @@ def atom_text(a, namer: Namer) -> str:
 
 # -------------------------------------------------------------- public API
 
+@deep_entry
 def pp_eqn(eqn: Eqn, namer: Namer | None = None) -> str:
     """One equation's text; names come from ``namer`` (a fresh one names operands first)."""
     namer = namer if namer is not None else Namer()
@@ -459,6 +480,7 @@ def pp_eqn(eqn: Eqn, namer: Namer | None = None) -> str:
     return layout(_Printer().eqn_doc(eqn, namer), 0, 0)
 
 
+@deep_entry
 def pp_jaxpr(closed_jaxpr: ClosedJaxpr, show_consts: bool = True,
              max_definition_depth: int = MAX_DEFINITION_DEPTH) -> str:
     """The program's text, its ``@name`` definitions after it (those nested deeper than

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import core
 from . import dtypes as dt
+from .deep import deep_entry
 from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprcError, Literal, Primitive, ShapedArray,
                    SourceInfo, Var, out_avals_of)
 
@@ -496,6 +497,13 @@ def _literal_value(lit: Literal):
 
 # ------------------------------------------------------------ trace entry
 
+def _outside_any_trace() -> bool:
+    """A trace failing by recursion may be retried on another thread only when this thread is
+    tracing nothing else (trace state is per thread)."""
+    return not trace_state.stack and not trace_state.compile_time_eval
+
+
+@deep_entry(retry_if=_outside_any_trace)
 def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "trace",
                    concrete_args: Sequence[Any] | None = None):
     """Trace ``fun`` (flat list of args -> flat list of outputs) into a ClosedJaxpr.

@@ -19,6 +19,7 @@ import numpy as np
 from . import dtypes as dt
 from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray,
                    Thunk, Var, out_avals_of)
+from .deep import deep_entry
 from .params import ParamError, check_params
 from .printer import Namer, definition_jaxpr, pp_eqn
 
@@ -64,6 +65,7 @@ def const_problem(value, aval: ShapedArray) -> str | None:
     return None
 
 
+@deep_entry
 def verify(program: ClosedJaxpr | Jaxpr) -> None:
     """Raise JaxprTypeError at the first fault of ``program`` (see the module docstring)."""
     _Verifier().program(program if isinstance(program, ClosedJaxpr) else

@@ -18,6 +18,7 @@ import functools
 import inspect
 from typing import Callable, Sequence
 
+from jaxprc.ir.deep import deep_entry
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprcError, JaxprTypeError
 from jaxprc.ir.dtypes import config
 from jaxprc.ir.verify import verify as verify_program
@@ -193,6 +194,7 @@ def verify_pass_result(label: str, cj: ClosedJaxpr, verify: bool | None = None) 
     return cj
 
 
+@deep_entry
 def run_pipeline(cj: ClosedJaxpr, spec: str | Sequence,
                  observe: Callable[[str, ClosedJaxpr], None] | None = None,
                  verify: bool | None = None) -> ClosedJaxpr:

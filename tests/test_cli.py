@@ -399,3 +399,79 @@ def test_failing_pass_is_named(tmp_path, capsys):
     assert main(["opt", str(program), "--passes", "vmap:axis_size=2:in_axes=7"]) == 1
     err = capsys.readouterr().err
     assert "pass 'vmap:axis_size=2:in_axes=7' failed on" in err and "int.jaxpr" in err
+
+
+# ----------------------------------------------- hostile input (subprocess)
+
+HUGE = "9" * 5000          # beyond Python's own int-from-text limit (4300 digits)
+BIG = "9" * 30             # beyond int64, within Python's
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """User code calling sys.exit, huge integers, binary files: every command started at once."""
+    d = tmp_path_factory.mktemp("hostile")
+    (d / "exits_at_import.py").write_text("import sys\nsys.exit(3)\n")
+    (d / "exits_in_function.py").write_text("import sys\n\ndef f(x):\n    sys.exit(3)\n")
+    (d / "sin.py").write_text("import jaxprc.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x)\n")
+    (d / "int.jaxpr").write_text("{ lambda ; a:i32[]. let b:i32[] = mul a a in (b,) }\n")
+    (d / "random.bin").write_bytes(bytes(np.random.default_rng(0).integers(128, 256, 300, np.uint8)))
+    (d / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    np.save(d / "array.npy", np.ones(3, np.float32))
+    sin = f"{d / 'sin.py'}:f"
+    commands = {
+        "exit_import": ["trace", f"{d / 'exits_at_import.py'}:f", "--args", "f32[3]"],
+        "exit_trace": ["trace", f"{d / 'exits_in_function.py'}:f", "--args", "f32[3]"],
+        "exit_vjp": ["trace", f"{d / 'exits_in_function.py'}:f", "--args", "f32[3]", "--transform", "vjp"],
+        "huge_shape": ["trace", sin, "--args", f"f32[{HUGE}]"],
+        "big_shape": ["trace", sin, "--args", f"f32[{BIG}]", "--emit", "stablehlo"],
+        "big_shape_expr": ["trace", sin, "--args-expr", f"T('f32[{BIG}]')"],
+        "huge_axis_size": ["trace", sin, "--args", "f32[3]", "--transform", f"vmap:axis_size={HUGE}"],
+        "big_axis_size": ["trace", sin, "--args", "f32[3]", "--transform", f"vmap:axis_size={BIG}"],
+        "huge_argnums": ["trace", sin, "--args", "f32[]", "--transform", f"grad:{HUGE}"],
+        "deep_in_axes": ["trace", sin, "--args", "f32[3]", "--transform", "vmap:" + "(" * 3000],
+        "huge_input": ["run", str(d / "int.jaxpr"), "--input", f"a={HUGE}"],
+        "big_input": ["run", str(d / "int.jaxpr"), "--input", f"a={BIG}"],
+    }
+    for command in ("check", "graph", "lower", "run", "opt"):
+        for name in ("random.bin", "image.png", "array.npy"):
+            commands[f"{command}:{name}"] = [command, str(d / name)]
+    results = run_concurrently({k: (argv, None) for k, argv in commands.items()})
+    results["stdin_npy"] = subprocess.run([sys.executable, "-m", "jaxprc", "check", "-"], cwd=ROOT,
+                                          input=(d / "array.npy").read_bytes(), capture_output=True)
+    results["stdin_npy"].stderr = results["stdin_npy"].stderr.decode()
+    return results
+
+
+def test_user_code_calling_sys_exit_is_reported_not_obeyed(hostile):
+    for key, where in [("exit_import", "exits_at_import.py"), ("exit_trace", "tracing f"),
+                       ("exit_vjp", "--transform vjp")]:
+        assert hostile[key].returncode not in (0, 3)
+        assert_user_error(hostile[key], where, "called sys.exit(3)", "SystemExit")
+
+
+@pytest.mark.parametrize("key, fragments", [
+    ("huge_shape", ["argument 1", "is too large", "2**63-1", "(5000 characters)"]),
+    ("big_shape", ["argument 1", "is too large", "2**63-1", BIG]),
+    ("big_shape_expr", ["is too large", "2**63-1"]),
+    ("huge_axis_size", ["vmap:axis_size", "5000 digits"]),
+    ("big_axis_size", ["vmap axis_size=" + BIG, "is not a valid axis size"]),
+    ("huge_argnums", ["grad:argnums", "5000 digits"]),
+    ("deep_in_axes", ["vmap:in_axes", "not a Python literal"]),
+    ("huge_input", ["input a", "5000 digits"]),
+    ("big_input", ["input a", "does not fit", "i32[]"]),
+])
+def test_huge_integers_on_the_command_line_are_clear_errors(hostile, key, fragments):
+    assert_user_error(hostile[key], *fragments)
+    assert "C long" not in hostile[key].stderr and len(hostile[key].stderr) < 600
+
+
+@pytest.mark.parametrize("command", ["check", "graph", "lower", "run", "opt"])
+@pytest.mark.parametrize("name", ["random.bin", "image.png", "array.npy"])
+def test_binary_file_is_not_a_text_ir_file(hostile, command, name):
+    assert_user_error(hostile[f"{command}:{name}"], name, "not a text IR file")
+    assert "UnicodeDecodeError" not in hostile[f"{command}:{name}"].stderr
+
+
+def test_binary_stdin_is_not_a_text_ir_file(hostile):
+    assert_user_error(hostile["stdin_npy"], "<stdin>", "not a text IR file")

@@ -20,16 +20,43 @@ class UsageError(Exception):
     """A mistake on the command line (bad file, bad option value, failing step)."""
 
 
+# The largest array dimension (and vmap axis size) XLA can represent: sizes are int64.
+MAX_DIMENSION = 2**63 - 1
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    """``text`` quoted, shortened in the middle when long: a message stays one readable paragraph."""
+    if len(text) > limit:
+        return f"{text[:limit // 2]!r}...{text[-limit // 4:]!r} ({len(text)} characters)"
+    return repr(text)
+
+
+def _user_code_exit(e: SystemExit, what: str) -> UsageError:
+    """``sys.exit`` from the user's module must not end jaxprc silently with the user's status."""
+    return UsageError(f"{what} called sys.exit({e.code!r}) (SystemExit raised by the user's code); "
+                      "jaxprc stopped there")
+
+
 # ------------------------------------------------------------------ files
 
 def _read_text(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+    where = "<stdin>" if path == "-" else repr(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
     except OSError as e:
         raise UsageError(f"cannot read {path!r}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{where} is not a text IR file: byte 0x{e.object[e.start]:02x} at offset "
+                         f"{e.start} is not UTF-8 text (a binary file?)") from None
+    binary = re.search("[\0\udc80-\udcff]", text)     # (NUL, or bytes stdin could not decode)
+    if binary:
+        raise UsageError(f"{where} is not a text IR file: it holds binary data at character "
+                         f"{binary.start()} (a binary file?)")
+    return text
 
 
 def _write_text(path: str | None, text: str) -> None:
@@ -89,7 +116,7 @@ def parse_type_text(text: str):
     from jaxprc.ir import dtypes as dt
     m = _TYPE_TEXT.fullmatch(text.strip())
     if m is None:
-        raise UsageError(f"bad type text {text.strip()!r}: expected a dtype and a shape in "
+        raise UsageError(f"bad type text {_excerpt(text.strip())}: expected a dtype and a shape in "
                          "brackets, like f32[8,4] or i32[] (a scalar)")
     weak, name, dims = m.groups()
     dtype = dt.FROM_SHORT_NAME.get(name)
@@ -98,8 +125,12 @@ def parse_type_text(text: str):
                          + ", ".join(dt.FROM_SHORT_NAME))
     sizes = [d.strip() for d in dims.split(",")] if dims.strip() else []
     if any(not d for d in sizes):
-        raise UsageError(f"bad type text {text.strip()!r}: malformed shape; expected "
+        raise UsageError(f"bad type text {_excerpt(text.strip())}: malformed shape; expected "
                          "comma-separated sizes like f32[3,4]")
+    for d in sizes:      # (count digits first: int() refuses more than 4300 of them)
+        if len(d.lstrip("0")) > len(str(MAX_DIMENSION)) or int(d) > MAX_DIMENSION:
+            raise UsageError(f"bad type text {_excerpt(text.strip())}: dimension {_excerpt(d, 30)} "
+                             f"is too large; array sizes are at most 2**63-1")
     return jaxprc.ShapeDtypeStruct(tuple(int(d) for d in sizes), dtype, weak_type=bool(weak))
 
 
@@ -134,8 +165,11 @@ def eval_args_expr(text: str) -> tuple:
         value = eval(text, scope)  # noqa: S307  (the user's own expression, like their own .py file)
     except UsageError:
         raise
+    except SystemExit as e:
+        raise _user_code_exit(e, f"--args-expr {_excerpt(text)}") from e
     except Exception as e:
-        raise UsageError(f"--args-expr {text!r} does not evaluate: {type(e).__name__}: {e}") from None
+        raise UsageError(f"--args-expr {_excerpt(text)} does not evaluate: {type(e).__name__}: "
+                         f"{_excerpt(str(e), 300)}") from None
     return value if isinstance(value, tuple) else (value,)
 
 
@@ -152,6 +186,8 @@ def load_function(spec: str):
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))   # so the file's own imports work
     try:
         namespace = runpy.run_path(path, run_name="__jaxprc_trace__")
+    except SystemExit as e:
+        raise _user_code_exit(e, f"running {path}: the module") from e
     except Exception as e:
         raise UsageError(f"running {path} failed: {type(e).__name__}: {e}") from e
     head, *rest = attr.split(".")
@@ -227,6 +263,10 @@ def _t_vjp(fun, specs):
 
 def _t_vmap(fun, specs, in_axes=0, axis_size=4, out_axes=0):
     import jaxprc
+    if isinstance(axis_size, bool) or not isinstance(axis_size, int) or not 0 <= axis_size <= MAX_DIMENSION:
+        shown = repr(axis_size) if len(repr(axis_size)) <= 40 else repr(axis_size)[:30] + "..."
+        raise UsageError(f"vmap axis_size={shown} is not a valid axis "
+                         "size: expected an integer from 0 to 2**63-1")
     axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(specs)
     if len(axes) != len(specs):
         raise UsageError(f"vmap in_axes {in_axes!r} has {len(axes)} entries for "
@@ -263,18 +303,23 @@ _POSITIONAL_OPTION = {"vmap": "in_axes", "grad": "argnums", "value_and_grad": "a
 
 
 def _literal(text: str, what: str):
+    digits = max((len(run) for run in re.findall(r"\d+", text)), default=0)
+    if digits > 4000:          # (Python itself refuses integers of more than 4300 digits)
+        raise UsageError(f"{what}: {_excerpt(text)} holds a number of {digits} digits; too large "
+                         "to be a value here")
     try:
         return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        raise UsageError(f"{what}: {text!r} is not a Python literal (like 0, None or (0, None))") from None
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        raise UsageError(f"{what}: {_excerpt(text)} is not a Python literal "
+                         "(like 0, None or (0, None))") from None
 
 
 def parse_transform(spec: str) -> tuple[str, dict]:
     """``'vmap:(0,None):axis_size=8'`` -> ``('vmap', {'in_axes': (0, None), 'axis_size': 8})``."""
     name, *opts = split_top_level(spec, ":")
     if name not in TRANSFORMS:
-        raise UsageError(f"unknown transform {name!r} in --transform {spec!r}; known transforms: "
-                         + ", ".join(TRANSFORMS))
+        raise UsageError(f"unknown transform {_excerpt(name)} in --transform {_excerpt(spec)}; "
+                         "known transforms: " + ", ".join(TRANSFORMS))
     options = {}
     for opt in opts:
         key, eq, value = opt.partition("=")
@@ -282,7 +327,7 @@ def parse_transform(spec: str) -> tuple[str, dict]:
             key, value = _POSITIONAL_OPTION.get(name), opt
             if key is None:
                 raise UsageError(f"transform {name!r} takes no options, got {opt!r}")
-        options[key.strip()] = _literal(value.strip(), f"--transform {spec}")
+        options[key.strip()] = _literal(value.strip(), f"--transform {name}:{key.strip()}")
     return name, options
 
 
@@ -290,6 +335,8 @@ def apply_transform(fun, specs, spec: str):
     name, options = parse_transform(spec)
     try:
         return TRANSFORMS[name](fun, specs, **options)
+    except SystemExit as e:     # (vjp traces the function for its output type)
+        raise _user_code_exit(e, f"--transform {spec}: the function") from e
     except TypeError as e:
         raise UsageError(f"--transform {spec}: {e}") from None
 
@@ -382,6 +429,8 @@ def cmd_trace(args) -> int:
             return jaxprc.make_jaxpr(f)(*specs)
         except UsageError:
             raise
+        except SystemExit as e:
+            raise _user_code_exit(e, f"tracing {name} ({stage}): the function") from e
         except Exception as e:
             raise UsageError(f"tracing {name} ({stage}) on arguments ({describe_specs(specs)}) "
                              f"failed: {type(e).__name__}: {e}") from e
@@ -431,8 +480,12 @@ def _load_value(text: str, aval, name: str):
         value = _literal(text, f"input {name}")
     try:
         value = np.asarray(value, dtype=aval.dtype)
+    except OverflowError:
+        raise UsageError(f"input {name}: {_excerpt(text)} does not fit in the input's type "
+                         f"{aval.str_short()}") from None
     except (TypeError, ValueError) as e:
-        raise UsageError(f"input {name}: {text!r} is not a value of type {aval.str_short()}: {e}") from None
+        raise UsageError(f"input {name}: {_excerpt(text)} is not a value of type "
+                         f"{aval.str_short()}: {e}") from None
     if value.ndim == 0 and aval.shape:
         value = np.broadcast_to(value, aval.shape)     # a scalar fills the whole input
     if value.shape != aval.shape:
@@ -680,6 +733,11 @@ def main(argv=None) -> int:
         return args.run(args)
     except KeyboardInterrupt:
         return 130
+    except SystemExit as e:     # user code reached by a path not wrapped above
+        if args.debug:
+            raise
+        print(f"jaxprc {args.command}: error: {_user_code_exit(e, 'user code')}", file=sys.stderr)
+        return 1
     except Exception as e:  # user-facing boundary: one paragraph, no traceback
         if args.debug:
             raise
