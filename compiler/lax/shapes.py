@@ -19,7 +19,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import DType, Int, OneOf, Tuple
-from .elementwise import NUM, fmt_types
+from .elementwise import NUM, fmt_types, _convert
 from jaxprc.ir.tracing import Tracer
 from jaxprc.passes import emit
 from jaxprc.passes.jvp import Zero, aval_of
@@ -306,17 +306,6 @@ def broadcasted_iota(dtype, shape, dimension: int):
     shape = ops.ints(shape)
     return iota_p.bind(dtype=dt.canonicalize_dtype(dtype), shape=shape,
                        dimension=ops.canonical_axis(dimension, len(shape)))
-
-
-def _convert(x, dtype, weak_type: bool):
-    """``x`` as ``dtype`` with the given weak bit, to feed a bind (scalars become Literals)."""
-    dtype = np.dtype(dtype)
-    if ops.is_py_scalar(x) or isinstance(x, np.generic) or (type(x) is np.ndarray and x.ndim == 0):
-        return ops.scalar_of_dtype(x, dtype, weak_type)
-    aval = ops.aval(x)
-    if aval.dtype == dtype and aval.weak_type == weak_type and not isinstance(x, np.ndarray):
-        return x
-    return lax.convert_element_type_p.bind(x, new_dtype=dtype, weak_type=weak_type)
 
 
 def full(shape, fill_value, dtype=None):
