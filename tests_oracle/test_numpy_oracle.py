@@ -136,6 +136,11 @@ CASES = [
     ("roll_array_shift", lambda m, x, s: (m.np.roll(x, s[0]), m.np.roll(x, s[:2], axis=(0, 1))), G, J[0]),
     ("roll_array_shift_jit", lambda m, x, s: jax.jit(lambda x, s: m.np.roll(x, s, axis=1))(x, s[1])
      if m is JAX else jaxprc.jit(lambda x, s: m.np.roll(x, s, axis=1))(x, s[1]), G, J[0]),
+    # .at[] updates honour mode="clip" (clamped, negatives counted from the end first); the
+    # default drops out-of-bounds updates
+    ("at_updates_clip", lambda m, x, i: (x.at[0, i].add(1.0, mode="clip"), x.at[i].set(-1.0, mode="clip"),
+                                         x.at[1, i].max(9.0, mode="clip"), x.at[i, 2].mul(2.0),
+                                         x.at[-7].add(5.0, mode="clip"), x.at[0, i].get(mode="clip")), G, IDX * 2),
     ("diff_prepend_append", lambda m, x: (m.np.diff(x, prepend=0.5), m.np.diff(x, axis=0, append=x[:1]),
                                           m.np.diff(x, n=2, prepend=-1.0, append=2.0)), G),
 ]

@@ -159,11 +159,9 @@ def getitem(x, idx, mode=None, fill_value=None):
     return _insert_new_axes(y, [("new" if k == _NONE else "dim") for k, _, _ in entries if k != _INT])
 
 
-def _normalized_indices(index, size, mode=None):
+def _normalized_indices(index, size):
     """Integer indices with negative ones counted from the end (numpy in numpy, ``select_n``
-    traced); in "clip" mode they are left alone, to be clamped to 0 (as JAX does)."""
-    if mode == lax.GatherScatterMode.CLIP:
-        return index
+    traced)."""
     from .selection import where
     from .ufuncs import add, less
     if is_constant(index):
@@ -173,14 +171,18 @@ def _normalized_indices(index, size, mode=None):
     return where(less(index, 0), add(index, size), index)
 
 
-def gather_indices(x, dims, index_arrays, *, batch_position=0, mode=None, fill_value=None):
+def gather_indices(x, dims, index_arrays, *, batch_position=0, mode=None, fill_value=None,
+                   count_negative_from_end=True):
     """``x`` indexed along ``dims`` by broadcast integer ``index_arrays``: one ``gather``.
 
     The index dimensions appear at ``batch_position`` among the remaining dimensions of ``x``.
+    Negative indices count from the end, except where ``count_negative_from_end`` is False
+    (JAX's ``take`` in "clip" mode clamps them to 0).
     """
     shape = aval_of(x).shape
     bshape = broadcast_shapes(*(aval_of(i).shape for i in index_arrays), fn="indexing")
-    parts = [_normalized_indices(i, shape[d], mode) for d, i in zip(dims, index_arrays)]
+    parts = [_normalized_indices(i, shape[d]) if count_negative_from_end else i
+             for d, i in zip(dims, index_arrays)]
     if all(is_constant(p) for p in parts):
         indices = np.stack([np.broadcast_to(p, bshape) for p in parts], axis=-1).astype(dt.default_int_dtype())
     else:
@@ -247,7 +249,8 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     mode, fill_value = _gather_mode(mode, fill_value, aval_of(a).dtype)
     if isinstance(indices, (list, tuple)):
         indices = np.asarray(indices)
-    return gather_indices(a, [axis], [indices], batch_position=axis, mode=mode, fill_value=fill_value)
+    return gather_indices(a, [axis], [indices], batch_position=axis, mode=mode, fill_value=fill_value,
+                          count_negative_from_end=mode != lax.GatherScatterMode.CLIP)
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
@@ -263,9 +266,6 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
                          f"{len(ishape)} vs {len(shape)}")
     axis = canonical_axis(axis, len(shape), "take_along_axis")
     mode, fill_value = _gather_mode(mode, fill_value, aval_of(arr).dtype)
-    if mode == lax.GatherScatterMode.CLIP:
-        # Unlike take, JAX's take_along_axis counts negative indices from the end before clamping.
-        indices = _normalized_indices(indices, shape[axis])
     out_shape = broadcast_shapes(tuple(1 if d == axis else s for d, s in enumerate(shape)),
                                  tuple(1 if d == axis else s for d, s in enumerate(ishape)),
                                  fn="take_along_axis")
@@ -305,9 +305,10 @@ def _is_static_index(idx) -> bool:
                for i in items)
 
 
-def _positions(shape, idx):
-    """The flat positions ``x[idx]`` reads, out-of-bounds ones replaced by ``size`` (which the
-    scatter drops): computed by numpy for static in-bounds indices, traced otherwise."""
+def _positions(shape, idx, clip: bool):
+    """The flat positions ``x[idx]`` reads, out-of-bounds ones clamped into bounds (``clip``) or
+    replaced by ``size`` (which the scatter drops): computed by numpy for static in-bounds
+    indices, traced otherwise."""
     size = int(np.prod(shape, dtype=np.int64))
     if _is_static_index(idx):
         try:
@@ -315,6 +316,8 @@ def _positions(shape, idx):
         except IndexError:
             pass
     iota = lax.reshape(lax.iota(dt.default_int_dtype(), size), shape)
+    if clip:
+        return getitem(iota, idx, mode=lax.GatherScatterMode.CLIP)
     return getitem(iota, idx, mode=lax.GatherScatterMode.FILL_OR_DROP, fill_value=size)
 
 
@@ -346,7 +349,7 @@ def _leading_integers(ndim, idx):
     return items[:k]
 
 
-def _window_scatter(x, aval, integers, values, scatter):
+def _window_scatter(x, aval, integers, values, scatter, mode):
     """Combine ``values`` into the window ``x[i0, ..., ik-1]``: one scatter of a whole window."""
     k = len(integers)
     parts = [_normalized_indices(i, aval.shape[d]) for d, i in enumerate(integers)]
@@ -361,20 +364,22 @@ def _window_scatter(x, aval, integers, values, scatter):
                                         inserted_window_dims=tuple(range(k)),
                                         scatter_dims_to_operand_dims=tuple(range(k)),
                                         operand_batching_dims=(), scatter_indices_batching_dims=())
-    return scatter(x, indices, values, dnums, indices_are_sorted=True, unique_indices=True,
-                   mode=lax.GatherScatterMode.FILL_OR_DROP)
+    return scatter(x, indices, values, dnums, indices_are_sorted=True, unique_indices=True, mode=mode)
 
 
-def scatter_update(x, idx, values, combine: str):
-    """``x`` with ``values`` combined into the elements ``x[idx]`` selects (scatter, drop out of bounds)."""
+def scatter_update(x, idx, values, combine: str, mode=None):
+    """``x`` with ``values`` combined into the elements ``x[idx]`` selects. Out-of-bounds indices
+    are dropped, or with ``mode="clip"`` clamped into bounds, as in JAX."""
     x = as_array(x, "at")
     aval = aval_of(x)
+    clip = mode is not None and lax.GatherScatterMode.from_any(mode) == lax.GatherScatterMode.CLIP
+    mode = lax.GatherScatterMode.CLIP if clip else lax.GatherScatterMode.FILL_OR_DROP
     scatter = {"set": lax.scatter, "add": lax.scatter_add, "mul": lax.scatter_mul,
                "min": lax.scatter_min, "max": lax.scatter_max}[combine]
     integers = _leading_integers(aval.ndim, idx)
     if integers is not None:
-        return _window_scatter(x, aval, integers, values, scatter)
-    pos = _positions(aval.shape, idx)
+        return _window_scatter(x, aval, integers, values, scatter, mode)
+    pos = _positions(aval.shape, idx, clip)
     pos_shape = aval_of(pos).shape
     values = broadcast_to_shape(convert(values, aval.dtype, aval.weak_type), pos_shape)
     n = int(np.prod(pos_shape, dtype=np.int64))
@@ -382,8 +387,7 @@ def scatter_update(x, idx, values, combine: str):
     dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                         scatter_dims_to_operand_dims=(0,), operand_batching_dims=(),
                                         scatter_indices_batching_dims=())
-    out = scatter(lax.reshape(x, (aval.size,)), flat_pos, lax.reshape(values, (n,)), dnums,
-                  mode=lax.GatherScatterMode.FILL_OR_DROP)
+    out = scatter(lax.reshape(x, (aval.size,)), flat_pos, lax.reshape(values, (n,)), dnums, mode=mode)
     return lax.reshape(out, aval.shape)
 
 
@@ -398,40 +402,42 @@ class _IndexUpdateRef:
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
-    def get(self, *, mode=None, fill_value=None):
+    # indices_are_sorted / unique_indices are hints JAX passes to XLA; the results do not depend
+    # on them, so they are accepted and not needed.
+    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
         return getitem(self.array, self.index, mode, fill_value)
 
-    def set(self, values, **_):
-        return scatter_update(self.array, self.index, values, "set")
+    def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        return scatter_update(self.array, self.index, values, "set", mode)
 
-    def add(self, values, **_):
-        return scatter_update(self.array, self.index, values, "add")
+    def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        return scatter_update(self.array, self.index, values, "add", mode)
 
-    def multiply(self, values, **_):
-        return scatter_update(self.array, self.index, values, "mul")
+    def multiply(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        return scatter_update(self.array, self.index, values, "mul", mode)
 
     mul = multiply
 
-    def min(self, values, **_):
-        return scatter_update(self.array, self.index, values, "min")
+    def min(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        return scatter_update(self.array, self.index, values, "min", mode)
 
-    def max(self, values, **_):
-        return scatter_update(self.array, self.index, values, "max")
+    def max(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        return scatter_update(self.array, self.index, values, "max", mode)
 
-    def subtract(self, values, **_):
+    def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         from .ufuncs import negative
-        return self.add(negative(values))
+        return self.add(negative(values), mode=mode)
 
-    def divide(self, values, **_):
+    def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         from .ufuncs import divide
-        return self.set(divide(self.get(), values))
+        return self.set(divide(self.get(mode=mode), values), mode=mode)
 
-    def power(self, values, **_):
+    def power(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         from .ufuncs import power
-        return self.set(power(self.get(), values))
+        return self.set(power(self.get(mode=mode), values), mode=mode)
 
-    def apply(self, func, **_):
-        return self.set(func(self.get()))
+    def apply(self, func, *, mode=None, indices_are_sorted=False, unique_indices=False):
+        return self.set(func(self.get(mode=mode)), mode=mode)
 
 
 class _IndexUpdateHelper:
