@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from jaxprc.ir.core import ShapedArray
+from jaxprc.ir.core import Literal, ShapedArray
+from jaxprc.ir.tracing import current_builder
 
 
 def provide(**ops: Callable) -> None:
-    """Supply driver operations by name: ``full``, ``add``, ``transpose``, ``broadcast_in_dim``.
+    """Supply driver operations by name: ``full(shape, value, dtype)``, ``add(x, y)`` (of equal
+    types), ``transpose(x, permutation)``, ``broadcast_in_dim(x, shape, broadcast_dimensions)``.
 
     The supplied function replaces the module attribute, so a driver's ``emit.add(x, y)`` calls
     it directly (these run once per equation the passes emit)."""
@@ -32,15 +34,16 @@ def _missing(name: str) -> Callable:
     return op
 
 
-_OPERATIONS = {
-    "full": "full(shape, value, dtype): an array of shape and dtype filled with the scalar value",
-    "add": "add(x, y): x + y of equal types (accumulating tangents or cotangents)",
-    "transpose": "transpose(x, permutation)",
-    "broadcast_in_dim": "broadcast_in_dim(x, shape, broadcast_dimensions)",
-}
-for _name in _OPERATIONS:
-    globals()[_name] = _missing(_name)
+_OPERATIONS = frozenset({"full", "add", "transpose", "broadcast_in_dim"})
+full = _missing("full")
+add = _missing("add")
+transpose = _missing("transpose")
+broadcast_in_dim = _missing("broadcast_in_dim")
 
 
 def zeros(aval: ShapedArray):
-    return full(aval.shape, 0, aval.dtype)
+    """Zeros of type ``aval``, its weak bit included (JAX's ``zeros_like_aval``)."""
+    if current_builder() is None:      # evaluated at once (no trace to hold a literal)
+        return full(aval.shape, 0, aval.dtype)
+    zero = Literal(0, ShapedArray((), aval.dtype, aval.weak_type))
+    return broadcast_in_dim(zero, aval.shape, ())

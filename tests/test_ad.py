@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import jaxprc as jx
+import jaxprc.numpy as jnp
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 
@@ -462,3 +463,11 @@ def test_precision_kept_in_vjp_program():
     assert lax.Precision("tensorfloat32") is lax.Precision.HIGH
     with pytest.raises(ValueError, match="Precision argument"):
         lax.dot(m, m.T, precision="fast")
+
+
+def test_materialised_zero_cotangents_keep_the_weak_type():
+    """A zero gradient of a weakly typed input is weak, as in JAX (zeros_like_aval keeps the bit)."""
+    g = jx.grad(lambda x: jnp.where(x > 0, x, 0.0))(-1.0)
+    assert float(g) == 0.0 and g.weak_type and g.dtype == jnp.float32
+    cj = jx.make_jaxpr(jx.grad(lambda x: jnp.where(x > 0, x, 0.0)))(-1.0)
+    assert "0.0:~f32[]" in str(cj)
