@@ -33,7 +33,7 @@ import numpy as np
 from .ir import dtypes as dt
 from . import lax
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Thunk, Var
-from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_lin_p, custom_vjp_call_jaxpr_p
+from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
 from .ir.tracing import Tracer, close_over_consts, current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
 from .ir.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_structure, tree_unflatten
 from .ad import _NestedBuilder
@@ -782,21 +782,3 @@ def closure_convert(fun: Callable, *example_args):
         outs = eval_jaxpr(jaxpr, closed, *args_and_consts[n_args:], *leaves)
         return tree_unflatten(store["tree"], outs)
     return converted, consts
-
-
-# ------------------------------------------------- custom_lin outside transposition
-
-def _custom_lin_jvp_error(*args, **params):
-    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
-
-
-custom_lin_p.def_impl(_custom_lin_jvp_error)
-
-
-def _custom_lin_lowering(ctx, *args, **params):
-    _custom_lin_jvp_error()
-
-
-from .lowering import register_lowering  # noqa: E402
-
-register_lowering(custom_lin_p, _custom_lin_lowering)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxprc.ir.tracing import get_aval, source_info_of, trace_to_jaxpr
 
 from . import emit
@@ -161,49 +161,3 @@ def jvp(cj: ClosedJaxpr) -> ClosedJaxpr:
 
 
 register_pass("jvp", jvp)
-
-
-# ------------------------------------------------------- rule definitions
-
-def _rule(*names: str):
-    """Register a rule under the named primitives (those that exist)."""
-    def register(fn):
-        for name in names:
-            if name in PRIMITIVES:
-                jvp_rules[PRIMITIVES[name]] = fn if len(names) == 1 else _bound(fn, PRIMITIVES[name])
-        return fn
-    return register
-
-
-def _bound(fn, prim):
-    return lambda primals, tangents, **params: fn(prim, primals, tangents, **params)
-
-
-def _zero_tangent_jvp(prim, primals, tangents, **params):
-    outs = prim.bind(*primals, **params)
-    avals = [aval_of(o) for o in (outs if prim.multiple_results else [outs])]
-    touts = [Zero(tangent_aval(a)) for a in avals]
-    return outs, (touts if prim.multiple_results else touts[0])
-
-
-
-
-def _linear_jvp(prim, primals, tangents, **params):
-    """Linear in its first operand, the others (indices) held fixed: the tangent is the op itself."""
-    out = prim.bind(*primals, **params)
-    return out, prim.bind(instantiate_zeros(tangents[0]), *primals[1:], **params)
-
-
-
-
-def _bilinear(prim, primals, tangents, **params):
-    """Products: d(x*y) = dx*y + x*dy, each term the op itself with one tangent operand."""
-    (x, y), (tx, ty) = primals, tangents
-    out = prim.bind(x, y, **params)
-    left = Zero(tangent_aval(aval_of(out))) if isinstance(tx, Zero) else prim.bind(tx, y, **params)
-    right = Zero(tangent_aval(aval_of(out))) if isinstance(ty, Zero) else prim.bind(x, ty, **params)
-    return out, add_tangents(left, right)
-
-
-
-

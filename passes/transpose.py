@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 
-from jaxprc.ir.core import PRIMITIVES, ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
 from jaxprc.ir.tracing import source_info_of, trace_to_jaxpr
 
 from .jvp import Zero, add_tangents, instantiate_zeros, literal_value
@@ -134,22 +134,3 @@ def transpose(cj: ClosedJaxpr) -> ClosedJaxpr:
 
 
 register_pass("transpose", transpose)
-
-
-# ------------------------------------------------------------------ rules
-
-def _rule(*names):
-    def register(fn):
-        for name in names:
-            if name in PRIMITIVES:
-                prim = PRIMITIVES[name]
-                transpose_rules[prim] = (fn if len(names) == 1 else
-                                         (lambda p: lambda ct, *a, **kw: fn(p, ct, *a, **kw))(prim))
-        return fn
-    return register
-
-
-def _bind(prim_name, *args, **params):
-    return PRIMITIVES[prim_name].bind(*args, **params)
-
-

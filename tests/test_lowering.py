@@ -696,11 +696,14 @@ def test_zero_outputs_and_passthrough():
     check(got, x, F32)
 
 
-def test_custom_lin_has_no_lowering():
-    from jaxprc.lax import custom_derivatives
-    rule = custom_derivatives._custom_lin
-    with pytest.raises(NotImplementedError, match="custom_lin"):
-        rule(None)
+def test_custom_lin_lowering_and_evaluation_say_jvp_of_custom_vjp():
+    """custom_lin is transposed away by reverse mode; reaching lowering or evaluation means
+    forward mode was applied to a custom_vjp function (JAX's error)."""
+    from jaxprc.lax import custom_lin_p
+    from jaxprc.lowering import find_lowering_rule
+    for rule in (find_lowering_rule(custom_lin_p, "cpu"), custom_lin_p.impl):
+        with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
+            rule(None)
 
 
 # -------------------------------------------------------------- control flow

@@ -428,10 +428,13 @@ def _custom_call(ctx, *args, fun_jaxpr, **_):
     return ctx.lower_jaxpr(fun_jaxpr, *args)
 
 
-def _custom_lin(ctx, *args, **_):
-    raise NotImplementedError(
-        "custom_lin has no lowering: it only exists inside linearized (tangent) jaxprs and must be "
-        "transposed away (reverse mode calls the custom_vjp's bwd) before a program is lowered.")
+def _custom_lin(*args, **params):
+    """custom_lin only lives in linear programs that reverse mode transposes away (calling the
+    custom_vjp's bwd); reaching evaluation or lowering means forward mode was applied."""
+    raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+custom_lin_p.def_impl(_custom_lin)
 
 
 mlir.register_lowering(custom_jvp_call_jaxpr_p, _custom_call)
