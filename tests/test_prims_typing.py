@@ -182,7 +182,7 @@ REJECT = [
     ("complex", "f32[3]", {}, "2 operand(s)"),
 ]
 
-MY_PRIMITIVES = [p for mod in (shapes, slicing, reductions, cumulative, sorting, lax.linalg)
+MY_PRIMITIVES = [p for mod in (shapes, slicing, reductions, cumulative, sorting, lax.contractions)
                  for p in vars(mod).values()
                  if type(p).__name__ == "Primitive"]
 

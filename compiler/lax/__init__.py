@@ -11,7 +11,7 @@ from .slicing import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .cumulative import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
-from .linalg import *  # noqa: F401,F403
+from .contractions import *  # noqa: F401,F403
 from .control_flow import *  # noqa: F401,F403
 from .call import *  # noqa: F401,F403
 from .remat import *  # noqa: F401,F403

@@ -1,4 +1,4 @@
-"""Linear algebra: dot_general (batched tensor contraction), with ``dot`` (vector/matrix products) on top.
+"""Contractions: dot_general (batched tensor contraction), with ``dot`` (vector/matrix products) on top.
 
 Result dimensions are, in order: the batch dimensions, the free (neither
 batch nor contracting) dimensions of lhs, then those of rhs.
