@@ -35,7 +35,7 @@ def test_rules_are_in_the_public_tables(name):
 
 SAMPLE = ["cumsum", "sort", "gather", "select_n", "integer_pow", "dot_general", "reduce_max", "scan",
           "while", "custom_jvp_call_jaxpr"]
-FRONT_ENDS = ("compiler/numpy/", "compiler/nn.py", "compiler/scipy/")
+FRONT_ENDS = ("compiler/numpy/", "compiler/nn/", "compiler/scipy/")
 
 
 def test_a_primitive_lives_in_its_family_module():

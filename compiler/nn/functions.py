@@ -1,4 +1,4 @@
-"""jaxprc.nn: common activation functions and softmax-style reductions, as in jax.nn.
+"""Common activation functions and softmax-style reductions, as in jax.nn.
 
 Definitions on jaxprc.numpy; ``relu`` and ``softplus`` carry custom JVP rules
 (relu's gradient at 0 is 0; softplus's derivative is the sigmoid, without overflow).

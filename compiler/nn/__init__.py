@@ -1,0 +1,3 @@
+"""jaxprc.nn: neural-network functions as in jax.nn (activations, softmax-style
+reductions in ``functions``)."""
+from .functions import *  # noqa: F401,F403
