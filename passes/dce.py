@@ -14,11 +14,13 @@ from typing import Callable, Sequence
 from jaxprc.ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
 
 from .registry import register_pass
+from .memo import memoize_on_jaxpr
 
 DceRule = Callable[[Sequence[bool], Eqn], "tuple[list[bool], Eqn | None]"]
 dce_rules: dict = {}
 
 
+@memoize_on_jaxpr
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
               keep_inputs: Sequence[bool] | bool = False) -> tuple[Jaxpr, list[bool]]:
     """Keep only ``used_outputs`` and what they need.

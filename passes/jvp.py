@@ -18,6 +18,7 @@ from jaxprc.ir.tracing import get_aval, source_info_of, trace_to_jaxpr
 
 from . import emit
 from .registry import register_pass
+from .memo import memoize_on_jaxpr
 
 
 # ---------------------------------------------------------------- tangents
@@ -121,6 +122,7 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
             [read_tangent(a) for a in jaxpr.outvars])
 
 
+@memoize_on_jaxpr(uncached_when=lambda kw: kw.get("primal_values") is not None)
 def jvp_jaxpr(cj: ClosedJaxpr, nonzeros: Sequence[bool], instantiate: Sequence[bool] | bool,
               primal_values: Sequence[Any] | None = None) -> tuple[ClosedJaxpr, list[bool]]:
     """The jvp of ``cj``: inputs are the primals then the tangents of inputs marked ``nonzeros``;

@@ -25,10 +25,12 @@ from jaxprc.ir.tracing import source_info_of
 
 from .jvp import jvp_jaxpr
 from .registry import register_pass
+from .memo import memoize_on_jaxpr
 
 pe_rules: dict = {}
 
 
+@memoize_on_jaxpr
 def partial_eval_jaxpr(cj: ClosedJaxpr, unknowns: Sequence[bool], instantiate: Sequence[bool] | bool
                        ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
     """Split ``cj``: returns (known jaxpr, unknown jaxpr, out_unknowns, number of residuals).

@@ -18,6 +18,7 @@ from jaxprc.ir.tracing import source_info_of, trace_to_jaxpr
 
 from .jvp import Zero, add_tangents, instantiate_zeros, literal_value
 from .registry import register_pass
+from .memo import memoize_on_jaxpr
 
 
 class UndefinedPrimal:
@@ -97,6 +98,7 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], cts_
             for v, x in zip(jaxpr.invars, args)]
 
 
+@memoize_on_jaxpr(uncached_when=lambda kw: kw.get("values") is not None)
 def transpose_jaxpr(cj: ClosedJaxpr, linear: Sequence[bool],
                     instantiate: Sequence[bool] | bool = True,
                     values: Sequence[Any] | None = None) -> tuple[ClosedJaxpr, list[bool]]:

@@ -25,6 +25,7 @@ from jaxprc.ir.tracing import Tracer, get_aval, source_info_of, trace_to_jaxpr
 from jaxprc.passes.registry import register_pass
 
 from . import emit
+from .memo import memoize_on_jaxpr
 
 __all__ = ["vmap_jaxpr", "batch_rules", "not_mapped", "batch_jaxpr", "batch_eval",
            "BatchSpecError", "moveaxis", "matchaxis", "bdim_at_front"]
@@ -151,6 +152,7 @@ def batch_eval(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) -
     return list(outs), list(out_dims)
 
 
+@memoize_on_jaxpr
 def batch_jaxpr(cj: ClosedJaxpr, size: int, in_dims: Sequence,
                 force_out: Sequence[bool] | None = None) -> tuple[ClosedJaxpr, list[bool]]:
     """Batch a sub-jaxpr (no consts) along ``size``: inputs batched at ``in_dims``.
