@@ -23,8 +23,9 @@ from .api import argnums_positions
 from .evaluate import evaluate_jaxpr
 from .lax.custom_derivatives import custom_lin_p
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from .ir.deep import deep_entry
 from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,
-                         current_builder, get_aval, trace_to_jaxpr)
+                         _outside_any_trace, current_builder, get_aval, trace_to_jaxpr)
 from .ir.tree_util import Partial, tree_flatten, tree_map, tree_structure, tree_unflatten
 from .passes.dce import dce_closed
 from .passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_aval
@@ -167,6 +168,10 @@ class _gc_paused:
 
 
 def _without_gc(fn):
+    """An entry point of the eager transformations: cyclic GC paused inside, and a call that
+    fails by recursion (a function nesting hundreds of conds or loops) run again, whole, on a
+    large stack (``ir.deep``) when no trace encloses it."""
+    @deep_entry(retry_if=_outside_any_trace)
     @functools.wraps(fn)
     def run(*args, **kwargs):
         with _gc_paused():

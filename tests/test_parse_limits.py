@@ -74,3 +74,25 @@ def test_param_tuples_nested_deeper_than_the_limit_are_a_located_error():
     # at the limit the nesting is read (and then rejected by the primitive's typing rule)
     e = _parse_error(BASE.replace("axes=(0,)", "axes=" + "(" * 64 + "0" + ",)" * 64))
     assert "nests" not in str(e)
+
+
+def test_eager_grad_of_a_function_nesting_conds_beyond_the_recursion_limit():
+    """Eager transformations are retried whole on a large stack when they run out of frames;
+    here the limit is lowered (in a fresh process) so that 60 nested conds exceed it."""
+    import subprocess
+    import sys
+    code = """
+import sys
+import jaxprc as jx, jaxprc.numpy as jnp
+from jaxprc import lax
+def nest(k):
+    if k == 0:
+        return jnp.sin
+    inner = nest(k - 1)
+    return lambda y: lax.cond(y > -100.0, inner, lambda z: z * 2.0, y)
+sys.setrecursionlimit(250)
+print(float(jx.grad(nest(60))(0.5)))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert abs(float(out.stdout.split()[-1]) - 0.8775825618903728) < 1e-6
