@@ -5,6 +5,7 @@ and in the subprocesses it starts, which inherit the environment variable).
 """
 import json
 import os
+import secrets
 import subprocess
 import sys
 
@@ -38,3 +39,11 @@ def builtins():
         check=True, capture_output=True, text=True).stdout)
     assert len(names) > 100
     return [PRIMITIVES[n] for n in names]
+
+
+# the fuzz tests draw their cases from one seed per run: a new one unless replaying a run
+os.environ.setdefault("JAXPRC_FUZZ_SEED", str(secrets.randbits(32)))
+
+
+def pytest_report_header(config):
+    return [f"fuzz run seed: JAXPRC_FUZZ_SEED={os.environ['JAXPRC_FUZZ_SEED']}"]

@@ -1,11 +1,15 @@
 """Tracing, jit, eager ops and grad from many threads at once.
 
 Trace state is per thread: eight threads trace, compile, differentiate and run different
-functions at the same time, and every result must equal the one computed serially. A thread
-must never record into (or pop) another thread's trace.
+functions at the same time, race first calls of fresh jitted functions and donate buffers, and
+every result must equal the one computed serially. A thread must never record into (or pop)
+another thread's trace. The stress test runs ``ROUNDS`` rounds, or for
+``JAXPRC_STRESS_SECONDS`` seconds when set (the reliability target is a minute).
 """
+import os
 import sys
 import threading
+import time
 
 import numpy as np
 
@@ -15,6 +19,7 @@ from jaxprc.ir import parse, tracing
 
 N_THREADS = 8
 ROUNDS = 4
+STRESS_SECONDS = float(os.environ.get("JAXPRC_STRESS_SECONDS", 0))
 
 
 @jaxprc.custom_jvp
@@ -69,6 +74,30 @@ def work(i):
     }
 
 
+_racers, _racers_lock = {}, threading.Lock()
+
+
+def racer(r):
+    """Round ``r``'s fresh jitted function, first called by all threads at about once."""
+    with _racers_lock:
+        if r not in _racers:
+            _racers[r] = jaxprc.jit(make_fun(r % N_THREADS))
+        return _racers[r]
+
+
+donating = jaxprc.jit(lambda v: v * 2.0 + 1.0, donate_argnums=0)
+
+
+def race_and_donate(r, serial):
+    k = r % N_THREADS
+    x = inputs(k)[0]
+    np.testing.assert_array_equal(np.asarray(racer(r)(x)), serial[k]["jit"], err_msg=f"round {r}: first call")
+    buffer = jnp.array(x)
+    out = donating(buffer)
+    assert buffer.is_deleted(), f"round {r}: the donated buffer is still alive"
+    np.testing.assert_array_equal(np.asarray(out), x * np.float32(2.0) + np.float32(1.0))
+
+
 def assert_same(got, want, where):
     assert got.keys() == want.keys()
     for key in want:
@@ -87,11 +116,14 @@ def test_many_threads_trace_jit_and_differentiate_at_once():
     def thread_main(i):
         try:
             barrier.wait(timeout=60)
-            for r in range(ROUNDS):
+            deadline, r = time.monotonic() + STRESS_SECONDS, 0
+            while (time.monotonic() < deadline) if STRESS_SECONDS else r < ROUNDS:
                 # rotate which function each thread works on, so that threads also meet on
                 # the same functions and caches
                 j = (i + r) % N_THREADS
                 assert_same(work(j), serial[j], f"thread {i}, round {r}, function {j}")
+                race_and_donate(r, serial)
+                r += 1
         except BaseException as e:  # noqa: BLE001 -- reported by the main thread
             errors.append((i, e))
 
@@ -102,7 +134,7 @@ def test_many_threads_trace_jit_and_differentiate_at_once():
         for t in threads:
             t.start()
         for t in threads:
-            t.join(timeout=120)
+            t.join(timeout=120 + STRESS_SECONDS)
     finally:
         sys.setswitchinterval(old_interval)
     assert not any(t.is_alive() for t in threads), "a thread hung"
