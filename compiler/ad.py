@@ -358,44 +358,70 @@ def _apply_vjp(lz, ct_cj, *args):
 
 # ----------------------------------------------------------------- grad
 
-def _check_grad_input(x, allow_int, name):
+def _check_grad_input(x, holomorphic, allow_int, name):
     aval = get_aval(x)
+    if holomorphic and not np.issubdtype(aval.dtype, np.complexfloating):
+        raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, "
+                        f"but got {aval.dtype.name}.")
     if not is_differentiable(aval) and not allow_int:
         raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
                         f"sub-dtype of np.inexact), but got {aval.dtype.name}. If you want to use "
                         "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
 
 
+def _check_grad_output(lz, holomorphic, name):
+    """JAX's rules (and texts): one real scalar, or a complex one with ``holomorphic``."""
+    if lz.out_tree != tree_structure(0):
+        raise TypeError("Gradient only defined for scalar-output functions. Output was a "
+                        f"{'pytree of ' + str(lz.n_out) + ' arrays' if lz.n_out != 1 else 'container'}: "
+                        f"{lz.out_tree}.")
+    aval = lz.out_avals[0]
+    if aval.shape != ():
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
+                        f"{tuple(aval.shape)}.")
+    is_complex = np.issubdtype(aval.dtype, np.complexfloating)
+    if holomorphic and not is_complex:
+        raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
+                        f"but got {aval.dtype.name}.")
+    if not holomorphic and is_complex:
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+                        f"np.floating), but got {aval.dtype.name}. For holomorphic differentiation, "
+                        "pass holomorphic=True. For differentiation of non-holomorphic functions "
+                        "involving complex outputs, use jax.vjp directly.")
+    if not holomorphic and not is_differentiable(aval):
+        raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+                        f"np.floating), but got {aval.dtype.name}. For differentiation of functions "
+                        "with integer outputs, use jax.vjp directly.")
+
+
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
                    holomorphic: bool = False, allow_int: bool = False, reduce_axes=()):
     """A function returning ``(fun(*args), gradient)`` (``((value, aux), gradient)`` with has_aux)."""
-    return _grad_transform(fun, argnums, has_aux, allow_int, with_value=True, name="value_and_grad")
+    return _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value=True,
+                           name="value_and_grad")
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
          holomorphic: bool = False, allow_int: bool = False, reduce_axes=()):
-    """The gradient of a scalar-valued ``fun`` with respect to the ``argnums`` arguments."""
-    return _grad_transform(fun, argnums, has_aux, allow_int, with_value=False, name="grad")
+    """The gradient of a scalar-valued ``fun`` with respect to the ``argnums`` arguments
+    (of a complex scalar one, holomorphic in its complex arguments, with ``holomorphic``)."""
+    return _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value=False,
+                           name="grad")
 
 
-def _grad_transform(fun, argnums, has_aux, allow_int, with_value, name):
+def _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value, name):
     @_without_gc
     def transformed(*args, **kwargs):
         nums = argnums_positions(argnums, len(args), name)
         fun_, args, nums = _close_over_objects(fun, args, nums)
         for n in nums:
             for leaf in tree_flatten(args[n])[0]:
-                _check_grad_input(leaf, allow_int, name)
+                _check_grad_input(leaf, holomorphic, allow_int, name)
         leaves_per_arg = [len(tree_flatten(a)[0]) for a in args]
         diff_mask = [i in nums for i, n in enumerate(leaves_per_arg) for _ in range(n)]
         f = (lambda *a: fun_(*a, **kwargs)) if kwargs else fun_
         lz = _Linearized(f, args, has_aux, name, diff_mask)
-        if lz.n_out != 1 or lz.out_avals[0].shape != ():
-            raise TypeError(f"Gradient only defined for scalar-output functions. Output "
-                            f"{'had shape: ' + str(list(lz.out_avals[0].shape)) if lz.n_out == 1 else 'was a pytree of ' + str(lz.n_out) + ' arrays'}.")
-        if not is_differentiable(lz.out_avals[0]):
-            raise TypeError(f"{name} requires real- or complex-valued outputs (output dtype that is "
-                            f"a sub-dtype of np.inexact), but got {lz.out_avals[0].dtype.name}.")
+        _check_grad_output(lz, holomorphic, name)
         n_val = lz.n_primal_outs if (with_value or has_aux) else 0
         if lz.calls_python_bwd():
             lz.run_primal(name)

@@ -471,3 +471,23 @@ def test_materialised_zero_cotangents_keep_the_weak_type():
     assert float(g) == 0.0 and g.weak_type and g.dtype == jnp.float32
     cj = jx.make_jaxpr(jx.grad(lambda x: jnp.where(x > 0, x, 0.0)))(-1.0)
     assert "0.0:~f32[]" in str(cj)
+
+
+def test_grad_output_rules_are_jaxs():
+    """One real scalar out; a complex one only with holomorphic (then inputs are complex too)."""
+    with pytest.raises(TypeError, match="requires real-valued outputs.*complex64.*holomorphic=True"):
+        jx.grad(lambda x: x * 1j)(1.0)
+    with pytest.raises(TypeError, match="requires real-valued outputs.*int32.*integer outputs"):
+        jx.grad(lambda x: (x * 2).astype(np.int32))(1.0)
+    with pytest.raises(TypeError, match="scalar-output functions. Output was a container"):
+        jx.grad(lambda x: [x])(1.0)
+    with pytest.raises(TypeError, match=r"scalar-output functions. Output had shape: \(3,\)"):
+        jx.grad(lambda x: x * 2)(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="holomorphic=True requires inputs with complex dtype"):
+        jx.grad(lambda z: z * z, holomorphic=True)(1.0)
+    with pytest.raises(TypeError, match="holomorphic=True requires outputs with complex dtype"):
+        jx.grad(lambda z: jnp.real(z), holomorphic=True)(1.0 + 2j)
+    z = np.complex64(1.0 + 2.0j)
+    assert jx.grad(lambda z: z * z * z, holomorphic=True)(z) == 3 * z * z
+    value, g = jx.value_and_grad(jnp.sin, holomorphic=True)(z)
+    np.testing.assert_allclose(g, np.cos(z), rtol=1e-6)

@@ -138,10 +138,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'not fixed yet: derivative formula differs by an ulp, and at ±1 d2 is ±inf in jaxprc, NaN in JAX',
     ('lax.atanh', 'd2'):
         'not fixed yet: derivative formula differs by an ulp, and at ±1 d2 is ±inf in jaxprc, NaN in JAX',
-    ('lax.complex', 'd1'):
-        'not fixed yet: grad of a complex output is accepted by jaxprc, rejected by JAX',
-    ('lax.complex', 'd2'):
-        'not fixed yet: grad of a complex output is accepted by jaxprc, rejected by JAX',
     ('lax.conj', 'empty'):
         'not fixed yet: lax.conj of a real operand is rejected by jaxprc, JAX returns complex64',
     ('lax.conj', 'f32'):
@@ -242,22 +238,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'not fixed yet: derivative formula differs by an ulp, and at ±1 d2 is ±inf in jaxprc, NaN in JAX',
     ('numpy.atanh', 'd2'):
         'not fixed yet: derivative formula differs by an ulp, and at ±1 d2 is ±inf in jaxprc, NaN in JAX',
-    ('numpy.broadcast_arrays', 'd1'):
-        'not fixed yet: grad of a list output is accepted by jaxprc, rejected by JAX',
-    ('numpy.broadcast_arrays', 'd2'):
-        'not fixed yet: grad of a list output is accepted by jaxprc, rejected by JAX',
-    ('numpy.complex128', 'd1'):
-        'not fixed yet: grad of a complex output is accepted by jaxprc, rejected by JAX',
-    ('numpy.complex128', 'd2'):
-        'not fixed yet: grad of a complex output is accepted by jaxprc, rejected by JAX',
-    ('numpy.complex64', 'd1'):
-        'not fixed yet: grad of a complex output is accepted by jaxprc, rejected by JAX',
-    ('numpy.complex64', 'd2'):
-        'not fixed yet: grad of a complex output is accepted by jaxprc, rejected by JAX',
-    ('numpy.complex_', 'd1'):
-        'not fixed yet: grad of a complex output is accepted by jaxprc, rejected by JAX',
-    ('numpy.complex_', 'd2'):
-        'not fixed yet: grad of a complex output is accepted by jaxprc, rejected by JAX',
     ('numpy.divide', 'd1'):
         "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
     ('numpy.divide', 'd2'):
