@@ -28,6 +28,8 @@ import jax.lax
 import jax.nn
 import jax.numpy as jnp
 import jax.scipy.special
+import types
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -110,34 +112,20 @@ SKIP = {
 }
 # Names exported by jaxprc modules that are not JAX API (module aliases kept for the front ends).
 NO_COUNTERPART = {
-    "numpy": {"creation", "fix", "float0", "indexing", "products", "reductions", "selection",
-              "shape_ops", "ufuncs"},
-    "lax": {"CheckpointPolicy", "call", "checkpoint_p", "control_flow", "cumulative",
-            "custom_derivatives", "custom_jvp_call_jaxpr_p", "custom_lin_p",
-            "custom_vjp_call_jaxpr_p", "elementwise", "jit_p", "name_p", "operands", "reductions",
-            "remat", "shapes", "slicing", "sorting", "zeros_like_array"},
-    "nn": {"annotations", "aval_of", "convert", "custom_jvp", "dt", "ew", "jnp", "lax", "np",
-           "promote"},
+    "numpy": {"fix", "float0"},
+    "lax": {"CheckpointPolicy", "checkpoint_p", "custom_jvp_call_jaxpr_p", "custom_lin_p",
+            "custom_vjp_call_jaxpr_p", "jit_p", "name_p", "zeros_like_array"},
+    "nn": set(),
     "scipy.special": set(),
 }
 # Per-function ulp budgets (float32 values and derivatives), where the two expressions differ.
 ULPS: dict[str, int] = {}
 # (qualified name, check) -> reason. Checks: f32, f16, bf16, i32, empty, d1, d2, weak.
 KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
-    ('lax.acosh', 'd1'):
-        'not fixed yet: derivative formula at the singular point -1 (jaxprc -inf / NaN, JAX +inf / ±inf) and 1-ulp d2',
-    ('lax.acosh', 'd2'):
-        'not fixed yet: derivative formula at the singular point -1 (jaxprc -inf / NaN, JAX +inf / ±inf) and 1-ulp d2',
     ('lax.asinh', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('lax.atan', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
-    ('lax.atan2', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('lax.atanh', 'd1'):
-        'not fixed yet: derivative formula differs by an ulp, and at ±1 d2 is ±inf in jaxprc, NaN in JAX',
-    ('lax.atanh', 'd2'):
-        'not fixed yet: derivative formula differs by an ulp, and at ±1 d2 is ±inf in jaxprc, NaN in JAX',
     ('lax.conj', 'empty'):
         'not fixed yet: lax.conj of a real operand is rejected by jaxprc, JAX returns complex64',
     ('lax.conj', 'f32'):
@@ -148,104 +136,44 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'not fixed yet: polygamma at the pole -1 is finite in jaxprc (JAX inf / NaN), ulps elsewhere',
     ('lax.digamma', 'd2'):
         'not fixed yet: polygamma at the pole -1 is finite in jaxprc (JAX inf / NaN), ulps elsewhere',
-    ('lax.div', 'd1'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('lax.div', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
     ('lax.erf', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
-    ('lax.erf_inv', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
     ('lax.erfc', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('lax.lgamma', 'd2'):
         'not fixed yet: second derivative at the pole -1 finite in jaxprc (JAX inf), ulps elsewhere',
-    ('lax.logistic', 'bf16'):
-        'not fixed yet: JAX evaluates logistic of bf16 in f32, jaxprc in bf16',
     ('lax.nextafter', 'd1'):
         'JAX has no derivative rule for nextafter (NotImplementedError); jaxprc gives one',
     ('lax.nextafter', 'd2'):
         'JAX has no derivative rule for nextafter (NotImplementedError); jaxprc gives one',
-    ('lax.rsqrt', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('lax.sqrt', 'd1'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('lax.sqrt', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('lax.tanh', 'd1'):
-        'not fixed yet: derivative expression differs (1 ulp; d2 at 0 is -0 in jaxprc, +0 in JAX)',
-    ('lax.tanh', 'd2'):
-        'not fixed yet: derivative expression differs (1 ulp; d2 at 0 is -0 in jaxprc, +0 in JAX)',
-    ('nn.gelu', 'd1'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('nn.gelu', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
     ('nn.log_sigmoid', 'd1'):
         "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
     ('nn.log_sigmoid', 'd2'):
         "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('nn.sigmoid', 'bf16'):
-        'not fixed yet: JAX evaluates logistic of bf16 in f32, jaxprc in bf16',
-    ('nn.silu', 'bf16'):
-        'not fixed yet: jaxprc accepts int input (JAX rejects); bf16 values computed in bf16, not f32',
     ('nn.silu', 'i32'):
         'not fixed yet: jaxprc accepts int input (JAX rejects); bf16 values computed in bf16, not f32',
     ('nn.silu', 'weak'):
         'not fixed yet: jaxprc accepts int input (JAX rejects); bf16 values computed in bf16, not f32',
-    ('nn.soft_sign', 'd1'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('nn.soft_sign', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
     ('nn.softplus', 'd1'):
         "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
     ('nn.softplus', 'd2'):
         "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('nn.swish', 'bf16'):
-        'not fixed yet: jaxprc accepts int input (JAX rejects); bf16 values computed in bf16, not f32',
     ('nn.swish', 'i32'):
         'not fixed yet: jaxprc accepts int input (JAX rejects); bf16 values computed in bf16, not f32',
     ('nn.swish', 'weak'):
         'not fixed yet: jaxprc accepts int input (JAX rejects); bf16 values computed in bf16, not f32',
-    ('numpy.acosh', 'd1'):
-        'not fixed yet: derivative formula at the singular point -1 (jaxprc -inf / NaN, JAX +inf / ±inf) and 1-ulp d2',
-    ('numpy.acosh', 'd2'):
-        'not fixed yet: derivative formula at the singular point -1 (jaxprc -inf / NaN, JAX +inf / ±inf) and 1-ulp d2',
     ('numpy.amax', 'd1'):
         'not fixed yet: derivative of a max over one NaN element (JAX 0, jaxprc 1)',
     ('numpy.amin', 'd1'):
         'not fixed yet: derivative of a min over one NaN element (JAX 0, jaxprc 1)',
-    ('numpy.arccosh', 'd1'):
-        'not fixed yet: derivative formula at the singular point -1 (jaxprc -inf / NaN, JAX +inf / ±inf) and 1-ulp d2',
-    ('numpy.arccosh', 'd2'):
-        'not fixed yet: derivative formula at the singular point -1 (jaxprc -inf / NaN, JAX +inf / ±inf) and 1-ulp d2',
     ('numpy.arcsinh', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('numpy.arctan', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
-    ('numpy.arctan2', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('numpy.arctanh', 'd1'):
-        'not fixed yet: derivative formula differs by an ulp, and at ±1 d2 is ±inf in jaxprc, NaN in JAX',
-    ('numpy.arctanh', 'd2'):
-        'not fixed yet: derivative formula differs by an ulp, and at ±1 d2 is ±inf in jaxprc, NaN in JAX',
     ('numpy.asinh', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('numpy.atan', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
-    ('numpy.atan2', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('numpy.atanh', 'd1'):
-        'not fixed yet: derivative formula differs by an ulp, and at ±1 d2 is ±inf in jaxprc, NaN in JAX',
-    ('numpy.atanh', 'd2'):
-        'not fixed yet: derivative formula differs by an ulp, and at ±1 d2 is ±inf in jaxprc, NaN in JAX',
-    ('numpy.divide', 'd1'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('numpy.divide', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('numpy.hypot', 'd1'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('numpy.hypot', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
     ('numpy.isclose', 'weak'):
         'not fixed yet: isclose of two Python ints is weakly typed in jaxprc, not in JAX',
     ('numpy.linspace', 'bf16'):
@@ -266,8 +194,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'not fixed yet: log(x)/log(10) rounded differently (1 ulp f32, more in bf16)',
     ('numpy.log10', 'i32'):
         'not fixed yet: log(x)/log(10) rounded differently (1 ulp f32, more in bf16)',
-    ('numpy.log2', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
     ('numpy.logaddexp2', 'bf16'):
         "not fixed yet: computed via logaddexp in natural-log units, a few ulps off JAX's",
     ('numpy.logaddexp2', 'd1'):
@@ -312,12 +238,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
     ('numpy.roll', 'weak'):
         'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.sinc', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('numpy.sqrt', 'd1'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('numpy.sqrt', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
     ('numpy.take', 'bf16'):
         'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
     ('numpy.take', 'd1'):
@@ -332,16 +252,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
     ('numpy.take', 'weak'):
         'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.tanh', 'd1'):
-        'not fixed yet: derivative expression differs (1 ulp; d2 at 0 is -0 in jaxprc, +0 in JAX)',
-    ('numpy.tanh', 'd2'):
-        'not fixed yet: derivative expression differs (1 ulp; d2 at 0 is -0 in jaxprc, +0 in JAX)',
-    ('numpy.true_divide', 'd1'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('numpy.true_divide', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('scipy.special.expit', 'bf16'):
-        'not fixed yet: bf16 logistic precision (as sigmoid), 1-ulp d2, and a strong result on Python scalars (JAX weak)',
     ('scipy.special.expit', 'd2'):
         'not fixed yet: bf16 logistic precision (as sigmoid), 1-ulp d2, and a strong result on Python scalars (JAX weak)',
     ('scipy.special.expit', 'weak'):
@@ -353,7 +263,9 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
 
 # ---------------------------------------------------------------------------------- enumeration
 def _public(module):
-    return sorted(n for n in dir(module) if not n.startswith("_"))
+    """Public names other than submodules (jaxprc's family modules have no namesakes in JAX)."""
+    return sorted(n for n in dir(module)
+                  if not n.startswith("_") and not isinstance(getattr(module, n), types.ModuleType))
 
 
 def _arity(jfn):

@@ -430,7 +430,7 @@ _defjvp_unary(exp2_p, lambda t, x, ans: mul(t, mul(ans, math.log(2.0))))
 _defjvp_unary(log_p, lambda t, x, ans: div(t, x))
 _defjvp_unary(log1p_p, lambda t, x, ans: div(t, add(x, 1.0)))
 _defjvp_unary(expm1_p, lambda t, x, ans: mul(t, add(ans, 1.0)))
-_defjvp_unary(tanh_p, lambda t, x, ans: mul(t, sub(1.0, mul(ans, ans))))
+_defjvp_unary(tanh_p, lambda t, x, ans: mul(add(t, mul(t, ans)), sub(1.0, ans)))
 _defjvp_unary(logistic_p, lambda t, x, ans: mul(t, mul(ans, sub(1.0, ans))))
 _defjvp_unary(sin_p, lambda t, x, ans: mul(t, cos(x)))
 _defjvp_unary(cos_p, lambda t, x, ans: mul(t, neg(sin(x))))
@@ -441,10 +441,10 @@ _defjvp_unary(atan_p, lambda t, x, ans: div(t, add(1.0, mul(x, x))))
 _defjvp_unary(sinh_p, lambda t, x, ans: mul(t, cosh(x)))
 _defjvp_unary(cosh_p, lambda t, x, ans: mul(t, sinh(x)))
 _defjvp_unary(asinh_p, lambda t, x, ans: mul(t, rsqrt(add(mul(x, x), 1.0))))
-_defjvp_unary(acosh_p, lambda t, x, ans: mul(t, rsqrt(mul(sub(x, 1.0), add(x, 1.0)))))
-_defjvp_unary(atanh_p, lambda t, x, ans: div(t, sub(1.0, mul(x, x))))
-_defjvp_unary(sqrt_p, lambda t, x, ans: div(t, mul(ans, 2.0)))
-_defjvp_unary(rsqrt_p, lambda t, x, ans: mul(t, mul(div(ans, x), -0.5)))
+_defjvp_unary(acosh_p, lambda t, x, ans: mul(t, rsqrt(sub(square(x), 1.0))))
+_defjvp_unary(atanh_p, lambda t, x, ans: mul(div(1.0, add(x, 1.0)), div(t, sub(1.0, x))))
+_defjvp_unary(sqrt_p, lambda t, x, ans: mul(t, div(0.5, ans)))
+_defjvp_unary(rsqrt_p, lambda t, x, ans: mul(t, mul(-0.5, div(ans, x))))
 _defjvp_unary(cbrt_p, lambda t, x, ans: mul(t, mul(integer_pow(ans, -2), 1.0 / 3.0)))
 _defjvp_unary(square_p, lambda t, x, ans: mul(t, mul(x, 2.0)))
 
@@ -463,7 +463,7 @@ def _abs_tangent(t, x, ans):
 _defjvp_unary(abs_p, _abs_tangent)
 _defjvp_unary(erf_p, lambda t, x, ans: mul(t, mul(exp(neg(mul(x, x))), 2.0 / _SQRT_PI)))
 _defjvp_unary(erfc_p, lambda t, x, ans: mul(t, mul(exp(neg(mul(x, x))), -2.0 / _SQRT_PI)))
-_defjvp_unary(erf_inv_p, lambda t, x, ans: mul(t, mul(exp(mul(ans, ans)), _SQRT_PI / 2.0)))
+_defjvp_unary(erf_inv_p, lambda t, x, ans: mul(_SQRT_PI / 2.0, mul(t, exp(square(ans)))))
 _defjvp_unary(lgamma_p, lambda t, x, ans: mul(t, digamma(x)))
 
 
@@ -539,7 +539,8 @@ def _div_jvp(primals, tangents):
     (x, y), (tx, ty) = primals, tangents
     ans = div(x, y)
     left = Zero(tangent_aval(aval_of(ans))) if isinstance(tx, Zero) else div(tx, y)
-    return ans, add_tangents(left, _scaled(ty, neg(div(ans, y))))
+    right = ty if isinstance(ty, Zero) else mul(mul(neg(ty), x), integer_pow(y, -2))
+    return ans, add_tangents(left, right)
 
 
 ad.primitive_jvps[add_p] = _add_jvp
@@ -579,8 +580,8 @@ def _balanced_eq(x, ans, y):
 
 
 def _atan2_partials(x, y, ans):
-    denom = add(mul(x, x), mul(y, y))
-    return div(y, denom), neg(div(x, denom))
+    denom = add(square(x), square(y))
+    return div(y, denom), div(neg(x), denom)
 
 
 def _rem_partials(x, y, ans):
@@ -747,7 +748,7 @@ def _lower_binary(op):
 for _prim, _op in [
     (neg_p, hlo.negate), (floor_p, hlo.floor), (ceil_p, hlo.ceil), (is_finite_p, hlo.is_finite),
     (exp_p, hlo.exponential), (log_p, hlo.log), (log1p_p, hlo.log_plus_one),
-    (expm1_p, hlo.exponential_minus_one), (tanh_p, hlo.tanh), (logistic_p, hlo.logistic),
+    (expm1_p, hlo.exponential_minus_one), (tanh_p, hlo.tanh),
     (sin_p, hlo.sine), (cos_p, hlo.cosine), (tan_p, hlo.tan), (asin_p, chlo.asin), (acos_p, chlo.acos),
     (atan_p, chlo.atan), (sinh_p, chlo.sinh), (cosh_p, chlo.cosh), (asinh_p, chlo.asinh),
     (acosh_p, chlo.acosh), (atanh_p, chlo.atanh), (sqrt_p, hlo.sqrt), (rsqrt_p, hlo.rsqrt),
@@ -773,6 +774,15 @@ def _max_min_lowering(ctx, x, y):
 
 
 mlir.register_lowering(max_p, _max_min_lowering)
+
+
+def _logistic_lowering(ctx, x):
+    """1 / (1 + exp(-x)), as JAX lowers it: XLA's own logistic rounds differently (bf16 above all)."""
+    one = mlir.full(ctx.avals_in[0].shape, 1, ctx.avals_in[0].dtype)
+    return hlo.divide(one, hlo.add(one, hlo.exponential(hlo.negate(x))))
+
+
+mlir.register_lowering(logistic_p, _logistic_lowering)
 mlir.register_lowering(min_p, _max_min_lowering)
 
 def _compare_lowering(direction: str):
