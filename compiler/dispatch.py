@@ -54,7 +54,8 @@ def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=()) -> runti
     """Lower a ClosedJaxpr for the current backend and compile it."""
     lowered = lower_jaxpr(cj, name=name, donated_invars=donated_invars,
                           platform=runtime.default_backend())
-    return runtime.compile(lowered.module, name=name, out_avals=cj.out_avals)
+    return runtime.compile(lowered.module, name=name, out_avals=cj.out_avals,
+                           host_callbacks=lowered.host_callbacks, runtime_token=lowered.runtime_token)
 
 
 class _PrimitiveExecutable:

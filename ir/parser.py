@@ -32,6 +32,8 @@ import numpy as np
 from . import dtypes as dt
 from .core import (PARAM_TYPES, PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprcError, JaxprTypeError,
                    Literal, RuleNotPrinted, ShapedArray, Thunk, Var)
+from .effects import Effect, eqn_effects, format_effects
+from .host_callback import bind_callbacks
 from .params import ParamError
 from .verify import infer_out_avals
 
@@ -98,10 +100,15 @@ class _LiteralRef:
 
 
 class _EqnSyntax:
-    __slots__ = ("binders", "prim", "params", "args")
+    __slots__ = ("binders", "prim", "params", "args", "effects")
 
-    def __init__(self, binders, prim, params, args):
+    def __init__(self, binders, prim, params, args, effects):
         self.binders, self.prim, self.params, self.args = binders, prim, params, args
+        self.effects = effects
+
+
+class _Effects(list):
+    """The ``!{...}`` of an equation: its effect name tokens."""
 
 
 class _Params(list):
@@ -325,11 +332,15 @@ class _Builder(lark.Transformer):
     def no_outputs(self, c):
         return []
 
+    def effects(self, c):
+        return _Effects(t for t in c if t is not None)
+
     def eqn(self, c):
         binders, prim, rest = c[0], c[1], c[2:]
+        effects = rest.pop() if rest and isinstance(rest[-1], _Effects) else None
         params = rest[0] if rest and isinstance(rest[0], _Params) else _Params()
         args = rest[1:] if rest and isinstance(rest[0], _Params) else rest
-        return _EqnSyntax(binders, prim, params, args)
+        return _EqnSyntax(binders, prim, params, args, effects)
 
     def eqns(self, c):
         return c
@@ -396,6 +407,7 @@ class _Builder(lark.Transformer):
         except (JaxprTypeError, NotImplementedError) as err:
             _fail(e.prim, f"{prim.name} rejects its operands or params: {err}",
                   "operands and params its typing rule accepts")
+        _check_effects(prim, params, e)
         if len(out_avals) != len(e.binders):
             _fail(e.binders[0][0] if e.binders else e.prim,
                   f"{prim.name} has {len(out_avals)} result(s) but {len(e.binders)} binder(s)",
@@ -501,6 +513,23 @@ class _Builder(lark.Transformer):
         return value
 
 
+def _check_effects(prim, params, e: _EqnSyntax) -> None:
+    """The ``!{...}`` written after an equation are the effects its primitive and params have."""
+    written = set()
+    for tok in e.effects or ():
+        if str(tok) not in Effect.__members__:
+            _fail(tok, f"unknown effect '{tok}'", "one of " + ", ".join(Effect.__members__))
+        written.add(Effect[str(tok)])
+    actual = eqn_effects(Eqn(prim, [], [], params))
+    if written != actual:
+        at = e.effects[0] if e.effects else e.prim
+        if actual:
+            expected = f"'!{format_effects(actual)}' after the operands of {prim.name}"
+        else:
+            expected = f"no effects ({prim.name} with these params is pure)"
+        _fail(at, f"{prim.name} is written with effects {format_effects(written)}", expected)
+
+
 def _defined(definitions, name: str) -> ClosedJaxpr:
     cj = definitions[name]
     if cj is None:
@@ -591,8 +620,19 @@ def _end_position(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-def parse(text: str) -> ClosedJaxpr:
-    """Read a program printed by ``str(closed_jaxpr)`` (or written by hand) back into IR."""
+def parse(text: str, callbacks=None) -> ClosedJaxpr:
+    """Read a program printed by ``str(closed_jaxpr)`` (or written by hand) back into IR.
+
+    Host callbacks print by name only: ``callbacks`` maps names to the Python functions they
+    stand for (``ir.host_callback.bind_callbacks``); unbound ones fail when the program runs.
+    """
+    program = _parse(text)
+    if callbacks:
+        bind_callbacks(program, callbacks)
+    return program
+
+
+def _parse(text: str) -> ClosedJaxpr:
     with _lock:                 # one parser whose transformer holds the state of one parse
         parser, builder = _get_parser()
         builder.reset()

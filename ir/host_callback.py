@@ -1,0 +1,95 @@
+"""A Python function called from a program on the host, held as a param of the callback primitives.
+
+It prints by name (``HostCallback(name="my_fn")``) and parses back to a
+callback of that name with no function: running it raises
+``CallbackUnavailableError`` unless the caller binds the name to a function
+(``parse(text, callbacks={"my_fn": my_fn})`` or ``bind_callbacks``). Two
+callbacks are equal when they hold the same function object (identity: a
+function's own ``==`` is not asked), or, both unbound, when they have the same
+name; so CSE merges calls of one function only and compiled programs are
+shared only by calls of the same functions.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from .core import ClosedJaxpr, Jaxpr, JaxprcError, param_type, subjaxprs
+
+__all__ = ["HostCallback", "CallbackUnavailableError", "bind_callbacks", "callback_name"]
+
+
+class CallbackUnavailableError(JaxprcError):
+    """A program calls a host callback that has no Python function (it was read from text)."""
+
+
+def callback_name(fn) -> str:
+    """The name a function prints under: its qualified name, or its type's name."""
+    fn = getattr(fn, "func", fn)          # functools.partial: the wrapped function's name
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+@param_type
+class HostCallback:
+    """``fn`` (or None when read from text) under ``name``; calling it calls ``fn``."""
+
+    _fields = ("name",)                   # the text form's record fields
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name: str, fn: Callable | None = None):
+        if not isinstance(name, str):
+            raise TypeError(f"HostCallback: name must be a string, got {name!r}")
+        self.name, self.fn = name, fn
+
+    @classmethod
+    def of(cls, fn: Callable, name: str | None = None) -> "HostCallback":
+        return cls(name if name is not None else callback_name(fn), fn)
+
+    def __call__(self, *args):
+        if self.fn is None:
+            raise CallbackUnavailableError(
+                f"the host callback '{self.name}' has no Python function: the program was read from "
+                "text, which names callbacks only. Bind it by name: jaxprc.ir.parse(text, "
+                f"callbacks={{'{self.name}': fn}}) or jaxprc.ir.bind_callbacks(program, {{...}}).")
+        return self.fn(*args)
+
+    def __eq__(self, other):
+        if type(other) is not HostCallback:
+            return NotImplemented
+        if self.fn is None and other.fn is None:
+            return self.name == other.name
+        return self.fn is other.fn and self.name == other.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return f"HostCallback(name={self.name!r}{'' if self.fn is not None else ', unbound'})"
+
+
+def bind_callbacks(program: ClosedJaxpr | Jaxpr, callbacks: Mapping[str, Callable]) -> int:
+    """Give the unbound callbacks of ``program`` (sub-jaxprs included) the functions named in
+    ``callbacks``, in place; returns how many were bound. Names the program does not use are
+    an error (a misspelt name would otherwise fail only when the program runs)."""
+    used: set[str] = set()
+    count = 0
+    seen: set[int] = set()
+    stack = [program.jaxpr if isinstance(program, ClosedJaxpr) else program]
+    while stack:
+        jaxpr = stack.pop()
+        if id(jaxpr) in seen:
+            continue
+        seen.add(id(jaxpr))
+        for eqn in jaxpr.eqns:
+            for value in eqn.params.values():
+                for cb in (value if isinstance(value, tuple) else (value,)):
+                    if isinstance(cb, HostCallback):
+                        used.add(cb.name)
+                        if cb.fn is None and cb.name in callbacks:
+                            cb.fn = callbacks[cb.name]
+                            count += 1
+            stack.extend(sub.jaxpr for sub in subjaxprs(eqn))
+    unknown = sorted(set(callbacks) - used)
+    if unknown:
+        raise KeyError(f"bind_callbacks: the program calls no callback named {', '.join(map(repr, unknown))}; "
+                       f"it calls {', '.join(map(repr, sorted(used))) or 'none'}")
+    return count
