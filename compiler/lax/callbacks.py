@@ -51,7 +51,8 @@ class _Callback(Checker):
 debug_callback_p = Primitive("debug_callback")
 debug_callback_p.multiple_results = True
 debug_callback_p.def_params(callback=_Callback(), effect=Enum(Effect), partitioned=Bool())
-debug_callback_p.def_effects(lambda *, effect, **_: {effect})
+# (an effect param of the wrong kind has none: the verifier names that param)
+debug_callback_p.def_effects(lambda *, effect, **_: {effect} if isinstance(effect, Effect) else set())
 
 pure_callback_p = Primitive("pure_callback")
 pure_callback_p.multiple_results = True
