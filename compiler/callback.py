@@ -1,66 +1,31 @@
 """Host callbacks, JAX's API: ``pure_callback``, ``io_callback``, ``effects_barrier``.
 
 The user's function takes and returns pytrees; the primitives (compiler/lax/
-callbacks.py) take flat arrays. ``FlatCallback`` bridges them and is the
+callbacks.py) take flat arrays. A ``FlatCallback`` bridges them and is the
 function a ``HostCallback`` param holds, named after the user's function.
 Equal (same function, same argument structure) flat callbacks compare equal,
-as in JAX, so retracing a function does not make a new program each time.
+as in JAX, so retracing a function gives an equal program (CSE merges equal
+pure calls; compiled programs are shared).
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable
 
 import numpy as np
 
 from .ir import dtypes as dt
 from .ir.core import ShapedArray
-from .ir.host_callback import HostCallback, callback_name
-from .ir.tree_util import tree_flatten, tree_leaves, tree_unflatten
+from .ir.host_callback import FlatCallback, HostCallback, callback_name
+from .ir.tree_util import tree_flatten, tree_unflatten
 from .lax.callbacks import VMAP_METHODS, io_callback_p, pure_callback_p
 from .runtime import effects_barrier
 
 __all__ = ["pure_callback", "io_callback", "effects_barrier"]
 
 
-class FlatCallback:
-    """``callback`` called on flat arrays: unflattened into its ``(args, kwargs)``, results flattened."""
-
-    __slots__ = ("callback", "in_tree", "__weakref__")
-
-    def __init__(self, callback: Callable, in_tree):
-        self.callback, self.in_tree = callback, in_tree
-
-    def __call__(self, *flat_args):
-        args, kwargs = tree_unflatten(self.in_tree, list(flat_args))
-        return tree_leaves(self.callback(*args, **kwargs))
-
-    def __eq__(self, other):
-        return (type(other) is FlatCallback and self.callback is other.callback
-                and self.in_tree == other.in_tree)
-
-    def __hash__(self):
-        return hash((id(self.callback), self.in_tree))
-
-
-_FLAT_CALLBACKS: dict = {}    # (callback id, in_tree) -> its HostCallback, while the callback lives
-
-
 def host_callback(callback: Callable, in_tree) -> HostCallback:
-    """The HostCallback param for ``callback`` on arguments of ``in_tree``: one object per
-    (function, structure), so equal calls give equal (identical) params and programs."""
-    flat = FlatCallback(callback, in_tree)
-    key = (id(callback), in_tree)
-    hit = _FLAT_CALLBACKS.get(key)
-    if hit is not None and hit.fn == flat:
-        return hit
-    made = HostCallback(callback_name(callback), flat)
-    try:
-        weakref.finalize(callback, _FLAT_CALLBACKS.pop, key, None)
-        _FLAT_CALLBACKS[key] = made
-    except TypeError:      # not weakly referable (a builtin): not cached
-        pass
-    return made
+    """The HostCallback param calling ``callback`` on arguments structured as ``in_tree``."""
+    return HostCallback(callback_name(callback), FlatCallback(callback, in_tree))
 
 
 def _result_avals(result_shape_dtypes, what: str):

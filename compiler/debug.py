@@ -16,9 +16,9 @@ from typing import Any, Callable
 import numpy as np
 
 from .ir.effects import Effect
-from .ir.host_callback import HostCallback, callback_name
+from .ir.host_callback import FlatCallback, HostCallback, callback_name
 from .ir.tracing import get_aval
-from .ir.tree_util import tree_flatten, tree_unflatten
+from .ir.tree_util import tree_flatten
 from .lax.callbacks import debug_callback_p
 
 __all__ = ["print", "callback"]
@@ -37,26 +37,9 @@ def _split_args(args, kwargs):
     return tree, dynamic, static
 
 
-class _Merged:
-    """The user's function called with its static leaves merged back among the array leaves."""
-
-    __slots__ = ("fn", "tree", "static", "__weakref__")
-
-    def __init__(self, fn, tree, static):
-        self.fn, self.tree, self.static = fn, tree, static
-
-    def __call__(self, *dynamic):
-        it = iter(dynamic)
-        leaves = [self.static[i] if i in self.static else next(it)
-                  for i in range(len(self.static) + len(dynamic))]
-        args, kwargs = tree_unflatten(self.tree, leaves)
-        self.fn(*args, **kwargs)
-        return ()                   # a debug callback's return value is ignored
-
-
 def _bind(fn, name: str, args, kwargs, ordered: bool, partitioned: bool) -> None:
     tree, dynamic, static = _split_args(args, kwargs)
-    cb = HostCallback(name, _Merged(fn, tree, static))
+    cb = HostCallback(name, FlatCallback(fn, tree, tuple(static.items())))
     debug_callback_p.bind(*dynamic, callback=cb, effect=Effect.ordered_debug if ordered else Effect.debug,
                           partitioned=bool(partitioned))
 
@@ -102,9 +85,19 @@ class _Formatter:
     """Formats and writes one ``debug.print`` line with the numpy print options of its call."""
 
     __slots__ = ("fmt", "printoptions", "placeholders", "__weakref__")
+    compares_by_value = True        # equal formatters make equal programs (FlatCallback)
 
     def __init__(self, fmt: str, printoptions: dict, placeholders: bool):
         self.fmt, self.printoptions, self.placeholders = fmt, printoptions, placeholders
+
+    def _key(self):
+        return self.fmt, tuple(sorted(self.printoptions.items(), key=lambda kv: kv[0])), self.placeholders
+
+    def __eq__(self, other):
+        return type(other) is _Formatter and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self.fmt)
 
     def __call__(self, *args, **kwargs):
         if self.placeholders:

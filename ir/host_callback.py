@@ -7,15 +7,18 @@ callback of that name with no function: running it raises
 callbacks are equal when they hold the same function object (identity: a
 function's own ``==`` is not asked), or, both unbound, when they have the same
 name; so CSE merges calls of one function only and compiled programs are
-shared only by calls of the same functions.
+shared only by calls of the same functions. The API's callbacks hold a
+``FlatCallback`` (the user's function with the structure of its arguments),
+compared by the user function's identity and the structure.
 """
 from __future__ import annotations
 
 from typing import Callable, Mapping
 
 from .core import ClosedJaxpr, Jaxpr, JaxprcError, param_type, subjaxprs
+from .tree_util import tree_leaves, tree_unflatten
 
-__all__ = ["HostCallback", "CallbackUnavailableError", "bind_callbacks", "callback_name"]
+__all__ = ["HostCallback", "FlatCallback", "CallbackUnavailableError", "bind_callbacks", "callback_name"]
 
 
 class CallbackUnavailableError(JaxprcError):
@@ -40,30 +43,75 @@ class HostCallback:
             raise TypeError(f"HostCallback: name must be a string, got {name!r}")
         self.name, self.fn = name, fn
 
-    @classmethod
-    def of(cls, fn: Callable, name: str | None = None) -> "HostCallback":
-        return cls(name if name is not None else callback_name(fn), fn)
-
     def __call__(self, *args):
+        self.check_bound()
+        return self.fn(*args)
+
+    def check_bound(self) -> None:
+        """Raise CallbackUnavailableError when there is no function to call."""
         if self.fn is None:
             raise CallbackUnavailableError(
                 f"the host callback '{self.name}' has no Python function: the program was read from "
                 "text, which names callbacks only. Bind it by name: jaxprc.ir.parse(text, "
                 f"callbacks={{'{self.name}': fn}}) or jaxprc.ir.bind_callbacks(program, {{...}}).")
-        return self.fn(*args)
 
     def __eq__(self, other):
         if type(other) is not HostCallback:
             return NotImplemented
-        if self.fn is None and other.fn is None:
-            return self.name == other.name
-        return self.fn is other.fn and self.name == other.name
+        if self.fn is None or other.fn is None:
+            return self.fn is other.fn and self.name == other.name
+        same = self.fn is other.fn or (type(self.fn) is FlatCallback and self.fn == other.fn)
+        return same and self.name == other.name
 
     def __hash__(self):
         return hash(self.name)
 
     def __repr__(self):
         return f"HostCallback(name={self.name!r}{'' if self.fn is not None else ', unbound'})"
+
+
+class FlatCallback:
+    """A user's function called on a program's flat operands: ``static`` leaves (non-arrays, as
+    ``(position, value)`` pairs) merged back among them, unflattened into ``(args, kwargs)`` by
+    ``in_tree``; its results flattened. Equal when the function is the same object and the
+    structure and static values are equal: tracing a function again gives an equal program."""
+
+    __slots__ = ("callback", "in_tree", "static", "__weakref__")
+
+    def __init__(self, callback: Callable, in_tree, static: tuple = ()):
+        self.callback, self.in_tree, self.static = callback, in_tree, tuple(static)
+
+    def __call__(self, *flat_args):
+        static = dict(self.static)
+        it = iter(flat_args)
+        leaves = [static[i] if i in static else next(it) for i in range(len(static) + len(flat_args))]
+        args, kwargs = tree_unflatten(self.in_tree, leaves)
+        return tree_leaves(self.callback(*args, **kwargs))
+
+    def __eq__(self, other):
+        if type(other) is not FlatCallback:
+            return NotImplemented
+        same_fn = self.callback is other.callback or (
+            getattr(self.callback, "compares_by_value", False) and self.callback == other.callback)
+        return same_fn and self.in_tree == other.in_tree and _same_static(self.static, other.static)
+
+    def __hash__(self):
+        return hash((self.in_tree, len(self.static)))
+
+
+def _same_static(a: tuple, b: tuple) -> bool:
+    if len(a) != len(b):
+        return False
+    for (i, x), (j, y) in zip(a, b):
+        if i != j or type(x) is not type(y):
+            return False
+        try:
+            if not bool(x == y):
+                return False
+        except Exception:  # noqa: BLE001 -- a value without a usable ==
+            if x is not y:
+                return False
+    return True
 
 
 def bind_callbacks(program: ClosedJaxpr | Jaxpr, callbacks: Mapping[str, Callable]) -> int:
