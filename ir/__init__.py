@@ -10,4 +10,4 @@ from .parser import ParseError, parse
 from .printer import pp_jaxpr
 from .verify import verify
 from .effects import Effect
-from .host_callback import CallbackUnavailableError, HostCallback, bind_callbacks
+from .host_callback import CallbackUnavailableError, HostCallback, bind_callbacks, program_callbacks

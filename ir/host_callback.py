@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from .core import ClosedJaxpr, Jaxpr, JaxprcError, param_type, subjaxprs
+from .core import ClosedJaxpr, Jaxpr, JaxprcError, RuleNotPrinted, Thunk, param_type, subjaxprs
 from .tree_util import tree_leaves, tree_unflatten
 
-__all__ = ["HostCallback", "FlatCallback", "CallbackUnavailableError", "bind_callbacks", "callback_name"]
+__all__ = ["HostCallback", "FlatCallback", "CallbackUnavailableError", "bind_callbacks", "program_callbacks",
+           "callback_name"]
 
 
 class CallbackUnavailableError(JaxprcError):
@@ -114,12 +115,10 @@ def _same_static(a: tuple, b: tuple) -> bool:
     return True
 
 
-def bind_callbacks(program: ClosedJaxpr | Jaxpr, callbacks: Mapping[str, Callable]) -> int:
-    """Give the unbound callbacks of ``program`` (sub-jaxprs included) the functions named in
-    ``callbacks``, in place; returns how many were bound. Names the program does not use are
-    an error (a misspelt name would otherwise fail only when the program runs)."""
-    used: set[str] = set()
-    count = 0
+def _host_callbacks(program: ClosedJaxpr | Jaxpr, force_rules: bool = False):
+    """Every HostCallback param of ``program``, sub-jaxprs included (each jaxpr object once), and
+    of its custom rules' jaxprs where formed (or formed now, with ``force_rules``: only for
+    parsed programs, whose rules are their text's definitions, not user code)."""
     seen: set[int] = set()
     stack = [program.jaxpr if isinstance(program, ClosedJaxpr) else program]
     while stack:
@@ -129,13 +128,34 @@ def bind_callbacks(program: ClosedJaxpr | Jaxpr, callbacks: Mapping[str, Callabl
         seen.add(id(jaxpr))
         for eqn in jaxpr.eqns:
             for value in eqn.params.values():
-                for cb in (value if isinstance(value, tuple) else (value,)):
-                    if isinstance(cb, HostCallback):
-                        used.add(cb.name)
-                        if cb.fn is None and cb.name in callbacks:
-                            cb.fn = callbacks[cb.name]
-                            count += 1
+                for x in (value if isinstance(value, tuple) else (value,)):
+                    if isinstance(x, HostCallback):
+                        yield x
+                    elif isinstance(x, Thunk) and (x.forced or force_rules):
+                        try:
+                            stack.append(x().jaxpr)
+                        except RuleNotPrinted:
+                            pass
             stack.extend(sub.jaxpr for sub in subjaxprs(eqn))
+
+
+def program_callbacks(program: ClosedJaxpr | Jaxpr) -> dict[str, Callable]:
+    """name -> function of the bound callbacks of ``program``: what ``bind_callbacks`` takes to
+    bind the same functions into the program read back from its text."""
+    return {cb.name: cb.fn for cb in _host_callbacks(program) if cb.fn is not None}
+
+
+def bind_callbacks(program: ClosedJaxpr | Jaxpr, callbacks: Mapping[str, Callable]) -> int:
+    """Give the unbound callbacks of the parsed ``program`` (sub-jaxprs and rules included) the
+    functions named in ``callbacks``, in place; returns how many were bound. Names the program does not use are
+    an error (a misspelt name would otherwise fail only when the program runs)."""
+    used: set[str] = set()
+    count = 0
+    for cb in _host_callbacks(program, force_rules=True):
+        used.add(cb.name)
+        if cb.fn is None and cb.name in callbacks:
+            cb.fn = callbacks[cb.name]
+            count += 1
     unknown = sorted(set(callbacks) - used)
     if unknown:
         raise KeyError(f"bind_callbacks: the program calls no callback named {', '.join(map(repr, unknown))}; "
