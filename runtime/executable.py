@@ -124,8 +124,8 @@ def compile(module, *, name: str | None = None, out_avals=None, donated_args=(),
             name = ir.StringAttr(module.operation.attributes["sym_name"]).value
     b = backend()
     try:
-        loaded = b.client.compile_and_load(module, b.device_list, options or xc.CompileOptions(),
-                                           host_callbacks=list(host_callbacks))
+        extra = {"host_callbacks": list(host_callbacks)} if host_callbacks else {}
+        loaded = b.client.compile_and_load(module, b.device_list, options or xc.CompileOptions(), **extra)
     except JaxRuntimeError as e:
         raise XlaCompileError(f"XLA failed to compile '{name}': {e}") from None
     exe = Executable(loaded, name, [Aval.get(a.shape, a.dtype, a.weak_type) for a in out_avals])
