@@ -205,6 +205,7 @@ class _Builder(lark.Transformer):
     def reset(self):
         self.references: list[_Reference] = []           # in text order
         self.pending: list[tuple[Eqn, _EqnSyntax]] = []  # equations holding references
+        self.written: list[tuple[Eqn, _EqnSyntax]] = []  # every equation, its effects checked last
         self.definitions: dict[str, ClosedJaxpr | None] = {}   # rules (None: unprinted)
         self.shared: dict[str, ClosedJaxpr] = {}         # shared jaxprs
         self.thunks: dict[str, Thunk] = {}
@@ -392,6 +393,7 @@ class _Builder(lark.Transformer):
         if not deferred:
             self._check_types(prim, invars, params, e)
         eqn = Eqn(prim, invars, [bind(b) for b in e.binders], params)
+        self.written.append((eqn, e))
         if deferred:        # its typing rule may need a definition that comes later
             self.pending.append((eqn, e))
         return eqn
@@ -407,7 +409,6 @@ class _Builder(lark.Transformer):
         except (JaxprTypeError, NotImplementedError) as err:
             _fail(e.prim, f"{prim.name} rejects its operands or params: {err}",
                   "operands and params its typing rule accepts")
-        _check_effects(prim, params, e)
         if len(out_avals) != len(e.binders):
             _fail(e.binders[0][0] if e.binders else e.prim,
                   f"{prim.name} has {len(out_avals)} result(s) but {len(e.binders)} binder(s)",
@@ -459,6 +460,10 @@ class _Builder(lark.Transformer):
         for eqn, syntax in self.pending:
             eqn.params = {k: self._resolved(v) for k, v in eqn.params.items()}
             self._check_types(eqn.primitive, eqn.invars, eqn.params, syntax)
+        # Effects once every reference is resolved: an equation's effects include those of the
+        # sub-jaxprs it holds, which may hold references themselves.
+        for eqn, syntax in self.written:
+            _check_effects(eqn.primitive, eqn.params, syntax)
         return main
 
     # -- references -----------------------------------------------------------

@@ -193,6 +193,8 @@ class Executable:
             finally:
                 effects.finished(completion)
         except JaxRuntimeError as e:
+            if self.runtime_token:        # a failed run's token may carry its error: start afresh
+                effects.set_ordered_token(None)
             error = self.runtime_error(e, buffers)
             raise error from error.__cause__     # the callback's own exception, if it raised one
         return outs

@@ -158,3 +158,13 @@ def test_bind_callbacks_names_unknown_names():
     with pytest.raises(KeyError, match="no callback named 'cos'; it calls 'sin'"):
         jx.ir.bind_callbacks(back, {"cos": np.cos})
     assert jx.ir.bind_callbacks(back, {"sin": np.sin}) == 1
+
+
+def test_effects_of_shared_jaxprs_are_known_when_parsed():
+    g = jx.jit(lambda x: (jx.debug.print("{}", x, ordered=True), x + 1)[1])
+    cj = jx.make_jaxpr(lambda x: lax.cond(x > 0, lambda y: g(g(y)), lambda y: y, x))(1.0)
+    text = str(cj)
+    assert "= jaxpr {" in text and text.count("!{ordered_debug}") == 4   # cond, 2 calls, the print
+    assert_round_trip(cj)
+    with pytest.raises(ParseError, match="cond is written with effects"):
+        parse(text.replace("] c a !{ordered_debug}", "] c a", 1))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxprc import runtime
+from jaxprc import lax, runtime
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
@@ -30,6 +30,7 @@ from jaxprc.ir.effects import Effect
 from jaxprc.ir.host_callback import HostCallback
 from jaxprc.ir.params import Aval, Bool, Checker, Enum, OneOf, Str, Tuple
 from jaxprc.ir.tree_util import tree_leaves
+from jaxprc.passes.vmap import axis_size_of
 from jaxprc.runtime.effects import record_callback_error
 
 __all__ = ["debug_callback_p", "pure_callback_p", "io_callback_p"]
@@ -162,15 +163,9 @@ ad.primitive_transposes[io_callback_p] = _io_callback_transpose
 
 # --------------------------------------------------------------- batching
 
-def _axis_size(args, dims) -> int:
-    return next(np.shape(x)[d] if not hasattr(x, "aval") else x.aval.shape[d]
-                for x, d in zip(args, dims) if d is not None)
-
-
 def _debug_callback_batch(args, dims, **params):
     """One call per batch element, in order (as JAX: a debug print shows each element)."""
-    from jaxprc import lax
-    for i in range(_axis_size(args, dims)):
+    for i in range(axis_size_of(args, dims)):
         debug_callback_p.bind(*[x if d is None else lax.index_in_dim(x, i, d, keepdims=False)
                                 for x, d in zip(args, dims)], **params)
     return [], []
@@ -178,7 +173,6 @@ def _debug_callback_batch(args, dims, **params):
 
 def _sequential(prim, args, dims, unroll: bool, **params):
     """The callback called once per batch element, by a scan over the batched operands."""
-    from jaxprc import lax
     batched = [batching.moveaxis(x, d, 0) for x, d in zip(args, dims) if d is not None]
 
     def body(_, xs):
@@ -197,8 +191,7 @@ def _pure_callback_batch(args, dims, *, callback, result_avals, vmap_method):
             "vmap is only supported for the pure_callback primitive when vmap_method is one of "
             "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
             f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
-    from jaxprc import lax
-    size = _axis_size(args, dims)
+    size = axis_size_of(args, dims)
     moved = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(args, dims)]
     if vmap_method != "legacy_vectorized":     # unbatched operands get a leading axis: 1 or the size
         n = size if vmap_method == "broadcast_all" else 1
