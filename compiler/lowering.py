@@ -322,10 +322,8 @@ def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility
     if runtime_token:
         token_type = aval_to_ir_type(RUNTIME_TOKEN)
         in_types, out_types = [token_type] + in_types, [token_type] + out_types
-        if arg_attrs is not None:      # donated inputs alias outputs, now one further on
-            arg_attrs = [{}] + [{k: (ir.IntegerAttr.get(ir.IntegerType.get_signless(32), ir.IntegerAttr(v).value + 1)
-                                     if k == "tf.aliasing_output" else v) for k, v in a.items()}
-                                for a in arg_attrs]
+        if arg_attrs is not None:
+            arg_attrs = [{}] + arg_attrs
     with ir.InsertionPoint(mctx.module.body), ir.Location.unknown():
         fn = func.FuncOp(symbol, ir.FunctionType.get(in_types, out_types))
         fn.sym_visibility = ir.StringAttr.get(visibility)
@@ -447,9 +445,10 @@ class Lowered:
         return self.as_text()
 
 
-def _donation_attrs(in_avals, out_avals, donated_invars) -> list[dict]:
-    """``tf.aliasing_output = k`` for each donated input matched to an unaliased output of its type;
-    a warning names the donated inputs no output can reuse (they stay alive, as in JAX)."""
+def _donation_attrs(in_avals, out_avals, donated_invars, first_output: int = 0) -> list[dict]:
+    """``tf.aliasing_output = k`` for each donated input matched to an unaliased output of its type
+    (outputs of ``main`` numbered from ``first_output``: 1 after a runtime token); a warning
+    names the donated inputs no output can reuse (they stay alive, as in JAX)."""
     free = list(range(len(out_avals)))
     attrs, unused = [], []
     for aval, donated in zip(in_avals, list(donated_invars) + [False] * len(in_avals)):
@@ -459,7 +458,8 @@ def _donation_attrs(in_avals, out_avals, donated_invars) -> list[dict]:
                           and out_avals[k].dtype == aval.dtype), None)
             if match is not None:
                 free.remove(match)
-                attr["tf.aliasing_output"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), match)
+                attr["tf.aliasing_output"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
+                                                                 first_output + match)
             else:
                 unused.append(aval.str_short())
         attrs.append(attr)
@@ -481,9 +481,9 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(name)
         mctx = ModuleContext(module, platform)
-        arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars) if any(donated_invars)
-                     else None)
         runtime_token = has_ordered_effects(closed_jaxpr)
+        arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars, int(runtime_token))
+                     if any(donated_invars) else None)
         _emit_function(mctx, "main", closed_jaxpr, "public", arg_attrs, runtime_token)
         try:
             module.operation.verify()

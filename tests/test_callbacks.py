@@ -283,3 +283,10 @@ def test_parsed_program_needs_its_callbacks_bound(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "out0:f32[] = 1.4794255"
+
+
+def test_ordered_effects_with_donation(capsys):
+    f = jx.jit(lambda x: (jx.debug.print("d {}", x[0], ordered=True), x * 2)[1], donate_argnums=0)
+    x = jnp.arange(3.0)
+    assert f(x).tolist() == [0.0, 2.0, 4.0] and x.is_deleted()
+    assert lines(capsys) == ["d 0.0"]
