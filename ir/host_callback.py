@@ -19,7 +19,7 @@ from .core import ClosedJaxpr, Jaxpr, JaxprcError, RuleNotPrinted, Thunk, param_
 from .tree_util import tree_leaves, tree_unflatten
 
 __all__ = ["HostCallback", "FlatCallback", "CallbackUnavailableError", "bind_callbacks", "program_callbacks",
-           "callback_name"]
+           "check_callbacks_bound", "callback_name"]
 
 
 class CallbackUnavailableError(JaxprcError):
@@ -45,16 +45,9 @@ class HostCallback:
         self.name, self.fn = name, fn
 
     def __call__(self, *args):
-        self.check_bound()
-        return self.fn(*args)
-
-    def check_bound(self) -> None:
-        """Raise CallbackUnavailableError when there is no function to call."""
         if self.fn is None:
-            raise CallbackUnavailableError(
-                f"the host callback '{self.name}' has no Python function: the program was read from "
-                "text, which names callbacks only. Bind it by name: jaxprc.ir.parse(text, "
-                f"callbacks={{'{self.name}': fn}}) or jaxprc.ir.bind_callbacks(program, {{...}}).")
+            raise _unavailable([self.name])
+        return self.fn(*args)
 
     def __eq__(self, other):
         if type(other) is not HostCallback:
@@ -137,6 +130,22 @@ def _host_callbacks(program: ClosedJaxpr | Jaxpr, force_rules: bool = False):
                         except RuleNotPrinted:
                             pass
             stack.extend(sub.jaxpr for sub in subjaxprs(eqn))
+
+
+def _unavailable(names) -> CallbackUnavailableError:
+    listed = ", ".join(f"'{n}'" for n in names)
+    example = ", ".join(f"'{n}': fn" for n in names)
+    return CallbackUnavailableError(
+        f"the host callback(s) {listed} have no Python function: the program was read from text, "
+        f"which names callbacks only. Bind them by name: jaxprc.ir.parse(text, callbacks={{{example}}}) "
+        "or jaxprc.ir.bind_callbacks(program, {...}).")
+
+
+def check_callbacks_bound(program: ClosedJaxpr | Jaxpr) -> None:
+    """Raise CallbackUnavailableError naming the callbacks of ``program`` without a function."""
+    names = sorted({cb.name for cb in _host_callbacks(program) if cb.fn is None})
+    if names:
+        raise _unavailable(names)
 
 
 def program_callbacks(program: ClosedJaxpr | Jaxpr) -> dict[str, Callable]:

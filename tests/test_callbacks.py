@@ -265,7 +265,7 @@ def test_an_exception_in_a_callback_surfaces_with_the_original_attached():
 def test_parsed_program_needs_its_callbacks_bound(tmp_path):
     cj = jx.make_jaxpr(lambda x: jx.pure_callback(_host_sin, S(), x) + 1.0)(0.5)
     text = str(cj)
-    with pytest.raises(CallbackUnavailableError, match="'_host_sin' has no Python function"):
+    with pytest.raises(CallbackUnavailableError, match="'_host_sin' have no Python function"):
         jx.jit(jx.jaxpr_as_fun(parse(text)))(0.5)
     bound = parse(text, callbacks={"_host_sin": lambda x: [np.sin(np.asarray(x))]})
     assert abs(float(jx.jit(jx.jaxpr_as_fun(bound))(0.5)[0]) - (np.sin(0.5) + 1)) < 1e-6

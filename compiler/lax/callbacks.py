@@ -226,7 +226,6 @@ def _emit_callback(ctx, callback: HostCallback, args, *, side_effect: bool, orde
                    debug: bool = False):
     """A custom call of ``callback`` on ``args`` with ``ctx.avals_out`` results; ordered ones
     consume and produce the ordered-effects token."""
-    callback.check_bound()           # fail now, not when the program runs
     result_avals = list(ctx.avals_out)
 
     def host(*values):
