@@ -79,7 +79,31 @@ def _remat_prints(jx, np_, io):
     return run
 
 
+def _custom_vjp_prints(jx, np_, io):
+    @jx.custom_vjp
+    def f(x):
+        jx.debug.print("f {}", x)
+        return np_.sin(x)
+
+    def fwd(x):
+        jx.debug.print("fwd {}", x)
+        return np_.sin(x), np_.cos(x)
+
+    def bwd(r, g):
+        jx.debug.print("bwd {} {}", r, g)
+        return (r * g,)
+    f.defvjp(fwd, bwd)
+
+    def run(x):
+        f(x[0])
+        jx.grad(f)(x[0])
+        jx.jit(jx.grad(f))(x[1])
+        jx.vmap(jx.grad(f))(x)
+    return run
+
+
 @pytest.mark.parametrize("program,args", [
+    (_custom_vjp_prints, (np.arange(2.0, dtype=np.float32),)),
     (_grad_scan_cond_prints, (np.float32(1.0),)),
     (_remat_prints, (np.float32(1.0),)),
     (_prints, (np.arange(3.0, dtype=np.float32),)),
