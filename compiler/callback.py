@@ -23,7 +23,7 @@ from .runtime import effects_barrier
 __all__ = ["pure_callback", "io_callback", "effects_barrier"]
 
 
-def host_callback(callback: Callable, in_tree) -> HostCallback:
+def _host_callback(callback: Callable, in_tree) -> HostCallback:
     """The HostCallback param calling ``callback`` on arguments structured as ``in_tree``."""
     return HostCallback(callback_name(callback), FlatCallback(callback, in_tree))
 
@@ -68,7 +68,7 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shar
         raise NotImplementedError("pure_callback: sharding= is not supported (one device)")
     flat_args, in_tree = tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals(result_shape_dtypes, "pure_callback")
-    outs = pure_callback_p.bind(*flat_args, callback=host_callback(callback, in_tree),
+    outs = pure_callback_p.bind(*flat_args, callback=_host_callback(callback, in_tree),
                                 result_avals=result_avals, vmap_method=vmap_method)
     return tree_unflatten(out_tree, list(outs))
 
@@ -85,6 +85,6 @@ def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shardi
         raise NotImplementedError("io_callback: sharding= is not supported (one device)")
     flat_args, in_tree = tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals(result_shape_dtypes, "io_callback")
-    outs = io_callback_p.bind(*flat_args, callback=host_callback(callback, in_tree),
+    outs = io_callback_p.bind(*flat_args, callback=_host_callback(callback, in_tree),
                               result_avals=result_avals, ordered=bool(ordered))
     return tree_unflatten(out_tree, list(outs))
