@@ -1,4 +1,4 @@
-"""``jaxprc.debug``: ``print`` and ``callback``, JAX's debugging callbacks.
+"""``jaxprc.debug``: ``print``, ``callback`` and ``breakpoint``, JAX's debugging callbacks.
 
 Both stage a ``debug_callback`` equation (compiler/lax/callbacks.py) whose
 function runs on the host with the values the program computes: under ``jit``
@@ -21,7 +21,7 @@ from .ir.tracing import get_aval
 from .ir.tree_util import tree_flatten
 from .lax.callbacks import debug_callback_p
 
-__all__ = ["print", "callback"]
+__all__ = ["print", "callback", "breakpoint"]
 
 
 def _split_args(args, kwargs):
@@ -126,3 +126,6 @@ def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: boo
         raise TypeError(f"debug_print received unexpected arguments in the two-call form: "
                         f"args={args} kwargs={kwargs}")
     return stage
+
+
+from .debugger import breakpoint  # noqa: E402  (it stages its stop with callback above)

@@ -290,3 +290,40 @@ def test_ordered_effects_with_donation(capsys):
     x = jnp.arange(3.0)
     assert f(x).tolist() == [0.0, 2.0, 4.0] and x.is_deleted()
     assert lines(capsys) == ["d 0.0"]
+
+
+# --------------------------------------------------------------- breakpoint
+
+def _stops(x):
+    y = jnp.sin(x)
+    label = "here"
+    jx.debug.breakpoint()
+    return y * 2
+
+
+def test_breakpoint_inspects_the_running_values(capsys, monkeypatch):
+    import io
+    monkeypatch.setattr(sys, "stdin", io.StringIO("p y\npp label\ny.sum() > 0\nw\nu\np x\nd\nbad\nc\n"))
+    jx.jit(lambda x: _stops(x + 1.0))(jnp.arange(2.0))
+    out = capsys.readouterr().out
+    assert out.startswith("Entering jdb:\n(jdb) Array([0.84147096, 0.9092974 ], dtype=float32)\n"
+                          "(jdb) 'here'\n(jdb) Array(True, dtype=bool)\n(jdb) Traceback:")
+    assert "(jdb) Array([0., 1.], dtype=float32)" in out       # x of the calling frame
+    assert "->      jx.debug.breakpoint()" in out and "*** NameError: name 'bad' is not defined" in out
+    monkeypatch.setattr(sys, "stdin", io.StringIO("p x\nc\np x\nc\n"))
+    jx.vmap(lambda x: (jx.debug.breakpoint(), x)[1])(jnp.arange(2))
+    assert capsys.readouterr().out.count("Entering jdb:") == 2
+
+
+def test_breakpoint_with_a_token_runs_once_the_token_is_computed(capsys, monkeypatch):
+    import io
+    monkeypatch.setattr(sys, "stdin", io.StringIO("p x\nc\n"))
+
+    @jx.jit
+    def f(x):
+        y = jx.debug.breakpoint(token=x * 2)
+        return y + 1
+    assert f(jnp.float32(1.0)) == 3.0
+    assert capsys.readouterr().out == "Entering jdb:\n(jdb) Array(1., dtype=float32)\n(jdb) "
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        jx.debug.breakpoint(token=1.0, ordered=True)

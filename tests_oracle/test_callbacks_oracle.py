@@ -229,3 +229,28 @@ def test_ordered_io_callback_order_matches():
         jx.effects_barrier()
         return log
     assert order("jaxprc") == order("jax")
+
+
+def _stops(jx, np_, x):
+    y = np_.sin(x)
+    label = "here"
+    jx.debug.breakpoint()
+    return y * label.count("e")
+
+
+def _debugged(capsys, monkeypatch, lib):
+    import io
+    import sys
+    jx, np_, _ = LIBS[lib]
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdin", io.StringIO("p y\npp label\ny * 2\nw\nu\np x\nd\nd\nl\nfoo\nc\n"))
+    jx.jit(lambda x: _stops(jx, np_, x + 1))(np.arange(3.0, dtype=np.float32))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("p x\nc\np x\nc\n"))
+    jx.vmap(lambda x: (jx.debug.breakpoint(), x)[1])(np.arange(2.0, dtype=np.float32))
+    jx.effects_barrier()
+    return capsys.readouterr().out
+
+
+def test_breakpoint_session_matches(capsys, monkeypatch):
+    out, expected = [_debugged(capsys, monkeypatch, lib) for lib in ("jaxprc", "jax")]   # one line: same frames
+    assert "Entering jdb:" in out and out == expected
