@@ -1,17 +1,17 @@
 """``jaxprc.debug.breakpoint``: stop where it is called and inspect the values the program computes.
 
 Tracing records the calling frames (the user's, innermost first): their source
-position and their local variables. Arrays among the locals become operands of
-a ``debug_callback`` (compiler/debug.py), other values are kept as they are.
-When the program runs, the callback rebuilds the frames with the arrays'
-values and opens a command-line debugger on them, JAX's ``jdb``:
+position, locals and globals. Traced values among them become operands of a
+``debug_callback`` (compiler/debug.py), other values are kept as they are.
+When the program runs, the callback rebuilds the frames with the traced
+values' values and opens a command-line debugger on them, JAX's ``jdb``:
 
     p EXPR / pp EXPR   evaluate in the current frame (a bare expression too)
     u(p) / d(own)      move to the calling / called frame
     l(ist)             show the source around the current line
     w(here) / bt       the frames, innermost last
     c(ont(inue))       resume the program
-    q(uit) / exit      exit the process (sys.exit(0))
+    q(uit) / exit      exit the process (sys.exit(0), as jdb; under jit the run fails with it)
 
 Under ``vmap`` it stops once per batch element, as every debug callback does.
 """
