@@ -306,7 +306,7 @@ class _CompiledCall:
     """
 
     __slots__ = ("executable", "jaxpr", "in_avals", "const_buffers", "out_tree", "single_output",
-                 "_execute", "_handlers", "_out_aval")
+                 "_execute", "_handlers", "_out_aval", "_effectful")
 
     def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated_invars):
         self.jaxpr = cj
@@ -322,6 +322,7 @@ class _CompiledCall:
         self._execute = self.executable.loaded.execute_sharded
         self._handlers = self.executable.result_handlers
         self._out_aval = self.executable.out_avals[0] if self.single_output else None
+        self._effectful = self.executable.effectful
 
     def __call__(self, leaves):
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a)
@@ -333,10 +334,13 @@ class _CompiledCall:
                     "deleted: it was donated to an earlier call (donate_argnums) or freed with .delete().")
         if self.const_buffers:
             buffers = self.const_buffers + buffers
-        try:
-            outs = self._execute(buffers).consume_with_handlers(self._handlers)
-        except _JaxRuntimeError as e:
-            raise self.executable.runtime_error(e, buffers) from None
+        if self._effectful:      # host callbacks (runtime/effects.py)
+            outs = self.executable.execute_effectful(buffers)
+        else:
+            try:
+                outs = self._execute(buffers).consume_with_handlers(self._handlers)
+            except _JaxRuntimeError as e:
+                raise self.executable.runtime_error(e, buffers) from None
         if self.single_output:
             return Array(outs[0], self._out_aval)
         return self.out_tree.unflatten(self.executable.wrap_results(outs))

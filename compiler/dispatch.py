@@ -16,6 +16,7 @@ import functools
 
 from . import runtime
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
+from .ir.host_callback import check_callbacks_bound
 from .ir.tracing import get_aval, pytype_aval_mappings
 from .lowering import lower_jaxpr
 
@@ -54,7 +55,10 @@ def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=()) -> runti
     """Lower a ClosedJaxpr for the current backend and compile it."""
     lowered = lower_jaxpr(cj, name=name, donated_invars=donated_invars,
                           platform=runtime.default_backend())
-    return runtime.compile(lowered.module, name=name, out_avals=cj.out_avals)
+    if lowered.host_callbacks:
+        check_callbacks_bound(cj)      # a program read from text: fail now, not when it runs
+    return runtime.compile(lowered.module, name=name, out_avals=cj.out_avals,
+                           host_callbacks=lowered.host_callbacks, runtime_token=lowered.runtime_token)
 
 
 class _PrimitiveExecutable:

@@ -32,6 +32,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from .ir import dtypes as dt
 from .ir.deep import deep_entry
+from .ir.effects import has_ordered_effects
 from .ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
 
 __all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering", "has_lowering", "LOWERING_RULES",
@@ -234,6 +235,8 @@ class ModuleContext:
         self.symbols: set[str] = {"main"}
         self._ir_types: dict = {}        # ShapedArray -> its MLIR type (types live in a context)
         self._locations: dict = {}       # (primitive name, source info) -> MLIR location
+        self.host_callbacks: list = []   # Python functions the module calls, by index
+        self.token: ir.Value | None = None   # the ordered-effects token at the insertion point
 
     def ir_type(self, aval: ShapedArray) -> ir.Type:
         t = self._ir_types.get(aval)
@@ -274,6 +277,23 @@ class LoweringRuleContext:
     def platform(self) -> str:
         return self.module_context.platform
 
+    def add_host_callback(self, fn) -> int:
+        """Register a Python function the module calls; its index for the custom call."""
+        self.module_context.host_callbacks.append(fn)
+        return len(self.module_context.host_callbacks) - 1
+
+    # Ordered effects run in program order: each ordered op takes the token the previous one
+    # produced. Rules of ops holding regions (loops, conditionals) thread it through them.
+    def get_token(self) -> ir.Value:
+        """The current ordered-effects token (created at the first use)."""
+        mctx = self.module_context
+        if mctx.token is None:
+            mctx.token = hlo.create_token()
+        return mctx.token
+
+    def set_token(self, token: ir.Value) -> None:
+        self.module_context.token = token
+
     def lower_jaxpr(self, closed_jaxpr: ClosedJaxpr | Jaxpr, *args: ir.Value) -> list[ir.Value]:
         """Inline a sub-jaxpr at the current insertion point; returns its results."""
         return lower_closed_jaxpr_inline(self.module_context, closed_jaxpr, args)
@@ -292,17 +312,34 @@ def lower_closed_jaxpr_inline(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args
 
 
 def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility: str,
-                   arg_attrs: list[dict] | None = None) -> None:
-    """Append ``func.func @symbol`` computing ``cj`` to the module."""
+                   arg_attrs: list[dict] | None = None, runtime_token: bool = False) -> None:
+    """Append ``func.func @symbol`` computing ``cj`` to the module. With ``runtime_token`` it
+    takes and returns a leading ``bool[0]`` array (RUNTIME_TOKEN): the runtime passes each
+    execution the one the previous execution with ordered effects returned, so XLA starts it
+    only when that one is done."""
     in_types = [aval_to_ir_type(a) for a in cj.in_avals]
     out_types = [aval_to_ir_type(a) for a in cj.out_avals]
+    if runtime_token:
+        token_type = aval_to_ir_type(RUNTIME_TOKEN)
+        in_types, out_types = [token_type] + in_types, [token_type] + out_types
+        if arg_attrs is not None:
+            arg_attrs = [{}] + arg_attrs
     with ir.InsertionPoint(mctx.module.body), ir.Location.unknown():
         fn = func.FuncOp(symbol, ir.FunctionType.get(in_types, out_types))
         fn.sym_visibility = ir.StringAttr.get(visibility)
         if arg_attrs is not None:
             fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
         with ir.InsertionPoint(fn.add_entry_block()):
-            func.return_(lower_closed_jaxpr_inline(mctx, cj, fn.arguments))
+            args = list(fn.arguments)
+            outs = lower_closed_jaxpr_inline(mctx, cj, args[1:] if runtime_token else args)
+            if runtime_token:
+                outs = [full((0,), False, dt.bool_)] + outs
+            func.return_(outs)
+
+
+# The array standing for a runtime token: the first argument and result of a module with
+# ordered effects (jaxlib moves no token values between executions; an empty array it does).
+RUNTIME_TOKEN = ShapedArray((0,), dt.bool_)
 
 
 def call_jaxpr(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args, name: str) -> list[ir.Value]:
@@ -381,7 +418,9 @@ class Lowered:
     """A lowered program: the MLIR module (public ``main``) plus its signature."""
 
     def __init__(self, module: ir.Module, context: ir.Context, name: str, in_avals, out_avals,
-                 donated_invars, platform: str):
+                 donated_invars, platform: str, host_callbacks=(), runtime_token: bool = False):
+        self.host_callbacks = list(host_callbacks)   # passed to the compiler with the module
+        self.runtime_token = runtime_token           # ordered effects: main takes and returns one
         self.module = module
         self.context = context
         self.name = name
@@ -406,9 +445,10 @@ class Lowered:
         return self.as_text()
 
 
-def _donation_attrs(in_avals, out_avals, donated_invars) -> list[dict]:
-    """``tf.aliasing_output = k`` for each donated input matched to an unaliased output of its type;
-    a warning names the donated inputs no output can reuse (they stay alive, as in JAX)."""
+def _donation_attrs(in_avals, out_avals, donated_invars, first_output: int = 0) -> list[dict]:
+    """``tf.aliasing_output = k`` for each donated input matched to an unaliased output of its type
+    (outputs of ``main`` numbered from ``first_output``: 1 after a runtime token); a warning
+    names the donated inputs no output can reuse (they stay alive, as in JAX)."""
     free = list(range(len(out_avals)))
     attrs, unused = [], []
     for aval, donated in zip(in_avals, list(donated_invars) + [False] * len(in_avals)):
@@ -418,7 +458,8 @@ def _donation_attrs(in_avals, out_avals, donated_invars) -> list[dict]:
                           and out_avals[k].dtype == aval.dtype), None)
             if match is not None:
                 free.remove(match)
-                attr["tf.aliasing_output"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), match)
+                attr["tf.aliasing_output"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
+                                                                 first_output + match)
             else:
                 unused.append(aval.str_short())
         attrs.append(attr)
@@ -440,13 +481,15 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(name)
         mctx = ModuleContext(module, platform)
-        arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars) if any(donated_invars)
-                     else None)
-        _emit_function(mctx, "main", closed_jaxpr, "public", arg_attrs)
+        runtime_token = has_ordered_effects(closed_jaxpr)
+        arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars, int(runtime_token))
+                     if any(donated_invars) else None)
+        _emit_function(mctx, "main", closed_jaxpr, "public", arg_attrs, runtime_token)
         try:
             module.operation.verify()
         except ir.MLIRError as e:
             raise RuntimeError(f"Lowering '{name}' produced an invalid StableHLO module: {e}") from None
-    return Lowered(module, context, name, in_avals, out_avals, donated_invars, platform)
+    return Lowered(module, context, name, in_avals, out_avals, donated_invars, platform,
+                   mctx.host_callbacks, runtime_token)
 
 

@@ -154,6 +154,11 @@ class Eqn:
         fields.update(kw)
         return Eqn(**fields)
 
+    @property
+    def effects(self) -> frozenset:
+        from .effects import eqn_effects
+        return eqn_effects(self)
+
     def __repr__(self):
         from .printer import pp_eqn
         return pp_eqn(self)
@@ -179,6 +184,11 @@ class Jaxpr:
     def out_avals(self):
         return [v.aval for v in self.outvars]
 
+    @property
+    def effects(self) -> frozenset:
+        from .effects import jaxpr_effects
+        return jaxpr_effects(self)
+
     def __str__(self):
         from .printer import pp_jaxpr
         return pp_jaxpr(ClosedJaxpr(self, [None] * len(self.constvars)), show_consts=False)
@@ -200,6 +210,7 @@ class ClosedJaxpr:
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
     eqns = property(lambda self: self.jaxpr.eqns)
+    effects = property(lambda self: self.jaxpr.effects)
 
     def __str__(self):
         from .printer import pp_jaxpr
@@ -272,6 +283,7 @@ class Primitive:
         self.impl_rule: Callable | None = None
         self.abstract_eval_rule: Callable | None = None
         self.param_schema: dict | None = None
+        self.effects_rule: Callable | None = None
         PRIMITIVES[name] = self
 
     def __repr__(self):
@@ -293,6 +305,12 @@ class Primitive:
         arguments: the primitive takes no params."""
         self.param_schema = dict(schema)
         return self
+
+    def def_effects(self, rule):
+        """Declare the effects of its equations: ``rule(**params) -> set of ir.effects.Effect``.
+        Without one a primitive has the effects of the sub-jaxprs it holds (none if it holds none)."""
+        self.effects_rule = rule
+        return rule
 
     def impl(self, *args, **params):
         if self.impl_rule is None:

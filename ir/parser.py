@@ -32,6 +32,8 @@ import numpy as np
 from . import dtypes as dt
 from .core import (PARAM_TYPES, PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprcError, JaxprTypeError,
                    Literal, RuleNotPrinted, ShapedArray, Thunk, Var)
+from .effects import Effect, eqn_effects, format_effects
+from .host_callback import bind_callbacks
 from .params import ParamError
 from .verify import infer_out_avals
 
@@ -98,10 +100,15 @@ class _LiteralRef:
 
 
 class _EqnSyntax:
-    __slots__ = ("binders", "prim", "params", "args")
+    __slots__ = ("binders", "prim", "params", "args", "effects")
 
-    def __init__(self, binders, prim, params, args):
+    def __init__(self, binders, prim, params, args, effects):
         self.binders, self.prim, self.params, self.args = binders, prim, params, args
+        self.effects = effects
+
+
+class _Effects(list):
+    """The ``!{...}`` of an equation: its effect name tokens."""
 
 
 class _Params(list):
@@ -198,6 +205,7 @@ class _Builder(lark.Transformer):
     def reset(self):
         self.references: list[_Reference] = []           # in text order
         self.pending: list[tuple[Eqn, _EqnSyntax]] = []  # equations holding references
+        self.written: list[tuple[Eqn, _EqnSyntax]] = []  # every equation, its effects checked last
         self.definitions: dict[str, ClosedJaxpr | None] = {}   # rules (None: unprinted)
         self.shared: dict[str, ClosedJaxpr] = {}         # shared jaxprs
         self.thunks: dict[str, Thunk] = {}
@@ -325,11 +333,15 @@ class _Builder(lark.Transformer):
     def no_outputs(self, c):
         return []
 
+    def effects(self, c):
+        return _Effects(t for t in c if t is not None)
+
     def eqn(self, c):
         binders, prim, rest = c[0], c[1], c[2:]
+        effects = rest.pop() if rest and isinstance(rest[-1], _Effects) else None
         params = rest[0] if rest and isinstance(rest[0], _Params) else _Params()
         args = rest[1:] if rest and isinstance(rest[0], _Params) else rest
-        return _EqnSyntax(binders, prim, params, args)
+        return _EqnSyntax(binders, prim, params, args, effects)
 
     def eqns(self, c):
         return c
@@ -381,6 +393,7 @@ class _Builder(lark.Transformer):
         if not deferred:
             self._check_types(prim, invars, params, e)
         eqn = Eqn(prim, invars, [bind(b) for b in e.binders], params)
+        self.written.append((eqn, e))
         if deferred:        # its typing rule may need a definition that comes later
             self.pending.append((eqn, e))
         return eqn
@@ -447,6 +460,10 @@ class _Builder(lark.Transformer):
         for eqn, syntax in self.pending:
             eqn.params = {k: self._resolved(v) for k, v in eqn.params.items()}
             self._check_types(eqn.primitive, eqn.invars, eqn.params, syntax)
+        # Effects once every reference is resolved: an equation's effects include those of the
+        # sub-jaxprs it holds, which may hold references themselves.
+        for eqn, syntax in self.written:
+            _check_effects(eqn.primitive, eqn.params, syntax)
         return main
 
     # -- references -----------------------------------------------------------
@@ -499,6 +516,23 @@ class _Builder(lark.Transformer):
             items = [self._resolved(x) for x in value]
             return type(value)._make(items) if hasattr(value, "_fields") else tuple(items)
         return value
+
+
+def _check_effects(prim, params, e: _EqnSyntax) -> None:
+    """The ``!{...}`` written after an equation are the effects its primitive and params have."""
+    written = set()
+    for tok in e.effects or ():
+        if str(tok) not in Effect.__members__:
+            _fail(tok, f"unknown effect '{tok}'", "one of " + ", ".join(Effect.__members__))
+        written.add(Effect[str(tok)])
+    actual = eqn_effects(Eqn(prim, [], [], params))
+    if written != actual:
+        at = e.effects[0] if e.effects else e.prim
+        if actual:
+            expected = f"'!{format_effects(actual)}' after the operands of {prim.name}"
+        else:
+            expected = f"no effects ({prim.name} with these params is pure)"
+        _fail(at, f"{prim.name} is written with effects {format_effects(written)}", expected)
 
 
 def _defined(definitions, name: str) -> ClosedJaxpr:
@@ -591,8 +625,19 @@ def _end_position(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-def parse(text: str) -> ClosedJaxpr:
-    """Read a program printed by ``str(closed_jaxpr)`` (or written by hand) back into IR."""
+def parse(text: str, callbacks=None) -> ClosedJaxpr:
+    """Read a program printed by ``str(closed_jaxpr)`` (or written by hand) back into IR.
+
+    Host callbacks print by name only: ``callbacks`` maps names to the Python functions they
+    stand for (``ir.host_callback.bind_callbacks``); unbound ones fail when the program runs.
+    """
+    program = _parse(text)
+    if callbacks:
+        bind_callbacks(program, callbacks)
+    return program
+
+
+def _parse(text: str) -> ClosedJaxpr:
     with _lock:                 # one parser whose transformer holds the state of one parse
         parser, builder = _get_parser()
         builder.reset()

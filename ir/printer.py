@@ -27,7 +27,8 @@ as a shared definition marked ``jaxpr``, and as ``@name`` at each place::
 The parser gives every ``@g`` the same jaxpr object, where a rule's ``@name``
 becomes a lazy thunk. A shared definition is named after the ``name`` param of
 the equation that first holds it (when that is an identifier), else ``jaxpr``.
-A Python callable without ``to_jaxpr()`` prints as an opaque ``<...>``
+An effectful equation ends with its effects, ``_ = debug_callback[...] a !{debug}``
+(ir/effects.py). A Python callable without ``to_jaxpr()`` prints as an opaque ``<...>``
 marker, which the parser rejects: such a program does not round-trip.
 
 Printing is two steps: build a tree of small layout nodes (names are chosen
@@ -46,6 +47,7 @@ import numpy as np
 from . import dtypes as dt
 from .deep import deep_entry
 from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, RuleNotPrinted, ShapedArray, Thunk, Var
+from .effects import eqn_effects, format_effects
 from .tracing import Tracer
 
 WIDTH = 80               # lines longer than this break, as in JAX
@@ -387,7 +389,7 @@ class _Printer:
             return dt.short_name(d)
         if isinstance(value, ShapedArray):
             return value.str_short()
-        if isinstance(value, tuple) and hasattr(value, "_fields"):
+        if hasattr(type(value), "_fields"):        # records: NamedTuples, HostCallback
             items = [f"{f}=" + self._flat(self.param_doc(getattr(value, f), namer))
                      for f in value._fields]
             return Group(type(value).__name__ + "(", items, ")")
@@ -411,6 +413,9 @@ class _Printer:
 
     def eqn_doc(self, eqn: Eqn, namer: Namer) -> EqnDoc:
         args = "".join(" " + atom_text(a, namer) for a in eqn.invars)
+        effects = eqn_effects(eqn)
+        if effects:
+            args += " !" + format_effects(effects)
         lhs = " ".join(f"{namer.bind(v)}:{v.aval.str_short()}" for v in eqn.outvars) or "_"
         params = [(k, self.param_doc(eqn.params[k], namer)) for k in sorted(eqn.params)]
         return EqnDoc(lhs, eqn.primitive.name, params, args)

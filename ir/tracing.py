@@ -188,6 +188,11 @@ def register_internal_dir(path: str) -> None:
 register_internal_dir(__file__)
 
 
+def is_library_file(fname: str) -> bool:
+    """Whether ``fname`` is one of the library's own source files (``register_internal_dir``)."""
+    return fname.startswith(_PACKAGE_DIRS)
+
+
 def _is_internal(fname: str) -> bool:
     internal = fname.startswith(_PACKAGE_DIRS) or fname == _STDLIB_FUNCTOOLS or fname.startswith("<frozen")
     _INTERNAL_FILES[fname] = internal

@@ -1,12 +1,14 @@
 """Common-subexpression elimination: an equation equal to an earlier one (same
 primitive, same inputs, same params) reuses the earlier results.
 
-Every primitive is pure, so this is always sound. Sub-jaxprs are simplified
+Sound for pure equations; equations with effects (``jaxprc.ir.effects``) are
+never merged: each runs. Sub-jaxprs are simplified
 too. Params that cannot be hashed (callables, thunks) just opt out.
 """
 from __future__ import annotations
 
 from jaxprc.ir.core import Atom, ClosedJaxpr, Jaxpr, Var
+from jaxprc.ir.effects import eqn_effects
 
 from .registry import map_subjaxprs, register_pass
 
@@ -25,7 +27,7 @@ def cse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
             earlier = seen.setdefault(key, eqn)
         except (TypeError, ImportError):   # unhashable params, or no structural hash yet
             earlier = eqn
-        if earlier is not eqn:
+        if earlier is not eqn and not eqn_effects(eqn):
             rename.update(zip(eqn.outvars, earlier.outvars))
             continue
         eqns.append(eqn)

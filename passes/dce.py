@@ -1,7 +1,8 @@
 """Dead-code elimination: drop equations whose results are unused, and unused
 outputs (and then inputs) of the sub-jaxprs of calls and control flow.
 
-Every primitive is pure, so an equation with no used result goes. A
+An equation with no used result goes, unless it has effects (a host callback
+that prints, ...; ``jaxprc.ir.effects``): those stay, and keep what they use. A
 primitive holding sub-jaxprs has a rule in ``dce_rules``:
 ``rule(used_outputs, eqn) -> (used_inputs, new_eqn | None)``; the rule may
 return an equation with fewer inputs and outputs (the unused ones removed).
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from jaxprc.ir.core import ClosedJaxpr, Eqn, Jaxpr, Var
+from jaxprc.ir.effects import eqn_effects
 
 from .registry import register_pass
 from .memo import memoize_on_jaxpr
@@ -35,7 +37,7 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
     new_eqns = []
     for eqn in reversed(jaxpr.eqns):
         used_outs = [v in live for v in eqn.outvars]
-        if not any(used_outs):
+        if not any(used_outs) and not eqn_effects(eqn):
             continue
         rule = dce_rules.get(eqn.primitive)
         new_eqn = rule(used_outs, eqn)[1] if rule else eqn

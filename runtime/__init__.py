@@ -5,8 +5,9 @@ jax when it is installed (some of jaxlib's Python helpers do).
 """
 from .client import backend, default_backend, devices
 from .array import Array, Aval, DeletedArrayError, carries_no_data, device_put, to_buffer, to_numpy
+from .effects import effects_barrier
 from .executable import Executable, JaxRuntimeError, XlaCompileError, XlaError, XlaRuntimeError, compile
 
 __all__ = ["Array", "Aval", "DeletedArrayError", "Executable", "JaxRuntimeError", "XlaCompileError", "XlaError",
            "XlaRuntimeError", "backend", "carries_no_data", "compile", "default_backend", "device_put", "devices",
-           "to_buffer", "to_numpy"]
+           "effects_barrier", "to_buffer", "to_numpy"]

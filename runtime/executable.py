@@ -17,6 +17,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import stablehlo
 
 from .array import Array, Aval, DeletedArrayError, carries_no_data, device_aval, device_put
+from . import effects
 from .client import backend
 
 
@@ -96,20 +97,25 @@ def _mark_donated(module: ir.Module, donated_args) -> None:
 # ------------------------------------------------------------------ compile
 
 def compile(module, *, name: str | None = None, out_avals=None, donated_args=(),
-            options: xc.CompileOptions | None = None) -> "Executable":
+            options: xc.CompileOptions | None = None, host_callbacks=(),
+            runtime_token: bool = False) -> "Executable":
     """Compile StableHLO (text, bytecode or ``ir.Module``) for the default device.
 
     ``out_avals`` (objects with shape, dtype, weak_type) give the results'
     types; by default they are read from ``main``'s signature (never weak).
     ``donated_args`` are the argument positions whose buffers XLA may reuse.
+    ``host_callbacks`` are the Python functions the module's callback custom calls name by
+    index; ``runtime_token``: ``main`` takes and returns a runtime token first (ordered
+    effects, runtime/effects.py), which ``out_avals`` leave out.
     """
-    if out_avals is None or donated_args:
-        module = _parse(module)
+    if out_avals is None or donated_args or host_callbacks:
+        module = _parse(module)        # jaxlib takes host callbacks only with an ir.Module
     if out_avals is None:
         main = _main_func(module)
         with module.context:
             out_avals = [_aval_of_type(t) for t in
                          ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results]
+        out_avals = out_avals[1:] if runtime_token else out_avals
     if donated_args:
         _mark_donated(module, set(donated_args))
     if name is None:
@@ -118,10 +124,14 @@ def compile(module, *, name: str | None = None, out_avals=None, donated_args=(),
             name = ir.StringAttr(module.operation.attributes["sym_name"]).value
     b = backend()
     try:
-        loaded = b.client.compile_and_load(module, b.device_list, options or xc.CompileOptions())
+        extra = {"host_callbacks": list(host_callbacks)} if host_callbacks else {}
+        loaded = b.client.compile_and_load(module, b.device_list, options or xc.CompileOptions(), **extra)
     except JaxRuntimeError as e:
         raise XlaCompileError(f"XLA failed to compile '{name}': {e}") from None
-    return Executable(loaded, name, [Aval.get(a.shape, a.dtype, a.weak_type) for a in out_avals])
+    exe = Executable(loaded, name, [Aval.get(a.shape, a.dtype, a.weak_type) for a in out_avals])
+    if host_callbacks or runtime_token:
+        exe.calls_host(host_callbacks, runtime_token)
+    return exe
 
 
 class Executable:
@@ -138,17 +148,56 @@ class Executable:
                                 for a in out_avals]
         # Results that carry no data (float0) go back as host zeros, as in JAX.
         self.dataless_outputs = [i for i, a in enumerate(out_avals) if carries_no_data(a.dtype)]
+        self.host_callbacks = ()          # kept alive as long as the executable
+        self.runtime_token = False
+        self.effectful = False            # runs through execute_effectful
+
+    def calls_host(self, host_callbacks, runtime_token: bool) -> None:
+        """The program calls Python functions (and, with ``runtime_token``, has ordered effects)."""
+        self.host_callbacks = tuple(host_callbacks)
+        self.runtime_token = runtime_token
+        self.effectful = True
+        if runtime_token:
+            self.result_handlers = [_jax.array_result_handler(device_aval(_TOKEN_AVAL), backend().sharding, True,
+                                                              _skip_checks=True)] + self.result_handlers
 
     def __call__(self, *args) -> list[Array]:
         return self.execute([a._buf if type(a) is Array else device_put(a)._buf for a in args])
 
     def execute(self, buffers: list) -> list[Array]:
         """Run on device buffers (``Array._buf``); the fast path used by jit and eager dispatch."""
+        if self.effectful:
+            return self.wrap_results(self.execute_effectful(buffers))
         try:
             outs = self._execute(buffers).consume_with_handlers(self.result_handlers)
         except JaxRuntimeError as e:
             raise self.runtime_error(e, buffers) from None
         return self.wrap_results(outs)
+
+    def execute_effectful(self, buffers: list) -> list:
+        """Run a program calling host callbacks: after the previous ordered execution when it has
+        ordered effects, and waited for, so that its callbacks' output and errors come at this
+        call. Returns the handled results (without the runtime token)."""
+        if self.runtime_token:
+            buffers = [effects.ordered_token(_initial_token)] + list(buffers)
+        try:
+            results = self._execute(buffers, with_tokens=True)
+            completion = results.consume_token()
+            effects.started(completion)
+            outs = results.consume_with_handlers(self.result_handlers)
+            if self.runtime_token:
+                effects.set_ordered_token(outs[0])
+                outs = outs[1:]
+            try:
+                completion.block_until_ready()
+            finally:
+                effects.finished(completion)
+        except JaxRuntimeError as e:
+            if self.runtime_token:        # a failed run's token may carry its error: start afresh
+                effects.set_ordered_token(None)
+            error = self.runtime_error(e, buffers)
+            raise error from error.__cause__     # the callback's own exception, if it raised one
+        return outs
 
     def wrap_results(self, outs) -> list:
         """Arrays for the handled results of one run (host zeros where they carry no data)."""
@@ -165,7 +214,14 @@ class Executable:
                 return DeletedArrayError(
                     f"argument {i} of '{self.name}' is an Array whose buffer has been deleted: it was "
                     "donated to an earlier call (donate_argnums) or freed with .delete().")
-        return XlaRuntimeError(f"XLA failed to run '{self.name}': {_explain(e)}")
+        error = XlaRuntimeError(f"XLA failed to run '{self.name}': {_explain(e)}")
+        if self.effectful:
+            cause = effects.take_callback_error()
+            if cause is not None:      # the exception a callback raised, as the cause
+                error = XlaRuntimeError(f"A host callback of '{self.name}' raised "
+                                        f"{type(cause).__name__}: {cause}")
+                error.__cause__ = cause
+        return error
 
     def as_text(self) -> str:
         """XLA's optimized HLO."""
@@ -180,6 +236,13 @@ class Executable:
 
     def __repr__(self):
         return f"Executable({self.name!r}, outputs={self.out_avals})"
+
+
+_TOKEN_AVAL = Aval.get((0,), np.bool_)
+
+
+def _initial_token():
+    return device_put(np.zeros(0, np.bool_))._buf
 
 
 def _explain(e: Exception) -> str:

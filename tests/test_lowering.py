@@ -40,7 +40,10 @@ def run_jaxpr(cj: ClosedJaxpr, *args):
     text = lowered.as_text()
     exe = _EXECUTABLES.get(text)
     if exe is None:
-        exe = _EXECUTABLES[text] = runtime.compile(lowered.module, out_avals=lowered.out_avals)
+        exe = runtime.compile(lowered.module, out_avals=lowered.out_avals,
+                              host_callbacks=lowered.host_callbacks, runtime_token=lowered.runtime_token)
+        if not lowered.host_callbacks:     # the text names callbacks by index only
+            _EXECUTABLES[text] = exe
     return [np.asarray(o) for o in exe(*args)]
 
 
@@ -556,6 +559,22 @@ def test_cumulative(name):
                  for ax in (0, 1) for rev in (False, True)] + [z]
         for got, want in zip(outs, wants):
             check(got, want, dtype, scale=20)
+
+
+def test_host_callbacks():
+    from jaxprc.ir import Effect, HostCallback
+    seen = []
+    x = sample((2, 3), F32)
+    outs = run(lambda a: [
+        *P["pure_callback"].bind(a, callback=HostCallback("sin", lambda v: [np.sin(v)]),
+                                 result_avals=(ShapedArray((2, 3), F32),), vmap_method=None),
+        *P["io_callback"].bind(a, callback=HostCallback("sum", lambda v: [np.sum(v, 1)]),
+                               result_avals=(ShapedArray((2,), F32),), ordered=True),
+        *P["debug_callback"].bind(a, callback=HostCallback("see", lambda v: seen.append(np.asarray(v))),
+                                  effect=Effect.debug, partitioned=False)], x)
+    check(outs[0], np.sin(x.astype(F64)), F32)
+    check(outs[1], x.astype(F64).sum(1), F32)
+    assert len(seen) == 1 and np.array_equal(seen[0], x)
 
 
 REDUCTIONS = {"reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.max, "reduce_min": np.min,

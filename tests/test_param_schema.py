@@ -101,6 +101,10 @@ CORPUS = {
     "custom_jvp": (lambda x: _custom_jvp()(x), [(3,)]),
     "custom_vjp": (lambda x: _custom_vjp()(x), [(3,)]),
     "custom_lin": (lambda x, t: jx.jvp(_custom_vjp(), (x,), (t,)), [(3,), (3,)]),
+    "callbacks": (lambda x: (jx.debug.print("{}", x),
+                             jx.pure_callback(np.sin, jx.ShapeDtypeStruct((3,), F32), x),
+                             jx.experimental.io_callback(np.cos, jx.ShapeDtypeStruct((3,), F32), x))[1:],
+                  [(3,)]),
 }
 
 

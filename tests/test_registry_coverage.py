@@ -24,6 +24,8 @@ LINEAR = {
     "jit", "cond", "scan", "while", "checkpoint", "name",   # calls and control flow: their bodies
     "custom_lin",   # a linearized custom_vjp call: transposing it calls bwd
     "custom_jvp_call_jaxpr",   # a rule applied its own function to tangents: linear through it
+    "debug_callback",   # printing tangents: the transpose drops the print, as in JAX
+    "pure_callback", "io_callback",   # their transpose rules raise JAX's error
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

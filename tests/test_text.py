@@ -15,6 +15,7 @@ from jaxprc import lax
 from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Thunk, Var,
                        param_type, trace_to_jaxpr)
 from jaxprc import lax as prims
+from jaxprc.ir import Effect, HostCallback
 from jaxprc.lax import control_flow as cf
 from jaxprc.ir.equality import alpha_equivalent, structural_hash
 from jaxprc.ir.parser import ParseError, parse
@@ -172,6 +173,13 @@ def _structural_cases():
         "while": (lambda x: cf.while_loop(lambda c: lax.lt(c[0], 3), lambda c: (c[0] + 1, c[1] * 2.0),
                                           (0, x)), [X3]),
         "scan": (lambda x: cf.scan(lambda c, a: (c + a, c * a), 0.0, x), [X3]),
+        # callbacks as read from text: by name, without a Python function
+        "debug_callback": (lambda x: prims.debug_callback_p.bind(
+            x, callback=HostCallback("show"), effect=Effect.ordered_debug, partitioned=False), [X3]),
+        "pure_callback": (lambda x: prims.pure_callback_p.bind(
+            x, callback=HostCallback("f"), result_avals=(sa((2,), i32),), vmap_method="expand_dims"), [X3]),
+        "io_callback": (lambda x: prims.io_callback_p.bind(
+            x, callback=HostCallback("g"), result_avals=(), ordered=False), [X3]),
     }
 
 

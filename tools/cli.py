@@ -524,11 +524,28 @@ def collect_inputs(program, given: list[str]) -> list:
     return [_load_value(values[n], avals[n], n) for n in names]
 
 
+def bind_named_callbacks(program, given: list[str]) -> None:
+    """``--callback NAME=FILE.py:FUNC``: the program's host callback NAME calls FUNC (on flat
+    arrays, returning its results; the text names callbacks only)."""
+    from jaxprc.ir import bind_callbacks
+    callbacks = {}
+    for item in given:
+        name, eq, spec = item.partition("=")
+        if not eq or not name:
+            raise UsageError(f"--callback {item}: expected NAME=FILE.py:FUNC")
+        callbacks[name] = load_function(spec)[0]
+    try:
+        bind_callbacks(program, callbacks)
+    except KeyError as e:
+        raise UsageError(str(e.args[0])) from None
+
+
 def cmd_run(args) -> int:
     """Compile and run a text IR file on the given inputs."""
     import numpy as np
     import jaxprc
     program = load_program(args.file)
+    bind_named_callbacks(program, args.callback or [])
     inputs = collect_inputs(program, args.input or [])
     try:
         outs = jaxprc.jit(jaxprc.jaxpr_as_fun(program))(*inputs)
@@ -688,11 +705,14 @@ def build_parser() -> argparse.ArgumentParser:
              jaxprc run prog.jaxpr --input a=x.npy --input b=2.0
              jaxprc run prog.jaxpr --input '[1.0, 2.0, 3.0]' --input 0.5
              jaxprc run prog.jaxpr --input a=x.npy --input b=y.npy --output results/
+             jaxprc run prog.jaxpr --input 1.0 --callback 'solve=host_fns.py:solve'
              """, cmd_run)
     r.add_argument("file", help="text IR file, or - for stdin")
     r.add_argument("--input", "-i", action="append", metavar="[NAME=]VALUE",
                    help="an input: NAME=FILE.npy, NAME=literal, or positional; repeatable")
     r.add_argument("--output", metavar="DIR", help="write the outputs as DIR/out0.npy, out1.npy, ...")
+    r.add_argument("--callback", action="append", metavar="NAME=FILE.py:FUNC",
+                   help="the Python function a host callback named NAME calls; repeatable")
 
     c = _sub(sub, "check", "parse, verify and round-trip a text IR file",
              "Parse FILE (or - for stdin), verify it, and check that printing and parsing it "

@@ -1,2 +1,3 @@
-"""jaxprc.experimental: ``ode`` (odeint)."""
+"""jaxprc.experimental: ``ode`` (odeint), ``io_callback``."""
 from . import ode  # noqa: F401
+from ..callback import io_callback  # noqa: F401,E402

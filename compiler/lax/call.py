@@ -12,6 +12,7 @@ from __future__ import annotations
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir.core import JaxprTypeError, Primitive
+from jaxprc.ir.effects import has_ordered_effects
 from jaxprc.ir.params import ClosedJaxprParam, Str
 from jaxprc.ir.tracing import close_over_consts
 from jaxprc.passes.inline import call_primitives
@@ -122,6 +123,8 @@ pe.dce_rules[jit_p] = _dce_jit
 # ------------------------------------------------------------------ lowering
 
 def _call(ctx, *args, jaxpr, name):
+    if has_ordered_effects(jaxpr):     # inlined: the ordered-effects token flows through it
+        return ctx.lower_jaxpr(jaxpr, *args)
     return ctx.call(jaxpr, args, name)
 
 

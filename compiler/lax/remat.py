@@ -25,6 +25,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Primitive, Var, param_type
+from jaxprc.ir.effects import Effect
 from jaxprc.ir.params import Bool, Callable, ClosedJaxprParam, OneOf, Record, Str, Tuple
 from jaxprc.ir.tracing import close_over_consts
 from jaxprc.passes.dce import dce_closed, dce_jaxpr
@@ -174,6 +175,17 @@ batching.primitive_batchers[checkpoint_p] = _call_rule(checkpoint_p)     # batch
 
 # ---------------------------------------------------------- partial eval, DCE
 
+_DEBUG_EFFECTS = frozenset({Effect.debug, Effect.ordered_debug})
+
+
+def _reprint(eqn: Eqn, inputs: set, policy) -> bool:
+    """Whether a debug print of the forward pass also runs with the recomputation, as in JAX:
+    unless the policy saves it and it prints more than the checkpoint's own operands."""
+    if not eqn.effects & _DEBUG_EFFECTS:
+        return False
+    return not saveable(policy, eqn) or all(a in inputs for a in eqn.invars if isinstance(a, Var))
+
+
 def _remat_split(known: Jaxpr, residuals: list[Var], policy):
     """Which residuals to save and which known equations to recompute in the unknown part.
 
@@ -196,7 +208,7 @@ def _remat_split(known: Jaxpr, residuals: list[Var], policy):
         need(r)
     recompute = []
     for eqn in reversed(known.eqns):
-        if any(v in needed for v in eqn.outvars):
+        if any(v in needed for v in eqn.outvars) or _reprint(eqn, inputs, policy):
             recompute.append(eqn)
             for a in eqn.invars:
                 need(a)

@@ -18,6 +18,7 @@ from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
+from jaxprc.ir.effects import has_ordered_effects
 from jaxprc.ir.params import ClosedJaxprParam, Tuple
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, trace_to_jaxpr
 from jaxprc.passes.dce import dce_closed
@@ -345,11 +346,20 @@ def _cond_lowering(ctx, index, *operands, branches, **_):
         index = hlo.convert(i32, index)
     index = hlo.clamp(mlir.full((), 0, dt.int32), index, mlir.full((), len(branches) - 1, dt.int32))
     out_types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
-    op = hlo.CaseOp(out_types, index, len(branches))
+    # Ordered effects in a branch: each branch takes the token from above and returns its own.
+    threaded = any(has_ordered_effects(b) for b in branches)
+    token = ctx.get_token() if threaded else None
+    op = hlo.CaseOp([hlo.TokenType.get()] * threaded + out_types, index, len(branches))
     for region, branch in zip(op.branches, branches):
         with ir.InsertionPoint(region.blocks.append()):
-            hlo.return_(ctx.lower_jaxpr(branch, *operands))
-    return list(op.results)
+            if threaded:
+                ctx.set_token(token)
+            outs = ctx.lower_jaxpr(branch, *operands)
+            hlo.return_([ctx.get_token()] * threaded + outs)
+    results = list(op.results)
+    if threaded:
+        ctx.set_token(results.pop(0))
+    return results
 
 
 mlir.register_lowering(cond_p, _cond_lowering)

@@ -31,6 +31,7 @@ from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
+from jaxprc.ir.effects import has_ordered_effects
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Tuple
 from jaxprc.ir.tracing import ConcretizationTypeError, Tracer, close_over_consts, trace_to_jaxpr
 from jaxprc.passes.dce import dce_closed
@@ -809,9 +810,27 @@ def _hlo_while(init, cond_fn, body_fn):
     return list(op.results)
 
 
+def _threaded_while(ctx, init, cond_fn, body_fn, threaded: bool):
+    """``_hlo_while``, the ordered-effects token carried first in the state when ``threaded``
+    (the body's ordered callbacks then run in order, after those before the loop)."""
+    if not threaded:
+        return _hlo_while(init, cond_fn, body_fn)
+
+    def body(token, *state):
+        ctx.set_token(token)
+        new = body_fn(*state)
+        return [ctx.get_token(), *new]
+    token, *outs = _hlo_while([ctx.get_token(), *init], lambda _, *state: cond_fn(*state), body)
+    ctx.set_token(token)
+    return outs
+
+
 def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     # Consts travel in the loop state, so the regions only use their own block arguments.
     split = cond_nconsts + body_nconsts
+    if has_ordered_effects(cond_jaxpr):
+        raise NotImplementedError("while_loop: ordered effects (ordered debug.print, ordered "
+                                  "io_callback) are not supported in the loop's cond_fun")
 
     def cond_fn(*state):
         (pred,) = ctx.lower_jaxpr(cond_jaxpr, *state[:cond_nconsts], *state[split:])
@@ -821,7 +840,7 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         new = ctx.lower_jaxpr(body_jaxpr, *state[cond_nconsts:split], *state[split:])
         return [*state[:split], *new]
 
-    return _hlo_while(args, cond_fn, body_fn)[split:]
+    return _threaded_while(ctx, args, cond_fn, body_fn, has_ordered_effects(body_jaxpr))[split:]
 
 
 def _index_tuple(idx, ndim, dtype=dt.int32):
@@ -856,7 +875,7 @@ def _scan_lowering(ctx, *args, jaxpr, length, reverse, num_consts, num_carry, **
         return [hlo.add(i, full((), 1, i32)), *c, *x, *outs[:num_carry], *ys]
 
     init_state = [full((), 0, i32), *consts, *xs, *init, *[full(a.shape, 0, a.dtype) for a in ys_avals]]
-    final = _hlo_while(init_state, cond_fn, body_fn)
+    final = _threaded_while(ctx, init_state, cond_fn, body_fn, has_ordered_effects(jaxpr))
     return final[1 + nc + nx:]
 
 

@@ -1,0 +1,90 @@
+"""Host callbacks, JAX's API: ``pure_callback``, ``io_callback``, ``effects_barrier``.
+
+The user's function takes and returns pytrees; the primitives (compiler/lax/
+callbacks.py) take flat arrays. A ``FlatCallback`` bridges them and is the
+function a ``HostCallback`` param holds, named after the user's function.
+Equal (same function, same argument structure) flat callbacks compare equal,
+as in JAX, so retracing a function gives an equal program (CSE merges equal
+pure calls; compiled programs are shared).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .ir import dtypes as dt
+from .ir.core import ShapedArray
+from .ir.host_callback import FlatCallback, HostCallback, callback_name
+from .ir.tree_util import tree_flatten, tree_unflatten
+from .lax.callbacks import VMAP_METHODS, io_callback_p, pure_callback_p
+from .runtime import effects_barrier
+
+__all__ = ["pure_callback", "io_callback", "effects_barrier"]
+
+
+def _host_callback(callback: Callable, in_tree) -> HostCallback:
+    """The HostCallback param calling ``callback`` on arguments structured as ``in_tree``."""
+    return HostCallback(callback_name(callback), FlatCallback(callback, in_tree))
+
+
+def _result_avals(result_shape_dtypes, what: str):
+    leaves, out_tree = tree_flatten(result_shape_dtypes)
+    avals = []
+    for leaf in leaves:
+        if not (hasattr(leaf, "shape") and hasattr(leaf, "dtype")):
+            raise TypeError(f"{what}: result_shape_dtypes must be a pytree of objects with shape and "
+                            f"dtype attributes (jaxprc.ShapeDtypeStruct), got {leaf!r}")
+        dtype = np.dtype(leaf.dtype)
+        if dt.canonicalize_dtype(dtype) != dtype:
+            raise ValueError("result_shape_dtypes cannot specify 64-bit types when `jax_enable_x64` "
+                             "is disabled")
+        avals.append(ShapedArray(leaf.shape, dtype))
+    return tuple(avals), out_tree
+
+
+def _check_callable(callback, what: str) -> None:
+    if not callable(callback):
+        raise TypeError(f"{what}: the callback must be callable, got an object of type "
+                        f"{type(callback).__name__}")
+
+
+def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, sharding=None,
+                  vmap_method: str | None = None, **kwargs: Any):
+    """Call the pure Python function ``callback`` on the host, from traced code too.
+
+    ``result_shape_dtypes`` is a pytree of ``ShapeDtypeStruct``s (shape and dtype) the results
+    must match. Being pure, an unused call may be removed and equal calls merged. Under ``vmap``
+    ``vmap_method`` says how: ``"sequential"`` (once per element, ``"sequential_unrolled"``
+    unrolled), ``"expand_dims"`` (one call, unbatched operands get a leading axis of size 1),
+    ``"broadcast_all"`` (... of the batch size); none given, ``vmap`` raises. Not differentiable
+    (wrap it in ``custom_jvp``/``custom_vjp``).
+    """
+    _check_callable(callback, "pure_callback")
+    if vmap_method not in (*VMAP_METHODS, None):
+        raise ValueError(f"vmap_method must be on of the allowed methods {[*VMAP_METHODS, None]}, "
+                         f"but got: {vmap_method}")
+    if sharding is not None:
+        raise NotImplementedError("pure_callback: sharding= is not supported (one device)")
+    flat_args, in_tree = tree_flatten((args, kwargs))
+    result_avals, out_tree = _result_avals(result_shape_dtypes, "pure_callback")
+    outs = pure_callback_p.bind(*flat_args, callback=_host_callback(callback, in_tree),
+                                result_avals=result_avals, vmap_method=vmap_method)
+    return tree_unflatten(out_tree, list(outs))
+
+
+def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, sharding=None,
+                ordered: bool = False, **kwargs: Any):
+    """Call the impure Python function ``callback`` on the host, from traced code too.
+
+    Never removed or merged; with ``ordered=True`` the calls run in program order, across
+    separate compiled calls too (not allowed under ``vmap``). Not differentiable.
+    """
+    _check_callable(callback, "io_callback")
+    if sharding is not None:
+        raise NotImplementedError("io_callback: sharding= is not supported (one device)")
+    flat_args, in_tree = tree_flatten((args, kwargs))
+    result_avals, out_tree = _result_avals(result_shape_dtypes, "io_callback")
+    outs = io_callback_p.bind(*flat_args, callback=_host_callback(callback, in_tree),
+                              result_avals=result_avals, ordered=bool(ordered))
+    return tree_unflatten(out_tree, list(outs))

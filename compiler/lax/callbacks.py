@@ -1,0 +1,272 @@
+"""Host callbacks: programs that call Python functions, as JAX's callback primitives.
+
+- ``debug_callback[callback, effect, partitioned]`` *args: no results; effect
+  ``Effect.debug`` or ``Effect.ordered_debug`` (``jaxprc.debug.print`` / ``.callback``).
+- ``pure_callback[callback, result_avals, vmap_method]`` *args: results of
+  ``result_avals``; pure (DCE drops it when unused, CSE merges equal calls).
+- ``io_callback[callback, result_avals, ordered]`` *args: results of
+  ``result_avals``; effect ``io`` or ``ordered_io``.
+
+``callback`` is a ``jaxprc.ir.HostCallback``: flat arrays in, a flat sequence
+of results out. Compiled, each is a ``stablehlo.custom_call`` of jaxlib's
+Python callback target, whose ``index`` names the function in the list handed
+to the compiler with the module; ordered ones take and return the lowering's
+token. jaxlib checks nothing a callback returns (notes: a wrong shape gave
+garbage), so every call goes through ``_host_call``, which checks the results as
+JAX does (number, shape, dtype after canonicalization: a Python float or an
+int list are fine, a float64 array for float32 is too when x64 is off) and
+records an exception for the error raised at the call (runtime/effects.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from jaxprc import lax, runtime
+from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters.mlir import hlo, ir
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.core import JaxprTypeError, Primitive
+from jaxprc.ir.effects import Effect
+from jaxprc.ir.host_callback import HostCallback
+from jaxprc.ir.params import Aval, Bool, Checker, Enum, OneOf, Str, Tuple
+from jaxprc.ir.tree_util import tree_leaves
+from jaxprc.passes.vmap import axis_size_of
+from jaxprc.runtime.effects import record_callback_error
+
+__all__ = ["debug_callback_p", "pure_callback_p", "io_callback_p"]
+
+VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
+                "legacy_vectorized")
+
+
+class _Callback(Checker):
+    def problem(self, value):
+        return None if isinstance(value, HostCallback) else "not a HostCallback"
+
+    def __str__(self):
+        return 'a host callback, HostCallback(name="...")'
+
+
+# ------------------------------------------------------------- primitives
+
+debug_callback_p = Primitive("debug_callback")
+debug_callback_p.multiple_results = True
+debug_callback_p.def_params(callback=_Callback(), effect=Enum(Effect), partitioned=Bool())
+# (an effect param of the wrong kind has none: the verifier names that param)
+debug_callback_p.def_effects(lambda *, effect, **_: {effect} if isinstance(effect, Effect) else set())
+
+pure_callback_p = Primitive("pure_callback")
+pure_callback_p.multiple_results = True
+pure_callback_p.def_params(callback=_Callback(), result_avals=Tuple(Aval()),
+                           vmap_method=OneOf(None, Str()))
+
+io_callback_p = Primitive("io_callback")
+io_callback_p.multiple_results = True
+io_callback_p.def_params(callback=_Callback(), result_avals=Tuple(Aval()), ordered=Bool())
+io_callback_p.def_effects(lambda *, ordered, **_: {Effect.ordered_io if ordered else Effect.io})
+
+
+@debug_callback_p.def_abstract_eval
+def _debug_callback_abstract_eval(*avals, callback, effect, partitioned):
+    if effect not in (Effect.debug, Effect.ordered_debug):
+        raise JaxprTypeError(f"debug_callback: effect must be Effect.debug or Effect.ordered_debug, "
+                             f"got {effect!r}")
+    return []
+
+
+@pure_callback_p.def_abstract_eval
+def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
+    if vmap_method not in (None, *VMAP_METHODS):
+        raise JaxprTypeError(f"pure_callback: vmap_method must be one of {VMAP_METHODS} or None, "
+                             f"got {vmap_method!r}")
+    return [a.strip_weak_type() for a in result_avals]
+
+
+@io_callback_p.def_abstract_eval
+def _io_callback_abstract_eval(*avals, callback, result_avals, ordered):
+    return [a.strip_weak_type() for a in result_avals]
+
+
+# ------------------------------------------------------- calling the host
+
+def _host_call(callback: HostCallback, args, result_avals, debug: bool = False) -> tuple:
+    """Run ``callback`` on host arrays (copied: XLA's buffers die with the call); its results
+    (ignored for a ``debug`` callback) checked and converted as JAX does (``_wrapped_callback``
+    in jax/_src/callback.py) into exactly typed numpy arrays."""
+    try:
+        outs = callback(*[runtime.device_put(np.array(a)) for a in args])
+        return () if debug else _checked_results(callback.name, tree_leaves(outs), result_avals)
+    except BaseException as e:
+        record_callback_error(e)     # the error raised at the call carries it (runtime/effects.py)
+        raise
+
+
+def _checked_results(name: str, outs, result_avals) -> tuple:
+    if len(outs) != len(result_avals):
+        raise RuntimeError(f"The host callback '{name}' returned {len(outs)} result(s), expected "
+                           f"{len(result_avals)} ({', '.join(a.str_short() for a in result_avals)})")
+    checked = []
+    for i, (out, aval) in enumerate(zip(outs, result_avals)):
+        value = np.asarray(out)
+        value = value.astype(dt.canonicalize_dtype(value.dtype), copy=False)
+        if value.shape != aval.shape:
+            raise RuntimeError(f"The host callback '{name}' returned result {i} of shape {value.shape}, "
+                               f"expected shape {aval.shape} ({aval.str_short()})")
+        if value.dtype != aval.dtype:
+            raise RuntimeError(f"The host callback '{name}' returned result {i} of dtype {value.dtype}, "
+                               f"expected dtype {aval.dtype} ({aval.str_short()})")
+        checked.append(value if value.flags.c_contiguous else value.copy(order="C"))
+    return tuple(checked)
+
+
+def _eager(*args, callback, result_avals=(), **params):
+    """Outside any trace the callback runs at once, on the host."""
+    return [runtime.device_put(x) for x in _host_call(callback, args, result_avals, "effect" in params)]
+
+
+for _p in (debug_callback_p, pure_callback_p, io_callback_p):
+    _p.def_impl(_eager)
+
+
+# -------------------------------------------------------------------- jvp
+
+def _debug_callback_jvp(primals, tangents, **params):
+    """Prints the primal values; no tangents (it has no results)."""
+    return debug_callback_p.bind(*primals, **params), []
+
+
+def _pure_callback_jvp(primals, tangents, **params):
+    raise ValueError("Pure callbacks do not support JVP. Please use `jax.custom_jvp` to use "
+                     "callbacks while taking gradients.")
+
+
+def _io_callback_jvp(primals, tangents, **params):
+    raise ValueError("IO callbacks do not support JVP.")
+
+
+def _pure_callback_transpose(*args, **params):
+    raise ValueError("Pure callbacks do not support transpose. Please use `jax.custom_vjp` to use "
+                     "callbacks while taking gradients.")
+
+
+def _io_callback_transpose(*args, **params):
+    raise ValueError("IO callbacks do not support transpose.")
+
+
+ad.primitive_jvps[debug_callback_p] = _debug_callback_jvp
+ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
+ad.primitive_jvps[io_callback_p] = _io_callback_jvp
+ad.primitive_transposes[debug_callback_p] = lambda ct, *args, **params: [None] * len(args)
+ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
+ad.primitive_transposes[io_callback_p] = _io_callback_transpose
+
+
+# --------------------------------------------------------------- batching
+
+def _debug_callback_batch(args, dims, **params):
+    """One call per batch element, in order (as JAX: a debug print shows each element)."""
+    for i in range(axis_size_of(args, dims)):
+        debug_callback_p.bind(*[x if d is None else lax.index_in_dim(x, i, d, keepdims=False)
+                                for x, d in zip(args, dims)], **params)
+    return [], []
+
+
+def _sequential(prim, args, dims, unroll: bool, **params):
+    """The callback called once per batch element, by a scan over the batched operands."""
+    batched = [batching.moveaxis(x, d, 0) for x, d in zip(args, dims) if d is not None]
+
+    def body(_, xs):
+        xs = iter(xs)
+        return (), prim.bind(*[x if d is None else next(xs) for x, d in zip(args, dims)], **params)
+    _, outs = lax.scan(body, (), batched, unroll=unroll)
+    return list(outs), [0] * len(outs)
+
+
+def _pure_callback_batch(args, dims, *, callback, result_avals, vmap_method):
+    params = dict(callback=callback, result_avals=result_avals, vmap_method=vmap_method)
+    if vmap_method in ("sequential", "sequential_unrolled"):
+        return _sequential(pure_callback_p, args, dims, vmap_method == "sequential_unrolled", **params)
+    if vmap_method not in ("expand_dims", "broadcast_all", "legacy_vectorized"):
+        raise NotImplementedError(
+            "vmap is only supported for the pure_callback primitive when vmap_method is one of "
+            "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
+            f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
+    size = axis_size_of(args, dims)
+    moved = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(args, dims)]
+    if vmap_method != "legacy_vectorized":     # unbatched operands get a leading axis: 1 or the size
+        n = size if vmap_method == "broadcast_all" else 1
+        moved = [lax.broadcast(x, (n,)) if d is None else x for x, d in zip(moved, dims)]
+    batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
+    outs = pure_callback_p.bind(*moved, callback=callback, result_avals=batched_avals,
+                                vmap_method=vmap_method)
+    return list(outs), [0] * len(outs)
+
+
+def _io_callback_batch(args, dims, *, callback, result_avals, ordered):
+    if ordered:
+        raise ValueError("Cannot `vmap` ordered IO callback.")
+    return _sequential(io_callback_p, args, dims, False, callback=callback, result_avals=result_avals,
+                       ordered=ordered)
+
+
+batching.primitive_batchers[debug_callback_p] = _debug_callback_batch
+batching.primitive_batchers[pure_callback_p] = _pure_callback_batch
+batching.primitive_batchers[io_callback_p] = _io_callback_batch
+
+
+# --------------------------------------------------------------- lowering
+
+def _layouts(ranks) -> ir.ArrayAttr:
+    """Row-major layouts (minor-to-major ``n-1 .. 0``) of values of these ranks (tokens: 0)."""
+    return ir.ArrayAttr.get([ir.DenseIntElementsAttr.get(np.arange(r - 1, -1, -1, dtype=np.int64),
+                                                         type=ir.IndexType.get()) for r in ranks])
+
+
+def _emit_callback(ctx, callback: HostCallback, args, *, side_effect: bool, ordered: bool,
+                   debug: bool = False):
+    """A custom call of ``callback`` on ``args`` with ``ctx.avals_out`` results; ordered ones
+    consume and produce the ordered-effects token."""
+    result_avals = list(ctx.avals_out)
+
+    def host(*values):
+        if ordered:           # the token operand arrives as None and goes back first
+            return (values[0], *_host_call(callback, values[1:], result_avals, debug))
+        return _host_call(callback, values, result_avals, debug)
+
+    index = ctx.add_host_callback(host)
+    operands = list(args)
+    result_types = [mlir.aval_to_ir_type(a) for a in result_avals]
+    in_ranks, out_ranks = [a.ndim for a in ctx.avals_in], [a.ndim for a in result_avals]
+    if ordered:
+        operands = [ctx.get_token()] + operands
+        result_types = [hlo.TokenType.get()] + result_types
+        in_ranks, out_ranks = [0] + in_ranks, [0] + out_ranks
+    device = "cpu" if ctx.platform == "cpu" else "gpu"
+    op = hlo.CustomCallOp(
+        result_types, operands, ir.StringAttr.get(f"xla_ffi_python_{device}_callback"),
+        has_side_effect=ir.BoolAttr.get(side_effect),
+        backend_config=ir.DictAttr.get({"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)}),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
+        operand_layouts=_layouts(in_ranks), result_layouts=_layouts(out_ranks))
+    results = list(op.results)
+    if ordered:
+        ctx.set_token(results[0])
+        results = results[1:]
+    return results
+
+
+def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
+    return _emit_callback(ctx, callback, args, side_effect=True, ordered=effect.ordered, debug=True)
+
+
+def _pure_callback_lowering(ctx, *args, callback, result_avals, vmap_method):
+    return _emit_callback(ctx, callback, args, side_effect=False, ordered=False)
+
+
+def _io_callback_lowering(ctx, *args, callback, result_avals, ordered):
+    return _emit_callback(ctx, callback, args, side_effect=True, ordered=ordered)
+
+
+mlir.register_lowering(debug_callback_p, _debug_callback_lowering)
+mlir.register_lowering(pure_callback_p, _pure_callback_lowering)
+mlir.register_lowering(io_callback_p, _io_callback_lowering)
