@@ -146,22 +146,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'JAX has no derivative rule for nextafter (NotImplementedError); jaxprc gives one',
     ('lax.nextafter', 'd2'):
         'JAX has no derivative rule for nextafter (NotImplementedError); jaxprc gives one',
-    ('nn.log_sigmoid', 'd1'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('nn.log_sigmoid', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('nn.silu', 'i32'):
-        'not fixed yet: jaxprc accepts int input (JAX rejects); bf16 values computed in bf16, not f32',
-    ('nn.silu', 'weak'):
-        'not fixed yet: jaxprc accepts int input (JAX rejects); bf16 values computed in bf16, not f32',
-    ('nn.softplus', 'd1'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('nn.softplus', 'd2'):
-        "derivative expression differs from JAX's by an ulp or a few (not fixed yet)",
-    ('nn.swish', 'i32'):
-        'not fixed yet: jaxprc accepts int input (JAX rejects); bf16 values computed in bf16, not f32',
-    ('nn.swish', 'weak'):
-        'not fixed yet: jaxprc accepts int input (JAX rejects); bf16 values computed in bf16, not f32',
     ('numpy.amax', 'd1'):
         'not fixed yet: derivative of a max over one NaN element (JAX 0, jaxprc 1)',
     ('numpy.amin', 'd1'):
@@ -174,8 +158,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('numpy.atan', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
-    ('numpy.isclose', 'weak'):
-        'not fixed yet: isclose of two Python ints is weakly typed in jaxprc, not in JAX',
     ('numpy.linspace', 'bf16'):
         'not fixed yet: interpolation formula differs by an ulp (f32) and in low precision',
     ('numpy.linspace', 'f16'):
@@ -184,36 +166,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'not fixed yet: interpolation formula differs by an ulp (f32) and in low precision',
     ('numpy.linspace', 'i32'):
         'not fixed yet: interpolation formula differs by an ulp (f32) and in low precision',
-    ('numpy.log10', 'bf16'):
-        'not fixed yet: log(x)/log(10) rounded differently (1 ulp f32, more in bf16)',
-    ('numpy.log10', 'd1'):
-        'not fixed yet: log(x)/log(10) rounded differently (1 ulp f32, more in bf16)',
-    ('numpy.log10', 'd2'):
-        'not fixed yet: log(x)/log(10) rounded differently (1 ulp f32, more in bf16)',
-    ('numpy.log10', 'f32'):
-        'not fixed yet: log(x)/log(10) rounded differently (1 ulp f32, more in bf16)',
-    ('numpy.log10', 'i32'):
-        'not fixed yet: log(x)/log(10) rounded differently (1 ulp f32, more in bf16)',
-    ('numpy.logaddexp2', 'bf16'):
-        "not fixed yet: computed via logaddexp in natural-log units, a few ulps off JAX's",
-    ('numpy.logaddexp2', 'd1'):
-        "not fixed yet: computed via logaddexp in natural-log units, a few ulps off JAX's",
-    ('numpy.logaddexp2', 'd2'):
-        "not fixed yet: computed via logaddexp in natural-log units, a few ulps off JAX's",
-    ('numpy.logaddexp2', 'f16'):
-        "not fixed yet: computed via logaddexp in natural-log units, a few ulps off JAX's",
-    ('numpy.logaddexp2', 'f32'):
-        "not fixed yet: computed via logaddexp in natural-log units, a few ulps off JAX's",
-    ('numpy.logaddexp2', 'i32'):
-        "not fixed yet: computed via logaddexp in natural-log units, a few ulps off JAX's",
-    ('numpy.logical_and', 'weak'):
-        'not fixed yet: on Python scalars JAX gives a weak bool, jaxprc a strong one',
-    ('numpy.logical_not', 'weak'):
-        'not fixed yet: on Python scalars JAX gives a weak bool, jaxprc a strong one',
-    ('numpy.logical_or', 'weak'):
-        'not fixed yet: on Python scalars JAX gives a weak bool, jaxprc a strong one',
-    ('numpy.logical_xor', 'weak'):
-        'not fixed yet: on Python scalars JAX gives a weak bool, jaxprc a strong one',
     ('numpy.max', 'd1'):
         'not fixed yet: derivative of a max over one NaN element (JAX 0, jaxprc 1)',
     ('numpy.min', 'd1'):

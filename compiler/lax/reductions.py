@@ -125,8 +125,7 @@ def _extremum_jvp(prim, primals, tangents, *, axes):
     kept = tuple(d for d in range(len(shape)) if d not in axes)
     location = lax.convert_element_type(lax.eq(x, lax.broadcast_in_dim(ans, shape, kept)), aval_of(x).dtype)
     counts = reduce_sum_p.bind(location, axes=axes)
-    weights = lax.div(location, lax.broadcast_in_dim(counts, shape, kept))
-    return ans, reduce_sum_p.bind(lax.mul(t, weights), axes=axes)
+    return ans, lax.div(reduce_sum_p.bind(lax.mul(t, location), axes=axes), counts)
 
 
 ad.primitive_jvps[reduce_max_p] = functools.partial(_extremum_jvp, reduce_max_p)

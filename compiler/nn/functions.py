@@ -53,18 +53,14 @@ def log_sigmoid(x):
     return jnp.negative(softplus(jnp.negative(x)))
 
 
-@custom_jvp
 def softplus(x):
-    """``log(1 + exp(x))`` without overflow."""
+    """``log(1 + exp(x))`` without overflow (its derivative is logaddexp's: sigmoid(x))."""
     return jnp.logaddexp(x, 0)
-
-
-softplus.defjvps(lambda t, ans, x: t * sigmoid(x))
 
 
 def silu(x):
     """``x * sigmoid(x)`` (also called swish)."""
-    x, _, _ = _inexact("silu", x)
+    x = jnp.asarray(x)              # not promoted: integer input is an error, as in JAX
     return jnp.multiply(x, sigmoid(x))
 
 

@@ -57,15 +57,14 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    a, b = asarray(a), asarray(b)
-    common = result_type(a, b)
-    if not issubdtype(common, inexact):
-        return equal(a, b)
-    a, b = a.astype(common), b.astype(common)
-    close = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
-    # an infinity is close only to itself (the tolerance rtol * inf would admit anything)
-    close = logical_and(close, logical_and(isfinite(a), isfinite(b)))
-    close = logical_or(close, equal(a, b))
+    """``|a - b| <= atol + rtol * |b|`` in the common inexact type (integers too, as in JAX); the
+    tolerances are strongly typed, so the result is never weak."""
+    from ._util import promote
+    (a, b), dtype, _ = promote("isclose", a, b, to_inexact=True)
+    real_dtype = real(zeros((), dtype)).dtype
+    rtol, atol = asarray(rtol, real_dtype), asarray(atol, real_dtype)
+    in_range = less_equal(absolute(subtract(a, b)), add(atol, multiply(rtol, absolute(b))))
+    close = logical_or(equal(a, b), logical_and(isfinite(b), in_range))
     return logical_or(close, logical_and(isnan(a), isnan(b))) if equal_nan else close
 
 

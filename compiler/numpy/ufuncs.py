@@ -207,7 +207,9 @@ def log2(x, /):
 
 def log10(x, /):
     (x,), dtype, _ = promote("log10", x, to_inexact=True)
-    return divide(log(x), log(_strong_const(10, dtype)))
+    if dt.is_complex(dtype):
+        return divide(log(x), log(_strong_const(10, dtype)))
+    return multiply(log(x), _strong_const(1 / np.log(10), dtype))   # JAX's rounding: log(x) * (1/ln 10)
 
 
 def deg2rad(x, /):
@@ -364,18 +366,18 @@ def right_shift(x1, x2, /):
 
 
 def _truth(x):
-    """``x != 0`` for non-boolean operands. As in JAX, the zero is strongly typed unless ``x``
-    is a Python scalar, so only Python scalars give a weakly typed truth value."""
+    """``x != 0`` for non-boolean operands; the zero is as weakly typed as ``x`` (JAX's rule), so
+    weakly typed operands give a weakly typed truth value."""
     aval = aval_of(x)
     if dt.is_bool(aval.dtype):
         return x
-    return not_equal(x, convert(0, aval.dtype, weak=isinstance(x, (int, float, complex))))
+    return not_equal(x, convert(0, aval.dtype, weak=aval.weak_type))
 
 
 def _logical(prim, name):
     def fn(*args):
-        args, _, _ = promote(name, *map(_truth, args))
-        return prim.bind(*args)
+        args, _, _ = promote(name, *args)      # promoted first: Python scalars give a weak bool
+        return prim.bind(*map(_truth, args))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` on the truth values of its operands."
     return fn
@@ -505,42 +507,47 @@ def hypot(x1, x2, /):
     return where(any_inf, _const_like(out, np.inf), out)
 
 
+def _logaddexp_in_base(base_exp, log_of_base):
+    """``log_b(b**x1 + b**x2)`` without overflow (``base_exp`` is b**x, ``log_of_base`` ln b, None
+    for e), with the derivative ``b**(xi - out)`` (softmax weights: 1/2 each at a tie, where the
+    composite through ``maximum`` and ``abs`` would give 0) and +inf read as 0 in it, as in JAX."""
+    @custom_jvp
+    def logaddexp_b(x1, x2):
+        from .selection import where
+        delta = subtract(x1, x2)
+        soft = log1p(base_exp(negative(absolute(delta))))
+        if log_of_base is not None:
+            soft = multiply(_const_like(soft, 1 / log_of_base), soft)
+        return where(isnan(delta), add(x1, x2), add(maximum(x1, x2), soft))   # inf - inf: x1 + x2
+
+    @logaddexp_b.defjvp
+    def _jvp(primals, tangents):
+        from .selection import where
+        x1, x2 = primals
+        out = logaddexp_b(x1, x2)
+
+        def finite(v):
+            return where(isposinf(v), zeros_like(v), v)
+        weight1 = base_exp(subtract(finite(x1), finite(out)))
+        weight2 = base_exp(subtract(finite(x2), finite(out)))
+        return out, add(multiply(tangents[0], weight1), multiply(tangents[1], weight2))
+    return logaddexp_b
+
+
+_logaddexp = _logaddexp_in_base(exp, None)
+_logaddexp2 = _logaddexp_in_base(exp2, np.log(2))
+
+
 def logaddexp(x1, x2, /):
     """``log(exp(x1) + exp(x2))`` computed without overflow."""
     (x1, x2), _, _ = promote("logaddexp", x1, x2, to_inexact=True)
     return _logaddexp(x1, x2)
 
 
-@custom_jvp
-def _logaddexp(x1, x2):
-    """The derivative is ``exp(xi - out)`` (softmax weights: 1/2 each at a tie, where the
-    composite through ``maximum`` and ``abs`` would give 0), +inf read as 0 in it as in JAX."""
-    from .selection import where
-    delta = subtract(x1, x2)
-    out = add(maximum(x1, x2), log1p(exp(negative(absolute(delta)))))
-    return where(isnan(delta), add(x1, x2), out)   # inf - inf: the answer is x1 + x2
-
-
-def _logaddexp_jvp(primals, tangents):
-    from .selection import where
-    x1, x2 = primals
-    out = _logaddexp(x1, x2)
-
-    def finite(v):
-        return where(isposinf(v), zeros_like(v), v)
-    weight1 = exp(subtract(finite(x1), finite(out)))
-    weight2 = exp(subtract(finite(x2), finite(out)))
-    return out, add(multiply(tangents[0], weight1), multiply(tangents[1], weight2))
-
-
-_logaddexp.defjvp(_logaddexp_jvp)
-
-
 def logaddexp2(x1, x2, /):
-    """``log2(2**x1 + 2**x2)``: logaddexp in natural-log units, scaled back."""
+    """``log2(2**x1 + 2**x2)`` computed without overflow."""
     (x1, x2), _, _ = promote("logaddexp2", x1, x2, to_inexact=True)
-    ln2 = _const_like(x1, np.log(2))
-    return divide(logaddexp(multiply(x1, ln2), multiply(x2, ln2)), ln2)
+    return _logaddexp2(x1, x2)
 
 
 def copysign(x1, x2, /):
