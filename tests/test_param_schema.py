@@ -101,6 +101,7 @@ CORPUS = {
     "custom_jvp": (lambda x: _custom_jvp()(x), [(3,)]),
     "custom_vjp": (lambda x: _custom_vjp()(x), [(3,)]),
     "custom_lin": (lambda x, t: jx.jvp(_custom_vjp(), (x,), (t,)), [(3,), (3,)]),
+    "fft": (lambda x: lax.fft(x, lax.FftType.RFFT, (3,)), [(3,)]),
 }
 
 

@@ -172,6 +172,7 @@ def _structural_cases():
         "while": (lambda x: cf.while_loop(lambda c: lax.lt(c[0], 3), lambda c: (c[0] + 1, c[1] * 2.0),
                                           (0, x)), [X3]),
         "scan": (lambda x: cf.scan(lambda c, a: (c + a, c * a), 0.0, x), [X3]),
+        "fft": (lambda x: lax.fft(x, lax.FftType.IRFFT, (2, 4)), [sa((2, 3), np.complex64)]),
     }
 
 
