@@ -102,6 +102,8 @@ CORPUS = {
     "custom_vjp": (lambda x: _custom_vjp()(x), [(3,)]),
     "custom_lin": (lambda x, t: jx.jvp(_custom_vjp(), (x,), (t,)), [(3,), (3,)]),
     "fft": (lambda x: lax.fft(x, lax.FftType.RFFT, (3,)), [(3,)]),
+    "solves": (lambda x: (lax.custom_linear_solve(lambda v: 2.0 * v, x, lambda mv, v: v / 2.0, symmetric=True),
+                          lax.custom_root(lambda v: v - x, x, lambda f, v: x, lambda g, y: y)), [(3,)]),
 }
 
 

@@ -25,6 +25,7 @@ LINEAR = {
     "custom_lin",   # a linearized custom_vjp call: transposing it calls bwd
     "custom_jvp_call_jaxpr",   # a rule applied its own function to tangents: linear through it
     "fft",
+    "custom_linear_solve",   # linear in b: transposing solves the transposed system
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

@@ -173,6 +173,9 @@ def _structural_cases():
                                           (0, x)), [X3]),
         "scan": (lambda x: cf.scan(lambda c, a: (c + a, c * a), 0.0, x), [X3]),
         "fft": (lambda x: lax.fft(x, lax.FftType.IRFFT, (2, 4)), [sa((2, 3), np.complex64)]),
+        "custom_linear_solve": (lambda x: cf.custom_linear_solve(lambda v: v * 2.0, x, lambda mv, v: v / 2.0),
+                                [X3]),
+        "custom_root": (lambda x: cf.custom_root(lambda v: v - x, x, lambda f, v: x, lambda g, y: y), [X3]),
     }
 
 
