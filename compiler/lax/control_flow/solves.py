@@ -235,7 +235,7 @@ def _linear_solve_batch(args, dims, *, const_lengths, **jaxprs):
     front = [0 if d is not None else None for d in dims]
     groups, b = _split(args, const_lengths)
     dgroups, _ = _split(front, const_lengths)
-    b = [matchaxis(x, d, 0, size) for x, d in zip(b, dims[sum(const_lengths):])]
+    b = [matchaxis(x, f, 0, size) for x, f in zip(b, front[sum(const_lengths):])]
     n_b = len(b)
     batched = {}
     for name, gdims in zip(_LINEAR_SOLVE_JAXPRS, dgroups):
