@@ -233,3 +233,37 @@ def test_root_errors():
         lax.custom_root(lambda x: x, 1.0, solve, lambda g, y: y, has_aux=True)
     with pytest.raises(TypeError, match=r"tangent_solve\(\) output pytree structure"):
         lax.custom_root(lambda x: x, 1.0, solve, lambda g, y: (y, y))
+
+
+# ------------------------------------------------ jax.scipy.sparse.linalg
+
+def test_cg_and_bicgstab():
+    from jaxprc.scipy.sparse import linalg as spl
+    S = A0 @ A0.T + 3 * np.eye(3)
+    z = (B0 + 1j * B0[::-1]).astype(np.complex128)
+    tree_mv = lambda v: {"u": 2.0 * v["u"], "w": S @ v["w"]}
+
+    @jx.jit
+    def solves(S, A, b, z):
+        return (spl.cg(S, b, tol=1e-12)[0], spl.cg(lambda v: S @ v, b, M=jnp.diag(1 / jnp.diag(S)), tol=1e-12)[0],
+                spl.bicgstab(A, b, tol=1e-12)[0], spl.bicgstab(A.astype(z.dtype), z, tol=1e-12)[0],
+                spl.cg(tree_mv, {"u": jnp.ones(2), "w": b}, tol=1e-12)[0],
+                jx.vmap(lambda b: spl.cg(S, b, tol=1e-12)[0])(jnp.stack([b, 2 * b])))
+    x, x_pre, y, yz, tree, xs = solves(S, A0, B0, z)
+    close(S @ np.asarray(x), B0)
+    close(x_pre, x)
+    close(A0 @ np.asarray(y), B0)
+    close(A0 @ np.asarray(yz), z)
+    close(tree["u"], 0.5 * np.ones(2))
+    close(xs[1], 2 * np.asarray(x))
+    assert spl.cg(S, B0)[1] is None
+    # derivatives through the implicit rules: d/db sum(x) = A^-T 1, d/dA = -A^-T 1 x^T
+    loss = lambda A, b: jnp.sum(spl.bicgstab(lambda v: A @ v, b, tol=1e-12)[0])
+    gA, gb = jx.jit(jx.grad(loss, argnums=(0, 1)))(A0, B0)
+    lam = np.linalg.solve(A0.T, np.ones(3))
+    close(gb, lam)
+    close(gA, -np.outer(lam, np.linalg.solve(A0, B0)))
+    with pytest.raises(ValueError, match="must be a square matrix"):
+        spl.cg(np.ones((2, 3)), np.ones(2))
+    with pytest.raises(ValueError, match="matching shapes"):
+        spl.cg(S, B0, x0=np.zeros(2))

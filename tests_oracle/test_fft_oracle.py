@@ -149,3 +149,24 @@ def test_custom_root_against_jax():
         return (root(p), api.grad(root)(p), api.hessian(root)(p), api.vmap(root)(jnp.stack([p, p * 2])),
                 api.jvp(root, (p,), (p * 0.3,))[1])
     assert_same(program, np.array([2.0, 3.0]), tol=1e-9)
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("method", ["cg", "bicgstab"])
+def test_sparse_solvers_against_jax(method):
+    import jax.scipy.sparse.linalg as jax_spl
+    import jaxprc.scipy.sparse.linalg as jx_spl
+    A = R.randn(4, 4)
+    A = A @ A.T + 4 * np.eye(4) if method == "cg" else A + 5 * np.eye(4)
+    b = R.randn(4)
+
+    def program(api, jnp, lax, sf, A, b):
+        spl = jax_spl if api is jax else jx_spl
+        solve = getattr(spl, method)
+
+        def run(A, b):
+            f = lambda A, b: solve(lambda v: A @ v, b, tol=1e-12)[0]
+            pre = solve(A, b, M=jnp.diag(1 / jnp.diag(A)), maxiter=3)[0]
+            return f(A, b), pre, api.grad(lambda A, b: jnp.sum(jnp.sin(f(A, b))), argnums=(0, 1))(A, b)
+        return api.jit(run)(A, b)
+    assert_same(program, A, b, tol=1e-10)
