@@ -318,3 +318,23 @@ def test_dct_gradient_is_its_transpose():
     x, ct = _real(6), _real(6)
     vjp = jx.jit(lambda x, ct: jx.vjp(lambda v: jsf.dct(v, norm="ortho"), x)[1](ct)[0])
     close(vjp(x, ct), _jit(jsf.idct, norm="ortho")(ct))    # orthonormal: the transpose is the inverse
+
+
+def test_gpu_lowering_of_multi_dimensional_irfft():
+    """The GPU rule (an IFFT over the outer axes, then a 1-D IRFFT) gives numpy's values for a
+    spectrum that is not Hermitian along the outer axes; checked here by running it on the CPU."""
+    import importlib
+    from jaxprc import lowering
+    fft_module = importlib.import_module("jaxprc.lax.fft")      # jaxprc.lax.fft is the function
+    x = _cplx(2, 3, 4, 3)
+    saved = lowering.PLATFORM_LOWERING_RULES["cpu"].get(lax.fft_p)
+    lowering.PLATFORM_LOWERING_RULES["cpu"][lax.fft_p] = fft_module._fft_lowering_gpu
+    try:
+        for lengths in [(4, 4), (3, 4, 4)]:
+            out = jx.jit(lambda v: lax.fft(v, "irfft", lengths))(x)
+            close(out, np.fft.irfftn(x, lengths, axes=range(-len(lengths), 0)))
+    finally:
+        if saved is None:
+            del lowering.PLATFORM_LOWERING_RULES["cpu"][lax.fft_p]
+        else:
+            lowering.PLATFORM_LOWERING_RULES["cpu"][lax.fft_p] = saved

@@ -168,4 +168,25 @@ def _fft_lowering(ctx, x, *, fft_type, fft_lengths):
     return hlo.fft(x, hlo.FftTypeAttr.get(fft_type.name), list(fft_lengths))
 
 
+def _fft_lowering_gpu(ctx, x, *, fft_type, fft_lengths):
+    """cuFFT's multi-dimensional C2R transform assumes Hermitian symmetry along every axis, numpy
+    (and XLA on CPU) only along the last: an N-D IRFFT is an (N-1)-D IFFT over the outer axes,
+    then a 1-D IRFFT."""
+    (out,) = ctx.avals_out
+    if fft_type != FftType.IRFFT or len(fft_lengths) == 1 or out.size == 0:
+        return _fft_lowering(ctx, x, fft_type=fft_type, fft_lengths=fft_lengths)
+    rank = ctx.avals_in[0].ndim
+    first = rank - len(fft_lengths)
+    to_front = list(range(rank))
+    to_front.insert(first, to_front.pop())       # the half-spectrum axis before the outer ones
+    x = hlo.transpose(x, to_front)
+    x = hlo.fft(x, hlo.FftTypeAttr.get("IFFT"), list(fft_lengths[:-1]))
+    back = list(range(rank))
+    back.append(back.pop(first))
+    x = hlo.transpose(x, back)
+    return hlo.fft(x, hlo.FftTypeAttr.get("IRFFT"), [fft_lengths[-1]])
+
+
 mlir.register_lowering(fft_p, _fft_lowering)
+mlir.register_lowering(fft_p, _fft_lowering_gpu, platform="cuda")
+mlir.register_lowering(fft_p, _fft_lowering_gpu, platform="rocm")
