@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Sequence
-
 import numpy as np
 
 from jaxprc import lax

@@ -123,7 +123,7 @@ def _linear_solve_abstract_eval(*avals, const_lengths, **jaxprs):
     if jaxprs["vecmat_jaxpr"] is None and jaxprs["transpose_solve_jaxpr"] is not None:
         raise JaxprTypeError(f"{prim}: transpose_solve_jaxpr needs a vecmat_jaxpr")
     check_operand_types(prim, "matvec_jaxpr outputs (b's types)", b, matvec.out_avals)
-    return list(solve.out_avals)
+    return list(b) + list(solve.out_avals[n_b:])     # the solution has b's types (JAX's rule)
 
 
 def custom_linear_solve(matvec: Callable, b: Any, solve: Callable, transpose_solve: Callable | None = None,
