@@ -181,9 +181,9 @@ def _input(name, shape):
 @pytest.mark.parametrize("name", _ONE_D)
 def test_one_dimensional_against_numpy(name):
     x = _input(name, (3, 6))
-    for n, axis, norm in itertools.islice(itertools.product([None, 4, 9], [-1, 0], [None, "ortho", "forward"]),
-                                          0, None, 3):
-        out = _jit(getattr(jnp.fft, name), n=n, axis=axis, norm=norm)(x)
+    cases = list(itertools.islice(itertools.product([None, 4, 9], [-1, 0], [None, "ortho", "forward"]), 0, None, 3))
+    outs = jx.jit(lambda x: [getattr(jnp.fft, name)(x, n=n, axis=axis, norm=norm) for n, axis, norm in cases])(x)
+    for out, (n, axis, norm) in zip(outs, cases):
         want = getattr(np.fft, name)(x, n=n, axis=axis, norm=norm)
         assert out.shape == want.shape, (name, n, axis, norm)
         close(out, want)
@@ -198,8 +198,8 @@ def test_n_dimensional_against_numpy(name):
              dict(s=(3, 2), axes=(2, 0))]
     if not two:
         cases += [dict(s=(2, 4, 3)), dict(axes=(1,))]
-    for kw in cases:
-        out = _jit(getattr(jnp.fft, name), **kw)(x)
+    outs = jx.jit(lambda x: [getattr(jnp.fft, name)(x, **kw) for kw in cases])(x)
+    for out, kw in zip(outs, cases):
         want = getattr(np.fft, name)(x, **kw)
         assert out.shape == want.shape, (name, kw)
         close(out, want)
@@ -213,17 +213,19 @@ def test_more_than_three_axes(name):
 
 
 def test_frequencies_and_shifts():
-    for n, d in [(5, 1.0), (6, 0.5), (1, 2.0)]:
-        freqs = jx.jit(lambda: (jnp.fft.fftfreq(n, d), jnp.fft.rfftfreq(n, d)))()
-        close(freqs[0], np.fft.fftfreq(n, d), 1e-6)
-        close(freqs[1], np.fft.rfftfreq(n, d), 1e-6)
+    sizes = [(5, 1.0), (6, 0.5), (1, 2.0)]
+    freqs = jx.jit(lambda: [(jnp.fft.fftfreq(n, d), jnp.fft.rfftfreq(n, d)) for n, d in sizes])()
+    for (n, d), (full, half) in zip(sizes, freqs):
+        close(full, np.fft.fftfreq(n, d), 1e-6)
+        close(half, np.fft.rfftfreq(n, d), 1e-6)
     assert jnp.fft.fftfreq(4).dtype == np.float32
     assert jnp.fft.fftfreq(4, dtype=np.float16).dtype == np.float16
     x = np.arange(12).reshape(3, 4)
-    for axes in [None, 0, (1,), (0, 1)]:
-        shifted = jx.jit(lambda x: (jnp.fft.fftshift(x, axes), jnp.fft.ifftshift(x, axes)))(x)
-        np.testing.assert_array_equal(shifted[0], np.fft.fftshift(x, axes))
-        np.testing.assert_array_equal(shifted[1], np.fft.ifftshift(x, axes))
+    all_axes = [None, 0, (1,), (0, 1)]
+    shifted = jx.jit(lambda x: [(jnp.fft.fftshift(x, a), jnp.fft.ifftshift(x, a)) for a in all_axes])(x)
+    for axes, (fwd, inv) in zip(all_axes, shifted):
+        np.testing.assert_array_equal(fwd, np.fft.fftshift(x, axes))
+        np.testing.assert_array_equal(inv, np.fft.ifftshift(x, axes))
 
 
 def test_jnp_fft_errors():
@@ -277,24 +279,24 @@ def _ortho(y, axis):
     return y * scale.reshape(shape)
 
 
-def _jit(f, **kw):
-    """``f(x, **kw)`` compiled once (eager, every small op would compile on its own)."""
-    return jx.jit(lambda x: f(x, **kw))
-
-
 def test_dct_against_the_definition_and_idct_inverts_it():
-    x = _real(3, 5, 4)
-    for axis, norm in [(-1, None), (0, "ortho"), (1, "backward")]:
+    x, z = _real(3, 5, 4), _cplx(5)
+    cases = [(-1, None), (0, "ortho"), (1, "backward")]
+
+    @jx.jit
+    def run(x, z):
+        ys = [jsf.dct(x, axis=axis, norm=norm) for axis, norm in cases]
+        back = [jsf.idct(y, axis=axis, norm=norm) for y, (axis, norm) in zip(ys, cases)]
+        return ys, back, jsf.dct(x, n=7), jsf.dct(x, n=2), jsf.dct(z)
+
+    ys, back, padded, cropped, complex_out = run(x, z)
+    for y, x_back, (axis, norm) in zip(ys, back, cases):
         want = _dct2_direct(x, axis)
-        if norm == "ortho":
-            want = _ortho(want, axis)
-        y = _jit(jsf.dct, axis=axis, norm=norm)(x)
-        close(y, want)
-        close(_jit(jsf.idct, axis=axis, norm=norm)(y), x)
-    close(_jit(jsf.dct, n=7)(x), _dct2_direct(np.pad(x, [(0, 0), (0, 0), (0, 3)]), -1))
-    close(_jit(jsf.dct, n=2)(x), _dct2_direct(x[..., :2], -1))
-    z = _cplx(5)
-    close(_jit(jsf.dct)(z), _dct2_direct(z.real, 0) + 1j * _dct2_direct(z.imag, 0))
+        close(y, _ortho(want, axis) if norm == "ortho" else want)
+        close(x_back, x)
+    close(padded, _dct2_direct(np.pad(x, [(0, 0), (0, 0), (0, 3)]), -1))
+    close(cropped, _dct2_direct(x[..., :2], -1))
+    close(complex_out, _dct2_direct(z.real, 0) + 1j * _dct2_direct(z.imag, 0))
     assert jsf.dct(np.arange(4)).dtype == np.float32
 
 
@@ -303,11 +305,19 @@ def test_dctn_and_idctn():
     want = x.astype(np.float64)
     for axis in range(3):
         want = _dct2_direct(want, axis)
-    close(_jit(jsf.dctn)(x), want, 1e-3)
-    close(_jit(jsf.dctn, axes=(0, 2))(x), _dct2_direct(_dct2_direct(x, 0), 2))
-    close(_jit(jsf.dctn, s=(3, 2), axes=(2, 0))(x), _dct2_direct(_dct2_direct(x[:2, :, :3], 0), 2))
-    for kw in [dict(), dict(norm="ortho"), dict(axes=(1,)), dict(axes=(0, 1), norm="ortho")]:
-        close(jx.jit(lambda x: jsf.idctn(jsf.dctn(x, **kw), **kw))(x), x)
+    inverse_cases = [dict(), dict(norm="ortho"), dict(axes=(1,)), dict(axes=(0, 1), norm="ortho")]
+
+    @jx.jit
+    def run(x):
+        return (jsf.dctn(x), jsf.dctn(x, axes=(0, 2)), jsf.dctn(x, s=(3, 2), axes=(2, 0)),
+                [jsf.idctn(jsf.dctn(x, **kw), **kw) for kw in inverse_cases])
+
+    full, two, resized, round_trips = run(x)
+    close(full, want, 1e-3)
+    close(two, _dct2_direct(_dct2_direct(x, 0), 2))
+    close(resized, _dct2_direct(_dct2_direct(x[:2, :, :3], 0), 2))
+    for back in round_trips:
+        close(back, x)
     with pytest.raises(NotImplementedError, match="Only DCT type 2"):
         jsf.dct(x, type=3)
     with pytest.raises(ValueError, match="norm='forward' is not implemented"):
@@ -317,7 +327,7 @@ def test_dctn_and_idctn():
 def test_dct_gradient_is_its_transpose():
     x, ct = _real(6), _real(6)
     vjp = jx.jit(lambda x, ct: jx.vjp(lambda v: jsf.dct(v, norm="ortho"), x)[1](ct)[0])
-    close(vjp(x, ct), _jit(jsf.idct, norm="ortho")(ct))    # orthonormal: the transpose is the inverse
+    close(vjp(x, ct), jx.jit(lambda c: jsf.idct(c, norm="ortho"))(ct))    # orthonormal: the transpose is the inverse
 
 
 def test_gpu_lowering_of_multi_dimensional_irfft():
