@@ -268,3 +268,19 @@ def test_cg_and_bicgstab():
         spl.cg(np.ones((2, 3)), np.ones(2))
     with pytest.raises(ValueError, match="matching shapes"):
         spl.cg(S, B0, x0=np.zeros(2))
+
+
+def test_ill_typed_programs_are_rejected_naming_the_primitive():
+    from jaxprc.ir import ParseError, parse
+    root = str(jx.make_jaxpr(lambda a: lax.custom_root(lambda x: x - a, a, lambda f, x: x - f(x),
+                                                       lambda g, y: y))(np.float32(2.0)))
+    solve = str(jx.make_jaxpr(lambda b: lax.custom_linear_solve(lambda x: 2.0 * x, b,
+                                                                lambda mv, x: x / 2.0))(np.float32(2.0)))
+    for text, edit, match in [
+            (root, ("const_lengths=(1, 1, 1)", "const_lengths=(2, 1, 1)"), "custom_root.*operands"),
+            (root, ("l:f32[]. let  in", "l:i32[]. let  in"), "custom_root.*tangent_solve_jaxpr inputs"),
+            (solve, ("const_lengths=(0, 0, 0, 0)", "const_lengths=(0, 0, 0)"), "custom_linear_solve: param const_lengths.*4 items"),
+            (solve, ("transpose_solve_jaxpr=None", "transpose_solve_jaxpr=3"), "transpose_solve_jaxpr")]:
+        assert edit[0] in text, text
+        with pytest.raises(ParseError, match=match):
+            parse(text.replace(*edit))

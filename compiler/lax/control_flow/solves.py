@@ -122,7 +122,10 @@ def _linear_solve_abstract_eval(*avals, const_lengths, **jaxprs):
         _check_jaxpr(prim, name, cj, consts, b, b)
     if jaxprs["vecmat_jaxpr"] is None and jaxprs["transpose_solve_jaxpr"] is not None:
         raise JaxprTypeError(f"{prim}: transpose_solve_jaxpr needs a vecmat_jaxpr")
-    check_operand_types(prim, "matvec_jaxpr outputs (b's types)", b, matvec.out_avals)
+    vecmat = jaxprs["vecmat_jaxpr"]
+    if vecmat is not None and len(vecmat.out_avals) != n_b:
+        raise JaxprTypeError(f"{prim}: vecmat_jaxpr must return {n_b} values (b's leaves), "
+                             f"got {len(vecmat.out_avals)}")
     return list(b) + list(solve.out_avals[n_b:])     # the solution has b's types (JAX's rule)
 
 
