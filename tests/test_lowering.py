@@ -857,6 +857,32 @@ def test_cumulative_scan_lengths(n):
     check(outs[2], _np_cumulative("cumsum", xi, 0, True), np.int32)
 
 
+def test_fft_and_implicit_solves_lower():
+    from jaxprc.lax import FftType, custom_linear_solve, custom_root
+    for dtype in (F32, F64):
+        x = sample((2, 3, 4), dtype)
+        spectrum, back, full, empty = run(
+            lambda a, e: [P["fft"].bind(a, fft_type=FftType.RFFT, fft_lengths=(3, 4)),
+                          P["fft"].bind(P["fft"].bind(a, fft_type=FftType.RFFT, fft_lengths=(3, 4)),
+                                        fft_type=FftType.IRFFT, fft_lengths=(3, 4)),
+                          P["fft"].bind(P["fft"].bind(a, fft_type=FftType.RFFT, fft_lengths=(4,)),
+                                        fft_type=FftType.FFT, fft_lengths=(2, 3, 3)),
+                          P["fft"].bind(e, fft_type=FftType.RFFT, fft_lengths=(4,))],
+            x, np.zeros((0, 4), dtype))
+        complex_dtype = np.result_type(dtype, np.complex64)
+        assert spectrum.dtype == complex_dtype and empty.shape == (0, 3)
+        t = tol(dtype) * 50
+        np.testing.assert_allclose(spectrum, np.fft.rfft2(x), rtol=t, atol=t)
+        np.testing.assert_allclose(back, x, rtol=t, atol=t)
+        np.testing.assert_allclose(full, np.fft.fftn(np.fft.rfft(x)), rtol=t, atol=t)
+    b = sample((3,), F32)
+    solved, root = run(lambda v: [custom_linear_solve(lambda y: y * 2, v, lambda mv, y: y / 2),
+                                  custom_root(lambda y: y * y - 4, v * 0 + 1, lambda f, y: y * 0 + 2,
+                                              lambda g, y: y)], b)
+    check(solved, b / 2, F32)
+    check(root, np.full(3, 2.0), F32)
+
+
 def test_complex_max_min_sort_order_by_real_then_imag_as_jax():
     import jaxprc as jx
     import jaxprc.numpy as jnp

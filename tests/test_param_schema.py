@@ -105,6 +105,9 @@ CORPUS = {
                              jx.pure_callback(np.sin, jx.ShapeDtypeStruct((3,), F32), x),
                              jx.experimental.io_callback(np.cos, jx.ShapeDtypeStruct((3,), F32), x))[1:],
                   [(3,)]),
+    "fft": (lambda x: lax.fft(x, lax.FftType.RFFT, (3,)), [(3,)]),
+    "solves": (lambda x: (lax.custom_linear_solve(lambda v: 2.0 * v, x, lambda mv, v: v / 2.0, symmetric=True),
+                          lax.custom_root(lambda v: v - x, x, lambda f, v: x, lambda g, y: y)), [(3,)]),
 }
 
 

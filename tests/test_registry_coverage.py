@@ -26,6 +26,8 @@ LINEAR = {
     "custom_jvp_call_jaxpr",   # a rule applied its own function to tangents: linear through it
     "debug_callback",   # printing tangents: the transpose drops the print, as in JAX
     "pure_callback", "io_callback",   # their transpose rules raise JAX's error
+    "fft",
+    "custom_linear_solve",   # linear in b: transposing solves the transposed system
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

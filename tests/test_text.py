@@ -180,6 +180,10 @@ def _structural_cases():
             x, callback=HostCallback("f"), result_avals=(sa((2,), i32),), vmap_method="expand_dims"), [X3]),
         "io_callback": (lambda x: prims.io_callback_p.bind(
             x, callback=HostCallback("g"), result_avals=(), ordered=False), [X3]),
+        "fft": (lambda x: lax.fft(x, lax.FftType.IRFFT, (2, 4)), [sa((2, 3), np.complex64)]),
+        "custom_linear_solve": (lambda x: cf.custom_linear_solve(lambda v: v * 2.0, x, lambda mv, v: v / 2.0),
+                                [X3]),
+        "custom_root": (lambda x: cf.custom_root(lambda v: v - x, x, lambda f, v: x, lambda g, y: y), [X3]),
     }
 
 

@@ -526,6 +526,32 @@ def _(lib, a, v):
     return n.trace(a @ a) + n.diag(a) * v + n.triu(a).sum() + n.kron(v[:2], v[2:]).sum()
 
 
+@case("fft", X)
+def _(lib, x):
+    f, n = lib.numpy.fft, lib.numpy
+    return (f.irfft(f.rfft(x) * (1.0 + 0.5j), n=4), n.real(f.fft2(x, norm="ortho")),
+            n.imag(f.ifftn(x * x, s=(2, 5))))
+
+
+def _richardson(lib):
+    """A fixed-count linear solver for the well-conditioned systems here (never differentiated)."""
+    return lambda matvec, b: lib.lax.fori_loop(0, 40, lambda i, x: x + 0.4 * (b - matvec(x)), b * 0.0)
+
+
+@case("custom_linear_solve", np.eye(4, dtype=np.float32) * 2 + normal(4, 4, scale=0.1), V)
+def _(lib, a, v):
+    solve = _richardson(lib)
+    return lib.lax.custom_linear_solve(lambda x: a @ x, v, solve, solve) * v
+
+
+@case("custom_root", P)
+def _(lib, p):
+    def solve(f, x0):
+        return lib.lax.fori_loop(0, 30, lambda i, x: x - f(x) / (2 * x), x0)
+    # f is elementwise: its linearization is a diagonal, read off by applying it to ones
+    return lib.lax.custom_root(lambda x: x * x - p, p * 0 + 1, solve, lambda g, y: y / g(lib.numpy.ones_like(y)))
+
+
 @case("polynomial_horner", V, second=True)
 def _(lib, v):
     acc = v * 0.0 + 1.0

@@ -7,6 +7,7 @@ typing and tracing helpers.
 """
 from .conditionals import *  # noqa: F401,F403
 from .loops import *  # noqa: F401,F403
-from . import conditionals, loops
+from .solves import *  # noqa: F401,F403
+from . import conditionals, loops, solves
 
-__all__ = [*conditionals.__all__, *loops.__all__]
+__all__ = [*conditionals.__all__, *loops.__all__, *solves.__all__]

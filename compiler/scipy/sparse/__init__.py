@@ -1,0 +1,2 @@
+"""jaxprc.scipy.sparse: matrix-free solvers (``linalg``)."""
+from . import linalg  # noqa: F401
