@@ -1,6 +1,91 @@
 """jaxprc.dtypes: JAX's ``jax.dtypes`` names (float0, bfloat16, canonicalization, promotion)."""
-from .ir.dtypes import bfloat16, canonicalize_dtype, finfo, float0, iinfo  # noqa: F401
-from .numpy._dtypes import issubdtype, promote_types, result_type  # noqa: F401
+from __future__ import annotations
 
-__all__ = ["bfloat16", "canonicalize_dtype", "finfo", "float0", "iinfo", "issubdtype",
-           "promote_types", "result_type"]
+import numpy as np
+
+from .ir import dtypes as dt
+from .ir.dtypes import bfloat16, canonicalize_dtype, finfo, float0, iinfo  # noqa: F401
+from .ir.tracing import get_aval
+from .numpy import _dtypes as _np_dtypes
+from .numpy._dtypes import promote_types, result_type  # noqa: F401
+
+__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo",
+           "issubdtype", "itemsize_bits", "prng_key", "promote_types", "result_type", "scalar_type_of"]
+
+
+class TypePromotionError(ValueError):
+    """Raised when type promotion fails (as ``jax.dtypes.TypePromotionError``)."""
+
+
+class extended(np.generic):
+    """Abstract scalar class of the extended dtypes (typed PRNG keys); never instantiated."""
+
+
+class prng_key(extended):
+    """Abstract scalar class of typed PRNG key dtypes (``key<fry>``); never instantiated."""
+
+
+def _is_key_dtype(d) -> bool:
+    from .random import PRNGKeyDType
+    return isinstance(d, PRNGKeyDType)
+
+
+def issubdtype(arg1, arg2) -> bool:
+    """numpy's ``issubdtype`` extended to bfloat16 and to typed-key dtypes (under ``extended``)."""
+    if _is_key_dtype(arg1) or _is_key_dtype(arg2):
+        return _is_key_dtype(arg1) and (arg2 in (extended, prng_key, np.generic) or _is_key_dtype(arg2))
+    if arg2 in (extended, prng_key):
+        return False
+    return _np_dtypes.issubdtype(arg1, arg2)
+
+
+def dtype(x) -> np.dtype:
+    """The dtype of a value or dtype-like: Python types and scalars and dtype names canonicalized,
+    arrays as they are (``jax.dtypes.dtype``, exported as ``jax.lax.dtype``)."""
+    if x is None:
+        raise ValueError(f"Invalid argument to dtype: {x}.")
+    if _is_key_dtype(getattr(x, "dtype", None)) or _is_key_dtype(x):
+        return getattr(x, "dtype", x)
+    if isinstance(x, (type, str, np.dtype, _np_dtypes.ScalarType)) or type(x) in (bool, int, float, complex):
+        d = _np_dtypes.to_dtype(type(x) if type(x) in (bool, int, float, complex) else x)
+        if d not in dt.ALL_DTYPES:
+            raise TypeError(f"Value '{x}' with dtype {d} is not a valid JAX array type. Only arrays of "
+                            "numeric types are supported by JAX.")
+        return dt.canonicalize_dtype(d)
+    try:
+        return get_aval(x).dtype
+    except TypeError:
+        pass
+    try:
+        d = np.result_type(x)
+    except TypeError as err:
+        raise TypeError(f"Cannot determine dtype of {x}") from err
+    if d not in dt.ALL_DTYPES:
+        raise TypeError(f"Value '{x}' with dtype {d} is not a valid JAX array type. Only arrays of numeric "
+                        "types are supported by JAX.")
+    return d
+
+
+def itemsize_bits(dtype_) -> int:
+    """Bits per element (8 for bool, as stored)."""
+    if dtype_ is None:
+        raise ValueError("dtype cannot be None.")
+    d = _np_dtypes.to_dtype(dtype_)
+    if d == dt.bool_:
+        return 8
+    if dt.is_int(d):
+        return iinfo(d).bits
+    if dt.is_float(d):
+        return finfo(d).bits
+    if dt.is_complex(d):
+        return 2 * finfo(d).bits
+    raise ValueError(f"unexpected input: dtype={dtype_!r}")
+
+
+def scalar_type_of(x) -> type:
+    """The Python scalar type of a value's dtype: bool, int, float or complex."""
+    d = dtype(x)
+    for kind, typ in ((dt.is_bool, bool), (dt.is_int, int), (dt.is_float, float), (dt.is_complex, complex)):
+        if kind(d):
+            return typ
+    raise TypeError(f"Invalid scalar value {x}")

@@ -1,0 +1,140 @@
+"""JAX's ``lax`` conveniences that are compositions of existing primitives.
+
+``split``, ``stack``, ``unstack`` and ``tile`` are primitives in JAX; here they
+are slices, broadcasts and concatenations, which every pass already handles, so
+their values, derivatives and batching are those of the pieces.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from jaxprc import lax
+from jaxprc.ir import dtypes as dt
+
+from . import operands as ops
+
+__all__ = ["reciprocal", "broadcast_shapes", "broadcast_like", "batch_matmul", "split", "stack",
+           "unstack", "tile", "empty", "dtype", "index_take"]
+
+
+def reciprocal(x):
+    """Elementwise ``1 / x`` (``integer_pow(x, -1)``, as in JAX)."""
+    return lax.integer_pow(x, -1)
+
+
+def broadcast_shapes(*shapes):
+    """The numpy broadcast of ``shapes`` (ranks aligned on the right; sizes equal or 1)."""
+    shapes = [ops.ints(s) for s in shapes]
+    if not shapes:
+        return ()
+    rank = max(len(s) for s in shapes)
+    padded = [(1,) * (rank - len(s)) + s for s in shapes]
+    out = []
+    for sizes in zip(*padded):
+        big = {n for n in sizes if n != 1}
+        if len(big) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={[tuple(s) for s in shapes]}")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+
+def broadcast_like(arr, like_arr):
+    """``arr`` broadcast (numpy rules) to the shape of ``like_arr``."""
+    shape = ops.aval(like_arr).shape
+    aval = ops.aval(arr)
+    if broadcast_shapes(aval.shape, shape) != shape:
+        raise ValueError(f"broadcast_like: cannot broadcast {aval.str_short()} to the shape {shape}")
+    lead = len(shape) - aval.ndim
+    kept = [d for d in range(aval.ndim) if aval.shape[d] == shape[lead + d]]
+    x = lax.reshape(arr, [aval.shape[d] for d in kept]) if len(kept) != aval.ndim else arr
+    return lax.broadcast_in_dim(x, shape, [lead + d for d in kept])
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """Matrix products over equal leading batch dimensions: ``[..., m, k] @ [..., k, n]``."""
+    la, ra = ops.aval(lhs), ops.aval(rhs)
+    if min(la.ndim, ra.ndim) < 2:
+        raise ValueError(f"Arguments to batch_matmul must be at least 2D, got {la.ndim}, {ra.ndim}")
+    if la.ndim != ra.ndim:
+        raise ValueError(f"Arguments to batch_matmul must have same ndim, got {la.ndim}, {ra.ndim}")
+    batch = tuple(range(la.ndim - 2))
+    return lax.dot_general(lhs, rhs, (((la.ndim - 1,), (ra.ndim - 2,)), (batch, batch)), precision=precision)
+
+
+
+def split(operand, sizes, axis: int = 0):
+    """Consecutive pieces of ``operand`` along ``axis`` with the given ``sizes`` (summing to its size)."""
+    aval = ops.aval(operand)
+    axis = ops.canonical_axis(axis, aval.ndim)
+    sizes = ops.ints(sizes)
+    if any(s < 0 for s in sizes) or sum(sizes) != aval.shape[axis]:
+        raise ValueError(f"split: sizes must be nonnegative and sum to the size of axis {axis} of "
+                         f"{aval.str_short()} ({aval.shape[axis]}), got sizes={sizes}")
+    starts = np.cumsum((0,) + sizes)
+    return [lax.slice_in_dim(operand, int(a), int(b), axis=axis) for a, b in zip(starts[:-1], starts[1:])]
+
+
+def stack(operands, axis: int = 0):
+    """Arrays of one shape joined along a new ``axis``."""
+    operands = list(operands)
+    if not operands:
+        raise ValueError("stack requires at least one operand")
+    shapes = {ops.aval(x).shape for x in operands}
+    if len(shapes) != 1:
+        raise ValueError(f"stack: operands must have equal shapes, got {sorted(shapes)}")
+    axis = ops.canonical_axis(axis, ops.aval(operands[0]).ndim + 1)
+    return lax.concatenate([lax.expand_dims(x, (axis,)) for x in operands], axis)
+
+
+def unstack(x, axis: int = 0):
+    """The slices of ``x`` along ``axis``, as a tuple."""
+    aval = ops.aval(x)
+    axis = ops.canonical_axis(axis, aval.ndim)
+    return tuple(lax.index_in_dim(x, i, axis, keepdims=False) for i in range(aval.shape[axis]))
+
+
+def tile(operand, reps):
+    """``operand`` repeated ``reps[d]`` times along each dimension ``d`` (one rep per dimension)."""
+    aval = ops.aval(operand)
+    reps = ops.ints(reps)
+    if len(reps) != aval.ndim:
+        raise ValueError(f"tile: len(reps)={len(reps)} must equal the rank of {aval.str_short()}")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: reps must be nonnegative, got {reps}")
+    # Interleave a repeat axis before each dimension, then merge the pairs.
+    shape = tuple(n for pair in zip(reps, aval.shape) for n in pair)
+    x = lax.broadcast_in_dim(operand, shape, tuple(range(1, 2 * aval.ndim, 2)))
+    return lax.reshape(x, tuple(r * n for r, n in zip(reps, aval.shape)))
+
+
+def empty(shape, dtype, *, out_sharding=None):
+    """An array of ``shape`` whose contents are unspecified (zeros here)."""
+    if out_sharding is not None:
+        raise NotImplementedError("lax.empty: jaxprc has no shardings (out_sharding must be None)")
+    return lax.full(shape, 0, dtype)
+
+
+def dtype(x):
+    """The dtype of an array, scalar, dtype-like or Python type (``jaxprc.dtypes.dtype``)."""
+    from jaxprc.dtypes import dtype as dtype_of    # jaxprc.dtypes loads after lax
+    return dtype_of(x)
+
+
+def index_take(src, idxs, axes):
+    """``src`` gathered at the index arrays ``idxs`` (one per axis in ``axes``; indices wrap)."""
+    src_aval = ops.aval(src)
+    axes = ops.canonical_axes(axes, src_aval.ndim)
+    if len(idxs) != len(axes):
+        raise ValueError(f"index_take: one index array per axis, got {len(idxs)} for axes {axes}")
+    idxs = [lax.convert_element_type(i, dt.default_int_dtype()) if not dt.is_int(ops.aval(i).dtype) else i
+            for i in idxs]
+    idx_dtype = ops.aval(idxs[0]).dtype
+    indices = lax.concatenate([lax.expand_dims(i, (1,)) for i in idxs], 1)
+    sizes = lax.broadcast(np.array([src_aval.shape[a] for a in axes], idx_dtype), ops.aval(indices).shape[:1])
+    indices = lax.rem(lax.add(lax.rem(indices, sizes), sizes), sizes)   # wrap negatives, as JAX's % does
+    slice_sizes = tuple(1 if d in axes else n for d, n in enumerate(src_aval.shape))
+    dnums = lax.GatherDimensionNumbers(offset_dims=tuple(range(1, src_aval.ndim - len(axes) + 1)),
+                                       collapsed_slice_dims=tuple(axes), start_index_map=tuple(axes),
+                                       operand_batching_dims=(), start_indices_batching_dims=())
+    return lax.gather(src, indices, dnums, slice_sizes)
