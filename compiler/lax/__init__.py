@@ -17,6 +17,9 @@ from .call import *  # noqa: F401,F403
 from .remat import *  # noqa: F401,F403
 from .custom_derivatives import *  # noqa: F401,F403
 from .conveniences import *  # noqa: F401,F403
+from .top_k import *  # noqa: F401,F403
+from .numerics import *  # noqa: F401,F403
+from .barrier import *  # noqa: F401,F403
 from . import operands  # noqa: F401
 
 # Eager (op-by-op) evaluation of every primitive defined above: XLA runs its lowering.
