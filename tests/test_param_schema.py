@@ -101,6 +101,9 @@ CORPUS = {
     "custom_jvp": (lambda x: _custom_jvp()(x), [(3,)]),
     "custom_vjp": (lambda x: _custom_vjp()(x), [(3,)]),
     "custom_lin": (lambda x, t: jx.jvp(_custom_vjp(), (x,), (t,)), [(3,), (3,)]),
+    "top_k_numerics_rng": (lambda x: (lax.top_k(x, 2), lax.reduce_precision(x, 5, 10),
+                                      lax.rng_bit_generator(jnp.zeros(4, np.uint32), (2,)),
+                                      lax.rng_uniform(x[0], x[1], (2,))), [(3,)]),
 }
 
 

@@ -172,6 +172,13 @@ def _structural_cases():
         "while": (lambda x: cf.while_loop(lambda c: lax.lt(c[0], 3), lambda c: (c[0] + 1, c[1] * 2.0),
                                           (0, x)), [X3]),
         "scan": (lambda x: cf.scan(lambda c, a: (c + a, c * a), 0.0, x), [X3]),
+        "top_k": (lambda x: lax.top_k(x, 2, axis=0), [x23]),
+        "reduce_precision": (lambda x: lax.reduce_precision(x, 5, 10), [X3]),
+        "mulhi": (lambda x, y: lax.mulhi(x, y), [sa((3,), i32), sa((3,), i32)]),
+        "optimization_barrier": (lambda x, y: lax.optimization_barrier((x, y)), [X3, x23]),
+        "rng_bit_generator": (lambda k: lax.rng_bit_generator(k, (2, 3), np.uint8, lax.RandomAlgorithm.RNG_PHILOX),
+                              [sa((4,), np.dtype(np.uint32))]),
+        "rng_uniform": (lambda a, b: lax.rng_uniform(a, b, (4,)), [sa(()), sa(())]),
     }
 
 

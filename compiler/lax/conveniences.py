@@ -14,7 +14,7 @@ from jaxprc.ir import dtypes as dt
 from . import operands as ops
 
 __all__ = ["reciprocal", "broadcast_shapes", "broadcast_like", "batch_matmul", "split", "stack",
-           "unstack", "tile", "empty", "dtype", "index_take"]
+           "unstack", "tile", "empty", "dtype", "index_take", "scatter_sub", "scatter_apply"]
 
 
 def reciprocal(x):
@@ -138,3 +138,31 @@ def index_take(src, idxs, axes):
                                        collapsed_slice_dims=tuple(axes), start_index_map=tuple(axes),
                                        operand_batching_dims=(), start_indices_batching_dims=())
     return lax.gather(src, indices, dnums, slice_sizes)
+
+
+def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
+                unique_indices=False, mode=None):
+    """``operand`` with ``updates`` subtracted at the scattered windows (a scatter-add of ``-updates``;
+    integer wrap-around gives the same bits)."""
+    return lax.scatter_add(operand, scatter_indices, lax.neg(updates), dimension_numbers,
+                           indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
+
+
+def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(),
+                  indices_are_sorted=False, unique_indices=False, mode=None):
+    """``operand`` with the elementwise ``func`` applied at each scattered position, once per time
+    the position is hit (as XLA applies JAX's scatter region): a scatter counts the hits, and
+    ``func`` is applied where the count is not yet reached. With ``unique_indices`` that is one
+    select, differentiable in reverse mode; otherwise a ``while_loop`` over the largest count."""
+    op_aval = ops.aval(operand)
+    ones = lax.full(ops.ints(update_shape), 1, dt.int32)
+    counts = lax.scatter_add(lax.full(op_aval.shape, 0, dt.int32), scatter_indices, ones, dimension_numbers,
+                             indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
+    if unique_indices:
+        return lax.select(lax.gt(counts, 0), func(operand), operand)
+
+    def body(carry):
+        i, x = carry
+        return lax.add(i, 1), lax.select(lax.gt(counts, i), func(x), x)
+    most = lax.reduce_max(counts, tuple(range(op_aval.ndim))) if op_aval.ndim else counts
+    return lax.while_loop(lambda carry: lax.lt(carry[0], most), body, (np.int32(0), operand))[1]

@@ -2,9 +2,8 @@
 explicit key, returning the advanced key) and ``rng_uniform`` (XLA's stateful uniform sampler).
 
 Both have no derivative (their outputs are integers, or random draws JAX does
-not differentiate). A batch of ``rng_bit_generator`` keys is mapped over
-one key at a time (a ``scan``), as JAX does; ``rng_uniform`` takes only
-unbatched scalar bounds, as in JAX.
+not differentiate). A batch of keys (or of ``rng_uniform`` bounds) is mapped
+over one example at a time (a ``scan``), as JAX does for keys.
 """
 from __future__ import annotations
 
@@ -123,6 +122,16 @@ def rng_uniform(a, b, shape):
 
 
 ad.defjvp_zero(rng_uniform_p)
+
+
+def _rng_uniform_batch(args, dims, *, shape):
+    """Batched bounds: one draw of ``shape`` per example (a ``scan`` over the batch)."""
+    size = next(ops.aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
+    a, b = (batching.matchaxis(x, d, 0, size) for x, d in zip(args, dims))
+    return lax.map(lambda ab: rng_uniform_p.bind(*ab, shape=shape), (a, b)), 0
+
+
+batching.primitive_batchers[rng_uniform_p] = _rng_uniform_batch
 
 
 def _rng_uniform_lowering(ctx, a, b, *, shape):
