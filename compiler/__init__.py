@@ -23,3 +23,6 @@ from .ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402,
 from . import ad_checkpoint  # noqa: E402,F401
 from . import errors  # noqa: E402,F401
 from . import flatten_util, ops  # noqa: E402,F401
+from .toplevel import *  # noqa: E402,F401,F403
+__version__ = "0.1.0"   # as in pyproject.toml
+from .ir.dtypes import float0  # noqa: E402,F401

@@ -4,17 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from .ir import dtypes as dt
-from .ir.dtypes import bfloat16, canonicalize_dtype, finfo, float0, iinfo  # noqa: F401
+from .ir.dtypes import TypePromotionError, bfloat16, canonicalize_dtype, finfo, float0, iinfo  # noqa: F401
 from .ir.tracing import get_aval
 from .numpy import _dtypes as _np_dtypes
 from .numpy._dtypes import promote_types, result_type  # noqa: F401
 
 __all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo",
            "issubdtype", "itemsize_bits", "prng_key", "promote_types", "result_type", "scalar_type_of"]
-
-
-class TypePromotionError(ValueError):
-    """Raised when type promotion fails (as ``jax.dtypes.TypePromotionError``)."""
 
 
 class extended(np.generic):

@@ -115,6 +115,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((ints(lc), ints(rc)), (ints(lb), ints(rb)))
     pet = None if preferred_element_type is None else dt.canonicalize_dtype(preferred_element_type)
+    if precision is None:          # jaxprc.default_matmul_precision, if set
+        precision = dt.config.jax_default_matmul_precision
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=canonicalize_precision(precision),
                               preferred_element_type=pet)
 
