@@ -310,14 +310,19 @@ def call_jaxpr(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args, name: str) ->
     (``ClosedJaxpr.__eq__``/``__hash__``) share one function."""
     if isinstance(cj, Jaxpr):
         cj = ClosedJaxpr(cj, [])
+    out_types = [aval_to_ir_type(a) for a in cj.out_avals]
+    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(function_symbol(mctx, cj, name)), list(args))
+    return list(call.results)
+
+
+def function_symbol(mctx: ModuleContext, cj: ClosedJaxpr, name: str) -> str:
+    """The symbol of the private function computing ``cj`` (emitted on first use)."""
     entry = mctx.callees.get(cj)
     if entry is None:
         symbol = mctx.unique_symbol(name)
         _emit_function(mctx, symbol, cj, "private")
         entry = mctx.callees[cj] = (symbol, cj)
-    out_types = [aval_to_ir_type(a) for a in cj.out_avals]
-    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(entry[0]), list(args))
-    return list(call.results)
+    return entry[0]
 
 
 def _location(eqn) -> ir.Location:

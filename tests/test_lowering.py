@@ -883,6 +883,11 @@ def test_top_k_numerics_bits_rng_and_barrier():
                                                               algorithm=RandomAlgorithm.RNG_THREE_FRY), key)
     check(new_key, [1, 2, 6, 4], np.uint32)
     check(bits, [[236, 168, 67], [142, 94, 25]], np.uint8)
+    from jaxprc import lax as jlax
+    xs = np.arange(1, 7, dtype=F32).reshape(2, 3)
+    check(run(lambda v: jlax.reduce(v, np.float32(0), lambda a, b: a + b + a * b, (1,)), xs)[0],
+          np.prod(1 + xs.astype(np.float64), 1) - 1, F32)
+    check(run(lambda v: jlax.composite(lambda u, *, k: u * k, "my.scale", 1)(v, k=2.5), xs)[0], xs * 2.5, F32)
     draws = run(lambda lo, hi: P["rng_uniform"].bind(lo, hi, shape=(1000,)), np.float32(2), np.float32(3))[0]
     assert draws.dtype == F32 and draws.shape == (1000,) and draws.min() >= 2 and draws.max() < 3
     assert draws.std() > 0.2

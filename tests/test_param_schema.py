@@ -103,7 +103,9 @@ CORPUS = {
     "custom_lin": (lambda x, t: jx.jvp(_custom_vjp(), (x,), (t,)), [(3,), (3,)]),
     "top_k_numerics_rng": (lambda x: (lax.top_k(x, 2), lax.reduce_precision(x, 5, 10),
                                       lax.rng_bit_generator(jnp.zeros(4, np.uint32), (2,)),
-                                      lax.rng_uniform(x[0], x[1], (2,))), [(3,)]),
+                                      lax.rng_uniform(x[0], x[1], (2,)),
+                                      lax.reduce(x, 1.0, lambda a, b: a * b + b, (0,)),
+                                      lax.composite(lambda v, *, k: v * k, "my.scale")(x, k=2)), [(3,)]),
 }
 
 

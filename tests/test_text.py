@@ -179,6 +179,8 @@ def _structural_cases():
         "rng_bit_generator": (lambda k: lax.rng_bit_generator(k, (2, 3), np.uint8, lax.RandomAlgorithm.RNG_PHILOX),
                               [sa((4,), np.dtype(np.uint32))]),
         "rng_uniform": (lambda a, b: lax.rng_uniform(a, b, (4,)), [sa(()), sa(())]),
+        "composite": (lambda x: lax.composite(lambda v, *, k: v * k, "my.scale", 1)(x, k=2.5), [X3]),
+        "reduce": (lambda x: lax.reduce(x, 1.0, lambda a, b: a * b + b, (0,)), [x23]),
     }
 
 

@@ -23,6 +23,8 @@ from .barrier import *  # noqa: F401,F403
 from .rng import *  # noqa: F401,F403
 from .generic_reduce import *  # noqa: F401,F403
 from .associative_scan import *  # noqa: F401,F403
+from .staging import *  # noqa: F401,F403
+from .ragged import *  # noqa: F401,F403
 from . import operands  # noqa: F401
 
 # Eager (op-by-op) evaluation of every primitive defined above: XLA runs its lowering.
