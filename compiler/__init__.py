@@ -24,5 +24,6 @@ from . import ad_checkpoint  # noqa: E402,F401
 from . import errors  # noqa: E402,F401
 from . import flatten_util, ops  # noqa: E402,F401
 from .toplevel import *  # noqa: E402,F401,F403
-__version__ = "0.1.0"   # as in pyproject.toml
+from .version import __version__  # noqa: E402,F401
+from . import version  # noqa: E402,F401
 from .ir.dtypes import float0  # noqa: E402,F401

@@ -425,6 +425,10 @@ class JitFunction:
 
     def _compile(self, args, kwargs) -> _CompiledCall:
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+        if getattr(_config, "jax_log_compiles", False):
+            import logging
+            logging.getLogger("jaxprc").warning("Compiling %s with global shapes and types %s.", self._name,
+                                                [a.str_short() for a in cj.in_avals])
         return _CompiledCall(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs))
 
     def _donated_invars(self, args, kwargs) -> tuple:

@@ -16,20 +16,24 @@ import platform
 import sys
 
 import numpy as np
+from jaxlib import xla_client as _xla_client
 
 from .ir import dtypes as dt
 from .ir.core import ShapedArray
 from .ir.tracing import get_aval
 from .ir.tree_util import tree_map
 
-__all__ = ["clear_caches", "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
+__all__ = ["Device", "clear_caches", "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
            "device_count", "device_get", "disable_jit", "enable_x64", "host_count", "host_id", "host_ids",
-           "jacobian", "live_arrays", "local_device_count", "local_devices", "named_call",
+           "jacobian", "live_arrays", "local_device_count", "local_devices", "log_compiles", "named_call",
            "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_count",
            "process_index", "process_indices", "typeof"]
 
 config = dt.config
 config.jax_default_device = None      # with one device per platform, only checked (default_device)
+config.jax_log_compiles = False       # jit logs each compilation (log_compiles)
+
+Device = _xla_client.Device           # the class of jaxprc's devices (jaxlib's)
 
 
 class _Option:
@@ -79,6 +83,11 @@ def debug_infs(new_val: bool = True):
 def disable_jit(disable: bool = True):
     """Context manager: ``jit`` functions run their Python function op by op (eagerly) in the block."""
     return _Option("jax_disable_jit", bool)(disable)
+
+
+def log_compiles(new_val: bool = True):
+    """Context manager: every jit compilation is logged (logger ``jaxprc``, WARNING level)."""
+    return _Option("jax_log_compiles", bool)(new_val)
 
 
 def numpy_rank_promotion(new_val: str = "allow"):

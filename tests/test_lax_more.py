@@ -303,3 +303,67 @@ def test_option_context_managers():
         assert "HIGHEST" in str(jx.make_jaxpr(lambda a: a @ a)(jnp.ones((2, 2))))
     with jx.default_device(jx.devices()[0]):
         assert jnp.ones(1).shape == (1,)
+
+
+def test_ragged_dot_modes_against_loops():
+    lhs = RNG.normal(size=(7, 3)).astype(F32)
+    rhs = RNG.normal(size=(3, 3, 2)).astype(F32)
+    gs = np.array([2, 0, 4], np.int32)
+    want = np.zeros((7, 2), F32)
+    start = 0
+    for g, n in enumerate(gs):
+        want[start:start + n] = lhs[start:start + n] @ rhs[g]
+        start += n
+    np.testing.assert_allclose(jx.jit(lax.ragged_dot)(lhs, rhs, gs), want, rtol=1e-5, atol=1e-6)
+    g = jx.grad(lambda r: jnp.sum(lax.ragged_dot(lhs, r, gs)))(rhs)
+    np.testing.assert_allclose(g[1], 0)          # the empty group gets no gradient
+    dn2 = lax.RaggedDotDimensionNumbers((([1], [0]), ([], [])), [1], [])
+    l2, r2 = RNG.normal(size=(2, 6)).astype(F32), RNG.normal(size=(6, 3)).astype(F32)
+    out = lax.ragged_dot_general(l2, r2, np.array([1, 3, 1], np.int32), dn2)
+    bounds = [(0, 1), (1, 4), (4, 5)]
+    np.testing.assert_allclose(out, np.stack([l2[:, a:b] @ r2[a:b] for a, b in bounds]), rtol=1e-5, atol=1e-6)
+    with pytest.raises(NotImplementedError, match="group_offset"):
+        lax.ragged_dot(lhs, rhs, gs, group_offset=np.zeros(1, np.int32))
+
+
+def test_composite_platform_dependent_stage():
+    f = lax.composite(lambda v, *, k: jnp.sin(v) * k, name="my.scaled_sin", version=3)
+    assert np.isclose(jx.jit(lambda v: f(v, k=2.0))(1.0), 2 * np.sin(1.0))
+    text = jx.jit(lambda v: f(v, k=2.0)).lower(1.0).as_text()
+    assert 'stablehlo.composite "my.scaled_sin"' in text and "version = 3" in text
+    assert_round_trip(jx.make_jaxpr(lambda v: f(v, k=2.0))(1.0))
+    with pytest.raises(NotImplementedError, match="composite"):
+        jx.grad(lambda v: f(v, k=2.0))(1.0)
+    with pytest.raises(TypeError, match="static attribute"):
+        f(1.0, k=np.ones(2))
+    platform = {"cpu": "cpu", "gpu": "cuda"}[jx.default_backend()]
+    out = lax.platform_dependent(2.0, default=lambda v: v, **{platform: lambda v: v * 10})
+    assert float(out) == 20.0
+    with pytest.raises(NotImplementedError, match="no branch"):
+        lax.platform_dependent(2.0, tpu=lambda v: v)
+    assert [e.primitive.name for e in jx.make_jaxpr(lambda v: lax.stage(np.float32(1)) + v)(1.0).eqns][0] == "copy"
+
+
+def test_scaled_matmul_reference_semantics():
+    a = RNG.normal(size=(2, 3, 8)).astype(F32)
+    b = RNG.normal(size=(2, 4, 8)).astype(F32)
+    sa = RNG.uniform(0.5, 2, size=(2, 3, 2)).astype(F32)
+    sb = RNG.uniform(0.5, 2, size=(2, 4, 2)).astype(F32)
+    want = np.einsum("bmk,bnk->bmn", a * np.repeat(sa, 4, -1), b * np.repeat(sb, 4, -1))
+    np.testing.assert_allclose(jx.nn.scaled_matmul(a, b, sa, sb), want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="3-dimensional"):
+        jx.nn.scaled_matmul(a[0], b, sa, sb)
+    assert jx.nn.get_scaled_dot_general_config("mxfp8").block_size == 32
+    out = jx.nn.scaled_dot_general(a, b, (((2,), (2,)), ((0,), (0,))))
+    np.testing.assert_allclose(out, np.einsum("bmk,bnk->bmn", a, b), rtol=1e-5, atol=1e-5)
+    with pytest.raises(NotImplementedError, match="float8"):
+        jx.nn.scaled_dot_general(a, b, (((2,), (2,)), ((0,), (0,))),
+                                 configs=[jx.nn.get_scaled_dot_general_config("mxfp8")] * 3)
+
+
+def test_version_device_log_compiles(caplog):
+    assert jx.version.__version__ == jx.__version__
+    assert isinstance(jx.devices()[0], jx.Device)
+    with jx.log_compiles(), caplog.at_level("WARNING", logger="jaxprc"):
+        jx.jit(lambda v: v * 3 + 1)(np.float32(2))
+    assert any("Compiling" in r.getMessage() for r in caplog.records)

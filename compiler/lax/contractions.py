@@ -6,6 +6,7 @@ batch nor contracting) dimensions of lhs, then those of rhs.
 from __future__ import annotations
 
 import enum
+import typing
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from jaxprc.passes.vmap import shift
 from .operands import aval, ints
 from .shapes import DIMS, type_error as _type_error
 
-__all__ = ["dot_general", "dot", "Precision", "dot_general_p"]
+__all__ = ["dot_general", "dot", "Precision", "PrecisionLike", "DotDimensionNumbers", "dot_general_p"]
 
 
 # -------------------------------------------------------------- primitive
@@ -73,6 +74,11 @@ class Precision(enum.Enum):
     def __repr__(self):
         return f"Precision.{self.name}"
 
+
+# Type aliases, as JAX names them.
+PrecisionLike = typing.Union[None, str, Precision, tuple[str, str], tuple[Precision, Precision]]
+DotDimensionNumbers = tuple[tuple[typing.Sequence[int], typing.Sequence[int]],
+                            tuple[typing.Sequence[int], typing.Sequence[int]]]
 
 _PRECISION_STRINGS = {"highest": "HIGHEST", "float32": "HIGHEST", "high": "HIGH", "bfloat16_3x": "HIGH",
                       "tensorfloat32": "HIGH", "default": "DEFAULT", "bfloat16": "DEFAULT",

@@ -3,3 +3,4 @@ reductions in ``functions``)."""
 from .functions import *  # noqa: F401,F403
 from .extra import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
+from .scaled import *  # noqa: F401,F403
