@@ -145,3 +145,123 @@ def test_dtypes_names():
     for x in [1, 1.0, True, 1j, np.int64(1), np.ones(2, np.float16)]:
         assert jax.dtypes.scalar_type_of(x) is jaxprc.dtypes.scalar_type_of(x)
         assert jlax.dtype(x) == xlax.dtype(x)
+
+
+# ------------------------------------------------------------------- jax.lax
+
+TK = np.array([[1.0, 3.0, -0.0, 0.0, 3.0, -np.inf], [2.0, -1.0, 5.0, 5.0, 0.5, 4.0]], np.float32)
+SEQ = RNG.normal(size=(9, 2)).astype(np.float32)
+AA = RNG.uniform(0.5, 1.0, size=(2, 7)).astype(np.float32)
+
+
+def _both(name):
+    return (lambda *a, **k: getattr(jlax, name)(*a, **k)), (lambda *a, **k: getattr(xlax, name)(*a, **k))
+
+
+@pytest.mark.parametrize("case", ["top_k", "top_k_axis0", "top_k_int", "approx_max_k", "approx_min_k"])
+def test_top_k_family(case):
+    f = {"top_k": lambda L, x: L.top_k(x, 3), "top_k_axis0": lambda L, x: L.top_k(x, 1, axis=0),
+         "top_k_int": lambda L, x: L.top_k(x.astype(np.int32), 2),
+         "approx_max_k": lambda L, x: L.approx_max_k(x, 2),
+         "approx_min_k": lambda L, x: L.approx_min_k(x, 2, reduction_dimension=0)}[case]
+    check(lambda x: f(jlax, x), lambda x: f(xlax, x), TK if case != "approx_min_k" else TK[:, :5],
+          grad=case != "top_k_int")
+
+
+def test_associative_scan_and_reduce():
+    check(lambda x: jlax.associative_scan(jnp.add, x), lambda x: xlax.associative_scan(xnp.add, x), SEQ,
+          tol=1e-5)
+    check(lambda x: jlax.associative_scan(jnp.multiply, x, reverse=True, axis=1),
+          lambda x: xlax.associative_scan(xnp.multiply, x, reverse=True, axis=1), AA)
+    rec = lambda L: lambda a, b: L.associative_scan(lambda l, r: (l[0] * r[0], r[0] * l[1] + r[1]), (a, b), axis=1)  # noqa
+    check(rec(jlax), rec(xlax), AA, AA * 2 - 1)
+
+    def argmax_pair(L):
+        def comb(a, b):
+            take = L.gt(b[0], a[0])
+            return L.select(take, b[0], a[0]), L.select(take, b[1], a[1])
+        return lambda x: L.reduce((x, L.broadcasted_iota(np.int32, x.shape, 1)), (np.float32(-np.inf), np.int32(0)),
+                                  comb, (1,))
+    check(argmax_pair(jlax), argmax_pair(xlax), TK, grad=False)
+    poly = lambda L: lambda x: L.reduce(x, np.float32(0), lambda u, v: u + v + u * v, (0,))  # noqa: E731
+    check(poly(jlax), poly(xlax), AA - 0.5)
+    check(lambda x: jlax.reduce(x, 0.0, jlax.add, (0, 1)), lambda x: xlax.reduce(x, 0.0, xlax.add, (0, 1)), AA)
+
+
+def test_number_formats_and_barrier():
+    x = np.array([1.0001, 65520.0, 1e-8, -3.3, np.nan, np.inf], np.float32)
+    check(lambda v: jlax.reduce_precision(v, 5, 10), lambda v: xlax.reduce_precision(v, 5, 10), x)
+    check(lambda v: jlax.reduce_precision(v * 3, 8, 2), lambda v: xlax.reduce_precision(v * 3, 8, 2), AA)
+    for dtype in (np.int32, np.uint32, np.int8, np.uint16):
+        info = np.iinfo(dtype)
+        a = RNG.integers(info.min, info.max, 12, endpoint=True).astype(dtype)
+        b = RNG.integers(info.min, info.max, 12, endpoint=True).astype(dtype)
+        check(jlax.mulhi, xlax.mulhi, a, b, grad=False)
+    check(lambda v: jlax.optimization_barrier((jnp.sin(v), v * 2)),
+          lambda v: xlax.optimization_barrier((xnp.sin(v), v * 2)), AA)
+
+
+@pytest.mark.parametrize("alg,dtype", [(0, np.uint8), (1, np.uint32), (2, np.uint16)])
+def test_rng_bit_generator_bits(alg, dtype):
+    key = np.array([7, 0, 3, 11], np.uint32)
+    check(lambda k: jlax.rng_bit_generator(k, (3, 4), dtype, jlax.RandomAlgorithm(alg)),
+          lambda k: xlax.rng_bit_generator(k, (3, 4), dtype, xlax.RandomAlgorithm(alg)), key, grad=False)
+
+
+def test_lax_conveniences():
+    x = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+    check(lambda v: jlax.split(v, (1, 3), axis=2), lambda v: xlax.split(v, (1, 3), axis=2), x)
+    check(lambda v: jlax.stack([v, v * 2], axis=1), lambda v: xlax.stack([v, v * 2], axis=1), x)
+    check(lambda v: jlax.unstack(v, axis=2), lambda v: xlax.unstack(v, axis=2), x)
+    check(lambda v: jlax.tile(v, (2, 1, 3)), lambda v: xlax.tile(v, (2, 1, 3)), x)
+    check(lambda v: jlax.broadcast_like(v[0, 0], v), lambda v: xlax.broadcast_like(v[0, 0], v), x)
+    check(lambda v: jlax.batch_matmul(v, jnp.swapaxes(v, 1, 2), precision="highest"),
+          lambda v: xlax.batch_matmul(v, xnp.swapaxes(v, 1, 2), precision="highest"), x)
+    check(jlax.reciprocal, xlax.reciprocal, x)
+    check(lambda: jlax.reciprocal(4.0), lambda: xlax.reciprocal(4.0), grad=False)
+    idx = (np.array([0, -1, 1]), np.array([3, 0, -2]))
+    check(lambda v: jlax.index_take(v, idx, (0, 2)), lambda v: xlax.index_take(v, idx, (0, 2)), x)
+    assert jlax.broadcast_shapes((2, 1), (3,), (1, 1, 1)) == xlax.broadcast_shapes((2, 1), (3,), (1, 1, 1))
+
+
+def test_binary_op_broadcasting_conj_out_dtype():
+    a, b = SEQ[:3, :1], SEQ[:1, :].T.reshape(1, 2)
+    check(jlax.add, xlax.add, a, b)
+    check(jlax.mul, xlax.mul, a, b)
+    check(lambda v: jlax.real(jlax.conj(v)) * 2, lambda v: xlax.real(xlax.conj(v)) * 2, AA)
+    check(lambda v: jlax.conj(v), lambda v: xlax.conj(v), AA, grad=False)
+    i8 = np.array([100, -100, 7], np.int8)
+    check(lambda u: jlax.mul(u, u, out_dtype=np.int32), lambda u: xlax.mul(u, u, out_dtype=np.int32), i8,
+          grad=False)
+
+
+def test_scatter_sub_apply_ragged_dot():
+    dn = dict(update_window_dims=(), inserted_window_dims=(0,), scatter_dims_to_operand_dims=(0,),
+              operand_batching_dims=(), scatter_indices_batching_dims=())
+    idx = np.array([[1], [3], [3], [7]])
+    x = np.arange(5, dtype=np.float32)
+    check(lambda v, u: jlax.scatter_sub(v, idx, u, jlax.ScatterDimensionNumbers(**dn)),
+          lambda v, u: xlax.scatter_sub(v, idx, u, xlax.ScatterDimensionNumbers(**dn)), x, np.ones(4, np.float32))
+    check(lambda v: jlax.scatter_apply(v, idx, lambda t: t * 2 + 1, jlax.ScatterDimensionNumbers(**dn),
+                                       update_shape=(4,)),
+          lambda v: xlax.scatter_apply(v, idx, lambda t: t * 2 + 1, xlax.ScatterDimensionNumbers(**dn),
+                                       update_shape=(4,)), x, grad=False)
+    lhs = RNG.normal(size=(7, 3)).astype(np.float32)
+    rhs = RNG.normal(size=(3, 3, 2)).astype(np.float32)
+    gs = np.array([2, 0, 4], np.int32)
+    check(lambda l, r: jlax.ragged_dot(l, r, gs), lambda l, r: xlax.ragged_dot(l, r, gs), lhs, rhs)
+    l2, r2 = RNG.normal(size=(2, 6)).astype(np.float32), RNG.normal(size=(6, 3)).astype(np.float32)
+    dn2 = ((([1], [0]), ([], [])), [1], [])
+    check(lambda l, r: jlax.ragged_dot_general(l, r, np.array([1, 3, 1], np.int32),
+                                               jlax.RaggedDotDimensionNumbers(*dn2)),
+          lambda l, r: xlax.ragged_dot_general(l, r, np.array([1, 3, 1], np.int32),
+                                               xlax.RaggedDotDimensionNumbers(*dn2)), l2, r2,
+          grad=False)       # JAX has no gradient in the ragged-contracting mode
+
+
+def test_composite_platform_dependent():
+    fj = jlax.composite(lambda v, *, k: jnp.sin(v) * k, name="my.sin")
+    fx = xlax.composite(lambda v, *, k: xnp.sin(v) * k, name="my.sin")
+    check(lambda v: fj(v, k=2.0), lambda v: fx(v, k=2.0), AA, grad=False)
+    check(lambda v: jlax.platform_dependent(v, cpu=lambda t: t * 10, default=lambda t: t),
+          lambda v: xlax.platform_dependent(v, cpu=lambda t: t * 10, default=lambda t: t), AA)
