@@ -344,10 +344,10 @@ def mul(x, y, *, out_dtype=None):
 
 
 def conj(x):
-    """Complex conjugate; a float32/float64 operand is first made complex, as in JAX."""
-    dtype = _ops.aval(x).dtype
-    if dtype in (dt.float32, dt.float64):
-        x = convert_element_type(x, _complex_dtype(dtype))
+    """Complex conjugate; of a float32/float64 operand, that operand as a complex number (its
+    imaginary part +0, its weak type kept), as in JAX."""
+    if _ops.is_py_scalar(x) or _ops.aval(x).dtype in (dt.float32, dt.float64):
+        return complex(x, 0.0)
     return conj_p.bind(x)
 
 
