@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .ir import dtypes as dt
-from .ir.dtypes import TypePromotionError, bfloat16, canonicalize_dtype, finfo, float0, iinfo  # noqa: F401
+from .ir.dtypes import TypePromotionError, bfloat16, finfo, float0, iinfo  # noqa: F401
 from .ir.tracing import get_aval
 from .numpy import _dtypes as _np_dtypes
 from .numpy._dtypes import promote_types, result_type  # noqa: F401
@@ -26,13 +26,24 @@ def _is_key_dtype(d) -> bool:
     return isinstance(d, PRNGKeyDType)
 
 
-def issubdtype(arg1, arg2) -> bool:
+def issubdtype(a, b) -> bool:
     """numpy's ``issubdtype`` extended to bfloat16 and to typed-key dtypes (under ``extended``)."""
-    if _is_key_dtype(arg1) or _is_key_dtype(arg2):
-        return _is_key_dtype(arg1) and (arg2 in (extended, prng_key, np.generic) or _is_key_dtype(arg2))
-    if arg2 in (extended, prng_key):
+    if _is_key_dtype(a) or _is_key_dtype(b):
+        return _is_key_dtype(a) and (b in (extended, prng_key, np.generic) or _is_key_dtype(b))
+    if b in (extended, prng_key):
         return False
-    return _np_dtypes.issubdtype(arg1, arg2)
+    return _np_dtypes.issubdtype(a, b)
+
+
+def canonicalize_dtype(dtype, allow_extended_dtype: bool = False):
+    """The dtype values of ``dtype`` get (64-bit types narrow without x64); typed-key dtypes pass
+    through when ``allow_extended_dtype``."""
+    if _is_key_dtype(dtype):
+        if not allow_extended_dtype:
+            raise ValueError(f"Internal: canonicalize_dtype called on extended dtype {dtype} with "
+                             "allow_extended_dtype=False")
+        return dtype
+    return dt.canonicalize_dtype(_np_dtypes.to_dtype(dtype))
 
 
 def dtype(x) -> np.dtype:
@@ -62,11 +73,11 @@ def dtype(x) -> np.dtype:
     return d
 
 
-def itemsize_bits(dtype_) -> int:
+def itemsize_bits(dtype) -> int:         # noqa: F811 (JAX's parameter name shadows ``dtype``)
     """Bits per element (8 for bool, as stored)."""
-    if dtype_ is None:
+    if dtype is None:
         raise ValueError("dtype cannot be None.")
-    d = _np_dtypes.to_dtype(dtype_)
+    d = _np_dtypes.to_dtype(dtype)
     if d == dt.bool_:
         return 8
     if dt.is_int(d):
@@ -75,7 +86,7 @@ def itemsize_bits(dtype_) -> int:
         return finfo(d).bits
     if dt.is_complex(d):
         return 2 * finfo(d).bits
-    raise ValueError(f"unexpected input: dtype={dtype_!r}")
+    raise ValueError(f"unexpected input: dtype={dtype!r}")
 
 
 def scalar_type_of(x) -> type:

@@ -47,11 +47,11 @@ def tree_map(f: Callable, tree, *rest, is_leaf=None):
     return treedef.unflatten([f(*xs) for xs in zip(*all_leaves)])
 
 
-def tree_reduce(f: Callable, tree, initializer=dataclasses.MISSING, is_leaf=None):
+def tree_reduce(function: Callable, tree, initializer=dataclasses.MISSING, is_leaf=None):
     leaves = tree_leaves(tree, is_leaf)
     if initializer is dataclasses.MISSING:
-        return functools.reduce(f, leaves)
-    return functools.reduce(f, leaves, initializer)
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
 
 
 def tree_all(tree, is_leaf=None) -> bool:
@@ -83,8 +83,13 @@ def treedef_is_leaf(treedef: PyTreeDef) -> bool:
     return treedef.num_nodes == 1 and treedef.num_leaves == 1
 
 
-def all_leaves(iterable) -> bool:
-    return _pytree.all_leaves(registry, iterable)
+def all_leaves(iterable, is_leaf=None) -> bool:
+    """Whether every item is a leaf (a leaf of its own tree, per ``is_leaf`` when given)."""
+    if is_leaf is None:
+        return _pytree.all_leaves(registry, iterable)
+    items = list(iterable)
+    leaves = tree_leaves(items, is_leaf)
+    return len(leaves) == len(items) and all(a is b for a, b in zip(items, leaves))
 
 
 def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path: bool = False):
