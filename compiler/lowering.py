@@ -328,6 +328,8 @@ def function_symbol(mctx: ModuleContext, cj: ClosedJaxpr, name: str) -> str:
 def _location(eqn) -> ir.Location:
     si = eqn.source_info
     name = eqn.primitive.name
+    if si is not None and si.scope:          # named_scope: "outer/inner/prim", as in JAX's op names
+        name = f"{si.scope}/{name}"
     if si is None or not si.file:
         return ir.Location.name(name)
     return ir.Location.name(name, childLoc=ir.Location.file(si.file, int(si.line), 0))

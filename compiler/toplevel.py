@@ -25,7 +25,7 @@ from .ir.tree_util import tree_map
 
 __all__ = ["Device", "clear_caches", "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
            "device_count", "device_get", "disable_jit", "enable_x64", "host_count", "host_id", "host_ids",
-           "jacobian", "live_arrays", "local_device_count", "local_devices", "log_compiles", "named_call",
+           "jacobian", "live_arrays", "local_device_count", "local_devices", "log_compiles", "named_call", "named_scope",
            "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_count",
            "process_index", "process_indices", "typeof"]
 
@@ -215,3 +215,19 @@ def print_environment_info(return_string: bool = False):
         return info
     print(info)
     return None
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+    """Context manager: the operations traced in the block carry ``name`` in their location (nested
+    scopes join with '/'); lowered, their MLIR locations read ``name/primitive``, as JAX's op names."""
+    from .ir.tracing import trace_state
+    if not isinstance(name, str):
+        raise TypeError(f"named_scope name must be a string, got {name!r}")
+    location = trace_state.location
+    saved = location.scope
+    location.scope = f"{saved}/{name}" if saved else name
+    try:
+        yield
+    finally:
+        location.scope = saved

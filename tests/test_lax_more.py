@@ -367,3 +367,21 @@ def test_version_device_log_compiles(caplog):
     with jx.log_compiles(), caplog.at_level("WARNING", logger="jaxprc"):
         jx.jit(lambda v: v * 3 + 1)(np.float32(2))
     assert any("Compiling" in r.getMessage() for r in caplog.records)
+
+
+def test_named_scope_reaches_ir_and_hlo_locations():
+    def f(v):
+        with jx.named_scope("outer"):
+            y = jnp.sin(v)
+            with jx.named_scope("inner"):
+                z = y * 2
+        return z + 1
+    cj = jx.make_jaxpr(f)(1.0)
+    assert [(e.primitive.name, e.source_info.scope) for e in cj.eqns] == [
+        ("sin", "outer"), ("mul", "outer/inner"), ("add", "")]
+    text = jx.jit(f).lower(1.0).as_text(debug_info=True)
+    assert '"outer/sin"' in text and '"outer/inner/mul"' in text
+    assert "outer" in jx.jit(f).lower(1.0).compile().as_text()       # XLA's op_name metadata
+    with pytest.raises(TypeError, match="string"):
+        with jx.named_scope(3):
+            pass

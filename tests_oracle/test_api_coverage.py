@@ -82,7 +82,6 @@ NOT_APPLICABLE = {
         **dict.fromkeys(["enable_checks", "explain_cache_misses", "no_execution", "no_tracing",
                          "allow_f16_reductions", "softmax_custom_jvp", "jax2tf_associative_scan_reductions"],
                         "JAX-internal configuration switches without a jaxprc counterpart"),
-        "named_scope": "a name stack in the IR's source info: not implemented (named_call names a nested call)",
         **dict.fromkeys(["api_util", "lib", "stages", "typing", "monitoring", "profiler", "dlpack", "ds", "export",
                          "memory", "custom_batching", "fwd_and_bwd", "make_user_context"],
                         "JAX-internal or not yet ported submodules and helpers"),
