@@ -385,3 +385,20 @@ def test_named_scope_reaches_ir_and_hlo_locations():
     with pytest.raises(TypeError, match="string"):
         with jx.named_scope(3):
             pass
+
+
+def test_dot_algorithm_presets():
+    a = RNG.normal(size=(4, 5)).astype(F32)
+    b = RNG.normal(size=(5, 3)).astype(F32)
+    P = lax.DotAlgorithmPreset
+    np.testing.assert_allclose(jnp.dot(a, b, precision=P.F32_F32_F32), a @ b, rtol=1e-5, atol=1e-5)
+    f16 = jnp.dot(a, b, precision=P.F16_F16_F16)             # operands and accumulation in float16
+    assert f16.dtype == np.float32
+    want = (a.astype(np.float16) @ b.astype(np.float16)).astype(F32)
+    np.testing.assert_allclose(f16, want, rtol=2e-2, atol=2e-2)
+    with pytest.raises(ValueError, match="not supported by dot_general on CPU"):
+        jx.jit(lambda u, v: jnp.dot(u, v, precision=P.TF32_TF32_F32))(a, b)
+    g = jx.make_jaxpr(jx.grad(lambda u: jnp.sum(jnp.dot(u, b, precision=P.BF16_BF16_F32_X3))))(a)
+    assert "DotAlgorithmPreset.BF16_BF16_F32_X3" in str(g)          # kept through differentiation
+    assert_round_trip(g)
+    assert "algorithm" in jx.jit(lambda u: jnp.dot(u, b, precision=P.BF16_BF16_F32)).lower(a).as_text()

@@ -87,8 +87,7 @@ NOT_APPLICABLE = {
                         "JAX-internal or not yet ported submodules and helpers"),
     },
     "jax.lax": {
-        **dict.fromkeys(["DotAlgorithm", "DotAlgorithmPreset"],
-                        "dot algorithm presets: precision takes Precision values only"),
+        "DotAlgorithm": "explicit dot algorithms: precision takes Precision values and DotAlgorithmPresets",
         **dict.fromkeys(["AccuracyMode", "Tolerance"],
                         "the accuracy= option of transcendental ops: not implemented"),
         "shape_as_value": "dynamic shapes: jaxprc's shapes are static",

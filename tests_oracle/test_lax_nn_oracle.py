@@ -264,3 +264,14 @@ def test_composite_platform_dependent():
     check(lambda v: fj(v, k=2.0), lambda v: fx(v, k=2.0), AA, grad=False)
     check(lambda v: jlax.platform_dependent(v, cpu=lambda t: t * 10, default=lambda t: t),
           lambda v: xlax.platform_dependent(v, cpu=lambda t: t * 10, default=lambda t: t), AA)
+
+
+@pytest.mark.parametrize("preset", ["DEFAULT", "F16_F16_F16", "F32_F32_F32", "BF16_BF16_F32", "BF16_BF16_F32_X3",
+                                    "BF16_BF16_F32_X6"])
+def test_dot_algorithm_presets(preset):
+    a, b = M, M.T * 3
+    check(lambda u, v: jnp.dot(u, v, precision=getattr(jlax.DotAlgorithmPreset, preset)),
+          lambda u, v: xnp.dot(u, v, precision=getattr(xlax.DotAlgorithmPreset, preset)), a, b, tol=1e-6)
+    bf = a.astype(ml_dtypes.bfloat16)
+    check(lambda u: jnp.dot(u, u.T, precision=jlax.DotAlgorithmPreset.BF16_BF16_F32),
+          lambda u: xnp.dot(u, u.T, precision=xlax.DotAlgorithmPreset.BF16_BF16_F32), bf, grad=False)
