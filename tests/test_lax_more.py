@@ -402,3 +402,5 @@ def test_dot_algorithm_presets():
     assert "DotAlgorithmPreset.BF16_BF16_F32_X3" in str(g)          # kept through differentiation
     assert_round_trip(g)
     assert "algorithm" in jx.jit(lambda u: jnp.dot(u, b, precision=P.BF16_BF16_F32)).lower(a).as_text()
+    vjp = jx.make_jaxpr(jx.grad(lambda u: jnp.sum(jnp.dot(u, b, precision=lax.Precision.HIGHEST))))(a)
+    assert "Precision.HIGHEST" in str(vjp)
