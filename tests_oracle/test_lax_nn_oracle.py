@@ -275,3 +275,18 @@ def test_dot_algorithm_presets(preset):
     bf = a.astype(ml_dtypes.bfloat16)
     check(lambda u: jnp.dot(u, u.T, precision=jlax.DotAlgorithmPreset.BF16_BF16_F32),
           lambda u: xnp.dot(u, u.T, precision=xlax.DotAlgorithmPreset.BF16_BF16_F32), bf, grad=False)
+
+
+@pytest.mark.x64
+def test_x64_lax_additions():
+    for dtype in (np.int64, np.uint64):
+        info = np.iinfo(dtype)
+        a = RNG.integers(info.min, info.max, 16, endpoint=True, dtype=dtype)
+        b = RNG.integers(info.min, info.max, 16, endpoint=True, dtype=dtype)
+        check(jlax.mulhi, xlax.mulhi, a, b, grad=False)
+    x = RNG.normal(size=(3, 5)) * 1e3
+    check(lambda v: jlax.reduce_precision(v, 8, 23), lambda v: xlax.reduce_precision(v, 8, 23), x)
+    check(lambda v: jlax.top_k(v, 2), lambda v: xlax.top_k(v, 2), x)
+    check(lambda k: jlax.rng_bit_generator(k, (5,), np.uint64), lambda k: xlax.rng_bit_generator(k, (5,), np.uint64),
+          np.array([1, 2, 3, 4], np.uint32), grad=False)
+    check(lambda v: jax.nn.standardize(v), lambda v: jaxprc.nn.standardize(v), x, tol=1e-12)
