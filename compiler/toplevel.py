@@ -3,9 +3,10 @@ queries, host transfer, caches, and ``named_call``.
 
 The context managers (``enable_x64``, ``debug_nans``, ``debug_infs``,
 ``disable_jit``, ``default_device``, ``numpy_rank_promotion``,
-``numpy_dtype_promotion``, ``default_matmul_precision``) set a ``jaxprc.config``
-option for the ``with`` block and restore it after; called with no argument
-they return the current value, as JAX's do through ``jax.config``.
+``numpy_dtype_promotion``, ``default_matmul_precision``, ``log_compiles``) set a
+``jaxprc.config`` option for the ``with`` block and restore it after; the same
+options are set for good with ``jaxprc.config.update("jax_debug_nans", True)``
+and friends. Their state is per process, not per thread.
 """
 from __future__ import annotations
 
