@@ -404,3 +404,16 @@ def test_dot_algorithm_presets():
     assert "algorithm" in jx.jit(lambda u: jnp.dot(u, b, precision=P.BF16_BF16_F32)).lower(a).as_text()
     vjp = jx.make_jaxpr(jx.grad(lambda u: jnp.sum(jnp.dot(u, b, precision=lax.Precision.HIGHEST))))(a)
     assert "Precision.HIGHEST" in str(vjp)
+
+
+def test_scaled_dot_subchannel_scales():
+    a = RNG.normal(size=(4, 64)).astype(F32)
+    b = RNG.normal(size=(64, 8)).astype(F32)
+    sa = RNG.uniform(1, 2, size=(4, 2)).astype(F32)
+    sb = RNG.uniform(1, 2, size=(2, 8)).astype(F32)
+    out = lax.scaled_dot(a, b, lhs_scale=sa, rhs_scale=sb, preferred_element_type=F32)
+    want = (a * np.repeat(sa, 32, 1)) @ (b * np.repeat(sb, 32, 0))
+    np.testing.assert_allclose(out, want, rtol=3e-2, atol=3e-1)          # bfloat16 operands
+    assert lax.scaled_dot(a, b).dtype == jnp.bfloat16
+    with pytest.raises(TypeError, match="1-rank"):
+        lax.scaled_dot(a[0], b[:, 0])

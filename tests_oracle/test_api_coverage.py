@@ -91,7 +91,6 @@ NOT_APPLICABLE = {
         **dict.fromkeys(["AccuracyMode", "Tolerance"],
                         "the accuracy= option of transcendental ops: not implemented"),
         "shape_as_value": "dynamic shapes: jaxprc's shapes are static",
-        "scaled_dot": "block-scaled (mx) dots: XLA's CPU backend has no lowering for them",
     },
 }
 

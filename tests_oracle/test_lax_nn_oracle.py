@@ -290,3 +290,14 @@ def test_x64_lax_additions():
     check(lambda k: jlax.rng_bit_generator(k, (5,), np.uint64), lambda k: xlax.rng_bit_generator(k, (5,), np.uint64),
           np.array([1, 2, 3, 4], np.uint32), grad=False)
     check(lambda v: jax.nn.standardize(v), lambda v: jaxprc.nn.standardize(v), x, tol=1e-12)
+
+
+def test_scaled_dot():
+    a = RNG.normal(size=(2, 4, 64)).astype(np.float32)
+    b = RNG.normal(size=(2, 64, 8)).astype(np.float32)
+    sa = RNG.uniform(1, 2, size=(2, 4, 2)).astype(np.float32)
+    sb = RNG.uniform(1, 2, size=(2, 2, 8)).astype(np.float32)
+    check(lambda u, v, s, t: jlax.scaled_dot(u, v, lhs_scale=s, rhs_scale=t),
+          lambda u, v, s, t: xlax.scaled_dot(u, v, lhs_scale=s, rhs_scale=t), a, b, sa, sb, grad=False)
+    check(lambda u, v: jlax.scaled_dot(u, v, preferred_element_type=np.float32),
+          lambda u, v: xlax.scaled_dot(u, v, preferred_element_type=np.float32), a, b, grad=False)

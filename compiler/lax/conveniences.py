@@ -14,7 +14,7 @@ from jaxprc.ir import dtypes as dt
 from . import operands as ops
 
 __all__ = ["reciprocal", "broadcast_shapes", "broadcast_like", "batch_matmul", "split", "stack",
-           "unstack", "tile", "empty", "dtype", "index_take", "scatter_sub", "scatter_apply"]
+           "unstack", "tile", "empty", "dtype", "index_take", "scatter_sub", "scatter_apply", "scaled_dot"]
 
 
 def reciprocal(x):
@@ -166,3 +166,42 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
         return lax.add(i, 1), lax.select(lax.gt(counts, i), func(x), x)
     most = lax.reduce_max(counts, tuple(range(op_aval.ndim))) if op_aval.ndim else counts
     return lax.while_loop(lambda carry: lax.lt(carry[0], most), body, (np.int32(0), operand))[1]
+
+
+def _repeat_scale(scale, shape, contracting):
+    """``scale`` repeated along each contracting dimension up to the operand's size (subchannels)."""
+    for i in contracting:
+        sshape = ops.aval(scale).shape
+        if sshape[i] != shape[i]:
+            wide = sshape[:i + 1] + (shape[i] // sshape[i],) + sshape[i + 1:]
+            scale = lax.broadcast_in_dim(scale, wide, tuple(d for d in range(len(wide)) if d != i + 1))
+            scale = lax.reshape(scale, sshape[:i] + (shape[i],) + sshape[i + 1:])
+    return scale
+
+
+def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=None, preferred_element_type=None):
+    """``(lhs * lhs_scale) @ (rhs * rhs_scale)`` as JAX decomposes it: operands and scales in
+    bfloat16 (each scale repeated over its subchannel of the contracting dimensions), multiplied,
+    then a ``dot_general`` into ``preferred_element_type`` (bfloat16 by default)."""
+    la, ra = ops.aval(lhs), ops.aval(rhs)
+    if dimension_numbers is None:
+        if la.ndim < 2:
+            raise TypeError("scaled_dot does not support 0-rank and 1-rank operands.")
+        n = la.ndim
+        dimension_numbers = (((n - 1,), (n - 2,)), (tuple(range(n - 2)), tuple(range(n - 2))))
+    (lc, rc), (lb, rb) = dimension_numbers
+    ranks = [la.ndim, ra.ndim] + [ops.aval(s).ndim for s in (lhs_scale, rhs_scale) if s is not None]
+    if len(set(ranks)) != 1:
+        raise TypeError(f"scaled_dot: operands and scales must have the same rank, got ranks {ranks}")
+    if len(lb) != len(rb) or len(lc) != len(rc):
+        raise TypeError(f"scaled_dot: mismatched batch or contracting dimensions {dimension_numbers}")
+
+    def scaled(x, scale, contracting):
+        x = lax.convert_element_type(x, dt.bfloat16)
+        if scale is None:         # JAX's dummy scale of ones: x * 1 in bfloat16 is x
+            return x
+        scale = _repeat_scale(scale, ops.aval(x).shape, contracting)
+        return lax.mul(x, lax.convert_element_type(scale, dt.bfloat16))
+    out_type = dt.bfloat16 if preferred_element_type is None else preferred_element_type
+    return lax.dot_general(scaled(lhs, lhs_scale, lc), scaled(rhs, rhs_scale, rc), dimension_numbers,
+                           preferred_element_type=out_type)
