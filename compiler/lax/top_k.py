@@ -14,6 +14,8 @@ unspecified order; here NaNs rank as in ``top_k``). With
 """
 from __future__ import annotations
 
+import operator
+
 from jaxlib.mlir.dialects import chlo
 
 from jaxprc import lax
@@ -52,7 +54,10 @@ def _top_k_abstract_eval(x, *, k, axis):
 def top_k(operand, k: int, *, axis: int = -1):
     """``(values, indices)``: the ``k`` largest entries along ``axis``, largest first, and their int32
     positions (ties in index order)."""
-    k = int(k)
+    try:
+        k = operator.index(k)
+    except TypeError:
+        raise TypeError(f"top_k: k must be a Python int (static), got {k!r}") from None
     if k < 0:
         raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
     ndim = aval(operand).ndim
