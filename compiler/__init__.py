@@ -24,3 +24,8 @@ from . import ad_checkpoint  # noqa: E402,F401
 from . import errors  # noqa: E402,F401
 from . import debug  # noqa: E402,F401
 from .callback import effects_barrier, pure_callback  # noqa: E402,F401
+from . import flatten_util, ops  # noqa: E402,F401
+from .toplevel import *  # noqa: E402,F401,F403
+from .version import __version__  # noqa: E402,F401
+from . import version  # noqa: E402,F401
+from .ir.dtypes import float0  # noqa: E402,F401

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import dispatch, passes, runtime
+from . import dispatch, float_checks, passes, runtime
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -404,6 +404,8 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if _trace_state.stack:         # inside a trace of this thread
             return self._call_in_trace(args, kwargs)
+        if _config.jax_disable_jit:
+            return self._fun(*args, **kwargs)
         if self._spec.trivial and not kwargs:
             leaves, treedef = _flatten(args)
             key = (treedef, _config.jax_enable_x64,
@@ -419,10 +421,18 @@ class JitFunction:
             raise _unhashable_static_error(self._name, key) from None
         if entry is None:
             entry = self._cache[key] = self._compile(args, kwargs)
+        if _config.jax_debug_nans or _config.jax_debug_infs:
+            outs = entry(leaves)
+            float_checks.check_jit_outputs(self._fun, args, kwargs, outs)
+            return outs
         return entry(leaves)
 
     def _compile(self, args, kwargs) -> _CompiledCall:
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+        if getattr(_config, "jax_log_compiles", False):
+            import logging
+            logging.getLogger("jaxprc").warning("Compiling %s with global shapes and types %s.", self._name,
+                                                [a.str_short() for a in cj.in_avals])
         return _CompiledCall(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs))
 
     def _donated_invars(self, args, kwargs) -> tuple:

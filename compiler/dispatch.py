@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 
-from . import runtime
+from . import float_checks, runtime
+from .ir.dtypes import config as _config
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
 from .ir.host_callback import check_callbacks_bound
 from .ir.tracing import get_aval, pytype_aval_mappings
@@ -112,8 +113,12 @@ class _EagerImpl:
         except runtime.JaxRuntimeError as e:
             raise entry.executable.runtime_error(e, buffers) from None
         if entry.multiple_results:
-            return entry.executable.wrap_results(outs)
-        return Array(outs[0], entry.out_aval)
+            outs = entry.executable.wrap_results(outs)
+        else:
+            outs = Array(outs[0], entry.out_aval)
+        if _config.jax_debug_nans or _config.jax_debug_infs:
+            float_checks.check_primitive(self.prim.name, outs)
+        return outs
 
 
 _EAGER_IMPLS: dict[Primitive, _EagerImpl] = {}

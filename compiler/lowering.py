@@ -347,19 +347,26 @@ def call_jaxpr(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args, name: str) ->
     (``ClosedJaxpr.__eq__``/``__hash__``) share one function."""
     if isinstance(cj, Jaxpr):
         cj = ClosedJaxpr(cj, [])
+    out_types = [aval_to_ir_type(a) for a in cj.out_avals]
+    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(function_symbol(mctx, cj, name)), list(args))
+    return list(call.results)
+
+
+def function_symbol(mctx: ModuleContext, cj: ClosedJaxpr, name: str) -> str:
+    """The symbol of the private function computing ``cj`` (emitted on first use)."""
     entry = mctx.callees.get(cj)
     if entry is None:
         symbol = mctx.unique_symbol(name)
         _emit_function(mctx, symbol, cj, "private")
         entry = mctx.callees[cj] = (symbol, cj)
-    out_types = [aval_to_ir_type(a) for a in cj.out_avals]
-    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(entry[0]), list(args))
-    return list(call.results)
+    return entry[0]
 
 
 def _location(eqn) -> ir.Location:
     si = eqn.source_info
     name = eqn.primitive.name
+    if si is not None and si.scope:          # named_scope: "outer/inner/prim", as in JAX's op names
+        name = f"{si.scope}/{name}"
     if si is None or not si.file:
         return ir.Location.name(name)
     return ir.Location.name(name, childLoc=ir.Location.file(si.file, int(si.line), 0))

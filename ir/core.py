@@ -121,12 +121,13 @@ Atom = Var | Literal
 
 
 class SourceInfo:
-    """Where the user wrote the operation: ``file:line`` (the innermost user frame)."""
+    """Where the user wrote the operation: ``file:line`` (the innermost user frame), and the
+    ``named_scope`` names open around it (``scope``, "outer/inner"; "" outside any)."""
 
-    __slots__ = ("file", "line", "name")
+    __slots__ = ("file", "line", "name", "scope")
 
-    def __init__(self, file: str, line: int, name: str = ""):
-        self.file, self.line, self.name = file, line, name
+    def __init__(self, file: str, line: int, name: str = "", scope: str = ""):
+        self.file, self.line, self.name, self.scope = file, line, name, scope
 
     def __str__(self):
         return f"{self.file}:{self.line}"

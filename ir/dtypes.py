@@ -112,11 +112,16 @@ class Config:
     transformations' passes) verify the program after each pass; off by default, for speed.
     """
 
-    _BOOL_FLAGS = ("jax_enable_x64", "jaxprc_verify_passes")
+    _BOOL_FLAGS = ("jax_enable_x64", "jaxprc_verify_passes", "jax_debug_nans", "jax_debug_infs",
+                   "jax_disable_jit")
 
     def __init__(self):
         self.jax_enable_x64 = _env_flag("JAX_ENABLE_X64")
         self.jaxprc_verify_passes = _env_flag("JAXPRC_VERIFY_PASSES")
+        # Checked by eager ops and jit calls (jaxprc.debug_nans / debug_infs / disable_jit).
+        self.jax_debug_nans = _env_flag("JAX_DEBUG_NANS")
+        self.jax_debug_infs = _env_flag("JAX_DEBUG_INFS")
+        self.jax_disable_jit = _env_flag("JAX_DISABLE_JIT")
 
     def update(self, name: str, value) -> None:
         if not hasattr(self, name):
@@ -132,6 +137,13 @@ class Config:
 
 
 config = Config()
+config.jax_numpy_dtype_promotion = "standard"   # or "strict" (jaxprc.numpy_dtype_promotion)
+config.jax_numpy_rank_promotion = "allow"       # or "warn" / "raise" (jaxprc.numpy_rank_promotion)
+config.jax_default_matmul_precision = None      # a Precision for dots that name none
+
+
+class TypePromotionError(ValueError):
+    """Raised when type promotion fails (as ``jax.dtypes.TypePromotionError``)."""
 
 _NARROW = {float64: float32, int64: int32, uint64: uint32, complex128: complex64}
 

@@ -225,10 +225,11 @@ class TraceState(threading.local):
 
 
 class _Location:
-    __slots__ = ("source",)
+    __slots__ = ("source", "scope")
 
     def __init__(self):
         self.source: SourceInfo | None = None
+        self.scope = ""          # the open named_scope names, "outer/inner"
 
 
 trace_state = TraceState()
@@ -264,7 +265,7 @@ def _user_frame_info() -> SourceInfo | None:
         fname = code.co_filename
         internal = internal_files.get(fname)
         if not (_is_internal(fname) if internal is None else internal):
-            return SourceInfo(fname, frame.f_lineno, code.co_name)
+            return SourceInfo(fname, frame.f_lineno, code.co_name, trace_state.location.scope)
         frame = frame.f_back
     return None
 

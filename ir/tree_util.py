@@ -6,16 +6,23 @@ types (SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey).
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from jaxlib._jax import pytree as _pytree
 
 registry = _pytree.PyTreeRegistry()
+# A module-level name lets pickle find the registry by reference (picklable PyTreeDefs).
+registry.__module__ = __name__
+registry.__name__ = "registry"
+default_registry = registry
 PyTreeDef = _pytree.PyTreeDef
 SequenceKey, DictKey = _pytree.SequenceKey, _pytree.DictKey
 GetAttrKey, FlattenedIndexKey = _pytree.GetAttrKey, _pytree.FlattenedIndexKey
+KeyEntry = TypeVar("KeyEntry", bound=Any)
+KeyPath = tuple[KeyEntry, ...]
 
 
 def tree_flatten(tree, is_leaf: Callable[[Any], bool] | None = None):
@@ -40,11 +47,11 @@ def tree_map(f: Callable, tree, *rest, is_leaf=None):
     return treedef.unflatten([f(*xs) for xs in zip(*all_leaves)])
 
 
-def tree_reduce(f: Callable, tree, initializer=dataclasses.MISSING, is_leaf=None):
+def tree_reduce(function: Callable, tree, initializer=dataclasses.MISSING, is_leaf=None):
     leaves = tree_leaves(tree, is_leaf)
     if initializer is dataclasses.MISSING:
-        return functools.reduce(f, leaves)
-    return functools.reduce(f, leaves, initializer)
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
 
 
 def tree_all(tree, is_leaf=None) -> bool:
@@ -52,7 +59,13 @@ def tree_all(tree, is_leaf=None) -> bool:
 
 
 def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+    """A tree of ``outer`` trees of ``inner`` trees turned into ``inner`` of ``outer``.
+
+    ``inner_treedef=None`` takes the structure of the first inner tree.
+    """
     flat = outer_treedef.flatten_up_to(pytree_to_transpose)
+    if inner_treedef is None:
+        inner_treedef = tree_structure(flat[0])
     inner = [inner_treedef.flatten_up_to(x) for x in flat]
     columns = [outer_treedef.unflatten(col) for col in zip(*inner)]
     return inner_treedef.unflatten(columns)
@@ -70,20 +83,29 @@ def treedef_is_leaf(treedef: PyTreeDef) -> bool:
     return treedef.num_nodes == 1 and treedef.num_leaves == 1
 
 
-def all_leaves(iterable) -> bool:
-    return _pytree.all_leaves(registry, iterable)
+def all_leaves(iterable, is_leaf=None) -> bool:
+    """Whether every item is a leaf (a leaf of its own tree, per ``is_leaf`` when given)."""
+    if is_leaf is None:
+        return _pytree.all_leaves(registry, iterable)
+    items = list(iterable)
+    leaves = tree_leaves(items, is_leaf)
+    return len(leaves) == len(items) and all(a is b for a, b in zip(items, leaves))
 
 
-def tree_flatten_with_path(tree, is_leaf=None):
+def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path: bool = False):
+    """([(key path, leaf)], treedef); ``is_leaf(path, x)`` when ``is_leaf_takes_path``."""
+    if is_leaf is not None and not is_leaf_takes_path:
+        leaf_test = is_leaf
+        is_leaf = lambda _, x: leaf_test(x)  # noqa: E731 (jaxlib calls it with the path too)
     return registry.flatten_with_path(tree, is_leaf)
 
 
-def tree_leaves_with_path(tree, is_leaf=None):
-    return registry.flatten_with_path(tree, is_leaf)[0]
+def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path: bool = False):
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
-def tree_map_with_path(f: Callable, tree, *rest, is_leaf=None):
-    keyed, treedef = registry.flatten_with_path(tree, is_leaf)
+def tree_map_with_path(f: Callable, tree, *rest, is_leaf=None, is_leaf_takes_path: bool = False):
+    keyed, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     others = [treedef.flatten_up_to(r) for r in rest]
     return treedef.unflatten([f(k, x, *xs) for (k, x), *xs in zip(keyed, *others)])
 
@@ -122,13 +144,102 @@ def register_pytree_node_class(cls: type) -> type:
 
 
 def register_dataclass(nodetype: type, data_fields=None, meta_fields=None, drop_fields=()):
-    """Register a dataclass; without explicit fields, fields marked ``static=True`` are metadata."""
+    """Register a dataclass; without explicit fields, fields marked ``static=True`` are metadata.
+
+    The field lists are checked as JAX checks them: both or neither given, and
+    for a dataclass exactly its ``init=True`` fields less ``drop_fields``.
+    """
     if data_fields is None or meta_fields is None:
-        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
+        if (data_fields is None) != (meta_fields is None):
+            raise TypeError("register_dataclass: data_fields and meta_fields must both be specified when "
+                            f"either is specified. Got data_fields={data_fields!r} meta_fields={meta_fields!r}.")
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError("register_dataclass: data_fields and meta_fields are required when nodetype "
+                            f"is not a dataclass. Got nodetype={nodetype!r}.")
+        fields = dataclasses.fields(nodetype)
         meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
         data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+    meta_fields, data_fields = tuple(meta_fields), tuple(data_fields)
+    if dataclasses.is_dataclass(nodetype):
+        init_fields = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
+        given = {*meta_fields, *data_fields}
+        if given != init_fields:
+            msg = ("data_fields and meta_fields must include all dataclass fields with ``init=True`` "
+                   "and only them.")
+            if missing := init_fields - given:
+                msg += f" Missing fields: {missing}. Add them to drop_fields to suppress this error."
+            if unexpected := given - init_fields:
+                msg += f" Unexpected fields: {unexpected}."
+            raise ValueError(msg)
+    if overlap := set(data_fields) & set(meta_fields):
+        raise ValueError(f"data_fields and meta_fields must not overlap. Overlapping fields: {overlap}.")
     registry.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
     return nodetype
+
+
+def register_pytree_with_keys_class(cls: type) -> type:
+    """Class decorator: ``cls.tree_flatten_with_keys()`` / ``cls.tree_unflatten(aux, children)``."""
+    flatten = getattr(cls, "tree_flatten", None)
+    return register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                                     None if flatten is None else lambda x: x.tree_flatten())
+
+
+def register_static(cls: type) -> type:
+    """Register ``cls`` as a pytree with no leaves: instances are static (part of the treedef)."""
+    register_pytree_with_keys(cls, lambda obj: ((), obj), lambda obj, _: obj)
+    return cls
+
+
+def is_tree_node(typ: type) -> bool:
+    """Whether ``typ`` is a pytree node type (built in, registered, or a namedtuple)."""
+    return registry.is_node(typ)
+
+
+def flatten_one_level(tree):
+    """(children, metadata) of one pytree node; ValueError for a leaf type."""
+    out = registry.flatten_one_level(tree)
+    if out is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    return out
+
+
+def flatten_one_level_with_keys(tree):
+    """([(key, child)], metadata) of one pytree node; ValueError for a leaf type."""
+    out = registry.flatten_one_level_with_keys(tree)
+    if out is None:
+        raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    return out
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """``prefix_tree``'s leaves repeated over the matching subtrees of ``full_tree``."""
+    leaves = []
+    try:
+        tree_map(lambda x, sub: leaves.extend([x] * tree_structure(sub).num_leaves), prefix_tree, full_tree,
+                 is_leaf=is_leaf)
+    except ValueError as e:
+        raise ValueError(f"broadcast_prefix prefix_tree: {prefix_tree!r} is not a tree prefix of "
+                         f"{full_tree!r} ({e})") from None
+    return tree_structure(full_tree).unflatten(leaves)
+
+
+class _Unspecified:
+    """No identity given to tree_reduce_associative."""
+
+
+def tree_reduce_associative(operation: Callable, tree, *, identity=_Unspecified, is_leaf=None):
+    """Reduce the leaves with an associative ``operation`` as a balanced tree (log depth)."""
+    def reduce(xs):
+        if len(xs) == 1:
+            return xs[0]
+        mid = len(xs) // 2
+        return operation(reduce(xs[:mid]), reduce(xs[mid:]))
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _Unspecified:
+            raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+        return identity
+    return reduce(leaves)
 
 
 class Partial(functools.partial):
@@ -139,3 +250,14 @@ register_pytree_node(
     Partial,
     lambda p: ((p.args, p.keywords), p.func),
     lambda func, kids: Partial(func, *kids[0], **kids[1]))
+
+
+# Ordered and default dicts are nodes, as in JAX: keys in insertion order / sorted.
+register_pytree_with_keys(
+    collections.OrderedDict,
+    lambda d: (tuple((DictKey(k), v) for k, v in d.items()), tuple(d.keys())),
+    lambda keys, values: collections.OrderedDict(zip(keys, values)))
+register_pytree_with_keys(
+    collections.defaultdict,
+    lambda d: (tuple((DictKey(k), d[k]) for k in sorted(d)), (d.default_factory, tuple(sorted(d)))),
+    lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)))

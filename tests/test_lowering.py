@@ -899,6 +899,45 @@ def test_complex_max_min_sort_order_by_real_then_imag_as_jax():
     assert complex(jnp.min(x[:4])) == 5j and complex(jx.jit(jnp.max)(x[:4])) == 2 - 1j
 
 
+def test_top_k_numerics_bits_rng_and_barrier():
+    x = np.array([[1.0, np.nan, 3.0, -np.inf], [3.0, -0.0, 0.0, 2.0]], F32)
+    vals, idx = run(lambda a: P["top_k"].bind(a, k=3, axis=1), x)
+    check(vals, [[np.nan, 3.0, 1.0], [3.0, 2.0, 0.0]], F32)
+    check(idx, [[1, 2, 0], [0, 3, 2]], np.int32)
+    vals, idx = run(lambda a: P["top_k"].bind(a, k=1, axis=0), x)
+    check(idx, [[1, 0, 0, 1]], np.int32)
+    y = np.array([1.0001, 65520.0, 1e-8, -3.3], F32)
+    check(run(lambda a: P["reduce_precision"].bind(a, exponent_bits=5, mantissa_bits=10), y)[0],
+          [1.0, np.inf, 0.0, np.float16(-3.3)], F32, scale=0)     # float16's rounding and overflow
+    a = np.array([2**31 - 1, -5, 7, -(2**31)], np.int32)
+    b = np.array([2**31 - 1, 3, -9, -(2**31)], np.int32)
+    check(run(lambda u, v: P["mulhi"].bind(u, v), a, b)[0], (a.astype(np.int64) * b) >> 32, np.int32)
+    u = np.array([2**32 - 1, 5, 1 << 31], np.uint32)
+    check(run(lambda v: P["mulhi"].bind(v, v), u)[0], (u.astype(np.uint64) * u) >> 32, np.uint32)
+    outs = run(lambda v, w: P["optimization_barrier"].bind(v, w), y, a)
+    check(outs[0], y, F32, scale=0)
+    check(outs[1], a, np.int32)
+    # rng_bit_generator: XLA's generators; the values JAX 0.10.2 prints for this key
+    from jaxprc.lax import RandomAlgorithm
+    key = np.array([1, 2, 3, 4], np.uint32)
+    new_key, bits = run(lambda k: P["rng_bit_generator"].bind(k, shape=(3,), dtype=np.dtype(np.uint32),
+                                                              algorithm=RandomAlgorithm.RNG_DEFAULT), key)
+    check(new_key, [1, 2, 4, 4], np.uint32)
+    check(bits, [512747620, 1298009047, 1267190206], np.uint32)
+    new_key, bits = run(lambda k: P["rng_bit_generator"].bind(k, shape=(2, 3), dtype=np.dtype(np.uint8),
+                                                              algorithm=RandomAlgorithm.RNG_THREE_FRY), key)
+    check(new_key, [1, 2, 6, 4], np.uint32)
+    check(bits, [[236, 168, 67], [142, 94, 25]], np.uint8)
+    from jaxprc import lax as jlax
+    xs = np.arange(1, 7, dtype=F32).reshape(2, 3)
+    check(run(lambda v: jlax.reduce(v, np.float32(0), lambda a, b: a + b + a * b, (1,)), xs)[0],
+          np.prod(1 + xs.astype(np.float64), 1) - 1, F32)
+    check(run(lambda v: jlax.composite(lambda u, *, k: u * k, "my.scale", 1)(v, k=2.5), xs)[0], xs * 2.5, F32)
+    draws = run(lambda lo, hi: P["rng_uniform"].bind(lo, hi, shape=(1000,)), np.float32(2), np.float32(3))[0]
+    assert draws.dtype == F32 and draws.shape == (1000,) and draws.min() >= 2 and draws.max() < 3
+    assert draws.std() > 0.2
+
+
 def test_every_builtin_primitive_is_checked_numerically(request, builtins):
     """Runs last: the tests above must have run (and checked) every built-in primitive."""
     if request.session.testscollected != len(request.session.items):

@@ -108,6 +108,11 @@ CORPUS = {
     "fft": (lambda x: lax.fft(x, lax.FftType.RFFT, (3,)), [(3,)]),
     "solves": (lambda x: (lax.custom_linear_solve(lambda v: 2.0 * v, x, lambda mv, v: v / 2.0, symmetric=True),
                           lax.custom_root(lambda v: v - x, x, lambda f, v: x, lambda g, y: y)), [(3,)]),
+    "top_k_numerics_rng": (lambda x: (lax.top_k(x, 2), lax.reduce_precision(x, 5, 10),
+                                      lax.rng_bit_generator(jnp.zeros(4, np.uint32), (2,)),
+                                      lax.rng_uniform(x[0], x[1], (2,)),
+                                      lax.reduce(x, 1.0, lambda a, b: a * b + b, (0,)),
+                                      lax.composite(lambda v, *, k: v * k, "my.scale")(x, k=2)), [(3,)]),
 }
 
 

@@ -16,6 +16,8 @@ LAX_PRIMITIVES = {k: v for k, v in vars(jx.lax).items() if k.endswith("_p") and 
 NO_RULE = {
     ("jvp", "custom_lin"): "it only lives in linear programs, to be transposed away",
     ("batching", "iota"): "it has no operands, so it is never batched",
+    ("jvp", "composite"): "as in JAX: wrap the composite in custom_jvp to differentiate it",
+    ("batching", "composite"): "as in JAX: a composite has no batching rule",
 }
 
 

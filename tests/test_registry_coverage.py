@@ -28,6 +28,7 @@ LINEAR = {
     "pure_callback", "io_callback",   # their transpose rules raise JAX's error
     "fft",
     "custom_linear_solve",   # linear in b: transposing solves the transposed system
+    "reduce_precision", "optimization_barrier",
 }
 
 # (pass, primitive) -> why the pass has no rule for it.
@@ -35,6 +36,8 @@ EXCEPTIONS = {
     ("jvp", "custom_lin"): "it only lives in linear programs, to be transposed (forward mode through "
                            "a custom_vjp function is an error, as in JAX)",
     ("vmap", "iota"): "it has no operands, so it is never batched: the pass re-emits it as it is",
+    ("jvp", "composite"): "as in JAX: wrap the composite in custom_jvp to differentiate it",
+    ("vmap", "composite"): "as in JAX: a composite has no batching rule",
 }
 
 

@@ -184,6 +184,15 @@ def _structural_cases():
         "custom_linear_solve": (lambda x: cf.custom_linear_solve(lambda v: v * 2.0, x, lambda mv, v: v / 2.0),
                                 [X3]),
         "custom_root": (lambda x: cf.custom_root(lambda v: v - x, x, lambda f, v: x, lambda g, y: y), [X3]),
+        "top_k": (lambda x: lax.top_k(x, 2, axis=0), [x23]),
+        "reduce_precision": (lambda x: lax.reduce_precision(x, 5, 10), [X3]),
+        "mulhi": (lambda x, y: lax.mulhi(x, y), [sa((3,), i32), sa((3,), i32)]),
+        "optimization_barrier": (lambda x, y: lax.optimization_barrier((x, y)), [X3, x23]),
+        "rng_bit_generator": (lambda k: lax.rng_bit_generator(k, (2, 3), np.uint8, lax.RandomAlgorithm.RNG_PHILOX),
+                              [sa((4,), np.dtype(np.uint32))]),
+        "rng_uniform": (lambda a, b: lax.rng_uniform(a, b, (4,)), [sa(()), sa(())]),
+        "composite": (lambda x: lax.composite(lambda v, *, k: v * k, "my.scale", 1)(x, k=2.5), [X3]),
+        "reduce": (lambda x: lax.reduce(x, 1.0, lambda a, b: a * b + b, (0,)), [x23]),
     }
 
 

@@ -126,12 +126,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('lax.atan', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
-    ('lax.conj', 'empty'):
-        'not fixed yet: lax.conj of a real operand is rejected by jaxprc, JAX returns complex64',
-    ('lax.conj', 'f32'):
-        'not fixed yet: lax.conj of a real operand is rejected by jaxprc, JAX returns complex64',
-    ('lax.conj', 'weak'):
-        'not fixed yet: lax.conj of a real operand is rejected by jaxprc, JAX returns complex64',
     ('lax.digamma', 'd1'):
         'not fixed yet: polygamma at the pole -1 is finite in jaxprc (JAX inf / NaN), ulps elsewhere',
     ('lax.digamma', 'd2'):

@@ -18,6 +18,15 @@ from .remat import *  # noqa: F401,F403
 from .custom_derivatives import *  # noqa: F401,F403
 from .callbacks import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
+from .conveniences import *  # noqa: F401,F403
+from .top_k import *  # noqa: F401,F403
+from .numerics import *  # noqa: F401,F403
+from .barrier import *  # noqa: F401,F403
+from .rng import *  # noqa: F401,F403
+from .generic_reduce import *  # noqa: F401,F403
+from .associative_scan import *  # noqa: F401,F403
+from .staging import *  # noqa: F401,F403
+from .ragged import *  # noqa: F401,F403
 from . import operands  # noqa: F401
 
 # Eager (op-by-op) evaluation of every primitive defined above: XLA runs its lowering.

@@ -6,6 +6,7 @@ batch nor contracting) dimensions of lhs, then those of rhs.
 from __future__ import annotations
 
 import enum
+import typing
 
 import numpy as np
 
@@ -23,7 +24,8 @@ from jaxprc.passes.vmap import shift
 from .operands import aval, ints
 from .shapes import DIMS, type_error as _type_error
 
-__all__ = ["dot_general", "dot", "Precision", "dot_general_p"]
+__all__ = ["dot_general", "dot", "Precision", "PrecisionLike", "DotDimensionNumbers", "DotAlgorithmPreset",
+           "dot_general_p"]
 
 
 # -------------------------------------------------------------- primitive
@@ -74,15 +76,76 @@ class Precision(enum.Enum):
         return f"Precision.{self.name}"
 
 
+@param_type
+class DotAlgorithmPreset(enum.Enum):
+    """A named dot algorithm (storage types of the operands, accumulation type, passes), given as
+    ``precision=``: the operands are converted to the algorithm's types, the product accumulates
+    in its type and is converted to the result dtype, as JAX lowers it."""
+    DEFAULT = enum.auto()
+    ANY_F8_ANY_F8_F32 = enum.auto()
+    ANY_F8_ANY_F8_F32_FAST_ACCUM = enum.auto()
+    ANY_F8_ANY_F8_ANY = enum.auto()
+    ANY_F8_ANY_F8_ANY_FAST_ACCUM = enum.auto()
+    F16_F16_F16 = enum.auto()
+    F16_F16_F32 = enum.auto()
+    BF16_BF16_BF16 = enum.auto()
+    BF16_BF16_F32 = enum.auto()
+    BF16_BF16_F32_X3 = enum.auto()
+    BF16_BF16_F32_X6 = enum.auto()
+    BF16_BF16_F32_X9 = enum.auto()
+    TF32_TF32_F32 = enum.auto()
+    TF32_TF32_F32_X3 = enum.auto()
+    F32_F32_F32 = enum.auto()
+    F64_F64_F64 = enum.auto()
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return f"DotAlgorithmPreset.{self.name}"
+
+    def _parts(self):
+        """(lhs storage type name, accumulation type name, passes) from the preset's name."""
+        lhs, _, acc, *passes = self.name.split("_")
+        return lhs, acc, int(passes[0][1:]) if passes else 1
+
+    @property
+    def supported_lhs_types(self):
+        if self in (DotAlgorithmPreset.DEFAULT,) or self.name.startswith("ANY_F8"):
+            return None
+        lhs = self._parts()[0]
+        return {"F16": (dt.float16,), "BF16": (dt.bfloat16, dt.float32), "F64": (dt.float64,)}.get(lhs, (dt.float32,))
+
+    supported_rhs_types = supported_lhs_types
+
+    @property
+    def accumulation_type(self):
+        if self is DotAlgorithmPreset.DEFAULT or self.name.startswith("ANY_F8"):
+            return None
+        return {"F16": dt.float16, "BF16": dt.bfloat16, "F64": dt.float64}.get(self._parts()[1], dt.float32)
+
+
+# The presets XLA's CPU backend implements (it would silently ignore the others, so they are refused).
+_CPU_PRESETS = {DotAlgorithmPreset.DEFAULT, DotAlgorithmPreset.F16_F16_F16, DotAlgorithmPreset.F32_F32_F32,
+                DotAlgorithmPreset.F64_F64_F64, DotAlgorithmPreset.BF16_BF16_F32,
+                DotAlgorithmPreset.BF16_BF16_F32_X3, DotAlgorithmPreset.BF16_BF16_F32_X6}
+
+
+# Type aliases, as JAX names them.
+PrecisionLike = typing.Union[None, str, Precision, tuple[str, str], tuple[Precision, Precision]]
+DotDimensionNumbers = tuple[tuple[typing.Sequence[int], typing.Sequence[int]],
+                            tuple[typing.Sequence[int], typing.Sequence[int]]]
+
 _PRECISION_STRINGS = {"highest": "HIGHEST", "float32": "HIGHEST", "high": "HIGH", "bfloat16_3x": "HIGH",
                       "tensorfloat32": "HIGH", "default": "DEFAULT", "bfloat16": "DEFAULT",
                       "fastest": "DEFAULT"}
 
 
 def canonicalize_precision(precision):
-    """None, or one Precision per operand: a single value (enum or string) applies to both."""
-    if precision is None:
-        return None
+    """None, a DotAlgorithmPreset, or one Precision per operand: a single value (enum or string)
+    applies to both."""
+    if precision is None or isinstance(precision, DotAlgorithmPreset):
+        return precision
     if isinstance(precision, str) and precision in _PRECISION_STRINGS:
         return Precision(precision), Precision(precision)
     if isinstance(precision, Precision):
@@ -99,7 +162,7 @@ def canonicalize_precision(precision):
 
 dot_general_p.def_params(
     dimension_numbers=Tuple(Tuple(DIMS, length=2), length=2),   # ((lhs, rhs) contract, (lhs, rhs) batch)
-    precision=OneOf(None, Enum(Precision), Tuple(Enum(Precision), length=2)),
+    precision=OneOf(None, Enum(Precision), Tuple(Enum(Precision), length=2), Enum(DotAlgorithmPreset)),
     preferred_element_type=OneOf(None, DType()))
 
 
@@ -115,6 +178,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((ints(lc), ints(rc)), (ints(lb), ints(rb)))
     pet = None if preferred_element_type is None else dt.canonicalize_dtype(preferred_element_type)
+    if precision is None:          # jaxprc.default_matmul_precision, if set
+        precision = dt.config.jax_default_matmul_precision
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=canonicalize_precision(precision),
                               preferred_element_type=pet)
 
@@ -207,6 +272,8 @@ batching.primitive_batchers[dot_general_p] = _dot_general_batch_rule
 def _precision_attr(precision):
     if precision is None:
         return None
+    if isinstance(precision, DotAlgorithmPreset):
+        precision = Precision.DEFAULT
     pair = precision if isinstance(precision, tuple) else (precision, precision)
     return ir.ArrayAttr.get([hlo.PrecisionAttr.get(param_name(p).split(".")[-1]) for p in pair])
 
@@ -224,8 +291,40 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision=None, p
         prod = hlo.dot_general(mlir.aval_to_ir_type(out_aval.update(dtype=dt.int32)), i32(lhs, lhs_aval),
                                i32(rhs, rhs_aval), dnums)
         return mlir.compare(prod, mlir.full(out_aval.shape, 0, dt.int32), "NE", dt.int32)
+    if isinstance(precision, DotAlgorithmPreset):
+        return _preset_dot(ctx, lhs, rhs, dnums, precision)
     return hlo.dot_general(mlir.aval_to_ir_type(out_aval), lhs, rhs, dnums,
                            precision_config=_precision_attr(precision))
+
+
+def _compute_type(dtype, supported):
+    return dtype if supported is None or dtype in supported else supported[0]
+
+
+def _preset_dot(ctx, lhs, rhs, dnums, preset):
+    """A dot with an algorithm preset: operands converted to its storage types, accumulated in its
+    accumulation type (or the output's, when that is one the preset allows), converted back."""
+    if ctx.platform == "cpu" and preset not in _CPU_PRESETS:
+        raise ValueError(f"The precision '{preset}' is not supported by dot_general on CPU")
+    (lhs_aval, rhs_aval), out_aval = ctx.avals_in, ctx.avals_out[0]
+    lt = _compute_type(lhs_aval.dtype, preset.supported_lhs_types)
+    rt = _compute_type(rhs_aval.dtype, preset.supported_rhs_types)
+    if preset is DotAlgorithmPreset.BF16_BF16_F32 and lt == rt == dt.bfloat16:
+        acc = _compute_type(out_aval.dtype, (dt.float32, dt.bfloat16))
+    else:
+        acc = out_aval.dtype if preset.accumulation_type is None else preset.accumulation_type
+    convert = lambda v, a, t: v if a.dtype == t else hlo.convert(mlir.aval_to_ir_type(a.update(dtype=t)), v)  # noqa
+    lhs, rhs = convert(lhs, lhs_aval, lt), convert(rhs, rhs_aval, rt)
+    algorithm = None
+    if preset is not DotAlgorithmPreset.DEFAULT:
+        lhs_acc, _, passes = preset._parts()
+        ir_type = {"F16": ir.F16Type, "BF16": ir.BF16Type, "F32": ir.F32Type, "F64": ir.F64Type,
+                   "TF32": ir.FloatTF32Type}
+        acc_ir = ir_type[preset._parts()[1]].get()
+        algorithm = hlo.DotAlgorithm.get(ir_type[lhs_acc].get(), ir_type[lhs_acc].get(), acc_ir, 1, 1, passes, False)
+    out = hlo.dot_general(mlir.aval_to_ir_type(out_aval.update(dtype=acc)), lhs, rhs, dnums,
+                          precision_config=_precision_attr(preset), algorithm=algorithm)
+    return convert(out, out_aval.update(dtype=acc), out_aval.dtype)
 
 
 mlir.register_lowering(dot_general_p, _dot_general_lowering)

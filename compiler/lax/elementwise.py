@@ -316,7 +316,7 @@ asin, acos, atan, sinh, cosh = map(_unop, (asin_p, acos_p, atan_p, sinh_p, cosh_
 asinh, acosh, atanh = map(_unop, (asinh_p, acosh_p, atanh_p))
 sqrt, rsqrt, cbrt, square, abs = map(_unop, (sqrt_p, rsqrt_p, cbrt_p, square_p, abs_p))
 erf, erfc, erf_inv, lgamma, digamma = map(_unop, (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
-real, imag, conj = map(_unop, (real_p, imag_p, conj_p))
+real, imag = map(_unop, (real_p, imag_p))
 population_count, clz = map(_unop, (population_count_p, clz_p))
 bitwise_not = _unop(not_p)
 bitwise_not.__name__ = "bitwise_not"
@@ -331,6 +331,24 @@ bitwise_xor = _binop(xor_p, "bitwise_xor")
 shift_left, shift_right_arithmetic, shift_right_logical = map(
     _binop, (shift_left_p, shift_right_arithmetic_p, shift_right_logical_p))
 eq, ne, lt, le, gt, ge = map(_binop, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
+
+
+_mul = mul
+
+
+def mul(x, y, *, out_dtype=None):
+    """Elementwise product; with ``out_dtype`` the operands are converted to it first."""
+    if out_dtype is not None:
+        x, y = (convert_element_type(v, out_dtype) for v in _ops.match_python_scalars("mul", (x, y)))
+    return _mul(x, y)
+
+
+def conj(x):
+    """Complex conjugate; of a float32/float64 operand, that operand as a complex number (its
+    imaginary part +0, its weak type kept), as in JAX."""
+    if _ops.is_py_scalar(x) or _ops.aval(x).dtype in (dt.float32, dt.float64):
+        return complex(x, 0.0)
+    return conj_p.bind(x)
 
 
 class RoundingMethod(enum.IntEnum):

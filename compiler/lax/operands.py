@@ -87,6 +87,27 @@ def broadcast_rank0(args):
     return [lax.broadcast_in_dim(a, target, ()) if s == () else a for a, s in zip(args, shapes)]
 
 
+def broadcast_size1(args):
+    """Operands of equal rank broadcast where their sizes are 1 (JAX's binary ops accept
+    ``(3, 1)`` with ``(1, 4)``); other mismatches are left for the typing rule to report."""
+    shapes = [aval(a).shape for a in args]
+    if len(set(shapes)) <= 1 or len({len(s) for s in shapes}) != 1:
+        return list(args)
+    columns = list(zip(*shapes))
+    if any(len(set(sizes) - {1}) > 1 for sizes in columns):
+        return list(args)
+    target = tuple(next(iter(set(sizes) - {1}), 1) for sizes in columns)   # (0,) with (1,) is (0,)
+    out = []
+    for a, s in zip(args, shapes):
+        if s == target:
+            out.append(a)
+            continue
+        kept = [d for d in range(len(s)) if s[d] == target[d]]
+        squeezed = lax.reshape(a, [s[d] for d in kept])
+        out.append(lax.broadcast_in_dim(squeezed, target, kept))
+    return out
+
+
 def nary(prim, name: str, *args, **params):
-    args = broadcast_rank0(match_python_scalars(name, args))
+    args = broadcast_size1(broadcast_rank0(match_python_scalars(name, args)))
     return prim.bind(*args, **params)

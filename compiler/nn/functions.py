@@ -16,7 +16,7 @@ from jaxprc.numpy._util import aval_of, convert, promote
 
 __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "silu", "swish", "gelu", "elu",
            "celu", "selu", "leaky_relu", "hard_tanh", "hard_sigmoid", "hard_silu", "soft_sign",
-           "log_softmax", "softmax", "logsumexp", "one_hot", "standardize"]
+           "log_softmax", "softmax", "logsumexp", "one_hot", "standardize", "hard_swish"]
 
 
 def _inexact(fn, x):
@@ -195,9 +195,19 @@ def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     return convert(jnp.equal(spread, classes), dtype)
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
-    """``(x - mean) / sqrt(variance + epsilon)``, the statistics taken along ``axis`` unless given."""
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *, algorithm: str = "fast"):
+    """``(x - mean) * rsqrt(variance + epsilon)``, the statistics taken along ``axis`` over the
+    elements ``where`` selects unless given. ``algorithm="fast"`` (JAX's default) takes the
+    variance as ``mean(x^2) - mean(x)^2`` clipped at 0; ``"stable"`` as ``mean((x - mean)^2)``."""
     x, _, _ = _inexact("standardize", x)
-    mean = jnp.mean(x, axis, keepdims=True) if mean is None else mean
-    variance = jnp.var(x, axis, keepdims=True) if variance is None else variance
-    return jnp.multiply(jnp.subtract(x, mean), jnp.reciprocal(jnp.sqrt(jnp.add(variance, epsilon))))
+    if mean is None:
+        mean = jnp.mean(x, axis, keepdims=True, where=where)
+    if variance is None:
+        if algorithm == "stable":
+            variance = jnp.mean(jnp.square(jnp.subtract(x, mean)), axis, keepdims=True, where=where)
+        elif algorithm == "fast":
+            variance = jnp.clip(jnp.subtract(jnp.mean(jnp.square(x), axis, keepdims=True, where=where),
+                                             jnp.square(mean)), 0)
+        else:
+            raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
+    return jnp.multiply(jnp.subtract(x, mean), lax.rsqrt(jnp.add(variance, epsilon)))

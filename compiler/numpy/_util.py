@@ -95,6 +95,26 @@ def broadcast_to_shape(x, shape: Sequence[int]):
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
+def _check_promotions(fn: str, avals) -> None:
+    """The ``numpy_dtype_promotion('strict')`` and ``numpy_rank_promotion('warn'/'raise')`` checks."""
+    if dt.config.jax_numpy_dtype_promotion == "strict":
+        strong = sorted({a.dtype.name for a in avals if not a.weak_type})
+        if len(strong) > 1:
+            raise dt.TypePromotionError(
+                f"Input dtypes {tuple(strong)} have no available implicit dtype promotion path when "
+                "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output type, "
+                "or set jax_numpy_dtype_promotion=standard.")
+    mode = dt.config.jax_numpy_rank_promotion
+    if mode != "allow" and len({a.ndim for a in avals if a.ndim}) > 1:
+        msg = (f"Operands could not be broadcast together for {fn} on shapes "
+               f"{' '.join(str(a.shape) for a in avals)} and with the config option "
+               f"jax_numpy_rank_promotion='{mode}'.")
+        if mode == "raise":
+            raise ValueError(msg)
+        import warnings
+        warnings.warn(msg, stacklevel=3)
+
+
 def promote(fn: str, *args, to_inexact: bool = False):
     """Convert ``args`` to their common (dtype, weak type) and broadcast them to one shape.
 
@@ -116,6 +136,7 @@ def promote(fn: str, *args, to_inexact: bool = False):
         dtype, weak = avals[0].dtype, avals[0].weak_type
         if not to_inexact or dt.is_inexact(dtype):
             return list(args), dtype, weak
+    _check_promotions(fn, avals)
     dtype, weak = dt.promote_types(*((a.dtype, a.weak_type) for a in avals))
     if to_inexact and not dt.is_inexact(dtype):
         dtype = dt.default_float_dtype()

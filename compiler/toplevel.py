@@ -1,0 +1,234 @@
+"""JAX's top-level process utilities: configuration context managers, device and process
+queries, host transfer, caches, and ``named_call``.
+
+The context managers (``enable_x64``, ``debug_nans``, ``debug_infs``,
+``disable_jit``, ``default_device``, ``numpy_rank_promotion``,
+``numpy_dtype_promotion``, ``default_matmul_precision``, ``log_compiles``) set a
+``jaxprc.config`` option for the ``with`` block and restore it after; the same
+options are set for good with ``jaxprc.config.update("jax_debug_nans", True)``
+and friends. Their state is per process, not per thread.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import platform
+import sys
+
+import numpy as np
+from jaxlib import xla_client as _xla_client
+
+from .ir import dtypes as dt
+from .ir.core import ShapedArray
+from .ir.tracing import get_aval
+from .ir.tree_util import tree_map
+
+__all__ = ["Device", "clear_caches", "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
+           "device_count", "device_get", "disable_jit", "enable_x64", "host_count", "host_id", "host_ids",
+           "jacobian", "live_arrays", "local_device_count", "local_devices", "log_compiles", "named_call", "named_scope",
+           "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_count",
+           "process_index", "process_indices", "typeof"]
+
+config = dt.config
+config.jax_default_device = None      # with one device per platform, only checked (default_device)
+config.jax_log_compiles = False       # jit logs each compilation (log_compiles)
+
+Device = _xla_client.Device           # the class of jaxprc's devices (jaxlib's)
+
+
+class _Option:
+    """A config option as a context manager: ``with option(value): ...`` sets it for the block."""
+
+    def __init__(self, name: str, check=None):
+        self.name, self.check = name, check
+
+    def __call__(self, new_val):
+        if self.check is not None:
+            new_val = self.check(new_val)
+        return self._set(new_val)
+
+    @contextlib.contextmanager
+    def _set(self, value):
+        old = getattr(config, self.name)
+        setattr(config, self.name, value)
+        try:
+            yield
+        finally:
+            setattr(config, self.name, old)
+
+
+def _choice(name, options):
+    def check(value):
+        if value not in options:
+            raise ValueError(f"{name}: expected one of {options}, got {value!r}")
+        return value
+    return check
+
+
+def enable_x64(new_val: bool = True):
+    """Context manager: 64-bit types on (or off) in the block."""
+    return _Option("jax_enable_x64", bool)(new_val)
+
+
+def debug_nans(new_val: bool = True):
+    """Context manager: a NaN output of any op raises FloatingPointError naming the primitive."""
+    return _Option("jax_debug_nans", bool)(new_val)
+
+
+def debug_infs(new_val: bool = True):
+    """Context manager: an infinite output of any op raises FloatingPointError naming the primitive."""
+    return _Option("jax_debug_infs", bool)(new_val)
+
+
+def disable_jit(disable: bool = True):
+    """Context manager: ``jit`` functions run their Python function op by op (eagerly) in the block."""
+    return _Option("jax_disable_jit", bool)(disable)
+
+
+def log_compiles(new_val: bool = True):
+    """Context manager: every jit compilation is logged (logger ``jaxprc``, WARNING level)."""
+    return _Option("jax_log_compiles", bool)(new_val)
+
+
+def numpy_rank_promotion(new_val: str = "allow"):
+    """Context manager: 'allow', 'warn' or 'raise' when jaxprc.numpy broadcasts arrays of
+    different ranks."""
+    return _Option("jax_numpy_rank_promotion", _choice("numpy_rank_promotion", ("allow", "warn", "raise")))(new_val)
+
+
+def numpy_dtype_promotion(new_val: str = "standard"):
+    """Context manager: 'standard' or 'strict' (no implicit promotion between dtypes)."""
+    return _Option("jax_numpy_dtype_promotion", _choice("numpy_dtype_promotion", ("standard", "strict")))(new_val)
+
+
+def default_matmul_precision(new_val=None):
+    """Context manager: the precision of matrix products that do not name one."""
+    from .lax.contractions import canonicalize_precision
+    canonicalize_precision(new_val)      # validate: a Precision, its name, or None
+    return _Option("jax_default_matmul_precision")(new_val)
+
+
+def default_device(new_val=None):
+    """Context manager: the device ``device_put`` and computations use (one of ``devices()``)."""
+    from .runtime import devices
+    if new_val is not None and new_val not in devices():
+        raise ValueError(f"default_device: {new_val!r} is not one of this process's devices {devices()}")
+    return _Option("jax_default_device")(new_val)
+
+
+# ------------------------------------------------------------- queries
+
+def local_devices(process_index: int | None = None, backend: str | None = None, host_id: int | None = None):
+    """This process's devices (jaxprc runs one process)."""
+    from .runtime import default_backend, devices
+    if backend is not None and backend != default_backend():
+        raise RuntimeError(f"Backend '{backend}' is not in the list of known backends: {default_backend()}")
+    index = process_index if process_index is not None else host_id
+    if index not in (None, 0):
+        raise ValueError(f"process_index {index} is out of range: jaxprc runs a single process")
+    return devices()
+
+
+def local_device_count(backend: str | None = None) -> int:
+    return len(local_devices(backend=backend))
+
+
+def device_count(backend: str | None = None) -> int:
+    return len(local_devices(backend=backend))
+
+
+def process_index(backend: str | None = None) -> int:
+    """This process's index: 0 (jaxprc runs one process)."""
+    return 0
+
+
+def process_count(backend: str | None = None) -> int:
+    return 1
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+    return [0]
+
+
+host_id, host_count, host_ids = process_index, process_count, process_indices
+
+
+def typeof(x) -> ShapedArray:
+    """The abstract type of a value (its ``ShapedArray``, weak type included)."""
+    return get_aval(x)
+
+
+def device_get(x):
+    """A pytree with every array leaf copied to the host as a numpy array (other leaves as they are)."""
+    def get(leaf):
+        if hasattr(leaf, "__array__") and not isinstance(leaf, np.ndarray):
+            return np.asarray(leaf)
+        return leaf
+    return tree_map(get, x)
+
+
+def live_arrays(platform: str | None = None) -> list:
+    """The jaxprc Arrays alive in this process (whose buffers are not deleted)."""
+    from .runtime import Array
+    gc.collect()
+    return [a for a in gc.get_objects() if type(a) is Array and not a._buf.is_deleted()]
+
+
+def clear_caches() -> None:
+    """Drop every compiled and traced cache entry (jit functions, eager ops)."""
+    from . import api, dispatch
+    for per_options in list(api._JIT_CACHES.values()):
+        for compiled, traced in per_options.values():
+            compiled.clear()
+            traced.clear()
+    for impl in list(dispatch._EAGER_IMPLS.values()):
+        impl.cache.clear()
+
+
+def jacobian(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False, allow_int: bool = False):
+    """The Jacobian of ``fun`` in reverse mode (JAX's ``jax.jacobian`` is ``jax.jacrev``)."""
+    from .ad import jacrev
+    return jacrev(fun, argnums=argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
+
+
+def named_call(fun, *, name: str | None = None):
+    """``fun`` staged as a named call: a nested ``jit`` equation named ``name`` (its function's
+    name by default), so the name shows in the IR and in the lowered module's function names."""
+    from .api import jit
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"named_call: name must be a string, got {name!r}")
+    inner = functools.wraps(fun)(lambda *args, **kwargs: fun(*args, **kwargs))
+    inner.__name__ = inner.__qualname__ = name or getattr(fun, "__name__", "named_call")
+    return functools.wraps(fun)(jit(inner))
+
+
+def print_environment_info(return_string: bool = False):
+    """The versions of jaxprc, jaxlib, numpy and Python, and the devices."""
+    import jaxlib
+    from . import __version__
+    from .runtime import default_backend, devices
+    info = (f"jaxprc:    {__version__}\njaxlib:    {jaxlib.__version__}\nnumpy:     {np.__version__}\n"
+            f"python:    {sys.version}\nplatform:  {platform.platform()}\n"
+            f"backend:   {default_backend()}\ndevices:   {devices()}\n"
+            f"process_count: {process_count()}\n")
+    if return_string:
+        return info
+    print(info)
+    return None
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+    """Context manager: the operations traced in the block carry ``name`` in their location (nested
+    scopes join with '/'); lowered, their MLIR locations read ``name/primitive``, as JAX's op names."""
+    from .ir.tracing import trace_state
+    if not isinstance(name, str):
+        raise TypeError(f"named_scope name must be a string, got {name!r}")
+    location = trace_state.location
+    saved = location.scope
+    location.scope = f"{saved}/{name}" if saved else name
+    try:
+        yield
+    finally:
+        location.scope = saved
