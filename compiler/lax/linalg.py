@@ -18,16 +18,15 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import Bool, Int, OneOf, Tuple
 from jaxprc.lowering import LoweringRuleContext
-from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import axis_size_of, bdim_at_front
 from jaxprc.runtime import lapack
 
 from .operands import aval
 
 __all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "svd", "eig",
-           "tridiagonal_solve", "schur", "hessenberg", "symmetrize",
+           "tridiagonal_solve", "schur", "hessenberg", "householder_product", "symmetrize",
            "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "qr_p", "eigh_p",
-           "svd_p", "eig_p", "tridiagonal_solve_p", "schur_p", "hessenberg_p"]
+           "svd_p", "eig_p", "tridiagonal_solve_p", "schur_p", "hessenberg_p", "householder_product_p"]
 
 _LAPACK_DTYPES = (dt.float32, dt.float64, dt.complex64, dt.complex128)
 
@@ -467,7 +466,7 @@ def _qr_cpu_lowering(ctx, x, *, pivoting, full_matrices, use_magma):
             return [a[(...,) + (slice(None), slice(0, q_in_aval.shape[-1]))]]
         return [_jnp().pad(a, [(0, 0)] * nd + [(0, 0), (0, q_in_aval.shape[-1] - n)])]
     (q_in,) = _emit(ctx, reflectors, [a], [x_aval])
-    (q,) = _lapack_call("orgqr", dtype, [q_in, taus], [q_in_aval, taus_aval], [q_in_aval])
+    (q,) = _lapack_call("orgqr", dtype, [q_in, taus], [q_in_aval, taus_aval], [q_in_aval])  # householder_product
 
     def post(a, *p):
         r = _jnp().triu(a[..., :ctx.avals_out[1].shape[-2], :])
@@ -854,3 +853,40 @@ def _hessenberg_cpu_lowering(ctx, x):
 
 
 mlir.register_lowering(hessenberg_p, _hessenberg_cpu_lowering, platform="cpu")
+
+
+# ==================================================== householder_product
+
+householder_product_p = _primitive("householder_product", multiple_results=False)
+
+
+@householder_product_p.def_abstract_eval
+def _householder_product_abstract_eval(a, taus):
+    _check_matrix("householder_product", a, what="a")
+    *batch, m, n = a.shape
+    if taus.dtype != a.dtype or taus.shape[:-1] != tuple(batch) or taus.ndim != a.ndim - 1 \
+            or not taus.shape[-1] <= n <= m:
+        raise JaxprTypeError(f"householder_product: expected a [..., m, n] with m >= n and taus [..., k] with "
+                             f"k <= n and a's dtype and batch, got {a.str_short()} and {taus.str_short()}")
+    return ShapedArray(a.shape, a.dtype)
+
+
+def householder_product(a, taus):
+    """The product of the Householder reflectors in ``a``'s lower part (factors ``taus``): the
+    orthogonal/unitary ``Q`` of ``a``'s shape (CPU only)."""
+    return householder_product_p.bind(a, taus)
+
+
+ad.primitive_jvps[householder_product_p] = _no_derivative("householder_product")
+_batch_at_front(householder_product_p)
+
+
+def _householder_product_cpu_lowering(ctx, a, taus):
+    a_aval, taus_aval = ctx.avals_in
+    if _empty(a_aval):
+        return _emit(ctx, lambda a: [_jnp().broadcast_to(_jnp().eye(*a_aval.shape[-2:], dtype=a_aval.dtype),
+                                                         a_aval.shape)], [a], [a_aval])
+    return _lapack_call("orgqr", a_aval.dtype, [a, taus], [a_aval, taus_aval], [a_aval])
+
+
+mlir.register_lowering(householder_product_p, _householder_product_cpu_lowering, platform="cpu")

@@ -1,2 +1,3 @@
-"""jaxprc.scipy: SciPy functions with JAX's semantics (``special``)."""
+"""jaxprc.scipy: SciPy functions with JAX's semantics (``special``, ``linalg``)."""
 from . import special  # noqa: F401
+from . import linalg  # noqa: F401
