@@ -101,6 +101,11 @@ CORPUS = {
     "custom_jvp": (lambda x: _custom_jvp()(x), [(3,)]),
     "custom_vjp": (lambda x: _custom_vjp()(x), [(3,)]),
     "custom_lin": (lambda x, t: jx.jvp(_custom_vjp(), (x,), (t,)), [(3,), (3,)]),
+    "linalg": (lambda a: (lax.linalg.triangular_solve(a, a, left_side=True), lax.linalg.qr(a),
+                          lax.linalg.eigh(a), lax.linalg.svd(a), lax.linalg.eig(a), lax.linalg.schur(a),
+                          lax.linalg.tridiagonal_solve(a[0], a[1], a[2], a),
+                          lax.linalg.lu_pivots_to_permutation(lax.convert_element_type(a[0], np.int32), 3)),
+               [(3, 3)]),
 }
 
 

@@ -24,6 +24,7 @@ LINEAR = {
     "jit", "cond", "scan", "while", "checkpoint", "name",   # calls and control flow: their bodies
     "custom_lin",   # a linearized custom_vjp call: transposing it calls bwd
     "custom_jvp_call_jaxpr",   # a rule applied its own function to tangents: linear through it
+    "triangular_solve", "tridiagonal_solve",   # linear in the right-hand side b
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

@@ -172,7 +172,19 @@ def _structural_cases():
         "while": (lambda x: cf.while_loop(lambda c: lax.lt(c[0], 3), lambda c: (c[0] + 1, c[1] * 2.0),
                                           (0, x)), [X3]),
         "scan": (lambda x: cf.scan(lambda c, a: (c + a, c * a), 0.0, x), [X3]),
+        **{name: (lambda a, f=f: f(a), [sa((2, 3, 3))]) for name, f in _LINALG.items()},
+        "triangular_solve": (lambda a, b: lax.linalg.triangular_solve(a, b, lower=True, transpose_a=True),
+                             [sa((3, 3)), sa((2, 3))]),
+        "tridiagonal_solve": (lambda d, b: lax.linalg.tridiagonal_solve(d, d, d, b), [X3, sa((3, 2))]),
+        "householder_product": (lambda a, t: lax.linalg.householder_product(a, t), [sa((3, 2)), sa((2,))]),
+        "lu_pivots_to_permutation": (lambda p: lax.linalg.lu_pivots_to_permutation(p, 4), [sa((3,), i32)]),
     }
+
+
+_LINALG = {"cholesky": lambda a: lax.linalg.cholesky(a), "lu": lambda a: lax.linalg.lu(a),
+           "qr": lambda a: lax.linalg.qr(a, full_matrices=False), "eigh": lambda a: lax.linalg.eigh(a),
+           "svd": lambda a: lax.linalg.svd(a, compute_uv=False), "eig": lambda a: lax.linalg.eig(a),
+           "schur": lambda a: lax.linalg.schur(a), "hessenberg": lambda a: lax.linalg.hessenberg(a)}
 
 
 @pytest.mark.parametrize("name", sorted(_structural_cases()))

@@ -115,10 +115,27 @@ def _info_aval(x: ShapedArray) -> ShapedArray:
 
 
 def _nan_unless(ok, x):
-    """``x`` where the batch member's ``ok`` holds, else NaN (``ok`` has the batch shape)."""
-    jnp = _jnp()
-    ok = jnp.reshape(ok, ok.shape + (1,) * (x.ndim - ok.ndim))
-    return jnp.where(ok, x, jnp.array(np.nan, x.dtype))
+    """``x`` where the batch member's ``ok`` holds, else NaN (``ok`` has the batch shape). The
+    post-processing uses lax only: its dtypes are exactly the kernels' (no numpy promotion)."""
+    shape = aval(x).shape
+    ok = lax.broadcast_in_dim(ok, shape, tuple(range(aval(ok).ndim)))
+    return lax.select(ok, x, lax.full_like(x, np.nan))
+
+
+def _triangle(x, lower: bool, k: int = 0):
+    """``x``'s lower (j <= i + k) or upper (j >= i + k) triangle, zeros elsewhere."""
+    shape = aval(x).shape
+    i = lax.broadcasted_iota(dt.int32, shape, len(shape) - 2)
+    j = lax.broadcasted_iota(dt.int32, shape, len(shape) - 1)
+    keep = lax.le(j, lax.add(i, k)) if lower else lax.ge(j, lax.add(i, k))
+    return lax.select(keep, x, lax.full_like(x, 0))
+
+
+def _identity(shape, dtype):
+    """Identity matrices (ones where row == column) of ``shape`` [..., m, n]."""
+    i = lax.broadcasted_iota(dt.int32, shape, len(shape) - 2)
+    j = lax.broadcasted_iota(dt.int32, shape, len(shape) - 1)
+    return lax.convert_element_type(lax.eq(i, j), dtype)
 
 
 def _empty(x: ShapedArray) -> bool:
@@ -190,7 +207,7 @@ def _cholesky_cpu_lowering(ctx, x):
     if _empty(x_aval):
         return [x]
     factor, info = _lapack_call("potrf", x_aval.dtype, [x], [x_aval], [x_aval, _info_aval(x_aval)], uplo=_u8("L"))
-    return _emit(ctx, lambda f, i: [_nan_unless(i == 0, _jnp().tril(f))], [factor, info],
+    return _emit(ctx, lambda f, i: [_nan_unless(i == 0, _triangle(f, lower=True))], [factor, info],
                  [x_aval, _info_aval(x_aval)])
 
 
@@ -445,8 +462,7 @@ def _qr_cpu_lowering(ctx, x, *, pivoting, full_matrices, use_magma):
     dtype = x_aval.dtype
     if _empty(x_aval):
         def empty(x):
-            q = _jnp().broadcast_to(_jnp().eye(m, ctx.avals_out[0].shape[-1], dtype=dtype), ctx.avals_out[0].shape)
-            outs = [q, _zeros(ctx.avals_out[1])]
+            outs = [_identity(ctx.avals_out[0].shape, dtype), _zeros(ctx.avals_out[1])]
             return outs + [lax.broadcasted_iota(dt.int32, (*batch, n), len(batch))] if pivoting else outs
         return _emit(ctx, empty, [x], [x_aval])
     taus_aval = ShapedArray((*batch, k), dtype)
@@ -464,12 +480,12 @@ def _qr_cpu_lowering(ctx, x, *, pivoting, full_matrices, use_magma):
     def reflectors(a):      # the Householder vectors, as many columns as q has (orgqr wants m >= cols >= k)
         if q_in_aval.shape[-1] <= n:
             return [a[(...,) + (slice(None), slice(0, q_in_aval.shape[-1]))]]
-        return [_jnp().pad(a, [(0, 0)] * nd + [(0, 0), (0, q_in_aval.shape[-1] - n)])]
+        return [lax.pad(a, lax.full_like(a, 0, shape=()), ((0, 0, 0),) * (nd + 1) + ((0, q_in_aval.shape[-1] - n, 0),))]
     (q_in,) = _emit(ctx, reflectors, [a], [x_aval])
     (q,) = _lapack_call("orgqr", dtype, [q_in, taus], [q_in_aval, taus_aval], [q_in_aval])  # householder_product
 
     def post(a, *p):
-        r = _jnp().triu(a[..., :ctx.avals_out[1].shape[-2], :])
+        r = _triangle(a[..., :ctx.avals_out[1].shape[-2], :], lower=False)
         return [r] + ([p[0] - 1] if pivoting else [])     # LAPACK's jpvt is 1-based
     return [q] + _emit(ctx, post, [a] + ([jpvt] if pivoting else []),
                        [x_aval] + ([jpvt_aval] if pivoting else []))
@@ -615,9 +631,7 @@ def _svd_cpu_lowering(ctx, x, *, full_matrices, compute_uv, subset_by_index):
     u_aval, vt_aval = ShapedArray(u_shape, x_aval.dtype), ShapedArray(vt_shape, x_aval.dtype)
     if _empty(x_aval):     # no singular values; u and vh are identities (or empty)
         def empty(x):
-            jnp = _jnp()
-            eye = [jnp.broadcast_to(jnp.eye(*a.shape[-2:], dtype=a.dtype), a.shape) for a in (u_aval, vt_aval)]
-            return [_zeros(s_aval)] + (eye if compute_uv else [])
+            return [_zeros(s_aval)] + ([_identity(a.shape, a.dtype) for a in (u_aval, vt_aval)] if compute_uv else [])
         return _emit(ctx, empty, [x], [x_aval])
     mode = "N" if not compute_uv else ("A" if full_matrices else "S")
     _, s, u, vt, info = _lapack_call("gesdd", x_aval.dtype, [x], [x_aval],
@@ -884,8 +898,7 @@ _batch_at_front(householder_product_p)
 def _householder_product_cpu_lowering(ctx, a, taus):
     a_aval, taus_aval = ctx.avals_in
     if _empty(a_aval):
-        return _emit(ctx, lambda a: [_jnp().broadcast_to(_jnp().eye(*a_aval.shape[-2:], dtype=a_aval.dtype),
-                                                         a_aval.shape)], [a], [a_aval])
+        return _emit(ctx, lambda a: [_identity(a_aval.shape, a_aval.dtype)], [a], [a_aval])
     return _lapack_call("orgqr", a_aval.dtype, [a, taus], [a_aval, taus_aval], [a_aval])
 
 
