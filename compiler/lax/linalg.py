@@ -382,7 +382,7 @@ def _permutation_of_pivots(pivots, *, permutation_size):
         pi = jnp.sum(jnp.where(at_i, perm, 0), axis=-1, keepdims=True, dtype=dt.int32)
         pj = jnp.sum(jnp.where(at_j, perm, 0), axis=-1, keepdims=True, dtype=dt.int32)
         return jnp.where(at_i, pj, jnp.where(at_j, pi, perm))
-    return [lax.fori_loop(0, k, swap, iota)]
+    return [lax.fori_loop(0, k, swap, iota) if k else iota]
 
 
 mlir.register_lowering(lu_pivots_to_permutation_p, mlir.lower_fun(_permutation_of_pivots))

@@ -277,6 +277,10 @@ def slogdet(a, *, method=None):
         raise NotImplementedError("slogdet: method='qr' is not supported; use the default LU method")
     if method not in (None, "lu"):
         raise ValueError(f"slogdet: unknown method {method!r}; expected 'lu' (None) or 'qr'")
+    if aval_of(a).shape[-1] == 0:       # the empty product: det = 1
+        from .creation import ones, zeros
+        dtype = aval_of(a).dtype
+        return SlogdetResult(ones(aval_of(a).shape[:-2], dtype), zeros(aval_of(a).shape[:-2], np.finfo(dtype).dtype))
     return SlogdetResult(*_slogdet(a))
 
 
@@ -327,6 +331,9 @@ def det(a):
     n = aval_of(a).shape[-1]
     if n == 2:
         return a[..., 0, 0] * a[..., 1, 1] - a[..., 0, 1] * a[..., 1, 0]
+    if n == 0:
+        from .creation import ones
+        return ones(aval_of(a).shape[:-2], aval_of(a).dtype)
     if n == 3:
         return (a[..., 0, 0] * a[..., 1, 1] * a[..., 2, 2] + a[..., 0, 1] * a[..., 1, 2] * a[..., 2, 0]
                 + a[..., 0, 2] * a[..., 1, 0] * a[..., 2, 1] - a[..., 0, 2] * a[..., 1, 1] * a[..., 2, 0]
