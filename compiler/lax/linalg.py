@@ -207,7 +207,7 @@ def _cholesky_cpu_lowering(ctx, x):
     if _empty(x_aval):
         return [x]
     factor, info = _lapack_call("potrf", x_aval.dtype, [x], [x_aval], [x_aval, _info_aval(x_aval)], uplo=_u8("L"))
-    return _emit(ctx, lambda f, i: [_nan_unless(i == 0, _triangle(f, lower=True))], [factor, info],
+    return _emit(ctx, lambda f, i: [_triangle(_nan_unless(i == 0, f), lower=True)], [factor, info],
                  [x_aval, _info_aval(x_aval)])
 
 

@@ -7,11 +7,13 @@ dimensions where JAX's do.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
 from jaxprc import lax
 from jaxprc import numpy as jnp
+from jaxprc.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import linalg as lax_linalg
 from jaxprc.numpy import linalg as jnp_linalg
@@ -153,11 +155,25 @@ def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: boo
         return jnp_linalg.solve(a, b)
     a, b = _inexact("solve", a, b)
     _square("solve", a)
-    # Only the named triangle of a is read, as LAPACK's posv does.
+    return _solve_pos(a, b, bool(lower))
+
+
+@partial(custom_jvp, nondiff_argnums=(2,))
+def _solve_pos(a, b, lower):
+    """Only the named triangle of ``a`` is factored, as LAPACK's posv reads it."""
     tri = jnp.tril(a) if lower else jnp.triu(a)
     full = tri + _H(jnp.tril(a, -1) if lower else jnp.triu(a, 1))
     L = lax_linalg.cholesky(full, symmetrize_input=False)
     return cho_solve((L, True), b)
+
+
+@_solve_pos.defjvp
+def _solve_pos_jvp(lower, primals, tangents):
+    # As JAX's custom_linear_solve with the matvec x -> a x: dx = a^-1 (db - da x), the whole of
+    # da counting (not only the factored triangle).
+    (a, b), (da, db) = primals, tangents
+    x = _solve_pos(a, b, lower)
+    return x, _solve_pos(a, db - da @ x, lower)
 
 
 def inv(a, overwrite_a: bool = False, check_finite: bool = True):
