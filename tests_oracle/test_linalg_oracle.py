@@ -48,6 +48,7 @@ def _gp(m, p, y):
 
 SCALAR_FUNS = {   # name -> (fun(m, x), input): values and gradients compared
     "slogdet": (lambda m, x: m.np.linalg.slogdet(x)[1], A),
+    "slogdet_qr": (lambda m, x: m.np.linalg.slogdet(x, method="qr")[1] * m.np.linalg.slogdet(x, method="qr")[0], A),
     "slogdet_singular_sign": (lambda m, x: m.np.linalg.slogdet(x)[0] + 0 * m.np.sum(x), SING),
     "det": (lambda m, x: m.np.linalg.det(x), rand(5, 5)),
     "det_singular": (lambda m, x: m.np.linalg.det(x), np.pad(SING, ((0, 1), (0, 1)))),

@@ -24,7 +24,7 @@ from jaxprc.runtime import lapack
 from .operands import aval
 
 __all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "svd", "eig",
-           "tridiagonal_solve", "schur", "hessenberg", "householder_product", "symmetrize",
+           "tridiagonal_solve", "schur", "hessenberg", "householder_product",
            "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "qr_p", "eigh_p",
            "svd_p", "eig_p", "tridiagonal_solve_p", "schur_p", "hessenberg_p", "householder_product_p"]
 
@@ -89,13 +89,14 @@ def _layout(rank: int, matrix: bool) -> ir.Attribute:
     return ir.DenseIntElementsAttr.get(np.asarray(dims, np.int64), type=ir.IndexType.get())
 
 
-def _lapack_call(routine: str, dtype, operands, avals_in, avals_out, **attrs) -> list:
-    """One LAPACK FFI custom call (registered with XLA on first use). The operands and results
-    of the highest rank are the matrices and get column-major layouts."""
+def _ffi_call(target: str, operands, avals_in, avals_out, **attrs) -> list:
+    """One custom call of a jaxlib CPU kernel (registered with XLA on first use). The operands and
+    results of the highest rank are the matrices and get column-major layouts, as the kernels
+    (LAPACK's Fortran conventions) expect."""
     lapack.ensure_registered()
     rank = max(len(a.shape) for a in avals_in)
     op = hlo.CustomCallOp(
-        [mlir.aval_to_ir_type(a) for a in avals_out], list(operands), lapack.target(routine, dtype),
+        [mlir.aval_to_ir_type(a) for a in avals_out], list(operands), target,
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
         backend_config=ir.DictAttr.get(attrs),
         operand_layouts=ir.ArrayAttr.get([_layout(len(a.shape), len(a.shape) == rank) for a in avals_in]),
@@ -103,9 +104,14 @@ def _lapack_call(routine: str, dtype, operands, avals_in, avals_out, **attrs) ->
     return list(op.results)
 
 
+def _lapack_call(routine: str, dtype, operands, avals_in, avals_out, **attrs) -> list:
+    """The LAPACK ``routine`` (``getrf``, ...) for ``dtype``."""
+    return _ffi_call(lapack.target(routine, dtype), operands, avals_in, avals_out, **attrs)
+
+
 def _emit(ctx, fn, args, avals) -> list:
     """Lower the traceable ``fn(*args)`` (results as a list) in place: the post-processing
-    around the kernels is written with lax/numpy, not by hand in StableHLO."""
+    around the kernels is written with lax, not by hand in StableHLO."""
     sub = LoweringRuleContext(ctx.module_context, None, avals, [])
     return mlir.lower_fun(fn)(sub, *args)
 
@@ -154,7 +160,7 @@ def _T(x):
     return lax.transpose(x, (*range(n - 2), n - 1, n - 2))
 
 
-def symmetrize(x):
+def _symmetrize(x):
     """``(x + x^H) / 2``: the Hermitian part JAX factorises when ``symmetrize_input``."""
     return (x + _H(x)) / 2
 
@@ -177,7 +183,7 @@ def _cholesky_abstract_eval(x):
 def cholesky(x, *, symmetrize_input: bool = True):
     """The lower Cholesky factor ``L`` of ``x = L L^H`` (NaN where ``x`` is not positive definite)."""
     if symmetrize_input:
-        x = symmetrize(x)
+        x = _symmetrize(x)
     return cholesky_p.bind(x)
 
 
@@ -513,7 +519,7 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalu
          subset_by_index=None):
     """``(v, w)``: eigenvectors (columns of ``v``) and ascending real eigenvalues of a Hermitian ``x``."""
     if symmetrize_input:
-        x = symmetrize(x)
+        x = _symmetrize(x)
     if subset_by_index is not None:
         subset_by_index = tuple(int(i) for i in subset_by_index)
     v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
@@ -770,14 +776,8 @@ def _tridiagonal_solve_cpu_lowering(ctx, dl, d, du, b, *, perturb_singular):
     b_aval = ctx.avals_in[-1]
     if _empty(b_aval):
         return [b]
-    if perturb_singular:
-        lapack.ensure_registered()
-        op = hlo.CustomCallOp(
-            [mlir.aval_to_ir_type(b_aval)], [dl, d, du, b], "tridiagonal_solve_perturbed_ffi",
-            api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4), backend_config=ir.DictAttr.get({}),
-            operand_layouts=ir.ArrayAttr.get([_layout(len(a.shape), a is b_aval) for a in ctx.avals_in]),
-            result_layouts=ir.ArrayAttr.get([_layout(len(b_aval.shape), True)]))
-        return [op.result]
+    if perturb_singular:      # jaxlib's own kernel: near-zero pivots perturbed instead of failing
+        return _ffi_call("tridiagonal_solve_perturbed_ffi", [dl, d, du, b], ctx.avals_in, [b_aval])
     outs = _lapack_call("gtsv", b_aval.dtype, [dl, d, du, b], ctx.avals_in, [*ctx.avals_in, _info_aval(b_aval)])
     return _emit(ctx, lambda x, i: [_nan_unless(i == 0, x)], outs[3:], [b_aval, _info_aval(b_aval)])
 

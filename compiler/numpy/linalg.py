@@ -75,9 +75,9 @@ def _two_norm(x, axes, keepdims):
     return uf.sqrt(r.sum(uf.real(uf.multiply(x, uf.conj(x))), axis=axes, keepdims=keepdims))
 
 
-def matmul(x1, x2):
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
     from .products import matmul as mm
-    return mm(x1, x2)
+    return mm(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
 
 
 def vector_norm(x, axis=None, keepdims=False, ord=2):
@@ -91,9 +91,9 @@ def matrix_norm(x, ord="fro", keepdims=False):
     return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
 
 
-def trace(x, offset=0):
+def trace(x, /, *, offset=0, dtype=None):
     from .selection import trace as tr
-    return tr(x, offset, -2, -1)
+    return tr(x, offset, -2, -1, dtype=dtype)
 
 
 def outer(x1, x2):
@@ -274,7 +274,9 @@ def slogdet(a, *, method=None):
     (a,) = _inexact("slogdet", a)
     _square("slogdet", a)
     if method == "qr":
-        raise NotImplementedError("slogdet: method='qr' is not supported; use the default LU method")
+        if dt.is_complex(aval_of(a).dtype):
+            raise NotImplementedError("slogdet: method='qr' is not implemented for complex inputs (as in JAX)")
+        return SlogdetResult(*_slogdet_qr(a))
     if method not in (None, "lu"):
         raise ValueError(f"slogdet: unknown method {method!r}; expected 'lu' (None) or 'qr'")
     if aval_of(a).shape[-1] == 0:       # the empty product: det = 1
@@ -282,6 +284,20 @@ def slogdet(a, *, method=None):
         dtype = aval_of(a).dtype
         return SlogdetResult(ones(aval_of(a).shape[:-2], dtype), zeros(aval_of(a).shape[:-2], np.finfo(dtype).dtype))
     return SlogdetResult(*_slogdet(a))
+
+
+@custom_jvp
+def _slogdet_qr(a):
+    """From A = Q R: log|det| sums log|r_ii|; the sign is that of prod(r_ii) times det(Q) = +-1."""
+    from . import reductions as rd
+    from . import ufuncs as uf
+    from .selection import diagonal as _diag
+    q, r = lax_linalg.qr(a)
+    d = _diag(r, 0, -2, -1)
+    return rd.prod(uf.sign(d), axis=-1) * _slogdet_terms(q)[0], rd.sum(uf.log(uf.abs(d)), axis=-1)
+
+
+_slogdet_qr.defjvp(_slogdet_jvp)
 
 
 def _cofactor_solve(a, b):
