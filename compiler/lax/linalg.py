@@ -300,14 +300,33 @@ ad.primitive_transposes[triangular_solve_p] = _triangular_solve_transpose
 _batch_at_front(triangular_solve_p)
 
 
+def _hlo_conj(x):
+    return hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x)))
+
+
 def _triangular_solve_lowering(ctx, a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
     if conjugate_a and not transpose_a:      # StableHLO conjugates only with a transpose (ADJOINT)
-        a = hlo.complex(hlo.real(a), hlo.negate(hlo.imag(a)))
+        a = _hlo_conj(a)
     mode = ("ADJOINT" if conjugate_a else "TRANSPOSE") if transpose_a else "NO_TRANSPOSE"
     return [hlo.TriangularSolveOp(a, b, left_side, lower, unit_diagonal, hlo.TransposeAttr.get(mode)).result]
 
 
 mlir.register_lowering(triangular_solve_p, _triangular_solve_lowering)
+
+
+def _triangular_solve_cpu_lowering(ctx, a, b, *, left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+    """LAPACK's trsm, as JAX on the CPU (XLA's own expansion is slower on large matrices)."""
+    a_aval, b_aval = ctx.avals_in
+    if _empty(a_aval) or _empty(b_aval):
+        return [b]
+    if conjugate_a and not transpose_a:      # trsm conjugates only with a transpose ('C')
+        a = _hlo_conj(a)
+    trans = ("C" if conjugate_a else "T") if transpose_a else "N"
+    return _lapack_call("trsm", a_aval.dtype, [a, b], [a_aval, b_aval], [b_aval], side=_u8("L" if left_side else "R"),
+                        uplo=_u8("L" if lower else "U"), trans_x=_u8(trans), diag=_u8("U" if unit_diagonal else "N"))
+
+
+mlir.register_lowering(triangular_solve_p, _triangular_solve_cpu_lowering, platform="cpu")
 
 
 # ===================================================================== lu

@@ -112,9 +112,8 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
     m, n = aval_of(a).shape[-2:]
     k = min(m, n)
     dtype = aval_of(a).dtype
-    p = jnp.real(jnp.eye(m, dtype=dtype))[perm].astype(dtype) if aval_of(a).ndim == 2 else \
-        (perm[..., :, None] == jnp.arange(m)).astype(dtype)
-    p = _H(p)         # rows of the identity taken by perm, transposed: a = p l u
+    # a[perm] = l u, so a = p l u with p the transpose of the identity's rows taken by perm.
+    p = jnp.swapaxes((perm[..., :, None] == jnp.arange(m, dtype=dt.int32)).astype(dtype), -1, -2)
     l_ = jnp.tril(lu_[..., :, :k], -1) + jnp.eye(m, k, dtype=dtype)
     u = jnp.triu(lu_[..., :k, :])
     return (p @ l_, u) if permute_l else (p, l_, u)
