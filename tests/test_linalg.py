@@ -448,3 +448,16 @@ def test_sorting_complex128_keys():
     """eigvals are sorted by users; complex128 keys compare by their float64 parts."""
     z = np.array([1 + 2j, 0 + 5j, 1 - 1j, -2 + 0j])
     np.testing.assert_array_equal(jnp.sort(z), np.sort_complex(z))
+
+
+def test_without_scipy_the_kernels_raise_a_clear_import_error():
+    """jaxlib's LAPACK kernels bind SciPy's LAPACK; without SciPy: an ImportError, never a crash."""
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['scipy'] = None\n"
+            "import numpy as np, jaxprc.numpy as jnp\n"
+            "try:\n    jnp.linalg.inv(np.eye(2))\nexcept ImportError as e:\n    print(e)\n"
+            "print(float(jnp.sin(0.0)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "install scipy" in out.stdout and out.stdout.strip().endswith("0.0")
