@@ -165,6 +165,15 @@ def _symmetrize(x):
     return (x + _H(x)) / 2
 
 
+def _check_implementation(name: str, choice, *supported: str) -> None:
+    """JAX's implementation/algorithm selectors, by enum member or name: the CPU supports the
+    LAPACK ones."""
+    label = getattr(choice, "name", choice)
+    if label is not None and str(label).lower() not in supported:
+        raise NotImplementedError(f"{name}: {label} is not implemented on the CPU; supported: "
+                                  f"{', '.join(supported)}")
+
+
 def _zeros(a: ShapedArray):
     return lax.full(a.shape, 0, a.dtype)
 
@@ -535,8 +544,10 @@ def _eigh_abstract_eval(x, *, lower, sort_eigenvalues, subset_by_index):
 
 
 def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,
-         subset_by_index=None):
-    """``(v, w)``: eigenvectors (columns of ``v``) and ascending real eigenvalues of a Hermitian ``x``."""
+         subset_by_index=None, implementation=None):
+    """``(v, w)``: eigenvectors (columns of ``v``) and ascending real eigenvalues of a Hermitian ``x``
+    (LAPACK's syevd/heevd)."""
+    _check_implementation("eigh", implementation)
     if symmetrize_input:
         x = _symmetrize(x)
     if subset_by_index is not None:
@@ -600,8 +611,10 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv, subset_by_index):
     return [s, ShapedArray(u, x.dtype), ShapedArray(vt, x.dtype)] if compute_uv else [s]
 
 
-def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None):
-    """``(u, s, vh)`` with ``x = u diag(s) vh`` (descending ``s``), or ``s`` alone."""
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None, algorithm=None):
+    """``(u, s, vh)`` with ``x = u diag(s) vh`` (descending ``s``), or ``s`` alone (LAPACK's gesdd; the
+    'qr' and 'divide_and_conquer' algorithms give the same factors to rounding)."""
+    _check_implementation("svd", algorithm, "default", "qr", "divide_and_conquer")
     if subset_by_index is not None:
         subset_by_index = tuple(int(i) for i in subset_by_index)
     outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
@@ -683,8 +696,14 @@ def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvecto
     return [ShapedArray(x.shape[:-1], c)] + vecs
 
 
-def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True):
-    """``[w, vl, vr]``: eigenvalues and left/right eigenvectors of a general square ``x`` (CPU only)."""
+def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
+        enable_eigvec_derivs: bool = False, implementation=None, use_magma=None):
+    """``[w, vl, vr]``: eigenvalues and left/right eigenvectors of a general square ``x`` (CPU only,
+    LAPACK's geev). Only the eigenvalues are differentiable."""
+    if enable_eigvec_derivs:
+        raise NotImplementedError("eig: enable_eigvec_derivs=True (derivatives of eigenvectors) is not "
+                                  "implemented")
+    _check_implementation("eig", implementation, "lapack")
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors))
 
