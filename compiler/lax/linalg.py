@@ -171,7 +171,7 @@ def _check_implementation(name: str, choice, *supported: str) -> None:
     label = getattr(choice, "name", choice)
     if label is not None and str(label).lower() not in supported:
         raise NotImplementedError(f"{name}: {label} is not implemented on the CPU; supported: "
-                                  f"{', '.join(supported)}")
+                                  f"{', '.join(('None',) + supported)}")
 
 
 def _zeros(a: ShapedArray):
