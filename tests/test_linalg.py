@@ -419,29 +419,38 @@ def taylor_expm(x):
 
 
 def test_scipy_special_matrices():
-    np.testing.assert_allclose(jsl.toeplitz([1., 2, 3], [1., 4, 5, 6]), [[1, 4, 5, 6], [2, 1, 4, 5], [3, 2, 1, 4]])
-    np.testing.assert_allclose(jsl.hankel([1., 2, 3], [3., 4, 5]), [[1, 2, 3], [2, 3, 4], [3, 4, 5]])
-    np.testing.assert_allclose(jsl.circulant([1., 2, 3]), [[1, 3, 2], [2, 1, 3], [3, 2, 1]])
-    np.testing.assert_allclose(jsl.companion([1., 2, 3]), [[-2, -3], [1, 0]])
-    np.testing.assert_allclose(jsl.block_diag(np.ones((1, 2)), 2 * np.ones((2, 1))),
-                               [[1, 1, 0], [0, 0, 2], [0, 0, 2]])
-    np.testing.assert_allclose(jsl.hilbert(3), 1 / (np.arange(3)[:, None] + np.arange(3) + 1))
-    np.testing.assert_allclose(jsl.invhilbert(4) @ jsl.hilbert(4), np.eye(4), atol=1e-9)
-    np.testing.assert_allclose(jsl.invpascal(4) @ jsl.pascal(4), np.eye(4), atol=1e-12)
-    hm = np.asarray(jsl.hadamard(4))
-    np.testing.assert_array_equal(hm @ hm.T, 4 * np.eye(4))
-    np.testing.assert_allclose(jsl.dft(4) @ np.arange(4.0), np.fft.fft(np.arange(4.0)), atol=1e-12)
-    h = np.asarray(jsl.helmert(4, full=True))
-    np.testing.assert_allclose(h @ h.T, np.eye(4), atol=1e-12)
     v = randn(5)
-    for mode in ("full", "same", "valid"):
-        np.testing.assert_allclose(jsl.convolution_matrix(np.array([1., -2, 3]), 5, mode) @ v,
-                                   np.convolve([1., -2, 3], v, mode), atol=1e-12)
-    fc = np.asarray(jsl.fiedler_companion(np.array([1., 2, 3, 4, 5])))
-    np.testing.assert_allclose(np.sort_complex(np.linalg.eigvals(fc)), np.sort_complex(np.roots([1, 2, 3, 4, 5])),
-                               atol=1e-10)
-    np.testing.assert_allclose(jsl.leslie([0.1, 2.0, 1.0], [0.2, 0.8]), [[0.1, 2, 1], [0.2, 0, 0], [0, 0.8, 0]])
-    np.testing.assert_allclose(jsl.fiedler([1., 4, 2]), [[0, 3, 1], [3, 0, 2], [1, 2, 0]])
+
+    @jx.jit
+    def build(v):
+        return dict(toeplitz=jsl.toeplitz(jnp.array([1., 2, 3]), jnp.array([1., 4, 5, 6])),
+                    hankel=jsl.hankel(jnp.array([1., 2, 3]), jnp.array([3., 4, 5])),
+                    circulant=jsl.circulant(jnp.array([1., 2, 3])), companion=jsl.companion(jnp.array([1., 2, 3])),
+                    block_diag=jsl.block_diag(jnp.ones((1, 2)), 2 * jnp.ones((2, 1))), hilbert=jsl.hilbert(3),
+                    invhilbert=jsl.invhilbert(4) @ jsl.hilbert(4), invpascal=jsl.invpascal(4) @ jsl.pascal(4),
+                    hadamard=jsl.hadamard(4), dft=jsl.dft(4) @ jnp.arange(4.0), helmert=jsl.helmert(4, full=True),
+                    conv={m: jsl.convolution_matrix(jnp.array([1., -2, 3]), 5, m) @ v for m in ("full", "same", "valid")},
+                    fiedler_companion=jsl.fiedler_companion(jnp.array([1., 2, 3, 4, 5])),
+                    leslie=jsl.leslie(jnp.array([0.1, 2.0, 1.0]), jnp.array([0.2, 0.8])),
+                    fiedler=jsl.fiedler(jnp.array([1., 4, 2])))
+    m = jx.tree_util.tree_map(np.asarray, build(v))
+    np.testing.assert_allclose(m["toeplitz"], [[1, 4, 5, 6], [2, 1, 4, 5], [3, 2, 1, 4]])
+    np.testing.assert_allclose(m["hankel"], [[1, 2, 3], [2, 3, 4], [3, 4, 5]])
+    np.testing.assert_allclose(m["circulant"], [[1, 3, 2], [2, 1, 3], [3, 2, 1]])
+    np.testing.assert_allclose(m["companion"], [[-2, -3], [1, 0]])
+    np.testing.assert_allclose(m["block_diag"], [[1, 1, 0], [0, 0, 2], [0, 0, 2]])
+    np.testing.assert_allclose(m["hilbert"], 1 / (np.arange(3)[:, None] + np.arange(3) + 1))
+    np.testing.assert_allclose(m["invhilbert"], np.eye(4), atol=1e-9)
+    np.testing.assert_allclose(m["invpascal"], np.eye(4), atol=1e-12)
+    np.testing.assert_array_equal(m["hadamard"] @ m["hadamard"].T, 4 * np.eye(4))
+    np.testing.assert_allclose(m["dft"], np.fft.fft(np.arange(4.0)), atol=1e-12)
+    np.testing.assert_allclose(m["helmert"] @ m["helmert"].T, np.eye(4), atol=1e-12)
+    for mode, got in m["conv"].items():
+        np.testing.assert_allclose(got, np.convolve([1., -2, 3], v, mode), atol=1e-12)
+    np.testing.assert_allclose(np.sort_complex(np.linalg.eigvals(m["fiedler_companion"])),
+                               np.sort_complex(np.roots([1, 2, 3, 4, 5])), atol=1e-10)
+    np.testing.assert_allclose(m["leslie"], [[0.1, 2, 1], [0.2, 0, 0], [0, 0.8, 0]])
+    np.testing.assert_allclose(m["fiedler"], [[0, 3, 1], [3, 0, 2], [1, 2, 0]])
 
 
 def test_sorting_complex128_keys():
