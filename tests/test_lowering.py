@@ -888,6 +888,8 @@ def test_linalg_primitives_lower_to_kernels_that_reconstruct_their_input():
         tri = (np.eye(3, k=-1) * a[..., 0][..., None] + np.eye(3) * (a[..., 1][..., None] + 4)
                + np.eye(3, k=1) * a[..., 2][..., None])      # row i: dl_i, d_i, du_i
         near(tri @ xt, b, k)
+        packed, taus, q = run(lambda a: [*la.geqrf(a), la.householder_product(*la.geqrf(a))], a)
+        near(q @ np.triu(packed), a, k)     # r above the diagonal, the reflectors making q below
     (p,) = run(lambda piv: [la.lu_pivots_to_permutation(piv, 4)], np.array([[2, 2, 3], [0, 1, 2]], np.int32))
     np.testing.assert_array_equal(p, [[2, 0, 3, 1], [0, 1, 2, 3]])
 

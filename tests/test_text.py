@@ -184,7 +184,8 @@ def _structural_cases():
 _LINALG = {"cholesky": lambda a: lax.linalg.cholesky(a), "lu": lambda a: lax.linalg.lu(a),
            "qr": lambda a: lax.linalg.qr(a, full_matrices=False), "eigh": lambda a: lax.linalg.eigh(a),
            "svd": lambda a: lax.linalg.svd(a, compute_uv=False), "eig": lambda a: lax.linalg.eig(a),
-           "schur": lambda a: lax.linalg.schur(a), "hessenberg": lambda a: lax.linalg.hessenberg(a)}
+           "schur": lambda a: lax.linalg.schur(a), "hessenberg": lambda a: lax.linalg.hessenberg(a),
+           "geqrf": lambda a: lax.linalg.geqrf(a)}
 
 
 @pytest.mark.parametrize("name", sorted(_structural_cases()))

@@ -90,6 +90,8 @@ VALUE_FUNS = {   # name -> (fun(m, x), input): every output, dtype included, in 
     "svdvals": (lambda m, x: m.np.linalg.svdvals(x), TALL.T),
     "qr": (lambda m, x: list(m.np.linalg.qr(x)), TALL),
     "qr_complete": (lambda m, x: list(m.np.linalg.qr(x, mode="complete")), TALL),
+    "qr_raw": (lambda m, x: list(m.np.linalg.qr(x, mode="raw")), TALL),
+    "slogdet_qr": (lambda m, x: list(m.np.linalg.slogdet(x, method="qr")), A),
     "lu": (lambda m, x: list(m.sl.lu(x)), TALL),
     "lu_factor": (lambda m, x: list(m.sl.lu_factor(x)), A),
     "slogdet": (lambda m, x: list(m.np.linalg.slogdet(x)), A),

@@ -24,9 +24,10 @@ from jaxprc.runtime import lapack
 from .operands import aval
 
 __all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "svd", "eig",
-           "tridiagonal_solve", "schur", "hessenberg", "householder_product",
+           "tridiagonal_solve", "schur", "hessenberg", "householder_product", "geqrf",
            "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "qr_p", "eigh_p",
-           "svd_p", "eig_p", "tridiagonal_solve_p", "schur_p", "hessenberg_p", "householder_product_p"]
+           "svd_p", "eig_p", "tridiagonal_solve_p", "schur_p", "hessenberg_p", "householder_product_p",
+           "geqrf_p"]
 
 _LAPACK_DTYPES = (dt.float32, dt.float64, dt.complex64, dt.complex128)
 
@@ -941,3 +942,36 @@ def _householder_product_cpu_lowering(ctx, a, taus):
 
 
 mlir.register_lowering(householder_product_p, _householder_product_cpu_lowering, platform="cpu")
+
+
+# ================================================================== geqrf
+
+geqrf_p = _primitive("geqrf")
+
+
+@geqrf_p.def_abstract_eval
+def _geqrf_abstract_eval(x):
+    _check_matrix("geqrf", x)
+    *batch, m, n = x.shape
+    return [ShapedArray(x.shape, x.dtype), ShapedArray((*batch, min(m, n)), x.dtype)]
+
+
+def geqrf(x):
+    """``(a, taus)``: LAPACK's packed QR, ``r`` in ``a``'s upper triangle and the Householder
+    reflectors below it, with their factors ``taus`` (CPU only; no derivative, as in JAX)."""
+    a, taus = geqrf_p.bind(x)
+    return a, taus
+
+
+ad.primitive_jvps[geqrf_p] = _no_derivative("geqrf")
+_batch_at_front(geqrf_p)
+
+
+def _geqrf_cpu_lowering(ctx, x):
+    (x_aval,) = ctx.avals_in
+    if _empty(x_aval):
+        return _emit(ctx, lambda x: [x, _zeros(ctx.avals_out[1])], [x], [x_aval])
+    return _lapack_call("geqrf", x_aval.dtype, [x], [x_aval], ctx.avals_out)
+
+
+mlir.register_lowering(geqrf_p, _geqrf_cpu_lowering, platform="cpu")

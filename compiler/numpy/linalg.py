@@ -288,13 +288,16 @@ def slogdet(a, *, method=None):
 
 @custom_jvp
 def _slogdet_qr(a):
-    """From A = Q R: log|det| sums log|r_ii|; the sign is that of prod(r_ii) times det(Q) = +-1."""
+    """From A = Q R: log|det| sums log|r_ii|; the sign is that of prod(r_ii) times det(Q), where
+    each Householder reflection actually made (tau != 0) contributes -1."""
     from . import reductions as rd
     from . import ufuncs as uf
-    from .selection import diagonal as _diag
-    q, r = lax_linalg.qr(a)
-    d = _diag(r, 0, -2, -1)
-    return rd.prod(uf.sign(d), axis=-1) * _slogdet_terms(q)[0], rd.sum(uf.log(uf.abs(d)), axis=-1)
+    from .selection import diagonal as _diag, where
+    n = aval_of(a).shape[-1]
+    packed, taus = lax_linalg.geqrf(a)
+    d = _diag(packed, 0, -2, -1)
+    reflections = rd.prod(where(taus[..., :n - 1] != 0, -1, 1), axis=-1).astype(aval_of(d).dtype)
+    return rd.prod(uf.sign(d), axis=-1) * reflections, rd.sum(uf.log(uf.abs(d)), axis=-1)
 
 
 _slogdet_qr.defjvp(_slogdet_jvp)
@@ -413,8 +416,9 @@ def qr(a, mode: str = "reduced"):
     _matrix("qr", a)
     if mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"qr: unsupported mode {mode!r}; expected 'reduced', 'complete', 'r' or 'raw'")
-    if mode == "raw":
-        raise NotImplementedError("qr: mode='raw' (Householder reflectors) is not supported")
+    if mode == "raw":      # LAPACK's packed form, transposed as numpy returns it
+        h, taus = lax_linalg.geqrf(a)
+        return QRResult(matrix_transpose(h), taus)
     q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
     return r if mode == "r" else QRResult(q, r)
 
