@@ -936,6 +936,44 @@ def test_top_k_numerics_bits_rng_and_barrier():
     draws = run(lambda lo, hi: P["rng_uniform"].bind(lo, hi, shape=(1000,)), np.float32(2), np.float32(3))[0]
     assert draws.dtype == F32 and draws.shape == (1000,) and draws.min() >= 2 and draws.max() < 3
     assert draws.std() > 0.2
+def test_linalg_primitives_lower_to_kernels_that_reconstruct_their_input():
+    from jaxprc.lax import linalg as la
+    rng = np.random.default_rng(0)
+    for dtype in (F32, F64):
+        a = rng.standard_normal((2, 3, 3)).astype(dtype)
+        spd = (a @ np.swapaxes(a, -1, -2) + 3 * np.eye(3)).astype(dtype)
+        b = rng.standard_normal((2, 3, 2)).astype(dtype)
+        L, x, lu, piv, perm, q, r, v, w, u, s, vt, ew, vr, t, z, h, taus, hq, xt = run(
+            lambda a, spd, b, d: [la.cholesky(spd, symmetrize_input=False),
+                               la.triangular_solve(la.cholesky(spd, symmetrize_input=False), b, left_side=True,
+                                                   lower=True),
+                               *la.lu(a), *la.qr(a), *la.eigh(spd, symmetrize_input=False), *la.svd(a),
+                               *la.eig(a, compute_left_eigenvectors=False), *la.schur(a), *la.hessenberg(a),
+                               la.householder_product(la.hessenberg(a)[0][..., 1:, :2], la.hessenberg(a)[1]),
+                               la.tridiagonal_solve(a[..., 0], d, a[..., 2], b)], a, spd, b, a[..., 1] + 4)
+        k = 40
+
+        def near(got, want, scale=k):       # products of factors, in numpy: checked in float64
+            check(np.asarray(got).astype(dtype), want, dtype, scale)
+        near(L @ np.swapaxes(L, -1, -2), spd, k)
+        near(L @ x, b, k)
+        rows = np.take_along_axis(a, perm[..., None].astype(np.int64), axis=-2)
+        near((np.tril(lu, -1) + np.eye(3)) @ np.triu(lu), rows, k)
+        assert piv.dtype == np.int32 and perm.dtype == np.int32
+        near(q @ r, a, k)
+        near((v * w[..., None, :]) @ np.swapaxes(v, -1, -2), spd, 200)
+        near((u * s[..., None, :]) @ vt, a, k)
+        np.testing.assert_allclose(a.astype(vr.dtype) @ vr, vr * ew[..., None, :], atol=1e-4)
+        near(z @ t @ np.swapaxes(z, -1, -2), a, k)
+        assert taus.shape == (2, 2)      # the reflectors below h's subdiagonal make q (hq) below
+        near(hq @ np.swapaxes(hq, -1, -2), np.broadcast_to(np.eye(2), (2, 2, 2)), k)
+        tri = (np.eye(3, k=-1) * a[..., 0][..., None] + np.eye(3) * (a[..., 1][..., None] + 4)
+               + np.eye(3, k=1) * a[..., 2][..., None])      # row i: dl_i, d_i, du_i
+        near(tri @ xt, b, k)
+        packed, taus, q = run(lambda a: [*la.geqrf(a), la.householder_product(*la.geqrf(a))], a)
+        near(q @ np.triu(packed), a, k)     # r above the diagonal, the reflectors making q below
+    (p,) = run(lambda piv: [la.lu_pivots_to_permutation(piv, 4)], np.array([[2, 2, 3], [0, 1, 2]], np.int32))
+    np.testing.assert_array_equal(p, [[2, 0, 3, 1], [0, 1, 2, 3]])
 
 
 def test_every_builtin_primitive_is_checked_numerically(request, builtins):

@@ -113,6 +113,11 @@ CORPUS = {
                                       lax.rng_uniform(x[0], x[1], (2,)),
                                       lax.reduce(x, 1.0, lambda a, b: a * b + b, (0,)),
                                       lax.composite(lambda v, *, k: v * k, "my.scale")(x, k=2)), [(3,)]),
+    "linalg": (lambda a: (lax.linalg.triangular_solve(a, a, left_side=True), lax.linalg.qr(a),
+                          lax.linalg.eigh(a), lax.linalg.svd(a), lax.linalg.eig(a), lax.linalg.schur(a),
+                          lax.linalg.tridiagonal_solve(a[0], a[1], a[2], a),
+                          lax.linalg.lu_pivots_to_permutation(lax.convert_element_type(a[0], np.int32), 3)),
+               [(3, 3)]),
 }
 
 

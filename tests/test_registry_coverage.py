@@ -29,6 +29,7 @@ LINEAR = {
     "fft",
     "custom_linear_solve",   # linear in b: transposing solves the transposed system
     "reduce_precision", "optimization_barrier",
+    "triangular_solve", "tridiagonal_solve",   # linear in the right-hand side b
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

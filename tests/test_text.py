@@ -193,7 +193,20 @@ def _structural_cases():
         "rng_uniform": (lambda a, b: lax.rng_uniform(a, b, (4,)), [sa(()), sa(())]),
         "composite": (lambda x: lax.composite(lambda v, *, k: v * k, "my.scale", 1)(x, k=2.5), [X3]),
         "reduce": (lambda x: lax.reduce(x, 1.0, lambda a, b: a * b + b, (0,)), [x23]),
+        **{name: (lambda a, f=f: f(a), [sa((2, 3, 3))]) for name, f in _LINALG.items()},
+        "triangular_solve": (lambda a, b: lax.linalg.triangular_solve(a, b, lower=True, transpose_a=True),
+                             [sa((3, 3)), sa((2, 3))]),
+        "tridiagonal_solve": (lambda d, b: lax.linalg.tridiagonal_solve(d, d, d, b), [X3, sa((3, 2))]),
+        "householder_product": (lambda a, t: lax.linalg.householder_product(a, t), [sa((3, 2)), sa((2,))]),
+        "lu_pivots_to_permutation": (lambda p: lax.linalg.lu_pivots_to_permutation(p, 4), [sa((3,), i32)]),
     }
+
+
+_LINALG = {"cholesky": lambda a: lax.linalg.cholesky(a), "lu": lambda a: lax.linalg.lu(a),
+           "qr": lambda a: lax.linalg.qr(a, full_matrices=False), "eigh": lambda a: lax.linalg.eigh(a),
+           "svd": lambda a: lax.linalg.svd(a, compute_uv=False), "eig": lambda a: lax.linalg.eig(a),
+           "schur": lambda a: lax.linalg.schur(a), "hessenberg": lambda a: lax.linalg.hessenberg(a),
+           "geqrf": lambda a: lax.linalg.geqrf(a)}
 
 
 @pytest.mark.parametrize("name", sorted(_structural_cases()))

@@ -105,7 +105,8 @@ def _lexicographic_less(keys_lhs, keys_rhs, dtypes):
     parts = []                 # complex keys compare as (real, imag), as in JAX
     for a, b, dtype in zip(keys_lhs, keys_rhs, dtypes):
         if dt.is_complex(dtype):
-            parts += [(hlo.real(a), hlo.real(b), dt.float32), (hlo.imag(a), hlo.imag(b), dt.float32)]
+            part = np.finfo(dtype).dtype      # float32 for complex64, float64 for complex128
+            parts += [(hlo.real(a), hlo.real(b), part), (hlo.imag(a), hlo.imag(b), part)]
         else:
             parts.append((a, b, dtype))
     result = None

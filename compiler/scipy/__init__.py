@@ -1,4 +1,5 @@
-"""jaxprc.scipy: SciPy functions with JAX's semantics (``special``)."""
+"""jaxprc.scipy: SciPy functions with JAX's semantics (``special``, ``linalg``)."""
 from . import special  # noqa: F401
 from . import fft  # noqa: F401
 from . import sparse  # noqa: F401
+from . import linalg  # noqa: F401
