@@ -121,3 +121,64 @@ def test_conv_patches_local_and_shape_helpers():
     for p in ("SAME", "SAME_LOWER", "VALID"):
         assert [tuple(t) for t in lax.padtype_to_pads((7, 8), (3, 4), (2, 3), p)] == \
             [tuple(t) for t in jax.lax.padtype_to_pads((7, 8), (3, 4), (2, 3), p)]
+
+
+# ------------------------------------------------------------ windowed reductions
+
+WINDOW_CONFIGS = [
+    dict(window_dimensions=(1, 2, 2), window_strides=(1, 2, 2), padding="SAME"),
+    dict(window_dimensions=(1, 3, 2), window_strides=(1, 1, 2), padding="VALID"),
+    dict(window_dimensions=(2, 2, 3), window_strides=(1, 2, 1), padding=((0, 1), (1, 1), (2, 0))),
+    dict(window_dimensions=(1, 2, 2), window_strides=(1, 1, 1), padding="SAME_LOWER", base_dilation=(1, 2, 1)),
+    dict(window_dimensions=(1, 3, 2), window_strides=(1, 2, 1), padding=((0, 0), (1, 1), (0, 1)),
+         window_dilation=(1, 2, 1)),
+]
+
+REDUCERS = [("max", -np.inf, "max"), ("min", np.inf, "min"), ("add", 0.0, "add")]
+
+
+@pytest.mark.parametrize("i", range(len(WINDOW_CONFIGS)))
+@pytest.mark.parametrize("op,init,name", REDUCERS)
+def test_reduce_window_values_and_grads(i, op, init, name):
+    kw = WINDOW_CONFIGS[i]
+    x = rand(2, 6, 5)
+    x[0, 1, :2] = x[0, 0, 0]      # ties
+    mine = lambda x: lax.reduce_window(x, init, getattr(lax, name), **kw)
+    ref = lambda x: jax.lax.reduce_window(x, init, getattr(jax.lax, name), **kw)
+    close(jx.jit(mine)(x), ref(x))
+    ct = rand(*np.shape(ref(x)))
+    close(jx.jvp(mine, (x,), (ct.sum() + x,))[1], jax.jvp(ref, (x,), (ct.sum() + x,))[1])
+    if kw.get("window_dilation") and name != "add":
+        return        # JAX has no VJP of max/min pooling with window dilation
+    grad = lambda lib, f: lib.grad(lambda x: (f(x) * ct).sum())(x)
+    close(grad(jx, mine), grad(jax, ref))
+    gg = lambda lib, f: lib.grad(lambda x: (lib.grad(lambda y: (f(y) ** 2 * ct).sum())(x) ** 2).sum())(x)
+    close(gg(jx, mine), gg(jax, ref), 1e-3)
+
+
+def test_pooling_vmap_integers_and_generic_reducers():
+    x = rand(3, 2, 6, 5)
+    kw = WINDOW_CONFIGS[0]
+    for name, init in [("max", -np.inf), ("add", 0.0)]:
+        f = lambda lib: lambda x: lib.lax.reduce_window(x, init, getattr(lib.lax, name), **kw)
+        close(jx.vmap(f(jx))(x), jax.vmap(f(jax))(x))
+        close(jx.vmap(jx.grad(lambda x: f(jx)(x).sum()))(x), jax.vmap(jax.grad(lambda x: f(jax)(x).sum()))(x))
+    xi = (np.arange(60, dtype=np.int32).reshape(2, 6, 5) * 7) % 11
+    close(lax.reduce_window(xi, np.iinfo(np.int32).min, lax.max, (1, 2, 2), (1, 1, 1), "VALID"),
+          jax.lax.reduce_window(xi, np.iinfo(np.int32).min, jax.lax.max, (1, 2, 2), (1, 1, 1), "VALID"))
+    prod = lambda lib: lambda x: lib.lax.reduce_window(x, 1.0, lib.lax.mul, (1, 2, 2), (1, 1, 2), "SAME")
+    close(jx.jit(prod(jx))(x[0]), prod(jax)(x[0]))
+    close(jx.jvp(prod(jx), (x[0],), (x[1],))[1], jax.jvp(prod(jax), (x[0],), (x[1],))[1])
+    close(jx.vmap(prod(jx))(x), jax.vmap(prod(jax))(x))
+
+    def argmax_pool(lib):
+        def reducer(a, b):
+            pick = a[0] >= b[0]
+            return lib.lax.select(pick, a[0], b[0]), lib.lax.select(pick, a[1], b[1])
+        return lambda x, i: lib.lax.reduce_window((x, i), (-np.inf, np.int32(-1)), reducer, (2, 2), (2, 1),
+                                                  "VALID")
+    idx = np.arange(30, dtype=np.int32).reshape(6, 5)
+    for a, b in zip(jx.jit(argmax_pool(jx))(x[0, 0], idx), argmax_pool(jax)(x[0, 0], idx)):
+        close(a, b)
+    assert lax.reduce_window_shape_tuple((7, 8), (3, 2), (2, 1), ((1, 0), (0, 2)), (2, 1), (1, 3)) == \
+        tuple(jax.lax.reduce_window_shape_tuple((7, 8), (3, 2), (2, 1), ((1, 0), (0, 2)), (2, 1), (1, 3)))

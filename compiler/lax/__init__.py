@@ -17,6 +17,7 @@ from .call import *  # noqa: F401,F403
 from .remat import *  # noqa: F401,F403
 from .custom_derivatives import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
+from .windowed import *  # noqa: F401,F403
 from . import operands  # noqa: F401
 
 # Eager (op-by-op) evaluation of every primitive defined above: XLA runs its lowering.
