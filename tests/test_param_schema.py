@@ -101,6 +101,15 @@ CORPUS = {
     "custom_jvp": (lambda x: _custom_jvp()(x), [(3,)]),
     "custom_vjp": (lambda x: _custom_vjp()(x), [(3,)]),
     "custom_lin": (lambda x, t: jx.jvp(_custom_vjp(), (x,), (t,)), [(3,), (3,)]),
+    "conv_windowed": (lambda x, w: (lax.conv(x, w, (1, 1), "SAME"),
+                                    jx.grad(lambda x: jnp.sum(lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2),
+                                                                                (1, 1, 1, 1), "SAME") ** 2))(x),
+                                    lax.reduce_window(x, 0.0, lax.add, (1, 1, 2, 2), (1, 1, 1, 1), "VALID"),
+                                    lax.reduce_window(x, jnp.inf, lax.min, (1, 1, 2, 2), (1, 1, 1, 1), "VALID"),
+                                    lax.reduce_window(x, 1.0, lax.mul, (1, 1, 2, 2), (1, 1, 1, 1), "VALID"),
+                                    jx.jvp(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2),
+                                                                       (1, 1, 1, 1), "SAME"), (x,), (x,))[1]),
+                      [(1, 2, 3, 3), (2, 2, 2, 2)]),
 }
 
 

@@ -24,6 +24,7 @@ LINEAR = {
     "jit", "cond", "scan", "while", "checkpoint", "name",   # calls and control flow: their bodies
     "custom_lin",   # a linearized custom_vjp call: transposing it calls bwd
     "custom_jvp_call_jaxpr",   # a rule applied its own function to tangents: linear through it
+    "conv_general_dilated", "reduce_window_sum", "select_and_gather_add", "select_and_scatter_add",
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

@@ -31,7 +31,7 @@ from jaxprc.passes.vmap import bdim_at_front
 from . import reductions
 from .convolution import _dilate, _stride_dim, _vjp_lhs_padding, padtype_to_pads
 from .elementwise import NUM, ORDERED
-from .operands import aval, ints
+from .operands import aval, ints, is_py_scalar, scalar_of_dtype
 from .shapes import type_error as _type_error
 
 __all__ = ["reduce_window", "reduce_window_shape_tuple", "reduce_window_p", "reduce_window_sum_p",
@@ -190,8 +190,8 @@ def _monoid(computation, init):
 
 def _init_like(init, operand):
     """A Python scalar init value takes the operand's dtype."""
-    if type(init) in (bool, int, float, complex):
-        return np.asarray(init, aval(operand).dtype)[()]
+    if is_py_scalar(init):
+        return scalar_of_dtype(init, aval(operand).dtype, weak=False)
     return init
 
 
