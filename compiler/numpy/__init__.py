@@ -36,6 +36,7 @@ from .selection import argsort, clip, diag, diagonal, searchsorted, select, sort
 from .products import dot, einsum, inner, kron, matmul, outer, tensordot, vdot, vecdot
 from .indexing import argwhere, flatnonzero, nonzero, take, take_along_axis
 from . import linalg
+from .convolve import convolve, correlate
 
 import numpy as _np
 
