@@ -22,3 +22,4 @@ from . import scipy, experimental  # noqa: E402,F401
 from .ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402,F401
 from . import ad_checkpoint  # noqa: E402,F401
 from . import errors  # noqa: E402,F401
+from . import image  # noqa: E402,F401
