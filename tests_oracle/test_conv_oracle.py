@@ -182,3 +182,214 @@ def test_pooling_vmap_integers_and_generic_reducers():
         close(a, b)
     assert lax.reduce_window_shape_tuple((7, 8), (3, 2), (2, 1), ((1, 0), (0, 2)), (2, 1), (1, 3)) == \
         tuple(jax.lax.reduce_window_shape_tuple((7, 8), (3, 2), (2, 1), ((1, 0), (0, 2)), (2, 1), (1, 3)))
+
+
+# ------------------------------------------------------------ a small CNN trained 3 steps
+
+def _cnn(lib):
+    L = lib.lax
+
+    def apply(params, x):
+        w1, b1, w2, b2, wd, bd = params
+        dn = ("NHWC", "HWIO", "NHWC")
+        h = lib.nn.relu(L.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn) + b1)
+        h = L.reduce_window(h, -lib.numpy.inf, L.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+        h = lib.nn.relu(L.conv_general_dilated(h, w2, (1, 1), "VALID", dimension_numbers=dn) + b2)
+        h = L.reduce_window(h, -lib.numpy.inf, L.max, (1, 2, 2, 1), (1, 2, 2, 1), "SAME")
+        h = h.reshape(h.shape[0], -1)
+        return lib.nn.log_softmax(h @ wd + bd)
+    return apply
+
+
+def test_small_cnn_three_training_steps_equal_jax():
+    x = rand(8, 12, 12, 3)
+    labels = np.eye(5, dtype=np.float32)[RNG.integers(0, 5, 8)]
+    params0 = [rand(3, 3, 3, 6) * 0.3, rand(6) * 0.1, rand(3, 3, 6, 8) * 0.2, rand(8) * 0.1,
+               rand(8 * 2 * 2, 5) * 0.2, rand(5) * 0.1]
+    results = []
+    for lib in (jx, jax):
+        apply = _cnn(lib)
+        loss = lambda p: -(apply(p, x) * labels).sum(-1).mean()
+        step = lib.jit(lambda p: [w - 0.1 * g for w, g in zip(p, lib.grad(loss)(p))])
+        params, losses = list(params0), []
+        for _ in range(3):
+            losses.append(float(loss(params)))
+            params = step(params)
+        results.append((losses, params))
+    (l_mine, p_mine), (l_ref, p_ref) = results
+    np.testing.assert_allclose(l_mine, l_ref, rtol=1e-4, atol=1e-4)
+    for a, b in zip(p_mine, p_ref):
+        close(a, b)
+
+
+# ------------------------------------------------------------ stax and optimizers
+
+def _stax_program(stax, optimizers, lib, opt_name, opt_args):
+    """JAX's MNIST-classifier example on synthetic data: the same code for both libraries."""
+    init_random_params, predict = stax.serial(
+        stax.Conv(6, (3, 3), padding="SAME"), stax.Relu, stax.MaxPool((2, 2), (2, 2)),
+        stax.Conv(8, (3, 3), (1, 1), "VALID"), stax.Elu, stax.BatchNorm(),
+        stax.FanOut(2), stax.parallel(stax.AvgPool((2, 2), padding="SAME"), stax.SumPool((2, 2), padding="SAME")),
+        stax.FanInSum, stax.Flatten, stax.Dense(16), stax.Gelu, stax.Dropout(0.9), stax.Dense(4), stax.LogSoftmax)
+    images = np.asarray(np.random.default_rng(0).standard_normal((6, 10, 10, 1)), np.float32)
+    labels = np.eye(4, dtype=np.float32)[np.arange(6) % 4]
+    rng = lib.random.PRNGKey(0)
+    _, params = init_random_params(rng, (-1, 10, 10, 1))
+
+    def loss(params, batch, key):
+        inputs, targets = batch
+        return -lib.numpy.mean(lib.numpy.sum(predict(params, inputs, rng=key) * targets, axis=1))
+    opt_init, opt_update, get_params = getattr(optimizers, opt_name)(*opt_args)
+
+    def update(i, opt_state, key):
+        return opt_update(i, lib.grad(loss)(get_params(opt_state), (images, labels), key), opt_state)
+    if opt_name != "sm3":      # sm3 keeps the parameter's shape in its state: not jittable, in JAX too
+        update = lib.jit(update)
+    opt_state = opt_init(params)
+    keys = lib.random.split(lib.random.PRNGKey(1), 3)
+    for i in range(3):
+        opt_state = update(i, opt_state, keys[i])
+    unpacked = optimizers.unpack_optimizer_state(opt_state)
+    opt_state = optimizers.pack_optimizer_state(unpacked)
+    return float(loss(get_params(opt_state), (images, labels), keys[0])), lib.tree.leaves(get_params(opt_state))
+
+
+OPTIMIZERS = [("sgd", (0.1,)), ("momentum", (0.05, 0.9)), ("nesterov", (0.05, 0.9)), ("adagrad", (0.05,)),
+              ("rmsprop", (0.01,)), ("rmsprop_momentum", (0.01,)), ("adam", (1e-2,)), ("adamax", (1e-2,)),
+              ("sm3", (0.05,))]
+
+
+@pytest.mark.parametrize("opt_name,opt_args", [OPTIMIZERS[0], OPTIMIZERS[6]])
+def test_stax_optimizers_program_equals_jax(opt_name, opt_args):
+    from jax.example_libraries import optimizers as jopt, stax as jstax
+    from jaxprc.example_libraries import optimizers, stax
+    mine = _stax_program(stax, optimizers, jx, opt_name, opt_args)
+    ref = _stax_program(jstax, jopt, jax, opt_name, opt_args)
+    np.testing.assert_allclose(mine[0], ref[0], rtol=1e-4, atol=1e-4)
+    for a, b in zip(mine[1], ref[1]):
+        close(a, b)
+
+
+@pytest.mark.parametrize("opt_name,opt_args", OPTIMIZERS)
+def test_optimizers_on_a_pytree_equal_jax(opt_name, opt_args):
+    from jax.example_libraries import optimizers as jopt
+    from jaxprc.example_libraries import optimizers
+    params = {"w": rand(3, 2), "b": [rand(2), np.float32(0.5)]}
+    target = rand(3, 2)
+    results = []
+    for lib, opt in ((jx, optimizers), (jax, jopt)):
+        init, update, get_params = getattr(opt, opt_name)(*opt_args)
+        loss = lambda p: ((p["w"] * p["b"][0] - target) ** 2).sum() + p["b"][1] ** 4
+        state = init(params)
+        for i in range(4):
+            state = update(i, lib.grad(loss)(get_params(state)), state)
+        results.append(lib.tree.leaves(get_params(state)))
+    for a, b in zip(*results):
+        close(a, b, 1e-5)
+
+
+def test_stax_remaining_layers_and_schedules():
+    from jax.example_libraries import optimizers as jopt, stax as jstax
+    from jaxprc.example_libraries import optimizers, stax
+
+    def layers(S):
+        return S.serial(S.ConvTranspose(3, (3, 3), (2, 2), "SAME"), S.Tanh, S.Sigmoid, S.Softplus, S.LeakyRelu,
+                        S.Selu, S.Exp, S.Identity, S.FanOut(2), S.parallel(S.Identity, S.Identity),
+                        S.FanInConcat(-1), S.shape_dependent(lambda shape: S.Dense(shape[-1])), S.Softmax)
+    x = rand(2, 4, 4, 2)
+    results = []
+    for S, lib in ((stax, jx), (jstax, jax)):
+        init, apply = layers(S)
+        shape, params = init(lib.random.PRNGKey(3), x.shape)
+        results.append((tuple(int(d) for d in shape), lib.jit(apply)(params, x)))
+    assert results[0][0] == results[1][0]
+    close(results[0][1], results[1][1])
+    x1 = rand(2, 5, 3)
+    outs = []
+    for S, lib in ((stax, jx), (jstax, jax)):
+        init, apply = S.Conv1DTranspose(4, (3,), (2,), "VALID")
+        outs.append(apply(init(lib.random.PRNGKey(5), x1.shape)[1], x1))
+    close(*outs)
+    for name, args in [("constant", (0.1,)), ("exponential_decay", (0.1, 10, 0.5)),
+                       ("inverse_time_decay", (0.1, 10, 0.5)), ("inverse_time_decay", (0.1, 10, 0.5, True)),
+                       ("polynomial_decay", (0.1, 10, 0.01, 2.0)), ("piecewise_constant", ([3, 6], [0.1, 0.05, 0.01]))]:
+        for i in (0, 4, 7, 12):
+            np.testing.assert_allclose(np.asarray(getattr(optimizers, name)(*args)(i)),
+                                       np.asarray(getattr(jopt, name)(*args)(i)), rtol=1e-6)
+    tree_ = {"a": rand(3), "b": [rand(2, 2)]}
+    close(optimizers.l2_norm(tree_), jopt.l2_norm(tree_))
+    for a, b in zip(jx.tree.leaves(optimizers.clip_grads(tree_, 0.5)), jax.tree.leaves(jopt.clip_grads(tree_, 0.5))):
+        close(a, b)
+
+
+# ------------------------------------------------------------ numpy, scipy and image
+
+@pytest.mark.parametrize("n1,n2", [(5, 3), (3, 5), (4, 4), (1, 3)])
+def test_convolve_correlate_and_signal(n1, n2):
+    import jax.scipy.signal as jsig
+    import jaxprc.scipy.signal as sig
+    x, y = rand(n1), rand(n2)
+    yc = (y + 1j * rand(n2)).astype(np.complex64)
+    for mode in ("full", "same", "valid"):
+        close(jnp.convolve(x, y, mode), jjnp.convolve(x, y, mode))
+        close(jnp.correlate(x, yc, mode), jjnp.correlate(x, yc, mode))
+        close(sig.convolve(x, y, mode), jsig.convolve(x, y, mode))
+        close(sig.correlate(x, y, mode), jsig.correlate(x, y, mode))
+        close(sig.fftconvolve(x, y, mode), jsig.fftconvolve(x, y, mode))
+    xi = np.arange(n1, dtype=np.int32)
+    close(jnp.convolve(xi, xi, precision="highest"), jjnp.convolve(xi, xi, precision="highest"))
+    close(jnp.convolve(xi, xi, preferred_element_type=np.int32), jjnp.convolve(xi, xi, preferred_element_type=np.int32))
+    a, b = rand(n1 + 1, n1), rand(n2, n2 + 1)
+    if (n1 + 1 - n2) * (n1 - n2 - 1) >= 0:
+        for mode in ("full", "same", "valid"):
+            close(sig.convolve2d(a, b, mode), jsig.convolve2d(a, b, mode))
+            close(sig.correlate2d(a, b, mode), jsig.correlate2d(a, b, mode))
+            close(sig.correlate2d(b, a.astype(np.complex64), mode), jsig.correlate2d(b, a.astype(np.complex64), mode))
+    grad = lambda lib, m: lib.grad(lambda u, v: (m.convolve(u, v) ** 2).sum(), argnums=(0, 1))(x, y)
+    for g1, g2 in zip(grad(jx, jnp), grad(jax, jjnp)):
+        close(g1, g2)
+    m1, m2 = rand(3, 6), rand(3, 2)
+    close(sig.fftconvolve(m1, m2, "same", axes=1), jsig.fftconvolve(m1, m2, "same", axes=1))
+
+
+def test_map_coordinates():
+    import jax.scipy.ndimage as jnd
+    import jaxprc.scipy.ndimage as nd
+    x = rand(5, 6)
+    coords = [RNG.uniform(-2, 7, (4, 3)).astype(np.float32), RNG.uniform(-2, 8, (4, 3)).astype(np.float32)]
+    coords[0][0, 0], coords[1][0, 0] = 1.5, 2.0     # exactly on a half and on a node
+    for order in (0, 1):
+        for mode in ("constant", "nearest", "wrap", "mirror", "reflect"):
+            close(jx.jit(lambda x: nd.map_coordinates(x, coords, order, mode, cval=0.5))(x),
+                  jnd.map_coordinates(x, coords, order, mode, cval=0.5), 1e-5)
+            g = lambda lib, m: lib.jit(lib.grad(
+                lambda x, c: (m.map_coordinates(x, [c, coords[1]], order, mode) ** 2).sum(), argnums=(0, 1)))(
+                    x, coords[0])
+            for a, b in zip(g(jx, nd), g(jax, jnd)):
+                close(a, b)
+    xi = (x * 10).astype(np.int32)
+    close(nd.map_coordinates(xi, coords, 1), jnd.map_coordinates(xi, coords, 1))
+
+
+@pytest.mark.parametrize("method", ["nearest", "linear", "cubic", "lanczos3", "lanczos5", "cubic-pytorch", "area"])
+def test_image_resize_and_scale_and_translate(method):
+    import jax.image as jimage
+    import jaxprc.image as image
+    x = rand(2, 7, 6, 3)
+    for shape in [(2, 11, 4, 3), (2, 3, 13, 3)]:
+        for antialias in (True, False):
+            f = lambda lib, m: lib.jit(lambda x: m.resize(x, shape, method, antialias))
+            close(f(jx, image)(x), f(jax, jimage)(x))
+            if method != "nearest":
+                ct = rand(*shape)
+                g = lambda lib, m: lib.jit(lib.grad(lambda x: (m.resize(x, shape, method, antialias) * ct).sum()))(x)
+                close(g(jx, image), g(jax, jimage))
+    if method == "nearest":
+        return
+    s, t = np.array([1.3, 0.8], np.float32), np.array([0.4, -0.7], np.float32)
+    f = lambda m: lambda s, t: m.scale_and_translate(x, (2, 9, 5, 3), (1, 2), s, t, method)
+    close(jx.jit(f(image))(s, t), f(jimage)(s, t))
+    g = lambda lib, m: lib.jit(lib.grad(lambda s, t: (f(m)(s, t) ** 2).sum(), argnums=(0, 1)))(s, t)
+    for a, b in zip(g(jx, image), g(jax, jimage)):
+        close(a, b, 1e-3)
+    assert image.ResizeMethod.from_string("bilinear") == image.ResizeMethod.LINEAR
