@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Union
 
 import numpy as np
 
@@ -43,7 +43,7 @@ class ConvDimensionNumbers(NamedTuple):
     out_spec: tuple[int, ...]
 
 
-ConvGeneralDilatedDimensionNumbers = "tuple[str, str, str] | ConvDimensionNumbers | None"
+ConvGeneralDilatedDimensionNumbers = Union[tuple[str, str, str], ConvDimensionNumbers, None]
 
 
 # ----------------------------------------------------------- shape helpers

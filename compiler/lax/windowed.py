@@ -19,10 +19,9 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
-from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
-from jaxprc.ir.core import ClosedJaxpr, Primitive, ShapedArray
-from jaxprc.ir.params import ClosedJaxprParam, Int, OneOf, Str, Tuple
+from jaxprc.ir.core import Primitive, ShapedArray
+from jaxprc.ir.params import ClosedJaxprParam, Int, Str, Tuple
 from jaxprc.ir.tracing import Tracer, eval_jaxpr, trace_to_jaxpr
 from jaxprc.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of, is_differentiable, jvp_jaxpr
