@@ -125,7 +125,7 @@ def test_conv_vmap_matches_loop(i):
     for axes in [(0, 0), (0, None), (None, 0), (1, 2)]:
         x = np.moveaxis(xb, 0, axes[0]) if axes[0] is not None else xb[0]
         w = np.moveaxis(wb, 0, axes[1]) if axes[1] is not None else wb[0]
-        got = jx.vmap(f, in_axes=axes)(x, w)
+        got = jx.jit(jx.vmap(f, in_axes=axes))(x, w)
         loop = [np_conv(xb[k] if axes[0] is not None else xb[0], wb[k] if axes[1] is not None else wb[0], **kw)
                 for k in range(3)]
         np.testing.assert_allclose(got, np.stack(loop), rtol=1e-4, atol=1e-4)
