@@ -14,6 +14,7 @@ import numpy as np
 
 import jaxprc.numpy as jnp
 from jaxprc import lax, random
+from jaxprc.ir.dtypes import default_float_dtype
 from jaxprc.nn import elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softmax, softplus, standardize
 
 __all__ = ["Dense", "GeneralConv", "Conv", "GeneralConvTranspose", "Conv1DTranspose", "ConvTranspose",
@@ -27,15 +28,11 @@ __all__ = ["Dense", "GeneralConv", "Conv", "GeneralConvTranspose", "Conv1DTransp
 # ------------------------------------------------------------ initializers
 # The four jax.nn.initializers stax uses, drawing the same random bits as JAX's.
 
-def _default_float():
-    return jnp.zeros(()).dtype
-
-
 def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
     """Truncated normal of variance 2 / (fan_in + fan_out) (Glorot & Bengio 2010)."""
     def init(key, shape, dtype=dtype):
         shape = tuple(int(s) for s in shape)
-        dtype = _default_float() if dtype is None else dtype
+        dtype = default_float_dtype() if dtype is None else dtype
         size = lambda axes: math.prod(shape[a] for a in ((axes,) if isinstance(axes, int) else axes))
         if isinstance(in_axis, int) and in_axis == -2 and len(shape) <= 1:
             raise ValueError(f"Can't compute input and output sizes of a {len(shape)}-dimensional weights "
@@ -51,17 +48,17 @@ def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
 
 def normal(stddev=1e-2, dtype=None):
     def init(key, shape, dtype=dtype):
-        dtype = _default_float() if dtype is None else dtype
+        dtype = default_float_dtype() if dtype is None else dtype
         return random.normal(key, shape, dtype) * jnp.array(stddev, dtype)
     return init
 
 
 def ones(key, shape, dtype=None):
-    return jnp.ones(shape, _default_float() if dtype is None else dtype)
+    return jnp.ones(shape, default_float_dtype() if dtype is None else dtype)
 
 
 def zeros(key, shape, dtype=None):
-    return jnp.zeros(shape, _default_float() if dtype is None else dtype)
+    return jnp.zeros(shape, default_float_dtype() if dtype is None else dtype)
 
 
 glorot = glorot_normal
