@@ -165,6 +165,12 @@ def test_conv_helpers_round_trip_and_errors():
         lax.conv_general_dilated(rand(1, 4, 3, 3), rand(2, 4, 1, 1), (1,), "VALID")
     with pytest.raises(TypeError, match="dimension_numbers"):
         lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIX", "NHWC"))
+    with pytest.raises(JaxprTypeError, match="conv_general_dilated.*positive window_strides"):
+        lax.conv(rand(1, 1, 3, 3), rand(1, 1, 2, 2), (0, 1), "VALID")
+    with pytest.raises(JaxprTypeError, match="conv_general_dilated.*positive feature_group_count"):
+        lax.conv_general_dilated(rand(1, 1, 3, 3), rand(1, 1, 2, 2), (1, 1), "VALID", feature_group_count=0)
+    with pytest.raises(ValueError, match="window_strides must be positive"):
+        lax.conv(rand(1, 1, 3, 3), rand(1, 1, 2, 2), (0, 1), "SAME")
     with pytest.raises(RuntimeError, match="Unrecognized padding"):
         lax.conv(rand(1, 1, 3, 3), rand(1, 1, 2, 2), (1, 1), "FULL")
 
@@ -235,5 +241,7 @@ def test_max_pool_gradients_vmap_round_trip():
         assert_round_trip(jx.make_jaxpr(fun)(x))
     with pytest.raises(JaxprTypeError, match="reduce_window_max.*window_dimensions"):
         lax.reduce_window(x, -np.inf, lax.max, (2, 2), (1, 1), "VALID")
+    with pytest.raises(JaxprTypeError, match="reduce_window_sum.*positive window_dimensions"):
+        lax.reduce_window(x, 0.0, lax.add, (1, 0, 2), (1, 1, 1), "VALID")
     with pytest.raises(NotImplementedError, match="reduce_window"):
         jx.grad(lambda x: jnp.sum(lax.reduce_window(x, 1.0, lax.mul, (1, 2, 2), (1, 1, 1), "VALID")))(x)

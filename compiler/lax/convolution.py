@@ -68,6 +68,8 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
     if kind not in ("SAME", "SAME_LOWER"):
         raise RuntimeError(f"Unrecognized padding type: expected 'VALID', 'SAME', or 'SAME_LOWER', "
                            f"got {padding}.")
+    if any(int(s) < 1 for s in window_strides):
+        raise ValueError(f"padtype_to_pads: window_strides must be positive, got {tuple(window_strides)}")
     pads = []
     for size, window, stride in zip(in_shape, window_shape, window_strides):
         total = max(0, (-(-int(size) // int(stride)) - 1) * int(stride) + int(window) - int(size))
@@ -208,7 +210,11 @@ def _conv_abstract_eval(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
                     ("rhs_dilation", rhs_dilation)):
         if len(v) != n - 2:
             raise fail(f"{what} of length {n - 2} (one per spatial dimension), got {v}")
+        if what != "padding" and any(d < 1 for d in v):
+            raise fail(f"positive {what}, got {v}")
     c_in, c_k, c_out = lhs.shape[lhs_spec[1]], rhs.shape[rhs_spec[1]], rhs.shape[rhs_spec[0]]
+    if feature_group_count < 1 or batch_group_count < 1:
+        raise fail("positive feature_group_count and batch_group_count")
     if feature_group_count > 1 and batch_group_count > 1:
         raise fail("at most one of feature_group_count and batch_group_count > 1")
     if c_in % feature_group_count or c_in // feature_group_count != c_k:

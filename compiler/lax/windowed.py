@@ -64,6 +64,8 @@ def _window_shape(name, avals, x, *, window_dimensions, window_strides, padding,
                     ("padding", padding), ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
         if v is not None and len(v) != x.ndim:
             raise _type_error(name, avals, f"{what} with one entry per operand dimension ({x.ndim})", **params)
+        if v is not None and what != "padding" and any(d < 1 for d in v):
+            raise _type_error(name, avals, f"positive {what}, got {v}", **params)
     dilated = _dilate(x.shape, base_dilation or (1,) * x.ndim)
     if any(d + lo + hi < 0 for d, (lo, hi) in zip(dilated, padding)):
         raise _type_error(name, avals, "padding no more negative than the (dilated) operand is long", **params)
