@@ -234,7 +234,8 @@ def _stax_program(stax, optimizers, lib, opt_name, opt_args):
     images = np.asarray(np.random.default_rng(0).standard_normal((6, 10, 10, 1)), np.float32)
     labels = np.eye(4, dtype=np.float32)[np.arange(6) % 4]
     rng = lib.random.PRNGKey(0)
-    _, params = init_random_params(rng, (-1, 10, 10, 1))
+    # init under jit: one compilation instead of one per eager random op (the values are the same)
+    params = lib.jit(lambda key: init_random_params(key, (-1, 10, 10, 1))[1])(rng)
 
     def loss(params, batch, key):
         inputs, targets = batch
@@ -251,7 +252,7 @@ def _stax_program(stax, optimizers, lib, opt_name, opt_args):
         opt_state = update(i, opt_state, keys[i])
     unpacked = optimizers.unpack_optimizer_state(opt_state)
     opt_state = optimizers.pack_optimizer_state(unpacked)
-    return float(loss(get_params(opt_state), (images, labels), keys[0])), lib.tree.leaves(get_params(opt_state))
+    return float(lib.jit(loss)(get_params(opt_state), (images, labels), keys[0])), lib.tree.leaves(get_params(opt_state))
 
 
 OPTIMIZERS = [("sgd", (0.1,)), ("momentum", (0.05, 0.9)), ("nesterov", (0.05, 0.9)), ("adagrad", (0.05,)),
@@ -358,15 +359,17 @@ def test_map_coordinates():
     x = rand(5, 6)
     coords = [RNG.uniform(-2, 7, (4, 3)).astype(np.float32), RNG.uniform(-2, 8, (4, 3)).astype(np.float32)]
     coords[0][0, 0], coords[1][0, 0] = 1.5, 2.0     # exactly on a half and on a node
-    for order in (0, 1):
-        for mode in ("constant", "nearest", "wrap", "mirror", "reflect"):
-            close(jx.jit(lambda x: nd.map_coordinates(x, coords, order, mode, cval=0.5))(x),
-                  jnd.map_coordinates(x, coords, order, mode, cval=0.5), 1e-5)
-            g = lambda lib, m: lib.jit(lib.grad(
-                lambda x, c: (m.map_coordinates(x, [c, coords[1]], order, mode) ** 2).sum(), argnums=(0, 1)))(
-                    x, coords[0])
-            for a, b in zip(g(jx, nd), g(jax, jnd)):
-                close(a, b)
+    cases = [(order, mode) for order in (0, 1) for mode in ("constant", "nearest", "wrap", "mirror", "reflect")]
+
+    def run(lib, m):
+        values = lib.jit(lambda x: [m.map_coordinates(x, coords, o, md, cval=0.5) for o, md in cases])(x)
+        loss = lambda x, c: sum((m.map_coordinates(x, [c, coords[1]], o, md) ** 2).sum() for o, md in cases)
+        return values, lib.jit(lib.grad(loss, argnums=(0, 1)))(x, coords[0])
+    (v1, g1), (v2, g2) = run(jx, nd), run(jax, jnd)
+    for a, b in zip(v1, v2):
+        close(a, b, 1e-5)
+    for a, b in zip(g1, g2):
+        close(a, b)
     xi = (x * 10).astype(np.int32)
     close(nd.map_coordinates(xi, coords, 1), jnd.map_coordinates(xi, coords, 1))
 
@@ -376,14 +379,13 @@ def test_image_resize_and_scale_and_translate(method):
     import jax.image as jimage
     import jaxprc.image as image
     x = rand(2, 7, 6, 3)
-    for shape in [(2, 11, 4, 3), (2, 3, 13, 3)]:
-        for antialias in (True, False):
-            f = lambda lib, m: lib.jit(lambda x: m.resize(x, shape, method, antialias))
-            close(f(jx, image)(x), f(jax, jimage)(x))
-            if method != "nearest":
-                ct = rand(*shape)
-                g = lambda lib, m: lib.jit(lib.grad(lambda x: (m.resize(x, shape, method, antialias) * ct).sum()))(x)
-                close(g(jx, image), g(jax, jimage))
+    for shape, antialias in [((2, 11, 4, 3), True), ((2, 3, 13, 3), False)]:
+        f = lambda lib, m: lib.jit(lambda x: m.resize(x, shape, method, antialias))
+        close(f(jx, image)(x), f(jax, jimage)(x))
+        if method != "nearest":
+            ct = rand(*shape)
+            g = lambda lib, m: lib.jit(lib.grad(lambda x: (m.resize(x, shape, method, antialias) * ct).sum()))(x)
+            close(g(jx, image), g(jax, jimage))
     if method == "nearest":
         return
     s, t = np.array([1.3, 0.8], np.float32), np.array([0.4, -0.7], np.float32)
