@@ -974,6 +974,31 @@ def test_linalg_primitives_lower_to_kernels_that_reconstruct_their_input():
         near(q @ np.triu(packed), a, k)     # r above the diagonal, the reflectors making q below
     (p,) = run(lambda piv: [la.lu_pivots_to_permutation(piv, 4)], np.array([[2, 2, 3], [0, 1, 2]], np.int32))
     np.testing.assert_array_equal(p, [[2, 0, 3, 1], [0, 1, 2, 3]])
+@pytest.mark.parametrize("dtype", [F32, F64, F16])
+def test_convolution_and_windowed_reductions(dtype):
+    from jaxprc import lax
+    x, w = sample((2, 3, 6), dtype), sample((4, 3, 2), dtype)
+    win = dict(window_dimensions=(1, 1, 2), window_strides=(1, 1, 2), padding=((0, 0), (0, 0), (0, 0)),
+               base_dilation=(1, 1, 1), window_dilation=(1, 1, 1))
+    sel = dict(select_prim="ge", window_dimensions=win["window_dimensions"], window_strides=win["window_strides"],
+               padding=win["padding"])
+    t, src = sample((2, 3, 6), dtype), sample((2, 3, 3), dtype)
+    outs = run(lambda x, w, t, s: [
+        lax.conv_general_dilated(x, w, (2,), ((1, 0),)),
+        *[P[f"reduce_window_{k}"].bind(x, **win) for k in ("sum", "max", "min")],
+        *lax.reduce_window((x,), (1.0,), lambda a, b: (lax.mul(a[0], b[0]),),
+                           (1, 1, 2), (1, 1, 2)),
+        P["select_and_gather_add"].bind(t, x, select_prim="ge", **win),
+        P["select_and_scatter_add"].bind(s, x, **sel)], x, w, t, src)
+    pairs = x.astype(F64).reshape(2, 3, 3, 2)
+    padded = np.pad(x.astype(F64), ((0, 0), (0, 0), (1, 0)))
+    conv = np.stack([np.einsum("nck,ock->no", padded[:, :, 2 * i:2 * i + 2], w.astype(F64)) for i in range(3)], -1)
+    first = pairs[..., 0] >= pairs[..., 1]        # the element each window selects (first of ties)
+    gathered = np.where(first, t.astype(F64).reshape(2, 3, 3, 2)[..., 0], t.astype(F64).reshape(2, 3, 3, 2)[..., 1])
+    scattered = np.stack([np.where(first, src, 0), np.where(first, 0, src)], -1).reshape(2, 3, 6)
+    wants = [conv, pairs.sum(-1), pairs.max(-1), pairs.min(-1), pairs.prod(-1), gathered, scattered]
+    for got, want in zip(outs, wants):
+        check(got, want, dtype, scale=64)
 
 
 def test_every_builtin_primitive_is_checked_numerically(request, builtins):

@@ -118,6 +118,15 @@ CORPUS = {
                           lax.linalg.tridiagonal_solve(a[0], a[1], a[2], a),
                           lax.linalg.lu_pivots_to_permutation(lax.convert_element_type(a[0], np.int32), 3)),
                [(3, 3)]),
+    "conv_windowed": (lambda x, w: (lax.conv(x, w, (1, 1), "SAME"),
+                                    jx.grad(lambda x: jnp.sum(lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2),
+                                                                                (1, 1, 1, 1), "SAME") ** 2))(x),
+                                    lax.reduce_window(x, 0.0, lax.add, (1, 1, 2, 2), (1, 1, 1, 1), "VALID"),
+                                    lax.reduce_window(x, jnp.inf, lax.min, (1, 1, 2, 2), (1, 1, 1, 1), "VALID"),
+                                    lax.reduce_window(x, 1.0, lax.mul, (1, 1, 2, 2), (1, 1, 1, 1), "VALID"),
+                                    jx.jvp(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2),
+                                                                       (1, 1, 1, 1), "SAME"), (x,), (x,))[1]),
+                      [(1, 2, 3, 3), (2, 2, 2, 2)]),
 }
 
 

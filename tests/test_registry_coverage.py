@@ -30,6 +30,7 @@ LINEAR = {
     "custom_linear_solve",   # linear in b: transposing solves the transposed system
     "reduce_precision", "optimization_barrier",
     "triangular_solve", "tridiagonal_solve",   # linear in the right-hand side b
+    "conv_general_dilated", "reduce_window_sum", "select_and_gather_add", "select_and_scatter_add",
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

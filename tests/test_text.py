@@ -199,6 +199,20 @@ def _structural_cases():
         "tridiagonal_solve": (lambda d, b: lax.linalg.tridiagonal_solve(d, d, d, b), [X3, sa((3, 2))]),
         "householder_product": (lambda a, t: lax.linalg.householder_product(a, t), [sa((3, 2)), sa((2,))]),
         "lu_pivots_to_permutation": (lambda p: lax.linalg.lu_pivots_to_permutation(p, 4), [sa((3,), i32)]),
+        "conv_general_dilated": (lambda x, w: lax.conv_general_dilated(
+            x, w, (1, 2), ((1, 0), (0, -1)), (1, 2), (2, 1), ("NHWC", "HWIO", "NHWC"), feature_group_count=2,
+            precision=lax.Precision.HIGH), [sa((1, 4, 5, 4)), sa((2, 2, 2, 6))]),
+        **{name: (lambda x, init=init, op=op: lax.reduce_window(x, init, op, (1, 2), (1, 2), ((0, 1), (1, 0)),
+                                                                 (1, 2), (1, 1)), [x23])
+           for name, init, op in [("reduce_window_sum", 0.0, lax.add), ("reduce_window_max", -np.inf, lax.max),
+                                  ("reduce_window_min", np.inf, lax.min),
+                                  ("reduce_window", 1.0, lax.mul)]},
+        **{name: (lambda t, x, prim=PRIMITIVES[name], extra=extra: prim.bind(
+            t, x, select_prim="ge", window_dimensions=(1, 2), window_strides=(1, 1), padding=((0, 0), (0, 1)),
+            **extra),
+            [sa((2, 3)) if name == "select_and_scatter_add" else x23, x23])
+           for name, extra in [("select_and_gather_add", dict(base_dilation=(1, 1), window_dilation=(1, 1))),
+                               ("select_and_scatter_add", {})]},
     }
 
 

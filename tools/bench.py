@@ -317,6 +317,67 @@ def _size_ode(lib):
     return lib.api.jit(lib.api.grad(make_pendulum_loss(lib), argnums=(0, 1, 2))).lower(*PENDULUM_ARGS).as_text()
 
 
+# ------------------------------------------------------------ convolutional networks
+
+def resnet_block_data(seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((32, 32, 32, 64)).astype(np.float32)
+    w = [rng.standard_normal((3, 3, 64, 64)).astype(np.float32) * 0.05 for _ in range(2)]
+    return w, x
+
+
+def make_resnet_block_loss(lib: Lib):
+    """conv-relu-conv plus the identity, relu, mean: a ResNet basic block (no normalisation)."""
+    def conv(x, w):
+        return lib.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def loss(w, x):
+        h = lib.np.maximum(conv(x, w[0]), 0.0)
+        return lib.np.mean(lib.np.maximum(conv(h, w[1]) + x, 0.0))
+    return loss
+
+
+def mnist_convnet(lib: Lib):
+    """The MNIST convnet written with stax: its init (params) and a cross-entropy loss, batch 128."""
+    stax = importlib.import_module(f"{lib.name}.example_libraries.stax")
+    init, predict = stax.serial(stax.Conv(32, (3, 3)), stax.Relu, stax.Conv(64, (3, 3)), stax.Relu,
+                                stax.MaxPool((2, 2), (2, 2)), stax.Flatten, stax.Dense(128), stax.Relu,
+                                stax.Dense(10), stax.LogSoftmax)
+    _, params = init(lib.api.random.PRNGKey(0), (-1, 28, 28, 1))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((128, 28, 28, 1)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
+    return params, x, y, lambda p, x, y: -lib.np.mean(lib.np.sum(predict(p, x) * y, axis=1))
+
+
+@bench("runtime: jit(grad) ResNet block b32 32x32x64", "ms/call", target=1.05)
+def _resnet_grad(lib):
+    args = lib.api.device_put(resnet_block_data())
+    f = lib.api.jit(lib.api.grad(make_resnet_block_loss(lib), argnums=(0, 1)))
+    lib.block(f(*args))
+    return lambda: _timed(lambda: lib.block(f(*args))) * 1e3
+
+
+@bench("runtime: jit(grad) MNIST stax convnet b128", "ms/call", target=1.05)
+def _convnet_grad(lib):
+    params, x, y, loss = mnist_convnet(lib)
+    args = lib.api.device_put((params, x, y))
+    f = lib.api.jit(lib.api.grad(loss))
+    lib.block(f(*args))
+    return lambda: _timed(lambda: lib.block(f(*args))) * 1e3
+
+
+@size_bench("StableHLO size: grad(ResNet block)")
+def _size_resnet(lib):
+    return lib.api.jit(lib.api.grad(make_resnet_block_loss(lib), argnums=(0, 1))).lower(*resnet_block_data()).as_text()
+
+
+@size_bench("StableHLO size: grad(MNIST stax convnet)")
+def _size_convnet(lib):
+    params, x, y, loss = mnist_convnet(lib)
+    return lib.api.jit(lib.api.grad(loss)).lower(params, x, y).as_text()
+
+
 # ------------------------------------------------------------ op counting
 
 _OP_NAME = re.compile(r'^\s*(?:%[\w#:, %]+=\s*)?"?([a-z_][\w]*\.[\w.]+)"?')

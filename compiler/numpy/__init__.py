@@ -37,6 +37,7 @@ from .products import dot, einsum, inner, kron, matmul, outer, tensordot, vdot, 
 from .indexing import argwhere, flatnonzero, nonzero, take, take_along_axis
 from . import linalg
 from . import fft
+from .convolve import convolve, correlate
 
 import numpy as _np
 

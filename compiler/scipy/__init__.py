@@ -3,3 +3,5 @@ from . import special  # noqa: F401
 from . import fft  # noqa: F401
 from . import sparse  # noqa: F401
 from . import linalg  # noqa: F401
+from . import signal  # noqa: F401
+from . import ndimage  # noqa: F401

@@ -1,0 +1,126 @@
+"""jaxprc.scipy.signal: N-dimensional convolution and correlation (``jax.scipy.signal``).
+
+Every function is one ``conv_general_dilated`` of the two arrays as a single-channel image and
+kernel. ``fftconvolve`` and ``method='fft'`` compute the same sums directly (jaxprc has no FFT
+here): equal values up to rounding, at the direct method's cost.
+"""
+from __future__ import annotations
+
+import operator
+
+from jaxprc import lax
+from jaxprc import vmap as _vmap
+from jaxprc.ir import dtypes as dt
+
+from ..numpy._util import aval_of
+from ..numpy.convolve import promote_no_broadcast
+
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
+
+_MODES = ("full", "same", "valid")
+
+
+def _flip(x):
+    return lax.rev(x, tuple(range(aval_of(x).ndim)))
+
+
+def _conj(x):
+    return lax.conj(x) if dt.is_complex(aval_of(x).dtype) else x
+
+
+def _convolve_nd(in1, in2, mode, precision, fn):
+    if mode not in _MODES:
+        raise ValueError("mode must be one of ['full', 'same', 'valid']")
+    in1, in2 = promote_no_broadcast(fn, in1, in2)
+    s1, s2 = aval_of(in1).shape, aval_of(in2).shape
+    if len(s1) != len(s2):
+        raise ValueError("in1 and in2 must have the same number of dimensions")
+    if 0 in s1 or 0 in s2:
+        raise ValueError(f"zero-size arrays not supported in convolutions, got shapes {s1} and {s2}.")
+    no_swap, swap = all(a >= b for a, b in zip(s1, s2)), all(a <= b for a, b in zip(s1, s2))
+    if not (no_swap or swap):
+        raise ValueError("One input must be smaller than the other in every dimension.")
+    original = s2
+    if swap:
+        in1, in2 = in2, in1
+    kernel = aval_of(in2).shape
+    if mode == "valid":
+        padding = [(0, 0)] * len(kernel)
+    elif mode == "same":     # centred on in1's original shape, as scipy
+        padding = [(k - 1 - (o - 1) // 2, k - o + (o - 1) // 2) for k, o in zip(kernel, original)]
+    else:
+        padding = [(k - 1, k - 1) for k in kernel]
+    lhs = lax.reshape(in1, (1, 1, *aval_of(in1).shape))
+    rhs = lax.reshape(_flip(in2), (1, 1, *kernel))
+    out = lax.conv_general_dilated(lhs, rhs, (1,) * len(kernel), padding, precision=precision)
+    return lax.reshape(out, aval_of(out).shape[2:])
+
+
+def convolve(in1, in2, mode="full", method="auto", precision=None):
+    """N-dimensional convolution (``scipy.signal.convolve``)."""
+    if method not in ("auto", "direct", "fft"):
+        raise ValueError(f"Got method={method!r}; expected 'auto', 'fft', or 'direct'.")
+    return _convolve_nd(in1, in2, mode, precision, "convolve")
+
+
+def correlate(in1, in2, mode="full", method="auto", precision=None):
+    """N-dimensional cross-correlation (``scipy.signal.correlate``): a convolution with ``in2``
+    flipped and conjugated."""
+    in2 = promote_no_broadcast("correlate", in2, to_inexact=False)[0]
+    return convolve(in1, _flip(_conj(in2)), mode, method, precision)
+
+
+def _check_2d(fn, in1, in2, boundary, fillvalue):
+    if boundary != "fill" or fillvalue != 0:
+        raise NotImplementedError(f"{fn}() only supports boundary='fill', fillvalue=0")
+    if aval_of(in1, fn).ndim != 2 or aval_of(in2, fn).ndim != 2:
+        raise ValueError(f"{fn}() only supports 2-dimensional inputs.")
+
+
+def convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
+    _check_2d("convolve2d", in1, in2, boundary, fillvalue)
+    return _convolve_nd(in1, in2, mode, precision, "convolve2d")
+
+
+def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=None):
+    """2-D cross-correlation (``scipy.signal.correlate2d``), with scipy's choice of which input
+    slides when in2 is the larger one."""
+    _check_2d("correlate2d", in1, in2, boundary, fillvalue)
+    in1, in2 = promote_no_broadcast("correlate2d", in1, in2)
+    s1, s2 = aval_of(in1).shape, aval_of(in2).shape
+    swap = all(a <= b for a, b in zip(s1, s2))
+    same_shape = s1 == s2
+    nd = lambda a, b: _convolve_nd(a, b, mode, precision, "correlate2d")
+    if mode == "same" or (mode == "valid" and not (swap and not same_shape)) or (mode == "full" and not swap):
+        return _flip(nd(_flip(in1), _conj(in2)))
+    out = nd(_flip(in2), _conj(in1))
+    return _conj(out) if mode == "full" else out
+
+
+def fftconvolve(in1, in2, mode="full", axes=None):
+    """``scipy.signal.fftconvolve``: convolution over ``axes`` (all by default), the other axes
+    mapped (they must match). Computed directly (see the module docstring)."""
+    if mode not in _MODES:
+        raise ValueError("mode must be one of ['same', 'full', 'valid']")
+    in1, in2 = promote_no_broadcast("fftconvolve", in1, in2)
+    s1, s2 = aval_of(in1).shape, aval_of(in2).shape
+    if len(s1) != len(s2):
+        raise ValueError("in1 and in2 should have the same dimensionality")
+
+    def unbatched(a, b):
+        if mode == "valid":
+            sa, sb = aval_of(a).shape, aval_of(b).shape
+            if not (all(x >= y for x, y in zip(sa, sb)) or all(x <= y for x, y in zip(sa, sb))):
+                raise ValueError("For 'valid' mode, One input must be at least as large as the other in "
+                                 "every dimension.")
+        return _convolve_nd(a, b, mode, None, "fftconvolve")
+    fun = unbatched
+    if axes is not None:
+        axes = (axes,) if not isinstance(axes, (tuple, list)) else axes
+        axes = {operator.index(a) % len(s1) for a in axes}
+        mapped = sorted(set(range(len(s1))) - axes)
+        if any(s1[i] != s2[i] for i in mapped):
+            raise ValueError(f"mapped axes must have same shape; got in1.shape={s1} in2.shape={s2} axes={tuple(axes)}")
+        for ax in mapped:
+            fun = _vmap(fun, in_axes=ax, out_axes=ax)
+    return fun(in1, in2)
