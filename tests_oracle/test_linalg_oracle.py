@@ -178,3 +178,17 @@ def test_complex_values():
     gj = jax.grad(lambda x: jnp.real(jnp.linalg.slogdet(x)[1]))(c)
     gx = jaxprc.grad(lambda x: xnp.real(xnp.linalg.slogdet(x)[1]))(c)
     np.testing.assert_allclose(np.asarray(gx), np.asarray(gj), rtol=1e-10)
+
+
+@pytest.mark.x64
+def test_jvp_of_eig_with_eigenvector_derivatives():
+    t = rand(4, 4)
+    _, want = jax.jvp(lambda a: jax.lax.linalg.eig(a, enable_eigvec_derivs=True), (A,), (t,))
+    _, got = jaxprc.jvp(lambda a: xla.eig(a, enable_eigvec_derivs=True), (A,), (t,))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-8, atol=1e-10)
+    gj = jax.grad(lambda a: jnp.sum(jnp.abs(jax.lax.linalg.eig(a, compute_left_eigenvectors=False,
+                                                                 enable_eigvec_derivs=True)[1]) ** 2 * jnp.arange(4.)))(A)
+    gx = jaxprc.grad(lambda a: xnp.sum(xnp.abs(xla.eig(a, compute_left_eigenvectors=False,
+                                                          enable_eigvec_derivs=True)[1]) ** 2 * xnp.arange(4.)))(A)
+    np.testing.assert_allclose(np.asarray(gx), np.asarray(gj), atol=1e-9)

@@ -686,11 +686,12 @@ mlir.register_lowering(svd_p, _svd_cpu_lowering, platform="cpu")
 
 # ==================================================================== eig
 
-eig_p = _primitive("eig", compute_left_eigenvectors=Bool(), compute_right_eigenvectors=Bool())
+eig_p = _primitive("eig", compute_left_eigenvectors=Bool(), compute_right_eigenvectors=Bool(),
+                   enable_eigvec_derivs=Bool())
 
 
 @eig_p.def_abstract_eval
-def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
     _check_matrix("eig", x, square=True)
     c = _complex_dtype(x.dtype)
     vecs = [ShapedArray(x.shape, c)] * (int(compute_left_eigenvectors) + int(compute_right_eigenvectors))
@@ -700,32 +701,61 @@ def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvecto
 def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
         enable_eigvec_derivs: bool = False, implementation=None, use_magma=None):
     """``[w, vl, vr]``: eigenvalues and left/right eigenvectors of a general square ``x`` (CPU only,
-    LAPACK's geev). Only the eigenvalues are differentiable."""
-    if enable_eigvec_derivs:
-        raise NotImplementedError("eig: enable_eigvec_derivs=True (derivatives of eigenvectors) is not "
-                                  "implemented")
+    LAPACK's geev). The eigenvectors are differentiable only with ``enable_eigvec_derivs`` (valid
+    for distinct eigenvalues; LAPACK's normalisation is differentiated), as in JAX."""
     _check_implementation("eig", implementation, "lapack")
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
-                      compute_right_eigenvectors=bool(compute_right_eigenvectors))
+                      compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                      enable_eigvec_derivs=bool(enable_eigvec_derivs))
 
 
-def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors):
-    if compute_left_eigenvectors or compute_right_eigenvectors:
-        raise NotImplementedError("eig: only the eigenvalues are differentiable (compute_left_eigenvectors="
-                                  "compute_right_eigenvectors=False), as in JAX by default")
-    (x,), (dx,) = primals, tangents
-    w, vr = eig_p.bind(x, compute_left_eigenvectors=False, compute_right_eigenvectors=True)
+def _eig_vectors_jvp(w, v, da):
+    """Eigenvalue and eigenvector tangents for distinct eigenvalues: with P = V^-1 dA V, dw = diag(P)
+    and dV = V (F o P) + V diag(c), c fixed by geev's normalisation (unit norm, real largest
+    component)."""
     jnp = _jnp()
-    # dw_i = (V^-1 dA V)_ii
+    n = aval(w).shape[-1]
+    eye = jnp.eye(n, dtype=aval(w).dtype)
+    f = 1 / (eye + w[..., None, :] - w[..., :, None]) - eye
+    p = jnp.linalg.solve(v, da) @ v
+    u = v @ (f * p)
+    k = jnp.argmax(jnp.abs(v), axis=-2)
+    at_k = (lax.broadcasted_iota(dt.int32, aval(v).shape, aval(v).ndim - 2) == k[..., None, :]).astype(aval(v).dtype)
+    c = lax.complex(-jnp.real(jnp.sum(jnp.conj(v) * u, axis=-2)),
+                    -jnp.imag(jnp.sum(at_k * u, axis=-2)) / jnp.real(jnp.sum(at_k * v, axis=-2)))
+    return jnp.diagonal(p, axis1=-2, axis2=-1), u + v * c[..., None, :]
+
+
+def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
+    vectors = compute_left_eigenvectors or compute_right_eigenvectors
+    if vectors and not enable_eigvec_derivs:
+        raise NotImplementedError("eig: derivatives of eigenvectors are only valid under assumptions on the "
+                                  "input that cannot be checked (distinct eigenvalues); pass "
+                                  "enable_eigvec_derivs=True to opt in, as in JAX")
+    (x,), (dx,) = primals, tangents
+    outs = eig_p.bind(x, compute_left_eigenvectors=compute_left_eigenvectors, compute_right_eigenvectors=True,
+                      enable_eigvec_derivs=enable_eigvec_derivs)
+    w, vr = outs[0], outs[-1]
+    jnp = _jnp()
     dx = ad.instantiate_zeros(dx).astype(aval(vr).dtype)
-    return [w], [jnp.sum(jnp.linalg.solve(vr, dx) * _T(vr), axis=-1)]
+    if not vectors:     # dw_i = (V^-1 dA V)_ii
+        return [w], [jnp.sum(jnp.linalg.solve(vr, dx) * _T(vr), axis=-1)]
+    dw, dvr = _eig_vectors_jvp(w, vr, dx)
+    primal_out, tangent_out = [w], [dw]
+    if compute_left_eigenvectors:      # left eigenvectors: right eigenvectors of A^H (eigenvalues conj(w))
+        primal_out.append(outs[1])
+        tangent_out.append(_eig_vectors_jvp(jnp.conj(w), outs[1], _H(dx))[1])
+    if compute_right_eigenvectors:
+        primal_out.append(vr)
+        tangent_out.append(dvr)
+    return primal_out, tangent_out
 
 
 ad.primitive_jvps[eig_p] = _eig_jvp
 _batch_at_front(eig_p)
 
 
-def _eig_cpu_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors):
+def _eig_cpu_lowering(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs):
     (x_aval,) = ctx.avals_in
     w_aval = ctx.avals_out[0]
     vec_aval = ShapedArray(x_aval.shape, w_aval.dtype)

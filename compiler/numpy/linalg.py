@@ -2,10 +2,15 @@
 ``jaxprc.lax.linalg`` with JAX's conventions and derivatives)."""
 from __future__ import annotations
 
+import operator
+from typing import NamedTuple
+
 import numpy as np
 
 from jaxprc import lax
+from jaxprc.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
+from jaxprc.lax import linalg as lax_linalg
 
 from .creation import as_array
 from ._util import aval_of, broadcast_shapes, canonical_axis, convert
@@ -102,11 +107,6 @@ def outer(x1, x2):
 
 
 # ------------------------------------------------------------ factorisations
-
-from typing import NamedTuple  # noqa: E402
-
-from jaxprc.custom_derivatives import custom_jvp  # noqa: E402
-from jaxprc.lax import linalg as lax_linalg  # noqa: E402
 
 
 class EigResult(NamedTuple):
@@ -570,7 +570,7 @@ def matrix_power(a, n: int):
     a = as_array(a, "matrix_power")
     _square("matrix_power", a)
     try:
-        n = operator_index(n)
+        n = operator.index(n)
     except TypeError:
         raise TypeError(f"matrix_power: exponent must be an integer, got {n!r}") from None
     shape = aval_of(a).shape
@@ -586,11 +586,6 @@ def matrix_power(a, n: int):
         if n:
             z = z @ z
     return result
-
-
-def operator_index(n) -> int:
-    import operator
-    return operator.index(n)
 
 
 def matrix_transpose(x, /):

@@ -385,7 +385,8 @@ _PADE = {   # the coefficients b_0..b_m of the [m/m] Padé approximant of exp
 
 
 def _pade(order):
-    """(U, V): the odd and even parts of the Padé numerator, exp(A) ~ (V + U)^-1... (V - U)^-1 (V + U)."""
+    """(U, V): the odd and even parts of the order-``order`` Padé numerator p(A) = V + U; the
+    denominator is q(A) = V - U and exp(A) ~ q(A)^-1 p(A)."""
     b = _PADE[order]
 
     def uv(A):
@@ -554,8 +555,8 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
 
 
 def _sylvester_triangular(R, S, F):
-    """``Y`` with ``R Y + Y S^T... `` for upper-triangular ``R`` and lower-triangular ``S`` (the
-    conjugate transpose of B's Schur factor): entries solved from the bottom-right up."""
+    """``Y`` with ``R Y + Y S = F`` for upper-triangular ``R`` and lower-triangular ``S`` (the
+    conjugate transpose of B^H's Schur factor): entries solved one at a time from the last up."""
     m, n = aval_of(F).shape
     rows, cols = jnp.arange(m), jnp.arange(n)
 
