@@ -41,6 +41,15 @@ stats: collections.Counter = collections.Counter()
 _warned_unwritable: set[str] = set()
 
 
+def directory(value) -> str:
+    """The cache directory a config value names (a path, ``~`` expanded)."""
+    try:
+        return os.path.expanduser(os.fspath(value))
+    except TypeError:
+        raise TypeError(f"jaxprc_compilation_cache_dir must be a directory path (str or os.PathLike) "
+                        f"or None, got {value!r}") from None
+
+
 def module_bytes(module) -> bytes:
     """The bytes of a program as given to ``compile``: text, bytecode, or an ``ir.Module``'s bytecode
     (with its locations: they become the executable's metadata)."""

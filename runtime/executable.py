@@ -128,6 +128,7 @@ def compile(module, *, name: str | None = None, out_avals=None, donated_args=(),
     options = options or xc.CompileOptions()
     entry_key = loaded = None
     if cache_dir and not host_callbacks:
+        cache_dir = compile_cache.directory(cache_dir)
         entry_key = compile_cache.key(compile_cache.module_bytes(module), options.SerializeAsString(), b)
         loaded = compile_cache.load(cache_dir, name, entry_key, b, options)
     if loaded is None:

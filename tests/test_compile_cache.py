@@ -104,7 +104,7 @@ EXPECTED = np.sin(X) * X
 def _compile(cache_dir, program=PROGRAM):
     """Compile and run ``program``; the counters' change."""
     before = compile_cache.stats.copy()
-    out = runtime.compile(program, cache_dir=str(cache_dir))(X)[0]
+    out = runtime.compile(program, cache_dir=cache_dir)(X)[0]
     np.testing.assert_allclose(np.asarray(out), EXPECTED, rtol=1e-6)
     return {k: v - before[k] for k, v in compile_cache.stats.items() if v != before[k]}
 
@@ -229,3 +229,9 @@ def test_programs_calling_python_are_not_cached(cache_config):
         return x + 1.0
     np.testing.assert_array_equal(np.asarray(jaxprc.jit(f)(X)), X + 1)
     assert _entries(cache_config) == []
+
+
+def test_a_path_object_and_a_bad_value(tmp_path):
+    assert _compile(tmp_path / "cache") == {"compiles": 1, "writes": 1}       # a pathlib.Path
+    with pytest.raises(TypeError, match="jaxprc_compilation_cache_dir must be a directory path"):
+        runtime.compile(PROGRAM, cache_dir=5)
