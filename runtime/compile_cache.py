@@ -21,6 +21,7 @@ never the computation.
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import io
 import json
@@ -30,7 +31,8 @@ import threading
 import warnings
 
 import jaxlib
-from jaxlib import _jax
+from jaxlib import _jax, xla_client as xc
+from jaxlib.mlir.passmanager import PassManager
 
 _MAGIC = b"jaxprc-executable\n"
 _FORMAT = 1
@@ -52,26 +54,39 @@ def directory(value) -> str:
 
 def module_bytes(module) -> bytes:
     """The bytes of a program as given to ``compile``: text, bytecode, or an ``ir.Module``'s bytecode
-    (with its locations: they become the executable's metadata)."""
+    without its locations (as JAX's key: a program moved in its file still hits; the executable keeps
+    the locations of the process that compiled it, in its metadata)."""
     if isinstance(module, bytes):
         return module
     if isinstance(module, str):
         return module.encode()
+    with module.context:
+        stripped = module.operation.clone()
+        PassManager.parse("builtin.module(strip-debuginfo)").run(stripped)
     buf = io.BytesIO()
-    module.operation.write_bytecode(buf)
+    stripped.write_bytecode(buf)
     return buf.getvalue()
 
 
+@functools.lru_cache(maxsize=None)
+def _environment(backend) -> tuple[bytes, ...]:
+    """What, besides the program and options, changes the executable in this process: jaxlib, the
+    platform, the devices (their topology where the backend describes it) and XLA_FLAGS."""
+    devices = list(backend.device_list)
+    try:
+        topology = str(xc.get_topology_for_devices(devices).fingerprint())
+    except _jax.JaxRuntimeError:      # a backend without topologies: the device kinds say enough
+        topology = ""
+    return (b"jaxprc-cache", str(_FORMAT).encode(), jaxlib.__version__.encode(), backend.platform.encode(),
+            backend.client.platform_version.encode(), str(len(devices)).encode(),
+            *[d.device_kind.encode() for d in devices], topology.encode(),
+            os.environ.get("XLA_FLAGS", "").encode())
+
+
 def key(program: bytes, options: bytes, backend) -> str:
-    """The entry name for ``program`` compiled with serialised ``options`` on ``backend``: it changes
-    with anything that changes the executable (jaxlib, platform, device kind and count, XLA_FLAGS)."""
+    """The entry name for ``program`` compiled with serialised ``options`` on ``backend``."""
     h = hashlib.sha256()
-    device_list = backend.device_list
-    parts = [b"jaxprc-cache", str(_FORMAT).encode(), jaxlib.__version__.encode(), backend.platform.encode(),
-             backend.client.platform_version.encode(), str(len(device_list)).encode(),
-             *[d.device_kind.encode() for d in device_list],
-             os.environ.get("XLA_FLAGS", "").encode(), options, program]
-    for p in parts:     # length-prefixed, so that no two part lists hash alike
+    for p in (*_environment(backend), options, program):   # length-prefixed: no two part lists hash alike
         h.update(len(p).to_bytes(8, "little"))
         h.update(p)
     return h.hexdigest()

@@ -235,3 +235,17 @@ def test_a_path_object_and_a_bad_value(tmp_path):
     assert _compile(tmp_path / "cache") == {"compiles": 1, "writes": 1}       # a pathlib.Path
     with pytest.raises(TypeError, match="jaxprc_compilation_cache_dir must be a directory path"):
         runtime.compile(PROGRAM, cache_dir=5)
+
+
+
+def test_locations_are_not_in_the_key(cache_config):
+    """As in JAX: the same program traced from another line (other locations) hits the same entry."""
+    f1 = lambda x: jaxprc.numpy.sin(x) + 2.0    # noqa: E731
+    f2 = lambda x: jaxprc.numpy.sin(x) + 2.0    # noqa: E731
+    texts = [jaxprc.jit(f).lower(X).as_text(debug_info=True) for f in (f1, f2)]
+    assert texts[0] != texts[1] and "test_compile_cache.py" in texts[0]
+    y = jaxprc.jit(f1)(X)
+    before = compile_cache.stats.copy()
+    np.testing.assert_array_equal(np.asarray(jaxprc.jit(f2)(X)), np.asarray(y))
+    assert compile_cache.stats["hits"] == before["hits"] + 1
+    assert compile_cache.stats["compiles"] == before["compiles"]
