@@ -59,7 +59,8 @@ def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=()) -> runti
     if lowered.host_callbacks:
         check_callbacks_bound(cj)      # a program read from text: fail now, not when it runs
     return runtime.compile(lowered.module, name=name, out_avals=cj.out_avals,
-                           host_callbacks=lowered.host_callbacks, runtime_token=lowered.runtime_token)
+                           host_callbacks=lowered.host_callbacks, runtime_token=lowered.runtime_token,
+                           cache_dir=_config.jaxprc_compilation_cache_dir)
 
 
 class _PrimitiveExecutable:

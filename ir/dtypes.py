@@ -110,6 +110,8 @@ class Config:
     ``jax_enable_x64`` (env ``JAX_ENABLE_X64``) changes semantics: 64-bit types.
     ``jaxprc_verify_passes`` (env ``JAXPRC_VERIFY_PASSES``) makes the pass pipelines (and the
     transformations' passes) verify the program after each pass; off by default, for speed.
+    ``jaxprc_compilation_cache_dir`` (env ``JAXPRC_COMPILATION_CACHE_DIR``): the directory of the
+    persistent compilation cache (runtime/compile_cache.py); None (the default) turns it off.
     """
 
     _BOOL_FLAGS = ("jax_enable_x64", "jaxprc_verify_passes", "jax_debug_nans", "jax_debug_infs",
@@ -122,6 +124,7 @@ class Config:
         self.jax_debug_nans = _env_flag("JAX_DEBUG_NANS")
         self.jax_debug_infs = _env_flag("JAX_DEBUG_INFS")
         self.jax_disable_jit = _env_flag("JAX_DISABLE_JIT")
+        self.jaxprc_compilation_cache_dir = os.environ.get("JAXPRC_COMPILATION_CACHE_DIR") or None
 
     def update(self, name: str, value) -> None:
         if not hasattr(self, name):

@@ -17,7 +17,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import stablehlo
 
 from .array import Array, Aval, DeletedArrayError, carries_no_data, device_aval, device_put
-from . import effects
+from . import compile_cache, effects
 from .client import backend
 
 
@@ -98,7 +98,7 @@ def _mark_donated(module: ir.Module, donated_args) -> None:
 
 def compile(module, *, name: str | None = None, out_avals=None, donated_args=(),
             options: xc.CompileOptions | None = None, host_callbacks=(),
-            runtime_token: bool = False) -> "Executable":
+            runtime_token: bool = False, cache_dir: str | None = None) -> "Executable":
     """Compile StableHLO (text, bytecode or ``ir.Module``) for the default device.
 
     ``out_avals`` (objects with shape, dtype, weak_type) give the results'
@@ -106,7 +106,9 @@ def compile(module, *, name: str | None = None, out_avals=None, donated_args=(),
     ``donated_args`` are the argument positions whose buffers XLA may reuse.
     ``host_callbacks`` are the Python functions the module's callback custom calls name by
     index; ``runtime_token``: ``main`` takes and returns a runtime token first (ordered
-    effects, runtime/effects.py), which ``out_avals`` leave out.
+    effects, runtime/effects.py), which ``out_avals`` leave out. ``cache_dir``: the persistent
+    compilation cache's directory (runtime/compile_cache.py), None for none; programs with host
+    callbacks are never cached (the callbacks are this process's Python functions).
     """
     if out_avals is None or donated_args or host_callbacks:
         module = _parse(module)        # jaxlib takes host callbacks only with an ir.Module
@@ -123,11 +125,21 @@ def compile(module, *, name: str | None = None, out_avals=None, donated_args=(),
         if isinstance(module, ir.Module) and "sym_name" in module.operation.attributes:
             name = ir.StringAttr(module.operation.attributes["sym_name"]).value
     b = backend()
-    try:
-        extra = {"host_callbacks": list(host_callbacks)} if host_callbacks else {}
-        loaded = b.client.compile_and_load(module, b.device_list, options or xc.CompileOptions(), **extra)
-    except JaxRuntimeError as e:
-        raise XlaCompileError(f"XLA failed to compile '{name}': {e}") from None
+    options = options or xc.CompileOptions()
+    entry_key = loaded = None
+    if cache_dir and not host_callbacks:
+        cache_dir = compile_cache.directory(cache_dir)
+        entry_key = compile_cache.key(compile_cache.module_bytes(module), options.SerializeAsString(), b)
+        loaded = compile_cache.load(cache_dir, name, entry_key, b, options)
+    if loaded is None:
+        try:
+            extra = {"host_callbacks": list(host_callbacks)} if host_callbacks else {}
+            loaded = b.client.compile_and_load(module, b.device_list, options, **extra)
+        except JaxRuntimeError as e:
+            raise XlaCompileError(f"XLA failed to compile '{name}': {e}") from None
+        compile_cache.stats["compiles"] += 1
+        if entry_key is not None:
+            compile_cache.store(cache_dir, name, entry_key, b, loaded)
     exe = Executable(loaded, name, [Aval.get(a.shape, a.dtype, a.weak_type) for a in out_avals])
     if host_callbacks or runtime_token:
         exe.calls_host(host_callbacks, runtime_token)

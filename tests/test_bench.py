@@ -40,3 +40,17 @@ def test_cli_runs_a_benchmark_and_writes_json(tmp_path):
     assert len(dispatch["samples"]) == 3 and 0 < dispatch["min"] <= dispatch["median"] <= dispatch["max"]
     size = results["StableHLO size: vmap(chain)"]["jaxprc"]
     assert size["by_op"]["stablehlo.tanh"] == 500 and size["by_op"]["stablehlo.cosine"] == 500
+
+
+def test_fresh_process_rows_and_the_cache_speedup(tmp_path):
+    """The persistent-cache rows: each sample a fresh process, and the no-cache / warm-cache ratio."""
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "jaxprc.tools.bench", "--libs", "jaxprc", "--reps", "1",
+         "--only", "first call, fresh process", "--json", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Persistent compilation cache, a fresh process's first call" in proc.stdout
+    report = json.loads(out.read_text())
+    assert not report["notes"], report["notes"]
+    assert report["cache_speedups"]["jaxprc"] > 1

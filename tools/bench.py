@@ -235,6 +235,78 @@ def _first_call(lib):
     return sample
 
 
+# A fresh process's first call, timed inside it (imports and client start-up excluded): argv is the
+# library, the clock, and the config options (JSON) that turn its persistent compilation cache on.
+_FRESH_FIRST_CALL = """
+import json, sys, time
+from jaxprc.tools.bench import load_lib, make_mlp_loss, mlp_data
+lib = load_lib(sys.argv[1])
+for option, value in json.loads(sys.argv[3]).items():
+    lib.api.config.update(option, value)
+params, x, y = mlp_data()
+lib.api.devices()
+now = time.perf_counter if sys.argv[2] == "wall" else time.process_time
+f = lib.api.jit(lib.api.grad(make_mlp_loss(lib)))
+t = now()
+lib.block(f(params, x, y))
+print((now() - t) * 1e3)
+"""
+
+
+def _cache_options(lib, cache_dir) -> dict:
+    """Config options caching every program in ``cache_dir`` (JAX's thresholds would skip small ones)."""
+    if lib.name == "jax":
+        return {"jax_compilation_cache_dir": cache_dir, "jax_persistent_cache_min_compile_time_secs": 0,
+                "jax_persistent_cache_min_entry_size_bytes": 0}
+    return {"jaxprc_compilation_cache_dir": cache_dir}
+
+
+def _fresh_first_call(lib, options: dict) -> float:
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if k not in ("JAXPRC_COMPILATION_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")}
+    proc = subprocess.run([sys.executable, "-c", _FRESH_FIRST_CALL, lib.name,
+                           "wall" if _now is time.perf_counter else "cpu", json.dumps(options)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "subprocess failed")
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+FRESH_NO_CACHE = "first call, fresh process: jit(grad(mlp_loss)), no cache"
+FRESH_WARM_CACHE = "first call, fresh process: jit(grad(mlp_loss)), warm persistent cache"
+
+
+@bench(FRESH_NO_CACHE, "ms")
+def _fresh_no_cache(lib):
+    return lambda: _fresh_first_call(lib, {})
+
+
+@bench(FRESH_WARM_CACHE, "ms")
+def _fresh_warm_cache(lib):
+    import tempfile
+    cache_dir = tempfile.TemporaryDirectory(prefix=f"bench-cache-{lib.name}-")
+    options = _cache_options(lib, cache_dir.name)
+    _fresh_first_call(lib, options)          # the cold process: compiles and writes the entries
+
+    def sample():
+        cache_dir                            # kept alive (and removed) with the sampler
+        return _fresh_first_call(lib, options)
+    return sample
+
+
+def cache_speedups(results) -> dict[str, float]:
+    """Per library: median first call of a fresh process without the cache / with a warm cache."""
+    by_name = {r.bench.name: r for r in results}
+    cold, warm = by_name.get(FRESH_NO_CACHE), by_name.get(FRESH_WARM_CACHE)
+    if cold is None or warm is None:
+        return {}
+    return {lib: cold.value(lib) / warm.value(lib) for lib in ("jax", "jaxprc")
+            if cold.value(lib) and warm.value(lib)}
+
+
+CACHE_SPEEDUP_TARGET = 3.0      # issue 23: a warm cache makes a fresh process's first call >= 3x faster
+
+
 def _dispatch_fn(lib):
     f = lib.api.jit(lambda a, b: a * b + 1.0)
     a, b = np.arange(4, dtype=np.float32), np.full(4, 2.0, np.float32)
@@ -578,13 +650,19 @@ def main(argv=None) -> int:
     print(markdown_table(results))
     print()
     print(f"Conditions: {conditions(libs, reps, args.quick, args.clock, elapsed, load_before)}.")
+    speedups = cache_speedups(results)
+    if speedups:
+        met = "met" if speedups.get("jaxprc", 0) >= CACHE_SPEEDUP_TARGET else "**not met**"
+        print("\nPersistent compilation cache, a fresh process's first call, no cache / warm cache (medians): "
+              + ", ".join(f"{'JAX' if lib == 'jax' else lib} {x:.1f}x" for lib, x in speedups.items())
+              + f"; target for jaxprc >= {CACHE_SPEEDUP_TARGET:.0f}x: {met}.")
     extra = notes(results, skipped)
     if extra:
         print("\nNotes:\n" + "\n".join(extra))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"conditions": conditions(libs, reps, args.quick, args.clock, elapsed, load_before),
-                       "results": to_json(results), "notes": extra}, f, indent=1)
+                       "results": to_json(results), "cache_speedups": speedups, "notes": extra}, f, indent=1)
     return 0
 
 
