@@ -395,3 +395,16 @@ def test_image_resize_and_scale_and_translate(method):
     for a, b in zip(g(jx, image), g(jax, jimage)):
         close(a, b, 1e-3)
     assert image.ResizeMethod.from_string("bilinear") == image.ResizeMethod.LINEAR
+
+
+def test_detrend():
+    import jax.scipy.signal as jsig
+    import jaxprc.scipy.signal as sig
+    x = rand(4, 9) + np.arange(9, dtype=np.float32)
+    cases = [dict(), dict(type="constant"), dict(bp=[3, 5]), dict(axis=0), dict(bp=[1, 8]), dict(bp=4, axis=-1)]
+    xc = (x + 1j * x[::-1]).astype(np.complex64)
+    run = lambda lib, m: lib.jit(lambda x, xc, r: [m.detrend(x, **kw) for kw in cases] + [m.detrend(xc, bp=[2]),
+                                                                                         m.detrend(r)])(
+        x, xc, np.arange(6))
+    for a, b in zip(run(jx, sig), run(jax, jsig)):
+        close(a, b)
