@@ -23,4 +23,3 @@ from .ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402,
 from . import ad_checkpoint  # noqa: E402,F401
 from . import errors  # noqa: E402,F401
 from . import image  # noqa: E402,F401
-from . import example_libraries  # noqa: E402,F401
