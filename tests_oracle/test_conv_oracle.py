@@ -163,6 +163,12 @@ def test_pooling_vmap_integers_and_generic_reducers():
         f = lambda lib: lambda x: lib.lax.reduce_window(x, init, getattr(lib.lax, name), **kw)
         close(jx.vmap(f(jx))(x), jax.vmap(f(jax))(x))
         close(jx.vmap(jx.grad(lambda x: f(jx)(x).sum()))(x), jax.vmap(jax.grad(lambda x: f(jax)(x).sum()))(x))
+        # one of (operand, tangent) batched: select_and_gather_add / select_and_scatter_add broadcast the other
+        t = x[0]
+        close(jx.vmap(lambda x: jx.jvp(f(jx), (x,), (t,))[1])(x), jax.vmap(lambda x: jax.jvp(f(jax), (x,), (t,))[1])(x))
+        close(jx.vmap(lambda t: jx.jvp(f(jx), (x[1],), (t,))[1])(x), jax.vmap(lambda t: jax.jvp(f(jax), (x[1],), (t,))[1])(x))
+        ct = rand(3, *np.shape(f(jax)(x[0])))
+        close(jx.vmap(lambda c: jx.vjp(f(jx), x[0])[1](c)[0])(ct), jax.vmap(lambda c: jax.vjp(f(jax), x[0])[1](c)[0])(ct))
     xi = (np.arange(60, dtype=np.int32).reshape(2, 6, 5) * 7) % 11
     close(lax.reduce_window(xi, np.iinfo(np.int32).min, lax.max, (1, 2, 2), (1, 1, 1), "VALID"),
           jax.lax.reduce_window(xi, np.iinfo(np.int32).min, jax.lax.max, (1, 2, 2), (1, 1, 1), "VALID"))
