@@ -30,4 +30,3 @@ from .version import __version__  # noqa: E402,F401
 from . import version  # noqa: E402,F401
 from .ir.dtypes import float0  # noqa: E402,F401
 from . import image  # noqa: E402,F401
-from . import example_libraries  # noqa: E402,F401

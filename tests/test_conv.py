@@ -201,21 +201,22 @@ WINDOWS = [
 @pytest.mark.parametrize("i", range(len(WINDOWS)))
 def test_reduce_window_against_numpy_and_transposes(i):
     kw = WINDOWS[i]
-    x = rand(2, 6, 5)
-    for init, op, np_op in [(-np.inf, lax.max, np.max), (np.inf, lax.min, np.min), (0.0, lax.add, np.sum)]:
-        f = jx.jit(lambda x: lax.reduce_window(x, init, op, **kw))
-        np.testing.assert_allclose(f(x), np_reduce_window(x, init, np_op, **kw), rtol=1e-5, atol=1e-5)
-        t = rand(*x.shape)
-        ct = rand(*f(x).shape)
-        _, jv = jx.jvp(f, (x,), (t,))
-        if op is lax.add:
-            np.testing.assert_allclose(jv, f(t), rtol=1e-5, atol=1e-5)
-        if op is lax.add or "window_dilation" not in kw:
-            (cx,) = jx.vjp(f, x)[1](ct)
-            np.testing.assert_allclose(_vdot(cx, t), _vdot(ct, jv), rtol=1e-4)
-    # the generic path (a reducer that is not a monoid fast path) on the same windows
-    g = jx.jit(lambda x: lax.reduce_window(x, 1.0, lax.mul, **kw))
-    np.testing.assert_allclose(g(x), np_reduce_window(x, 1.0, np.prod, **kw), rtol=1e-4, atol=1e-5)
+    x, t = rand(2, 6, 5), rand(2, 6, 5)
+    reducers = [(-np.inf, lax.max, np.max), (np.inf, lax.min, np.min), (0.0, lax.add, np.sum), (1.0, lax.mul, np.prod)]
+    fs = [lambda x, init=init, op=op: lax.reduce_window(x, init, op, **kw) for init, op, _ in reducers]
+    # values and jvps of all four (mul: the generic reducer), vjps where JAX defines them
+    with_vjp = [k for k in range(3) if k == 2 or "window_dilation" not in kw]
+    cts = [rand(*np.shape(np_reduce_window(x, 0.0, np.sum, **kw))) for _ in with_vjp]
+
+    def run(x, t, cts):
+        outs = [jx.jvp(f, (x,), (t,)) for f in fs]
+        return outs, [jx.vjp(fs[k], x)[1](ct)[0] for k, ct in zip(with_vjp, cts)]
+    outs, vjps = jx.jit(run)(x, t, cts)
+    for (y, jv), (init, _, np_op) in zip(outs, reducers):
+        np.testing.assert_allclose(y, np_reduce_window(x, init, np_op, **kw), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(outs[2][1], np_reduce_window(t, 0.0, np.sum, **kw), rtol=1e-5, atol=1e-5)   # linear
+    for k, ct, cx in zip(with_vjp, cts, vjps):
+        np.testing.assert_allclose(_vdot(cx, t), _vdot(ct, outs[k][1]), rtol=1e-4)
 
 
 def test_max_pool_gradients_vmap_round_trip():

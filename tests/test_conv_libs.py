@@ -46,6 +46,16 @@ def test_convolve_correlate_against_numpy_and_scipy(n1, n2):
         jnp.convolve(x, y, "bad")
 
 
+def test_detrend_against_scipy():
+    x = rand(3, 10) + np.arange(10, dtype=np.float32) * 0.5
+    cases = [dict(), dict(type="constant", axis=0), dict(bp=[2, 7]), dict(bp=[1, 9], axis=-1)]
+    got = jx.jit(lambda x: [sig.detrend(x, **kw) for kw in cases])(x)
+    for g, kw in zip(got, cases):
+        close(g, scipy.signal.detrend(x, **kw))
+    with pytest.raises(ValueError, match="Trend type"):
+        sig.detrend(x, type="quadratic")
+
+
 def test_map_coordinates_against_scipy():
     x = rand(5, 6)
     coords = np.stack([RNG.uniform(-2, 7, 12), RNG.uniform(-2, 8, 12)]).astype(np.float32)

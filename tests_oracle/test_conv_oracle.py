@@ -163,6 +163,12 @@ def test_pooling_vmap_integers_and_generic_reducers():
         f = lambda lib: lambda x: lib.lax.reduce_window(x, init, getattr(lib.lax, name), **kw)
         close(jx.vmap(f(jx))(x), jax.vmap(f(jax))(x))
         close(jx.vmap(jx.grad(lambda x: f(jx)(x).sum()))(x), jax.vmap(jax.grad(lambda x: f(jax)(x).sum()))(x))
+        # one of (operand, tangent) batched: select_and_gather_add / select_and_scatter_add broadcast the other
+        t = x[0]
+        close(jx.vmap(lambda x: jx.jvp(f(jx), (x,), (t,))[1])(x), jax.vmap(lambda x: jax.jvp(f(jax), (x,), (t,))[1])(x))
+        close(jx.vmap(lambda t: jx.jvp(f(jx), (x[1],), (t,))[1])(x), jax.vmap(lambda t: jax.jvp(f(jax), (x[1],), (t,))[1])(x))
+        ct = rand(3, *np.shape(f(jax)(x[0])))
+        close(jx.vmap(lambda c: jx.vjp(f(jx), x[0])[1](c)[0])(ct), jax.vmap(lambda c: jax.vjp(f(jax), x[0])[1](c)[0])(ct))
     xi = (np.arange(60, dtype=np.int32).reshape(2, 6, 5) * 7) % 11
     close(lax.reduce_window(xi, np.iinfo(np.int32).min, lax.max, (1, 2, 2), (1, 1, 1), "VALID"),
           jax.lax.reduce_window(xi, np.iinfo(np.int32).min, jax.lax.max, (1, 2, 2), (1, 1, 1), "VALID"))
@@ -395,3 +401,16 @@ def test_image_resize_and_scale_and_translate(method):
     for a, b in zip(g(jx, image), g(jax, jimage)):
         close(a, b, 1e-3)
     assert image.ResizeMethod.from_string("bilinear") == image.ResizeMethod.LINEAR
+
+
+def test_detrend():
+    import jax.scipy.signal as jsig
+    import jaxprc.scipy.signal as sig
+    x = rand(4, 9) + np.arange(9, dtype=np.float32)
+    cases = [dict(), dict(type="constant"), dict(bp=[3, 5]), dict(axis=0), dict(bp=[1, 8]), dict(bp=4, axis=-1)]
+    xc = (x + 1j * x[::-1]).astype(np.complex64)
+    run = lambda lib, m: lib.jit(lambda x, xc, r: [m.detrend(x, **kw) for kw in cases] + [m.detrend(xc, bp=[2]),
+                                                                                         m.detrend(r)])(
+        x, xc, np.arange(6))
+    for a, b in zip(run(jx, sig), run(jax, jsig)):
+        close(a, b)

@@ -379,12 +379,11 @@ for _prim in _MONOIDS:
 
 
 def _front_batch_rule(prim):
-    """Every operand batched at the front (broadcast if it is not), one more window dimension."""
+    """Both operands batched at the front (broadcast if one is not), one more window dimension."""
     def rule(args, dims, **params):
         size = next(aval_of(a).shape[d] for a, d in zip(args, dims) if d is not None)
-        outs = prim.bind(*[bdim_at_front(a, d, size) for a, d in zip(args, dims)],
-                         **_with_unit_window_at(params, 0))
-        return outs, ([0] * len(outs) if prim.multiple_results else 0)
+        return prim.bind(*[bdim_at_front(a, d, size) for a, d in zip(args, dims)],
+                         **_with_unit_window_at(params, 0)), 0
     return rule
 
 

@@ -1,21 +1,25 @@
-"""jaxprc.scipy.signal: N-dimensional convolution and correlation (``jax.scipy.signal``).
+"""jaxprc.scipy.signal: N-dimensional convolution and correlation, and detrending
+(``jax.scipy.signal``).
 
-Every function is one ``conv_general_dilated`` of the two arrays as a single-channel image and
-kernel. ``fftconvolve`` and ``method='fft'`` compute the same sums directly (jaxprc has no FFT
+Every convolution is one ``conv_general_dilated`` of the two arrays as a single-channel image
+and kernel. ``fftconvolve`` and ``method='fft'`` compute the same sums directly (jaxprc has no FFT
 here): equal values up to rounding, at the direct method's cost.
 """
 from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from jaxprc import lax
+from jaxprc import numpy as jnp
 from jaxprc import vmap as _vmap
 from jaxprc.ir import dtypes as dt
 
 from ..numpy._util import aval_of
 from ..numpy.convolve import promote_no_broadcast
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve", "detrend"]
 
 _MODES = ("full", "same", "valid")
 
@@ -124,3 +128,33 @@ def fftconvolve(in1, in2, mode="full", axes=None):
         for ax in mapped:
             fun = _vmap(fun, in_axes=ax, out_axes=ax)
     return fun(in1, in2)
+
+
+def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):
+    """``data`` less its mean (``type='constant'``) or less its least-squares line on each segment
+    between the breakpoints ``bp`` (``'linear'``), along ``axis`` (``scipy.signal.detrend``)."""
+    if overwrite_data is not None:
+        raise NotImplementedError("overwrite_data argument not implemented.")
+    if type not in ("constant", "linear"):
+        raise ValueError("Trend type must be 'linear' or 'constant'.")
+    x = promote_no_broadcast("detrend", data)[0]
+    if type == "constant":
+        return x - x.mean(axis, keepdims=True)
+    n = x.shape[axis]
+    bps = np.sort(np.unique(np.r_[0, bp, n]))
+    if bps[0] < 0 or bps[-1] > n:
+        raise ValueError("Breakpoints must be non-negative and less than length of data along given axis.")
+    x = jnp.moveaxis(x, axis, 0)
+    pieces = []
+    for lo, hi in zip(bps[:-1], bps[1:]):
+        y = x[lo:hi]
+        if hi - lo == 1:          # a line through one point: nothing is left
+            pieces.append(jnp.zeros_like(y))
+            continue
+        # the line c0 + c1 t, t = (1..m)/m, in closed form (the normal equations of two unknowns)
+        t = np.arange(1, hi - lo + 1) / (hi - lo)
+        t = (t - t.mean()).reshape((-1,) + (1,) * (y.ndim - 1)).astype(np.finfo(y.dtype).dtype)
+        centred = y - y.mean(0, keepdims=True)
+        slope = (t * centred).sum(0, keepdims=True) / float((t * t).sum())
+        pieces.append(centred - slope * t)
+    return jnp.moveaxis(jnp.concatenate(pieces, 0), 0, axis)
