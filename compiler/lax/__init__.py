@@ -22,3 +22,4 @@ from . import operands  # noqa: F401
 # Eager (op-by-op) evaluation of every primitive defined above: XLA runs its lowering.
 from jaxprc import dispatch as _dispatch  # noqa: E402
 _dispatch.install_impls()
+from jaxprc.spmd import sharding_constraint_p, with_sharding_constraint  # noqa: E402,F401

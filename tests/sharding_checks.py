@@ -1,0 +1,147 @@
+"""Checks of jaxprc.sharding / jit with shardings over 8 CPU devices; run by test_sharding.py in a
+process of its own (JAXPRC_NUM_CPU_DEVICES=8 must be set before the client exists)."""
+import sys
+import traceback
+
+import numpy as np
+
+import jaxprc as jx
+import jaxprc.numpy as jnp
+from jaxprc.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from roundtrip import assert_round_trip  # noqa: E402
+
+mesh = jx.make_mesh((4, 2), ("x", "y"))
+X = np.arange(32, dtype=np.float32).reshape(8, 4)
+CHECKS = []
+
+
+def check(fn):
+    CHECKS.append(fn)
+    return fn
+
+
+@check
+def devices():
+    assert jx.device_count() == jx.local_device_count() == len(jx.devices()) == 8
+    assert [d.id for d in mesh.devices.flat] == list(range(8)) and mesh.shape == {"x": 4, "y": 2}
+
+
+@check
+def device_put_layouts():
+    for spec in [P("x", "y"), P("y", "x"), P(None, "x"), P(("x", "y")), P(), P(("y", "x"), None)]:
+        s = NamedSharding(mesh, spec)
+        a = jx.device_put(X, s)
+        assert a.sharding == s and np.array_equal(np.asarray(a), X), spec
+        for shard in a.addressable_shards:
+            assert np.array_equal(np.asarray(shard.data), X[shard.index]), (spec, shard)
+            assert shard.data.devices() == {shard.device}
+        assert a.is_fully_replicated == (spec == P())
+        assert s.shard_shape(X.shape) == a.addressable_shards[0].data.shape
+
+
+@check
+def single_device():
+    d3 = jx.devices()[3]
+    a = jx.device_put(X, d3)
+    assert a.devices() == {d3} and a.sharding == SingleDeviceSharding(d3)
+    assert np.array_equal(np.asarray(a + 1), X + 1)
+    b = jx.device_put(X)
+    assert b.sharding == SingleDeviceSharding(jx.devices()[0]) and b.is_fully_replicated
+
+
+@check
+def unsatisfiable():
+    for shape, spec in [((6,), P("x")), ((8, 3), P(None, "y")), ((8,), P("x", "y"))]:
+        try:
+            jx.device_put(np.zeros(shape, np.float32), NamedSharding(mesh, spec))
+        except ValueError as e:
+            assert "device_put" in str(e), e
+        else:
+            raise AssertionError(f"{shape} {spec} accepted")
+    for bad in [lambda: NamedSharding(mesh, P("z")), lambda: NamedSharding(mesh, P("x", "x")),
+                lambda: jx.make_mesh((16,), ("x",)), lambda: jx.device_put(X, P("x"))]:
+        try:
+            bad()
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("accepted")
+
+
+@check
+def jit_shardings():
+    s, t = NamedSharding(mesh, P("x", "y")), NamedSharding(mesh, P(None, "x"))
+    f = jx.jit(lambda a, b: (jnp.sin(a) * b, (a * b).sum()), in_shardings=(s, None), out_shardings=(t, None))
+    o, tot = f(X, X)
+    assert o.sharding == t and np.allclose(np.asarray(o), np.sin(X) * X, atol=1e-5)
+    assert np.isclose(float(tot), (X * X).sum()) and tot.sharding.is_fully_replicated
+    text = f.lower(X, X).as_text()
+    assert 'sdy.mesh @mesh = <["x"=4, "y"=2]>' in text and "mhlo.num_partitions = 8" in text
+    assert '#sdy.sharding<@mesh, [{"x"}, {"y"}]>' in text and '#sdy.sharding<@mesh, [{}, {"x"}]>' in text
+    assert "all-reduce" in f.lower(X, X).compile().as_text()
+    # arguments already laid out otherwise, or on one device, are moved; a sharded one is reused
+    for arg in [jx.device_put(X, t), jx.device_put(X), jx.device_put(X, s)]:
+        o2, _ = f(arg, X)
+        assert np.allclose(np.asarray(o2), np.sin(X) * X, atol=1e-5)
+    # a sharded argument without in_shardings keeps its layout
+    g = jx.jit(lambda a: a * 2)
+    r = g(jx.device_put(X, s))
+    assert r.sharding == s and np.array_equal(np.asarray(r), X * 2)
+    try:
+        f(np.zeros((6, 4), np.float32), np.zeros((6, 4), np.float32))
+    except ValueError as e:
+        assert "in_shardings" in str(e)
+    else:
+        raise AssertionError("6 rows over 4 devices accepted")
+
+
+@check
+def constraint():
+    s = NamedSharding(mesh, P("y"))
+    fn = lambda a: jx.lax.with_sharding_constraint(jnp.cos(a) * 2, s).sum(0)   # noqa: E731
+    f = jx.jit(fn)
+    r = f(X)
+    assert np.allclose(np.asarray(r), (np.cos(X) * 2).sum(0), atol=1e-4)
+    assert "sdy.sharding_constraint" in f.lower(X).as_text()
+    cj = jx.make_jaxpr(fn)(X)
+    assert_round_trip(cj)
+    # derivatives, batching, eager
+    gr = jx.jit(jx.grad(lambda a: fn(a).sum()))(X)
+    assert np.allclose(np.asarray(gr), -2 * np.sin(X), atol=1e-5)
+    assert_round_trip(jx.make_jaxpr(jx.grad(lambda a: fn(a).sum()))(X))
+    v = jx.jit(jx.vmap(lambda a: jx.lax.with_sharding_constraint(a * 3, NamedSharding(mesh, P("x")))))(X.T)
+    assert np.array_equal(np.asarray(v), X.T * 3)
+    e = jx.lax.with_sharding_constraint(X, s)
+    assert e.sharding == s and np.array_equal(np.asarray(e), X)
+    with jx.set_mesh(mesh):
+        e2 = jx.lax.with_sharding_constraint(X, P("x"))
+    assert e2.sharding == NamedSharding(mesh, P("x"))
+
+
+@check
+def make_arrays():
+    s = NamedSharding(mesh, P("x"))
+    a = jx.make_array_from_callback(X.shape, s, lambda idx: X[idx])
+    assert a.sharding == s and np.array_equal(np.asarray(a), X)
+    b = jx.make_array_from_single_device_arrays(X.shape, s, [sh.data for sh in a.addressable_shards])
+    assert np.array_equal(np.asarray(b), X) and np.array_equal(np.asarray(jx.jit(lambda x: x + 1)(b)), X + 1)
+    try:
+        jx.make_array_from_single_device_arrays(X.shape, s, [sh.data for sh in a.addressable_shards][:4])
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("missing shards accepted")
+
+
+failed = 0
+for c in CHECKS:
+    try:
+        c()
+        print("ok", c.__name__)
+    except Exception:   # noqa: BLE001
+        failed += 1
+        print("FAIL", c.__name__)
+        traceback.print_exc()
+sys.exit(1 if failed else 0)
