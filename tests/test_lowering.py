@@ -577,6 +577,15 @@ def test_host_callbacks():
     assert len(seen) == 1 and np.array_equal(seen[0], x)
 
 
+def test_sharding_constraint():
+    import jaxprc as jx
+    from jaxprc.sharding import NamedSharding, PartitionSpec
+    s = NamedSharding(jx.make_mesh((1,), ("x",)), PartitionSpec(None, "x"))
+    x = sample((2, 3), F32)
+    (out,) = _as_list(run(lambda a: jx.lax.with_sharding_constraint(a, s), x))
+    check(out, x, F32)
+
+
 REDUCTIONS = {"reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.max, "reduce_min": np.min,
               "reduce_and": None, "reduce_or": None, "reduce_xor": None}
 

@@ -105,7 +105,13 @@ CORPUS = {
                              jx.pure_callback(np.sin, jx.ShapeDtypeStruct((3,), F32), x),
                              jx.experimental.io_callback(np.cos, jx.ShapeDtypeStruct((3,), F32), x))[1:],
                   [(3,)]),
+    "sharding": (lambda x: jx.lax.with_sharding_constraint(x, _one_device_sharding()), [(3,)]),
 }
+
+
+def _one_device_sharding():
+    from jaxprc.sharding import NamedSharding, PartitionSpec
+    return NamedSharding(jx.make_mesh((1,), ("x",)), PartitionSpec("x"))
 
 
 def _trace(key) -> ClosedJaxpr:

@@ -26,6 +26,7 @@ LINEAR = {
     "custom_jvp_call_jaxpr",   # a rule applied its own function to tangents: linear through it
     "debug_callback",   # printing tangents: the transpose drops the print, as in JAX
     "pure_callback", "io_callback",   # their transpose rules raise JAX's error
+    "sharding_constraint",   # a layout request: its tangent and cotangent get the same one
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

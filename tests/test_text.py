@@ -16,6 +16,7 @@ from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, 
                        param_type, trace_to_jaxpr)
 from jaxprc import lax as prims
 from jaxprc.ir import Effect, HostCallback
+from jaxprc.sharding import ShardingParam
 from jaxprc.lax import control_flow as cf
 from jaxprc.ir.equality import alpha_equivalent, structural_hash
 from jaxprc.ir.parser import ParseError, parse
@@ -180,6 +181,8 @@ def _structural_cases():
             x, callback=HostCallback("f"), result_avals=(sa((2,), i32),), vmap_method="expand_dims"), [X3]),
         "io_callback": (lambda x: prims.io_callback_p.bind(
             x, callback=HostCallback("g"), result_avals=(), ordered=False), [X3]),
+        "sharding_constraint": (lambda x: prims.sharding_constraint_p.bind(x, sharding=ShardingParam(
+            ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), (("y", "x"),))), [X3]),
     }
 
 
