@@ -75,9 +75,11 @@ class AbstractMesh:
     def __hash__(self):
         return hash(self._key())
 
-    def __repr__(self):
+    def _short_repr(self):
         axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
         return f"{type(self).__name__}({axes}, axis_types={self.axis_types})"
+
+    __repr__ = _short_repr
 
 
 class Mesh(AbstractMesh):
@@ -106,6 +108,10 @@ class Mesh(AbstractMesh):
 
     def _key(self):
         return super()._key() + (tuple(d.id for d in self.devices.flat),)
+
+    def __repr__(self):
+        return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+                f"axis_types={self.axis_types})")
 
     def __enter__(self):
         self._setter = set_mesh(self)
@@ -181,7 +187,15 @@ class PartitionSpec(tuple):
         return tuple(out) + ((),) * (ndim - len(out))
 
     def __repr__(self):
-        return f"PartitionSpec({', '.join(map(repr, self))}{',' if len(self) == 1 else ''})"
+        return f"P({', '.join(map(repr, self))}{',' if len(self) == 1 else ''})"
+
+    def __eq__(self, other):      # not equal to plain tuples, as in JAX
+        return isinstance(other, PartitionSpec) and tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
 
     def __reduce__(self):
         return (PartitionSpec, tuple(self))
@@ -276,19 +290,18 @@ class NamedSharding(Sharding):
         for dim, (n, axes) in enumerate(zip(shape, self.spec.axes(len(shape)))):
             ways = math.prod(self.mesh.shape[a] for a in axes)
             if n % ways:
-                raise ValueError(f"{what}: {self} implies that the global size of dimension {dim} "
-                                 f"should be divisible by {ways}, but it is equal to {n} "
-                                 f"(full shape: {shape})")
+                raise ValueError(f"{what}: Sharding spec {tuple(self.spec)} implies that array axis {dim} "
+                                 f"is partitioned {ways} times, but does not evenly divide the dimension "
+                                 f"size {n}. Got shape: {shape} and sharding {self}")
 
     def __eq__(self, other):
-        return (isinstance(other, NamedSharding) and other.mesh == self.mesh
-                and other.spec.axes(8) == self.spec.axes(8))
+        return isinstance(other, NamedSharding) and other.mesh == self.mesh and other.spec == self.spec
 
     def __hash__(self):
-        return hash((self.mesh, self.spec.axes(8)))
+        return hash((self.mesh, self.spec))
 
     def __repr__(self):
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind=device)"
+        return f"NamedSharding(mesh={self.mesh._short_repr()}, spec={self.spec!r}, memory_kind=device)"
 
 
 def _named_hlo(names, sizes, dim_axes):
@@ -326,18 +339,16 @@ def resolve(sharding, what: str):
 
 
 def named_from_hlo(mesh: Mesh, hlo, ndim: int):
-    """The NamedSharding over ``mesh`` whose tile assignment is ``hlo`` (None if none is):
-    the layout XLA chose for a result, in JAX's terms."""
+    """The NamedSharding over ``mesh`` whose tile assignment is ``hlo`` (None if none is): the
+    layout XLA chose for a result, in JAX's terms (a spec entry per dimension, as JAX gives)."""
     if hlo.is_replicated():
-        return NamedSharding(mesh, PartitionSpec())
+        return NamedSharding(mesh, PartitionSpec(*[None] * ndim))
     names, sizes = mesh.axis_names, mesh.axis_sizes
     for placement in itertools.product(range(-1, ndim), repeat=len(names)):
         groups = [[a for a, d in zip(names, placement) if d == dim] for dim in range(ndim)]
         for orders in itertools.product(*[itertools.permutations(g) for g in groups]):
             if _named_hlo(names, sizes, orders) == hlo:
                 spec = [None if not o else o[0] if len(o) == 1 else tuple(o) for o in orders]
-                while spec and spec[-1] is None:
-                    spec.pop()
                 return NamedSharding(mesh, PartitionSpec(*spec))
     return None
 
@@ -445,7 +456,8 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 @param_type
 class ShardingParam(NamedTuple):
     """A NamedSharding as a primitive param (printed and parsed in the text IR): the mesh's axes
-    and device ids, and the mesh axes each array dimension is split over."""
+    and device ids, and the mesh axes each array dimension is split over (leading dimensions;
+    the others are not split)."""
     axis_names: tuple
     axis_sizes: tuple
     axis_types: tuple
@@ -453,10 +465,10 @@ class ShardingParam(NamedTuple):
     dims: tuple
 
     @staticmethod
-    def of(sharding: NamedSharding, ndim: int) -> "ShardingParam":
+    def of(sharding: NamedSharding) -> "ShardingParam":
         m = sharding.mesh
         return ShardingParam(m.axis_names, m.axis_sizes, tuple(t.name for t in m.axis_types),
-                             tuple(d.id for d in m._flat_devices), sharding.spec.axes(ndim))
+                             tuple(d.id for d in m._flat_devices), sharding.spec.axes(len(sharding.spec)))
 
     def named(self) -> NamedSharding:
         by_id = {d.id: d for d in runtime.devices()}

@@ -29,9 +29,9 @@ sharding_constraint_p = Primitive("sharding_constraint")
 
 
 def _constraint_rule(x, *, sharding):
-    if len(sharding.dims) != x.ndim:
-        raise TypeError(f"sharding_constraint: the sharding is for {len(sharding.dims)}-dimensional "
-                        f"arrays, the operand is {x.str_short()}")
+    if len(sharding.dims) > x.ndim:
+        raise TypeError(f"sharding_constraint: the sharding is for arrays of at least {len(sharding.dims)} "
+                        f"dimensions, the operand is {x.str_short()}")
     return x
 
 
@@ -56,9 +56,14 @@ def with_sharding_constraint(x, shardings):
         named = shd.resolve(s, "with_sharding_constraint")
         if not isinstance(named, shd.NamedSharding):
             named = shd.NamedSharding(_single_mesh(named._devices[0]), shd.PartitionSpec())
-        ndim = np.ndim(leaf) if not hasattr(leaf, "ndim") else leaf.ndim
+        explicit = [a for axes in named.spec.axes(len(named.spec)) for a in axes
+                    if named.mesh.axis_types[named.mesh.axis_names.index(a)] is not shd.AxisType.Auto]
+        if explicit:
+            raise ValueError(f"with_sharding_constraint: the spec can only refer to Auto axes of the mesh; "
+                             f"{named.spec} uses {explicit} of {named.mesh!r} (make_mesh gives Explicit "
+                             "axes unless axis_types=(AxisType.Auto, ...))")
         named.check_shape(np.shape(leaf) if not hasattr(leaf, "shape") else leaf.shape, "with_sharding_constraint")
-        outs.append(sharding_constraint_p.bind(leaf, sharding=shd.ShardingParam.of(named, ndim)))
+        outs.append(sharding_constraint_p.bind(leaf, sharding=shd.ShardingParam.of(named)))
     return tree_unflatten(tree, outs)
 
 
@@ -75,7 +80,7 @@ def _constraint_batch(args, dims, *, sharding):
     (x,), (d,) = args, dims
     if d is batching.not_mapped:
         return sharding_constraint_p.bind(x, sharding=sharding), d
-    dims_ = list(sharding.dims)
+    dims_ = list(sharding.dims) + [()] * max(0, d - len(sharding.dims))
     dims_.insert(d, ())                  # the batch dimension is not split
     return sharding_constraint_p.bind(x, sharding=sharding._replace(dims=tuple(dims_))), d
 
@@ -83,8 +88,10 @@ def _constraint_batch(args, dims, *, sharding):
 batching.primitive_batchers[sharding_constraint_p] = _constraint_batch
 
 
-def _sdy_attr(param: shd.ShardingParam):
-    """``#sdy.sharding`` with its mesh inline (lifted into ``@mesh`` once the module is built)."""
+def _sdy_attr(param: shd.ShardingParam, ndim: int):
+    """``#sdy.sharding`` for an ``ndim``-array, with its mesh inline (lifted into ``@mesh`` once the
+    module is built)."""
+    param = param._replace(dims=tuple(param.dims) + ((),) * (ndim - len(param.dims)))
     mesh = sdy.MeshAttr.get([sdy.MeshAxisAttr.get(n, s) for n, s in zip(param.axis_names, param.axis_sizes)], [])
     return sdy.TensorShardingAttr.get(mesh, [sdy.DimensionShardingAttr.get(
         [sdy.AxisRefAttr.get(a) for a in axes], is_closed=True) for axes in param.dims],
@@ -92,7 +99,7 @@ def _sdy_attr(param: shd.ShardingParam):
 
 
 def _constraint_lowering(ctx, x, *, sharding):
-    return sdy.sharding_constraint(x, _sdy_attr(sharding))
+    return sdy.sharding_constraint(x, _sdy_attr(sharding, ctx.avals_in[0].ndim))
 
 
 mlir.register_lowering(sharding_constraint_p, _constraint_lowering)
@@ -238,7 +245,7 @@ def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, num_partitions: i
             for attr, s, a in zip(old, shardings, avals):
                 d = {} if attr is None else {x.name: x.attr for x in ir.DictAttr(attr)}
                 if isinstance(s, shd.NamedSharding):
-                    d["sdy.sharding"] = _sdy_attr(shd.ShardingParam.of(s, a.ndim))
+                    d["sdy.sharding"] = _sdy_attr(shd.ShardingParam.of(s), a.ndim)
                 attrs.append(ir.DictAttr.get(d))
             main.attributes[key] = ir.ArrayAttr.get(attrs)
         passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(module.operation)

@@ -39,7 +39,8 @@ def shard_indices(hlo, shape, ndev: int) -> list:
         return [full if i == owner else None for i in range(ndev)]
     dims = list(hlo.tile_assignment_dimensions())
     copies = dims.pop() if hlo.replicate_on_last_tile_dim() else 1
-    per_dim = [[slice(i * (d // n), (i + 1) * (d // n)) for i in range(n)] for d, n in zip(shape, dims)]
+    per_dim = [[slice(i * (d // n), (i + 1) * (d // n)) for i in range(n)] if n > 1 else [slice(None)]
+               for d, n in zip(shape, dims)]     # an unsplit dimension: slice(None), as in JAX
     out, order = [None] * ndev, iter(hlo.tile_assignment_devices())
     for index in itertools.product(*per_dim):
         for _ in range(copies):

@@ -7,12 +7,13 @@ import numpy as np
 
 import jaxprc as jx
 import jaxprc.numpy as jnp
-from jaxprc.sharding import Mesh, NamedSharding, PartitionSpec as P, SingleDeviceSharding
+from jaxprc.sharding import AxisType, NamedSharding, PartitionSpec as P, SingleDeviceSharding
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from roundtrip import assert_round_trip  # noqa: E402
 
 mesh = jx.make_mesh((4, 2), ("x", "y"))
+auto = jx.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)   # constraints need Auto axes
 X = np.arange(32, dtype=np.float32).reshape(8, 4)
 CHECKS = []
 
@@ -99,7 +100,7 @@ def jit_shardings():
 
 @check
 def constraint():
-    s = NamedSharding(mesh, P("y"))
+    s = NamedSharding(auto, P("y"))
     fn = lambda a: jx.lax.with_sharding_constraint(jnp.cos(a) * 2, s).sum(0)   # noqa: E731
     f = jx.jit(fn)
     r = f(X)
@@ -111,13 +112,19 @@ def constraint():
     gr = jx.jit(jx.grad(lambda a: fn(a).sum()))(X)
     assert np.allclose(np.asarray(gr), -2 * np.sin(X), atol=1e-5)
     assert_round_trip(jx.make_jaxpr(jx.grad(lambda a: fn(a).sum()))(X))
-    v = jx.jit(jx.vmap(lambda a: jx.lax.with_sharding_constraint(a * 3, NamedSharding(mesh, P("x")))))(X.T)
+    v = jx.jit(jx.vmap(lambda a: jx.lax.with_sharding_constraint(a * 3, NamedSharding(auto, P("x")))))(X.T)
     assert np.array_equal(np.asarray(v), X.T * 3)
     e = jx.lax.with_sharding_constraint(X, s)
     assert e.sharding == s and np.array_equal(np.asarray(e), X)
-    with jx.set_mesh(mesh):
+    try:
+        jx.lax.with_sharding_constraint(X, NamedSharding(mesh, P("x")))
+    except ValueError as err:
+        assert "Auto" in str(err)
+    else:
+        raise AssertionError("Explicit axes accepted")
+    with jx.set_mesh(auto):
         e2 = jx.lax.with_sharding_constraint(X, P("x"))
-    assert e2.sharding == NamedSharding(mesh, P("x"))
+    assert e2.sharding == NamedSharding(auto, P("x"))
 
 
 @check

@@ -580,7 +580,7 @@ def test_host_callbacks():
 def test_sharding_constraint():
     import jaxprc as jx
     from jaxprc.sharding import NamedSharding, PartitionSpec
-    s = NamedSharding(jx.make_mesh((1,), ("x",)), PartitionSpec(None, "x"))
+    s = NamedSharding(jx.make_mesh((1,), ("x",), axis_types=(jx.sharding.AxisType.Auto,)), PartitionSpec(None, "x"))
     x = sample((2, 3), F32)
     (out,) = _as_list(run(lambda a: jx.lax.with_sharding_constraint(a, s), x))
     check(out, x, F32)

@@ -111,7 +111,7 @@ CORPUS = {
 
 def _one_device_sharding():
     from jaxprc.sharding import NamedSharding, PartitionSpec
-    return NamedSharding(jx.make_mesh((1,), ("x",)), PartitionSpec("x"))
+    return NamedSharding(jx.make_mesh((1,), ("x",), axis_types=(jx.sharding.AxisType.Auto,)), PartitionSpec("x"))
 
 
 def _trace(key) -> ClosedJaxpr:

@@ -182,7 +182,7 @@ def _structural_cases():
         "io_callback": (lambda x: prims.io_callback_p.bind(
             x, callback=HostCallback("g"), result_avals=(), ordered=False), [X3]),
         "sharding_constraint": (lambda x: prims.sharding_constraint_p.bind(x, sharding=ShardingParam(
-            ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), (("y", "x"),))), [X3]),
+            ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), (("y", "x"),))), [sa((3, 2))]),
     }
 
 

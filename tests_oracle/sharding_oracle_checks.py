@@ -1,0 +1,97 @@
+"""jaxprc vs jax with 8 CPU devices (run by test_sharding_oracle.py in a process of its own, so
+that both clients are created with 8 devices)."""
+import os
+import sys
+
+os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+os.environ["JAXPRC_NUM_CPU_DEVICES"] = "8"
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import jaxprc as jx  # noqa: E402
+import jaxprc.numpy as xnp  # noqa: E402
+
+X = np.arange(64, dtype=np.float32).reshape(8, 8) / 7
+SPECS = [(), ("x",), ("x", "y"), ("y", "x"), (None, "y"), (("x", "y"),), (("y", "x"), None), (None, "x")]
+
+
+def both(shape, names, types=None):
+    return (jax.make_mesh(shape, names, **({} if types is None else {"axis_types": types})),
+            jx.make_mesh(shape, names))
+
+
+def same_layout(a, b):
+    """Same shards (index -> data) on the same devices."""
+    ja = sorted((s.device.id, str(s.index), s.replica_id) for s in a.addressable_shards)
+    xa = sorted((s.device.id, str(s.index), s.replica_id) for s in b.addressable_shards)
+    assert ja == xa, (ja, xa)
+    for s in b.addressable_shards:
+        assert np.array_equal(np.asarray(s.data), np.asarray(a)[s.index])
+
+
+def main():
+    jm, xm = both((2, 2, 2), ("x", "y", "z"))
+    assert [d.id for d in jm.devices.flat] == [d.id for d in xm.devices.flat]
+    assert repr(jm.axis_types) == repr(xm.axis_types) and dict(jm.shape) == dict(xm.shape)
+    jm, xm = both((4, 2), ("x", "y"))
+    for spec in SPECS:
+        js = jax.sharding.NamedSharding(jm, jax.P(*spec))
+        xs = jx.sharding.NamedSharding(xm, jx.P(*spec))
+        a, b = jax.device_put(X, js), jx.device_put(X, xs)
+        same_layout(a, b)
+        assert js.shard_shape(X.shape) == xs.shard_shape(X.shape), spec
+        assert js.is_fully_replicated == xs.is_fully_replicated, spec
+        assert a.is_fully_replicated == b.is_fully_replicated, spec
+        assert {d.id: i for d, i in js.devices_indices_map(X.shape).items()} == \
+            {d.id: i for d, i in xs.devices_indices_map(X.shape).items()}, spec
+        assert repr(js.spec) == repr(xs.spec)
+    # jit with shardings: values, output shardings, annotations in the lowered text
+    for ins, outs in [(("x", "y"), (None, "x")), (("x",), ("y",)), ((None, "y"), ())]:
+        jf = jax.jit(lambda a: jnp.sin(a) * 2 + a.sum(0), in_shardings=jax.NamedSharding(jm, jax.P(*ins)),
+                     out_shardings=jax.NamedSharding(jm, jax.P(*outs)))
+        xf = jx.jit(lambda a: xnp.sin(a) * 2 + a.sum(0), in_shardings=jx.sharding.NamedSharding(xm, jx.P(*ins)),
+                    out_shardings=jx.sharding.NamedSharding(xm, jx.P(*outs)))
+        a, b = jf(X), xf(X)
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-5)
+        same_layout(a, b)
+        jt, xt = jf.lower(X).as_text(), xf.lower(X).as_text()
+        for t in (jt, xt):
+            assert "mhlo.num_partitions = 8" in t
+        for attr in [f'#sdy.sharding<@mesh, [{{"x"}}, {{"y"}}]>'] if ins == ("x", "y") else []:
+            assert attr in jt and attr in xt
+    # a sharded argument without in_shardings keeps its layout; constraints
+    js, xs = jax.NamedSharding(jm, jax.P("x")), jx.sharding.NamedSharding(xm, jx.P("x"))
+    a = jax.jit(lambda v: v * 3)(jax.device_put(X, js))
+    b = jx.jit(lambda v: v * 3)(jx.device_put(X, xs))
+    same_layout(a, b)
+    assert repr(a.sharding.spec) == repr(b.sharding.spec), (a.sharding, b.sharding)
+    jm, xm = both((4, 2), ("x", "y"), (jax.sharding.AxisType.Auto,) * 2)
+    xm = jx.make_mesh((4, 2), ("x", "y"), axis_types=(jx.sharding.AxisType.Auto,) * 2)
+    cs_j = jax.NamedSharding(jm, jax.P(None, "y"))
+    cs_x = jx.sharding.NamedSharding(xm, jx.P(None, "y"))
+    gj = jax.grad(lambda v: jax.lax.with_sharding_constraint(jnp.cos(v), cs_j).sum())
+    gx = jx.grad(lambda v: jx.lax.with_sharding_constraint(xnp.cos(v), cs_x).sum())
+    np.testing.assert_allclose(np.asarray(jx.jit(gx)(X)), np.asarray(jax.jit(gj)(X)), rtol=1e-6)
+    a = jax.lax.with_sharding_constraint(jnp.asarray(X), cs_j)
+    b = jx.lax.with_sharding_constraint(X, cs_x)
+    same_layout(a, b)
+    # make_array_from_callback
+    a = jax.make_array_from_callback(X.shape, js, lambda i: X[i])
+    b = jx.make_array_from_callback(X.shape, xs, lambda i: X[i])
+    same_layout(a, b)
+    # errors: both reject 6 rows over 4 devices
+    for lib, s in ((jax, js), (jx, xs)):
+        try:
+            lib.device_put(np.zeros((6, 2), np.float32), s)
+        except ValueError as e:
+            assert "partitioned 4 times, but does not evenly divide the dimension size 6" in str(e), e
+        else:
+            raise AssertionError(lib.__name__)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
