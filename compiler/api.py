@@ -477,7 +477,13 @@ class JitFunction:
             if not any(isinstance(c, Tracer) for c in consts):   # closing over tracers: trace-specific
                 self._traced[key] = traced
         jaxpr, consts, out_tree = traced
+        ins, out_shardings = self._shardings     # constraints on the nested call's operands, results
+        if ins is not None:
+            leaves = spmd.constrain(leaves, spmd.broadcast_args(ins, treedef), f"jit of '{self._name}'")
         outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self._name)
+        if out_shardings is not None:
+            outs = spmd.constrain(outs, spmd.broadcast(out_shardings, out_tree, "out_shardings"),
+                                  f"jit of '{self._name}'")
         return out_tree.unflatten(outs)
 
     # -- ahead of time ------------------------------------------------------------

@@ -53,9 +53,7 @@ def with_sharding_constraint(x, shardings):
     per_leaf = broadcast(shardings, tree, "with_sharding_constraint")
     outs = []
     for leaf, s in zip(leaves, per_leaf):
-        named = shd.resolve(s, "with_sharding_constraint")
-        if not isinstance(named, shd.NamedSharding):
-            named = shd.NamedSharding(_single_mesh(named._devices[0]), shd.PartitionSpec())
+        named = _named(shd.resolve(s, "with_sharding_constraint"))
         explicit = [a for axes in named.spec.axes(len(named.spec)) for a in axes
                     if named.mesh.axis_types[named.mesh.axis_names.index(a)] is not shd.AxisType.Auto]
         if explicit:
@@ -67,8 +65,24 @@ def with_sharding_constraint(x, shardings):
     return tree_unflatten(tree, outs)
 
 
-def _single_mesh(device):
-    return shd.Mesh(np.array([device], dtype=object), ("_device",))
+def _named(sharding) -> shd.NamedSharding:
+    if isinstance(sharding, shd.NamedSharding):
+        return sharding
+    return shd.NamedSharding(shd.Mesh(np.array(sharding._devices, dtype=object), ("_device",)),
+                             shd.PartitionSpec())
+
+
+def constrain(values, shardings, what: str) -> list:
+    """``values`` (traced) with the layouts ``shardings`` (None: any), as a nested jit's
+    in_shardings/out_shardings ask inside another trace."""
+    out = []
+    for v, s in zip(values, shardings):
+        if s is not None:
+            named = _named(shd.resolve(s, what))
+            named.check_shape(v.shape, what)
+            v = sharding_constraint_p.bind(v, sharding=shd.ShardingParam.of(named))
+        out.append(v)
+    return out
 
 
 ad.defjvp_linear(sharding_constraint_p)

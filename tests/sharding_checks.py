@@ -128,6 +128,18 @@ def constraint():
 
 
 @check
+def nested_jit_shardings():
+    s = NamedSharding(mesh, P("x"))
+    inner = jx.jit(lambda a: a * 2, in_shardings=s, out_shardings=NamedSharding(mesh, P(None, "y")))
+    outer = jx.jit(lambda a: inner(a) + 1)
+    cj = jx.make_jaxpr(outer)(X)
+    assert str(cj).count("sharding_constraint") == 2, cj
+    assert_round_trip(cj)
+    r = outer(X)
+    assert np.array_equal(np.asarray(r), X * 2 + 1) and len(r.devices()) == 8
+
+
+@check
 def make_arrays():
     s = NamedSharding(mesh, P("x"))
     a = jx.make_array_from_callback(X.shape, s, lambda idx: X[idx])
