@@ -442,11 +442,9 @@ class JitFunction:
         ins, outs = self._shardings
         if not spmd.needs_spmd(cj, leaves, ins, outs):
             return None
-        plan = spmd.ShardedLowering(cj, f"jit_{self._name}", self._donated_invars(args, kwargs), leaves,
+        return spmd.ShardedLowering(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs), leaves,
                                     spmd.broadcast_args(ins, in_tree),
                                     spmd.broadcast(outs, out_tree, "out_shardings"))
-        plan.out_tree = out_tree
-        return plan
 
     def _donated_invars(self, args, kwargs) -> tuple:
         if not self._donate_argnums:
@@ -618,8 +616,12 @@ _JIT_IMPLS = _ByIdentity()
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
     """Eager binding of ``jit`` (outside any trace): compile its jaxpr once and run it."""
-    call = _JIT_IMPLS.get(jaxpr, lambda: _CompiledCall(jaxpr, _registry.flatten([0] * len(
-        jaxpr.out_avals))[1], f"jit_{name}", ()))
+    def make():
+        out_tree = _registry.flatten([0] * len(jaxpr.out_avals))[1]
+        if spmd.needs_spmd(jaxpr, args, None, None):      # over several devices (jaxprc/spmd.py)
+            return spmd.ShardedCall(spmd.ShardedLowering(jaxpr, out_tree, f"jit_{name}", (), args))
+        return _CompiledCall(jaxpr, out_tree, f"jit_{name}", ())
+    call = _JIT_IMPLS.get(jaxpr, make)
     return call(list(args))
 
 

@@ -153,17 +153,21 @@ def broadcast_args(in_shardings, in_tree) -> list:
     return broadcast((in_shardings, in_shardings), in_tree, "in_shardings")
 
 
+_MESH_PARAMS = {"sharding_constraint": "sharding", "shard_map": "mesh"}   # primitive -> its mesh param
+
+
 def _uses_constraints(cj) -> bool:
     for eqn in cj.jaxpr.eqns:
-        if eqn.primitive is sharding_constraint_p or any(_uses_constraints(s) for s in subjaxprs(eqn)):
+        if eqn.primitive.name in _MESH_PARAMS or any(_uses_constraints(s) for s in subjaxprs(eqn)):
             return True
     return False
 
 
 def _constraint_params(cj, found):
+    """The shardings named by the program's constraints and shard_maps (nested ones too)."""
     for eqn in cj.jaxpr.eqns:
-        if eqn.primitive is sharding_constraint_p:
-            found.append(eqn.params["sharding"].named())
+        if eqn.primitive.name in _MESH_PARAMS:
+            found.append(eqn.params[_MESH_PARAMS[eqn.primitive.name]].named())
         for s in subjaxprs(eqn):
             _constraint_params(s, found)
     return found
@@ -178,8 +182,11 @@ class ShardedLowering:
     """A program annotated for its devices: the shardings of its arguments, results and
     constraints, which must all use one mesh's devices."""
 
-    def __init__(self, cj: ClosedJaxpr, name: str, donated, leaves, in_shardings, out_shardings):
-        self.jaxpr, self.name = cj, name
+    def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated, leaves, in_shardings=None,
+                 out_shardings=None):
+        self.jaxpr, self.out_tree, self.name = cj, out_tree, name
+        in_shardings = in_shardings or [None] * len(cj.in_avals)
+        out_shardings = out_shardings or [None] * len(cj.out_avals)
         ins = [shd.resolve(s, f"jit of '{name}': in_shardings") if s is not None else None
                for s in in_shardings]
         # an argument without a sharding of its own keeps the one it has

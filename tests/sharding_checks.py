@@ -154,6 +154,61 @@ def make_arrays():
         raise AssertionError("missing shards accepted")
 
 
+@check
+def shard_map_collectives():
+    X16 = np.arange(64, dtype=np.float32).reshape(16, 4)
+    ring = [(i, (i + 1) % 4) for i in range(4)]
+
+    def body(s):
+        return (jx.lax.psum(s, "x"), jx.lax.all_gather(s, "x", tiled=True), jx.lax.ppermute(s, "x", ring),
+                (jx.lax.axis_index("x") + 10 * jx.lax.axis_index("y"))[None], jx.lax.pmean(s, "y"),
+                jx.lax.pmax(s, ("x", "y")), jx.lax.pmin(s, "x"), jx.lax.all_gather(s, "y", axis=1))
+    f = jx.shard_map(body, mesh=mesh, in_specs=P("x", "y"),
+                     out_specs=(P(None, "y"), P(None, "y"), P("x", "y"), P(("x", "y")), P("x", "y"), P("x", "y"),
+                                P(None, "y"), P("x")))
+    outs = [np.asarray(o) for o in jx.jit(f)(X16)]
+    blocks = X16.reshape(4, 4, 2, 2).transpose(0, 2, 1, 3)      # [x, y] -> 4x2 block
+    assert np.array_equal(outs[0], X16.reshape(4, 4, 4).sum(0))
+    assert np.array_equal(outs[1], X16) and np.array_equal(outs[2], np.roll(X16, 4, axis=0))
+    assert outs[3].tolist() == [x + 10 * y for x in range(4) for y in range(2)]
+    want_mean = np.concatenate([np.concatenate([blocks[i].mean(0)] * 2, axis=1) for i in range(4)])
+    assert np.allclose(outs[4], want_mean)
+    assert np.array_equal(outs[5], np.tile(blocks.max((0, 1)), (4, 2)))
+    assert np.array_equal(outs[6], np.concatenate([blocks[:, j].min(0) for j in range(2)], axis=1))
+    assert outs[7].shape == (16, 2, 2)
+    assert np.array_equal(outs[7][:4], np.stack([blocks[0, 0], blocks[0, 1]], 1))
+    cj = jx.make_jaxpr(f)(X16)
+    assert_round_trip(cj)
+    assert "sdy.manual_computation" in jx.jit(f).lower(X16).as_text()
+    # eagerly, a closed-over value, forward-mode derivatives
+    w = np.float32(3)
+    g = jx.shard_map(lambda s: jnp.sin(s) * w + jx.lax.psum(s, "x"), mesh=mesh, in_specs=P("x", "y"),
+                     out_specs=P("x", "y"))
+    want = np.sin(X16) * 3 + np.tile(X16.reshape(4, 4, 4).sum(0), (4, 1))
+    assert np.allclose(np.asarray(g(X16)), want, atol=1e-4)
+    t = np.ones_like(X16)
+    _, tan = jx.jvp(g, (X16,), (t,))
+    assert np.allclose(np.asarray(tan), np.cos(X16) * 3 + 4, atol=1e-4)
+    # batching: vmap of a shard_map (the batch axis is not split), vmap inside the body
+    xs = np.stack([X16, 2 * X16])
+    vb = jx.vmap(g)(xs)
+    assert np.allclose(np.asarray(vb), np.stack([want, np.asarray(g(2 * X16))]), atol=1e-4)
+    h = jx.shard_map(lambda s: jx.vmap(lambda r: jx.lax.psum(r, "x"))(s), mesh=mesh, in_specs=P("x"),
+                     out_specs=P())
+    assert np.allclose(np.asarray(jx.jit(h)(X16)), X16.reshape(4, 4, 4).sum(0))
+    ag = jx.shard_map(lambda s: jx.vmap(lambda r: jx.lax.all_gather(r, "x"), in_axes=1, out_axes=0)(s), mesh=mesh,
+                      in_specs=P("x"), out_specs=P())
+    assert np.array_equal(np.asarray(jx.jit(ag)(X16)), X16.reshape(4, 4, 4).transpose(2, 0, 1))
+    for bad in [lambda: jx.lax.psum(X16, "x"),
+                lambda: jx.shard_map(lambda s: s, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(X16[:6])]:
+        try:
+            bad()
+        except (NameError, ValueError, TypeError) as e:
+            assert "axis" in str(e) or "split" in str(e), e
+        else:
+            raise AssertionError("accepted")
+
+
 failed = 0
 for c in CHECKS:
     try:

@@ -105,6 +105,13 @@ CORPUS = {
                              jx.pure_callback(np.sin, jx.ShapeDtypeStruct((3,), F32), x),
                              jx.experimental.io_callback(np.cos, jx.ShapeDtypeStruct((3,), F32), x))[1:],
                   [(3,)]),
+    # the collectives bound directly (their builders need a shard_map around them)
+    "parallel": (lambda x: (jx.shard_map(lambda a: a * 2, mesh=jx.make_mesh((1,), ("i",)), in_specs=jx.P("i"),
+                                         out_specs=jx.P("i"))(x),
+                            *[p.bind(x, axes=("i",)) for p in (lax.psum_p, lax.pmax_p, lax.pmin_p)],
+                            lax.all_gather_p.bind(x, axes=("i",), axis_size=1, all_gather_dimension=0, tiled=True),
+                            lax.ppermute_p.bind(x, axes=("i",), perm=((0, 0),)), lax.axis_index_p.bind(axis_name="i")),
+                 [(3,)]),
     "sharding": (lambda x: jx.lax.with_sharding_constraint(x, _one_device_sharding()), [(3,)]),
 }
 

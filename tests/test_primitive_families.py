@@ -16,6 +16,9 @@ LAX_PRIMITIVES = {k: v for k, v in vars(jx.lax).items() if k.endswith("_p") and 
 NO_RULE = {
     ("jvp", "custom_lin"): "it only lives in linear programs, to be transposed away",
     ("batching", "iota"): "it has no operands, so it is never batched",
+    ("batching", "axis_index"): "it has no operands, so it is never batched",
+    ("jvp", "pmax"): "no derivative, as in JAX",
+    ("jvp", "pmin"): "no derivative, as in JAX",
 }
 
 

@@ -34,6 +34,9 @@ EXCEPTIONS = {
     ("jvp", "custom_lin"): "it only lives in linear programs, to be transposed (forward mode through "
                            "a custom_vjp function is an error, as in JAX)",
     ("vmap", "iota"): "it has no operands, so it is never batched: the pass re-emits it as it is",
+    ("vmap", "axis_index"): "it has no operands, so it is never batched: the pass re-emits it as it is",
+    ("jvp", "pmax"): "no derivative, as in JAX",
+    ("jvp", "pmin"): "no derivative, as in JAX",
 }
 
 

@@ -181,9 +181,20 @@ def _structural_cases():
             x, callback=HostCallback("f"), result_avals=(sa((2,), i32),), vmap_method="expand_dims"), [X3]),
         "io_callback": (lambda x: prims.io_callback_p.bind(
             x, callback=HostCallback("g"), result_avals=(), ordered=False), [X3]),
+        **{name: (_parallel, [sa((2, 3))])
+           for name in ("shard_map", "psum", "pmax", "pmin", "all_gather", "ppermute", "axis_index")},
         "sharding_constraint": (lambda x: prims.sharding_constraint_p.bind(x, sharding=ShardingParam(
             ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), (("y", "x"),))), [sa((3, 2))]),
     }
+
+
+def _parallel(x):
+    import jaxprc as jx
+    from jaxprc.sharding import PartitionSpec as PS
+    body = lambda a: (prims.psum(a, "i"), prims.pmax(a, "i"), prims.pmin(a, "i"),  # noqa: E731
+                      prims.all_gather(a, "i"), prims.ppermute(a, "i", [(0, 0)]), prims.axis_index("i"))
+    return jx.shard_map(body, mesh=jx.make_mesh((1,), ("i",)), in_specs=PS("i"),
+                        out_specs=(PS("i"),) * 3 + (PS(),) * 3)(x)
 
 
 @pytest.mark.parametrize("name", sorted(_structural_cases()))

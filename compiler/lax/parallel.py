@@ -1,0 +1,425 @@
+"""Per-device programs: ``shard_map`` and the collectives its body uses.
+
+``shard_map[jaxpr, mesh, in_specs, out_specs] *args`` runs ``jaxpr`` on every
+device of ``mesh`` with that device's block of each argument (split as
+``in_specs`` say, per dimension the mesh axes it is split over) and assembles
+the per-device results as ``out_specs`` say. In its body the collectives name
+mesh axes: ``psum pmax pmin`` (all-reduce), ``all_gather``, ``ppermute``
+(collective permute), ``axis_index``. It lowers to Shardy's
+``sdy.manual_computation``; each collective to its StableHLO op with replica
+groups of logical device ids (positions in the mesh) and a channel handle
+(notes/distributed.md §3, §0.5).
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters.mlir import hlo, ir
+from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
+from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Record, Str, Tuple
+from jaxprc.ir.tracing import close_over_consts, trace_to_jaxpr
+from jaxprc.passes.jvp import Zero, jvp_jaxpr
+from jaxprc.passes.vmap import axis_size_of, batch_jaxpr
+from jaxprc.sharding import ShardingParam
+from jaxprc.spmd import _sdy_attr
+from jaxprc.lowering import add_region, max_min, scalar_type
+from jaxlib.mlir.dialects import sdy
+
+from .control_flow.common import _front_dims, _nonzero_tangents, _split_outs, check_operand_types, check_subjaxpr
+
+__all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "ppermute_p", "axis_index_p",
+           "psum", "pmax", "pmin", "pmean", "all_gather", "ppermute", "axis_index", "axis_size"]
+
+
+# ------------------------------------------------------------ axis environment
+
+_ENV = threading.local()
+
+
+def _axis_env() -> dict:
+    """Mesh axis name -> size, for the shard_map bodies being traced (innermost last)."""
+    return getattr(_ENV, "axes", {})
+
+
+def _axes(axis_name, fn: str) -> tuple:
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    env = _axis_env()
+    for n in names:
+        if n not in env:
+            raise NameError(f"{fn}: unbound axis name: {n!r}. The axis names in scope are "
+                            f"{sorted(env)} (collectives work inside shard_map over a mesh with that axis)")
+    return names
+
+
+def axis_size(axis_name) -> int:
+    env = _axis_env()
+    return math.prod(env[n] for n in _axes(axis_name, "axis_size"))
+
+
+# ------------------------------------------------------------------ shard_map
+
+def _block_shape(shape, dims, sizes, fn, what):
+    out = list(shape)
+    for i, axes in enumerate(dims):
+        ways = math.prod(sizes[a] for a in axes)
+        if out[i] % ways:
+            raise JaxprTypeError(f"{fn}: {what} dimension {i} of size {out[i]} is split {ways} ways "
+                                 f"(over mesh axes {axes}), which does not divide it")
+        out[i] //= ways
+    return tuple(out)
+
+
+def _shard_map_rule(*avals, jaxpr, mesh, in_specs, out_specs):
+    check_subjaxpr("shard_map", "jaxpr", jaxpr)
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    if len(in_specs) != len(avals) or len(out_specs) != len(jaxpr.out_avals):
+        raise JaxprTypeError(f"shard_map: {len(in_specs)} in_specs for {len(avals)} operands and "
+                             f"{len(out_specs)} out_specs for {len(jaxpr.out_avals)} results")
+    for spec in in_specs + out_specs:
+        for axes in spec:
+            if any(a not in sizes for a in axes):
+                raise JaxprTypeError(f"shard_map: a spec names axes {axes} not in the mesh {mesh.axis_names}")
+    blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"operand {i}"))
+              for i, (a, s) in enumerate(zip(avals, in_specs))]
+    check_operand_types("shard_map", "operands (blocks of the body's inputs)", jaxpr.in_avals, blocks)
+    outs = []
+    for a, spec in zip(jaxpr.out_avals, out_specs):
+        shape = list(a.shape)
+        for i, axes in enumerate(spec):
+            shape[i] *= math.prod(sizes[x] for x in axes)
+        outs.append(a.update(shape=tuple(shape)))
+    return outs
+
+
+_SPEC = Tuple(Tuple(Tuple(Str())))
+shard_map_p = Primitive("shard_map")
+shard_map_p.multiple_results = True
+shard_map_p.def_params(jaxpr=ClosedJaxprParam(), mesh=Record(ShardingParam), in_specs=_SPEC, out_specs=_SPEC)
+shard_map_p.def_abstract_eval(_shard_map_rule)
+
+
+def _spec_dims(spec, ndim: int, fn: str) -> tuple:
+    from jaxprc.sharding import PartitionSpec
+    spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
+    if len(spec) > ndim:
+        raise ValueError(f"{fn}: spec {spec} has more entries than the value's {ndim} dimensions")
+    return spec.axes(ndim)
+
+
+def _shard_map_impl(*args, **params):
+    """Eagerly: a jit of the one call (the program over the mesh's devices)."""
+    from jaxprc.api import jit
+    return jit(lambda *a: shard_map_p.bind(*a, **params))(*args)
+
+
+shard_map_p.def_impl(_shard_map_impl)
+
+
+def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs):
+    nonzeros = [not isinstance(t, Zero) for t in tangents]
+    body, out_nz = jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    body, consts = close_over_consts(body)
+    const_specs = tuple(tuple(() for _ in np.shape(c)) for c in consts)
+    tangent_specs = tuple(s for s, nz in zip(in_specs, nonzeros) if nz)
+    outs = shard_map_p.bind(*consts, *primals, *_nonzero_tangents(tangents, nonzeros), jaxpr=body, mesh=mesh,
+                            in_specs=const_specs + tuple(in_specs) + tangent_specs,
+                            out_specs=tuple(out_specs) + tuple(s for s, nz in zip(out_specs, out_nz) if nz))
+    return _split_outs(outs, len(jaxpr.out_avals), out_nz, [o.aval for o in outs[:len(jaxpr.out_avals)]])
+
+
+ad.primitive_jvps[shard_map_p] = _shard_map_jvp
+
+
+def _shard_map_batch(args, dims, *, jaxpr, mesh, in_specs, out_specs):
+    """The batch axis (moved to the front) is not split: each device runs the batched body."""
+    args = [x if d is batching.not_mapped else batching.moveaxis(x, d, 0) for x, d in zip(args, dims)]
+    front = [batching.not_mapped if d is batching.not_mapped else 0 for d in dims]
+    body, out_b = batch_jaxpr(jaxpr, axis_size_of(args, front), front)
+    in_specs = tuple(s if d is batching.not_mapped else ((),) + tuple(s) for s, d in zip(in_specs, dims))
+    out_specs = tuple(((),) + tuple(s) if b else s for s, b in zip(out_specs, out_b))
+    outs = shard_map_p.bind(*args, jaxpr=body, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    return outs, _front_dims(out_b)
+
+
+batching.primitive_batchers[shard_map_p] = _shard_map_batch
+
+
+def _shard_map_lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs):
+    mctx = ctx.module_context
+    if math.prod(mesh.axis_sizes) == 1:      # one device: the body as it is (XLA partitions nothing)
+        return _with_axis_env(mctx, mesh, lambda: ctx.lower_jaxpr(jaxpr, *args))
+    manual = [ir.StringAttr.get(n) for n in mesh.axis_names]
+    per_value = lambda specs, avals: sdy.TensorShardingPerValueAttr.get(       # noqa: E731
+        [_sdy_attr(mesh._replace(dims=s), a.ndim) for s, a in zip(specs, avals)])
+    op = sdy.ManualComputationOp([mctx.ir_type(a) for a in ctx.avals_out], list(args),
+                                 per_value(in_specs, ctx.avals_in), per_value(out_specs, ctx.avals_out),
+                                 sdy.ManualAxesAttr.get(manual))
+    block = op.body.blocks.append(*[mctx.ir_type(a) for a in jaxpr.in_avals])
+    with ir.InsertionPoint(block):
+        sdy.ReturnOp(list(_with_axis_env(mctx, mesh, lambda: ctx.lower_jaxpr(jaxpr, *block.arguments))))
+    return list(op.results)
+
+
+def _with_axis_env(mctx, mesh, lower):
+    """``lower()`` with the mesh's axes known to the collectives' lowerings."""
+    outer = getattr(mctx, "axis_env", None)
+    mctx.axis_env = (mesh.axis_names, mesh.axis_sizes)
+    try:
+        return lower()
+    finally:
+        mctx.axis_env = outer
+
+
+mlir.register_lowering(shard_map_p, _shard_map_lowering)
+
+
+def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset(), check_vma=True):
+    """Run ``f`` on each device of ``mesh`` with its blocks of the arguments (``in_specs``) and
+    assemble its results (``out_specs``); in ``f`` the collectives name the mesh's axes."""
+    if f is None:
+        return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                                   axis_names=axis_names, check_vma=check_vma)
+    from jaxprc import sharding as shd
+    from jaxprc.tree_util import tree_flatten, tree_unflatten
+    from jaxprc.ir.tracing import get_aval
+    from jaxprc.spmd import broadcast
+
+    def wrapped(*args):
+        m = mesh if mesh is not None else shd.get_mesh()
+        if not isinstance(m, shd.Mesh):
+            raise ValueError("shard_map: give mesh=, or set one with jaxprc.set_mesh(mesh)")
+        if axis_names and set(axis_names) != set(m.axis_names):
+            raise NotImplementedError("shard_map: axis_names must be all of the mesh's axes "
+                                      "(partially manual shard_map is not supported)")
+        leaves, tree = tree_flatten(args)
+        avals = [get_aval(x) for x in leaves]
+        specs = [_spec_dims(s if s is not None else (), a.ndim, "shard_map in_specs")
+                 for a, s in zip(avals, broadcast(in_specs, tree, "shard_map in_specs"))]
+        sizes = dict(zip(m.axis_names, m.axis_sizes))
+        blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"argument {i}"))
+                  for i, (a, s) in enumerate(zip(avals, specs))]
+        out_box = []
+
+        def body(*flat):
+            out_leaves, out_tree = tree_flatten(f(*tree_unflatten(tree, list(flat))))
+            out_box.append(out_tree)
+            return out_leaves
+
+        saved = _axis_env()
+        _ENV.axes = {**saved, **sizes}
+        try:
+            cj = trace_to_jaxpr(body, blocks, name="shard_map")
+        finally:
+            _ENV.axes = saved
+        jaxpr, consts = close_over_consts(cj)
+        out_tree = out_box[0]
+        o_specs = [_spec_dims(s if s is not None else (), a.ndim, "shard_map out_specs")
+                   for a, s in zip(jaxpr.out_avals, broadcast(out_specs, out_tree, "shard_map out_specs"))]
+        param = ShardingParam.of(shd.NamedSharding(m, shd.PartitionSpec()))
+        outs = shard_map_p.bind(*consts, *leaves, jaxpr=jaxpr, mesh=param,
+                                in_specs=tuple(tuple(() for _ in np.shape(c)) for c in consts) + tuple(specs),
+                                out_specs=tuple(o_specs))
+        return tree_unflatten(out_tree, outs)
+    return wrapped
+
+
+# ------------------------------------------------------------------ collectives
+
+def _same_type(name):
+    def rule(x, *, axes):
+        if not axes:
+            raise JaxprTypeError(f"{name}: needs at least one axis name")
+        return x
+    return rule
+
+
+def _reducer(name):
+    p = Primitive(name)
+    p.def_abstract_eval(_same_type(name))
+    p.def_params(axes=Tuple(Str()))
+    return p
+
+
+psum_p, pmax_p, pmin_p = _reducer("psum"), _reducer("pmax"), _reducer("pmin")
+ad.defjvp_linear(psum_p)
+
+all_gather_p = Primitive("all_gather")
+all_gather_p.def_params(axes=Tuple(Str()), axis_size=Int(min=1), all_gather_dimension=Int(min=0), tiled=Bool())
+
+
+def _all_gather_rule(x, *, axes, axis_size, all_gather_dimension, tiled):
+    d = all_gather_dimension
+    if d > x.ndim - (1 if tiled else 0):
+        raise JaxprTypeError(f"all_gather: all_gather_dimension {d} is out of range for {x.str_short()}")
+    shape = list(x.shape)
+    if tiled:
+        shape[d] *= axis_size
+    else:
+        shape.insert(d, axis_size)
+    return x.update(shape=tuple(shape))
+
+
+all_gather_p.def_abstract_eval(_all_gather_rule)
+ad.defjvp_linear(all_gather_p)
+
+ppermute_p = Primitive("ppermute")
+ppermute_p.def_params(axes=Tuple(Str()), perm=Tuple(Tuple(Int(min=0))))
+ppermute_p.def_abstract_eval(lambda x, *, axes, perm: x)
+ad.defjvp_linear(ppermute_p)
+
+axis_index_p = Primitive("axis_index")
+axis_index_p.def_params(axis_name=Str())
+axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), np.dtype(np.int32)))
+
+
+def _tree_map(fn, x):
+    from jaxprc.tree_util import tree_map
+    return tree_map(fn, x)
+
+
+def psum(x, axis_name):
+    axes = _axes(axis_name, "psum")
+    return _tree_map(lambda v: psum_p.bind(v, axes=axes), x)
+
+
+def pmax(x, axis_name):
+    axes = _axes(axis_name, "pmax")
+    return _tree_map(lambda v: pmax_p.bind(v, axes=axes), x)
+
+
+def pmin(x, axis_name):
+    axes = _axes(axis_name, "pmin")
+    return _tree_map(lambda v: pmin_p.bind(v, axes=axes), x)
+
+
+def pmean(x, axis_name):
+    from jaxprc import lax
+    n = axis_size(axis_name)
+    return _tree_map(lambda v: lax.div(v, lax.convert_element_type(n, v.dtype)), psum(x, axis_name))
+
+
+def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
+    axes = _axes(axis_name, "all_gather")
+    return _tree_map(lambda v: all_gather_p.bind(v, axes=axes, axis_size=axis_size(axis_name),
+                                                 all_gather_dimension=int(axis) % (v.ndim + (0 if tiled else 1)),
+                                                 tiled=bool(tiled)), x)
+
+
+def ppermute(x, axis_name, perm):
+    axes = _axes(axis_name, "ppermute")
+    n = axis_size(axis_name)
+    perm = tuple((int(s), int(d)) for s, d in perm)
+    srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
+    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts) or not all(0 <= i < n for i in srcs + dsts):
+        raise ValueError(f"ppermute: perm {perm} must pair distinct sources with distinct destinations in "
+                         f"[0, {n}) (the size of axis {axis_name!r})")
+    return _tree_map(lambda v: ppermute_p.bind(v, axes=axes, perm=perm), x)
+
+
+def axis_index(axis_name):
+    (name,) = _axes(axis_name, "axis_index")
+    return axis_index_p.bind(axis_name=name)
+
+
+def _same_dim_batch(prim):
+    """Collectives act across devices, elementwise within one: the batch axis stays put."""
+    def rule(args, dims, **params):
+        return prim.bind(args[0], **params), dims[0]
+    return rule
+
+
+for _p in (psum_p, pmax_p, pmin_p, ppermute_p):
+    batching.primitive_batchers[_p] = _same_dim_batch(_p)
+
+
+def _all_gather_batch(args, dims, *, all_gather_dimension, **params):
+    x = batching.moveaxis(args[0], dims[0], 0)
+    return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension + 1, **params), 0
+
+
+batching.primitive_batchers[all_gather_p] = _all_gather_batch
+ad.defjvp_zero(axis_index_p)
+
+
+# ------------------------------------------------------------------ lowering
+
+def _mesh_of(ctx, prim: str):
+    env = getattr(ctx.module_context, "axis_env", None)
+    if env is None:
+        raise ValueError(f"{prim}: a collective outside shard_map (its axis names are unbound)")
+    return env
+
+
+def _groups(ctx, axes, prim):
+    """Replica groups (logical device ids) of the devices that differ only along ``axes``."""
+    names, sizes = _mesh_of(ctx, prim)
+    ids = np.arange(math.prod(sizes)).reshape(sizes)
+    keep = [i for i, n in enumerate(names) if n not in axes]
+    order = keep + [names.index(a) for a in axes]
+    return ids.transpose(order).reshape(-1, math.prod(sizes[names.index(a)] for a in axes))
+
+
+def _dense(groups):
+    groups = np.ascontiguousarray(groups, np.int64)
+    return ir.DenseIntElementsAttr.get(groups, type=ir.IntegerType.get_signless(64), shape=groups.shape)
+
+
+def _channel(ctx):
+    mctx = ctx.module_context
+    mctx.channels = getattr(mctx, "channels", 0) + 1
+    return hlo.ChannelHandle.get(mctx.channels, 1)      # type 1: device to device
+
+
+def _reduce_lowering(kind):
+    def rule(ctx, x, *, axes):
+        (aval,) = ctx.avals_in
+        op = hlo.AllReduceOp([x.type], [x], _dense(_groups(ctx, axes, kind)), channel_handle=_channel(ctx),
+                             use_global_device_ids=True)
+        combine = hlo.add if kind == "psum" else max_min(kind[1:], aval.dtype)
+        add_region(op.regions[0], [scalar_type(aval.dtype)] * 2, combine)
+        return op.results[0]
+    return rule
+
+
+for _p in (psum_p, pmax_p, pmin_p):
+    mlir.register_lowering(_p, _reduce_lowering(_p.name))
+
+
+def _all_gather_lowering(ctx, x, *, axes, axis_size, all_gather_dimension, tiled):
+    (aval,), (out,) = ctx.avals_in, ctx.avals_out
+    if not tiled:
+        shape = list(aval.shape)
+        shape.insert(all_gather_dimension, 1)
+        x = hlo.reshape(ir.RankedTensorType.get(shape, mlir.dtype_to_ir_type(aval.dtype)), x)
+    op = hlo.AllGatherOp([ctx.module_context.ir_type(out)], [x], all_gather_dimension,
+                         _dense(_groups(ctx, axes, "all_gather")), channel_handle=_channel(ctx),
+                         use_global_device_ids=True)
+    return op.results[0]
+
+
+mlir.register_lowering(all_gather_p, _all_gather_lowering)
+
+
+def _ppermute_lowering(ctx, x, *, axes, perm):
+    pairs = [(g[s], g[d]) for g in _groups(ctx, axes, "ppermute") for s, d in perm]
+    return hlo.CollectivePermuteOp(x, _dense(pairs), channel_handle=_channel(ctx)).result
+
+
+mlir.register_lowering(ppermute_p, _ppermute_lowering)
+
+
+def _axis_index_lowering(ctx, *, axis_name):
+    names, sizes = _mesh_of(ctx, "axis_index")
+    i = names.index(axis_name)
+    stride = math.prod(sizes[i + 1:])
+    u32 = ir.RankedTensorType.get((), ir.IntegerType.get_unsigned(32))
+    pid = hlo.convert(mlir.aval_to_ir_type(ShapedArray((), np.dtype(np.int32))), hlo.PartitionIdOp(results=[u32]).result)
+    index = hlo.divide(pid, mlir.ir_constant(np.int32(stride)))
+    return hlo.remainder(index, mlir.ir_constant(np.int32(sizes[i])))
+
+
+mlir.register_lowering(axis_index_p, _axis_index_lowering)
