@@ -110,10 +110,20 @@ def _spec_dims(spec, ndim: int, fn: str) -> tuple:
     return spec.axes(ndim)
 
 
-def _shard_map_impl(*args, **params):
-    """Eagerly: a jit of the one call (the program over the mesh's devices)."""
-    from jaxprc.api import jit
-    return jit(lambda *a: shard_map_p.bind(*a, **params))(*args)
+def _shard_map_impl(*args, jaxpr, **params):
+    """Eagerly: a jit of the one call (the program over the mesh's devices), kept while its
+    body lives."""
+    from jaxprc.api import _ByIdentity, jit
+    global _EAGER
+    _EAGER = _EAGER or _ByIdentity()
+    per_params = _EAGER.get(jaxpr, dict)
+    key = tuple(params.values())
+    if key not in per_params:
+        per_params[key] = jit(lambda *a: shard_map_p.bind(*a, jaxpr=jaxpr, **params))
+    return per_params[key](*args)
+
+
+_EAGER = None     # body jaxpr (by identity) -> {params: jitted call}
 
 
 shard_map_p.def_impl(_shard_map_impl)
