@@ -89,6 +89,35 @@ def main():
             assert "partitioned 4 times, but does not evenly divide the dimension size 6" in str(e), e
         else:
             raise AssertionError(lib.__name__)
+    # shard_map with collectives: values and forward-mode derivatives (Auto axes: jax's shard_map
+    # over Explicit axes wants arguments already laid out so)
+    jm, _ = both((4, 2), ("x", "y"), (jax.sharding.AxisType.Auto,) * 2)
+    xm = jx.make_mesh((4, 2), ("x", "y"), axis_types=(jx.sharding.AxisType.Auto,) * 2)
+    X16 = np.arange(64, dtype=np.float32).reshape(16, 4) / 5
+    ring = [(i, (i + 1) % 4) for i in range(4)]
+    specs = lambda P: (P(None, "y"), P(None, "y"), P("x", "y"), P(("x", "y")), P("x", "y"), P("x", "y"),  # noqa: E731
+                       P(None, "y"), P("x"))
+
+    def body(lax, np_):
+        return lambda s: (lax.psum(np_.sin(s), "x"), lax.all_gather(s, "x", tiled=True), lax.ppermute(s, "x", ring),
+                          (lax.axis_index("x") + 10 * lax.axis_index("y"))[None], lax.pmean(s * s, "y"),
+                          lax.pmax(s, ("x", "y")), lax.pmin(s, "x"), lax.all_gather(s, "y", axis=1))
+    jf = jax.shard_map(body(jax.lax, jnp), mesh=jm, in_specs=jax.P("x", "y"), out_specs=specs(jax.P),
+                       check_vma=False)
+    xf = jx.shard_map(body(jx.lax, xnp), mesh=xm, in_specs=jx.P("x", "y"), out_specs=specs(jx.P))
+    for a, b in zip(jax.jit(jf)(X16), jx.jit(xf)(X16)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6)
+    lin = lambda lib, np_, m: lib.shard_map(lambda s: lib.lax.psum(np_.sin(s) * s, "x"), mesh=m,  # noqa: E731
+                                            in_specs=lib.P("x"), out_specs=lib.P(), **(
+                                                {"check_vma": False} if lib is jax else {}))
+    t = np.cos(X16)
+    (pa, ta), (pb, tb) = jax.jvp(lin(jax, jnp, jm), (X16,), (t,)), jx.jvp(lin(jx, xnp, xm), (X16,), (t,))
+    np.testing.assert_allclose(np.asarray(pb), np.asarray(pa), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(tb), np.asarray(ta), rtol=1e-5, atol=1e-5)
+    va = jax.vmap(lin(jax, jnp, jm))(np.stack([X16, -X16]))
+    vb = jx.vmap(lin(jx, xnp, xm))(np.stack([X16, -X16]))
+    np.testing.assert_allclose(np.asarray(vb), np.asarray(va), rtol=1e-5)
     print("ok")
 
 
