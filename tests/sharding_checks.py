@@ -199,6 +199,27 @@ def shard_map_collectives():
     ag = jx.shard_map(lambda s: jx.vmap(lambda r: jx.lax.all_gather(r, "x"), in_axes=1, out_axes=0)(s), mesh=mesh,
                       in_specs=P("x"), out_specs=P())
     assert np.array_equal(np.asarray(jx.jit(ag)(X16)), X16.reshape(4, 4, 4).transpose(2, 0, 1))
+    # reverse mode: a result replicated over x (psum), split results, ppermute, a replicated argument
+    W = np.arange(4, dtype=np.float32) + 1
+    cases = [(jx.shard_map(lambda s: jx.lax.psum(jnp.sin(s) * s, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()),
+              lambda x: (np.sin(x) * x).reshape(4, 4, 4).sum(0)),
+             (jx.shard_map(lambda s: jx.lax.psum(jnp.sin(s), "x"), mesh=mesh, in_specs=P("x"), out_specs=P("x")),
+              lambda x: np.tile(np.sin(x).reshape(4, 4, 4).sum(0), (4, 1))),
+             (jx.shard_map(lambda s: jx.lax.ppermute(s * s, "x", ring), mesh=mesh, in_specs=P("x", "y"),
+                           out_specs=P("x", "y")), lambda x: np.roll(x * x, 4, axis=0)),
+             (jx.shard_map(lambda s: s * W, mesh=mesh, in_specs=P("x"), out_specs=P("x")), lambda x: x * W)]
+    Xs = X16 / 10
+    for f, ref in cases:
+        assert np.allclose(np.asarray(f(Xs)), ref(Xs), atol=1e-5)
+        grad = np.asarray(jx.grad(lambda x: jnp.sum(jnp.sin(f(x))))(Xs))
+        for idx in [(0, 0), (5, 2), (15, 3)]:
+            e = np.zeros_like(Xs)
+            e[idx] = 1e-3
+            fd = (np.sin(ref(Xs.astype(np.float64) + e)).sum() - np.sin(ref(Xs.astype(np.float64) - e)).sum()) / 2e-3
+            assert abs(grad[idx] - fd) < 1e-3, (idx, grad[idx], fd)
+    gw = jx.grad(lambda w: jnp.sum(jnp.sin(jx.shard_map(lambda v, s: s * v, mesh=mesh, in_specs=(P(), P("x")),
+                                                        out_specs=P("x"))(w, Xs))))(W)
+    assert np.allclose(np.asarray(gw), (np.cos(Xs * W) * Xs).sum(0), rtol=1e-4)
     for bad in [lambda: jx.lax.psum(X16, "x"),
                 lambda: jx.shard_map(lambda s: s, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(X16[:6])]:
         try:

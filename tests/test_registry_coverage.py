@@ -27,6 +27,7 @@ LINEAR = {
     "debug_callback",   # printing tangents: the transpose drops the print, as in JAX
     "pure_callback", "io_callback",   # their transpose rules raise JAX's error
     "sharding_constraint",   # a layout request: its tangent and cotangent get the same one
+    "shard_map", "psum", "ppermute",   # the body's transpose; psum <-> psum, ppermute back
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

@@ -18,18 +18,21 @@ import threading
 import numpy as np
 
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import partial_eval as pe
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Record, Str, Tuple
-from jaxprc.ir.tracing import close_over_consts, trace_to_jaxpr
-from jaxprc.passes.jvp import Zero, jvp_jaxpr
+from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, trace_to_jaxpr
+from jaxprc.passes.partial_eval import partial_eval_jaxpr
+from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
+from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
 from jaxprc.passes.vmap import axis_size_of, batch_jaxpr
 from jaxprc.sharding import ShardingParam
 from jaxprc.spmd import _sdy_attr
 from jaxprc.lowering import add_region, max_min, scalar_type
 from jaxlib.mlir.dialects import sdy
 
-from .control_flow.common import _front_dims, _nonzero_tangents, _split_outs, check_operand_types, check_subjaxpr
+from .control_flow.common import _front_dims, _new_vars, _pick, _nonzero_tangents, _split_outs, _transpose_call_outputs, check_operand_types, check_subjaxpr
 
 __all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "ppermute_p", "axis_index_p",
            "psum", "pmax", "pmin", "pmean", "all_gather", "ppermute", "axis_index", "axis_size"]
@@ -133,7 +136,7 @@ def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs):
     nonzeros = [not isinstance(t, Zero) for t in tangents]
     body, out_nz = jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
     body, consts = close_over_consts(body)
-    const_specs = tuple(tuple(() for _ in np.shape(c)) for c in consts)
+    const_specs = _replicated(consts)
     tangent_specs = tuple(s for s, nz in zip(in_specs, nonzeros) if nz)
     outs = shard_map_p.bind(*consts, *primals, *_nonzero_tangents(tangents, nonzeros), jaxpr=body, mesh=mesh,
                             in_specs=const_specs + tuple(in_specs) + tangent_specs,
@@ -142,6 +145,99 @@ def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs):
 
 
 ad.primitive_jvps[shard_map_p] = _shard_map_jvp
+
+
+def _unmentioned(mesh, spec) -> tuple:
+    """The mesh axes a value with ``spec`` is replicated over."""
+    return tuple(n for n in mesh.axis_names if all(n not in axes for axes in spec))
+
+
+def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs):
+    """The body transposed, per device. A result replicated over some axes has its cotangent
+    split evenly among the copies, and a replicated argument sums its devices' cotangents; with
+    psum transposed to psum these give the cotangents of the global function."""
+    from jaxprc import lax
+    linear = [is_undefined_primal(a) for a in args]
+    ct_cj, nonzeros = transpose_jaxpr(jaxpr, linear, instantiate=False)
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
+    ct_specs = [s for s, nz in zip(lin_specs, nonzeros) if nz]
+    n_nonlin = linear.count(False)
+
+    def body(*xs):
+        cts_in = list(xs[n_nonlin:])
+        for i, spec in enumerate(out_specs):
+            copies = math.prod(sizes[n] for n in _unmentioned(mesh, spec))
+            if copies > 1:
+                cts_in[i] = lax.div(cts_in[i], lax.full((), copies, cts_in[i].dtype))
+        outs = eval_jaxpr(ct_cj.jaxpr, ct_cj.consts, *xs[:n_nonlin], *cts_in)
+        return [psum_p.bind(o, axes=_unmentioned(mesh, s)) if _unmentioned(mesh, s) else o
+                for o, s in zip(outs, ct_specs)]
+    traced = _trace_body(body, ct_cj.in_avals, sizes)
+    body_j, consts = close_over_consts(traced)
+    outs = shard_map_p.bind(*consts, *[a for a in args if not is_undefined_primal(a)],
+                            *map(instantiate_zeros, cts), jaxpr=body_j, mesh=mesh,
+                            in_specs=_replicated(consts) + tuple(s for s, lin in zip(in_specs, linear) if not lin)
+                            + tuple(out_specs), out_specs=tuple(ct_specs))
+    return _transpose_call_outputs(outs, args, nonzeros)
+
+
+def _replicated(values) -> tuple:
+    return tuple(tuple(() for _ in np.shape(v)) for v in values)
+
+
+def _trace_body(fun, block_avals, sizes):
+    """Trace a shard_map body on per-device blocks, with the mesh's axes in scope."""
+    saved = _axis_env()
+    _ENV.axes = {**saved, **sizes}
+    try:
+        return trace_to_jaxpr(fun, list(block_avals), name="shard_map")
+    finally:
+        _ENV.axes = saved
+
+
+ad.primitive_transposes[shard_map_p] = _shard_map_transpose
+
+
+def _pe_shard_map(eqn, uk_in):
+    """Split the body into its known part (primal, run now) and unknown part (tangents). The
+    residuals go from one to the other as per-device blocks stacked along dimension 0 over all
+    mesh axes (scalars as blocks of one)."""
+    from jaxprc import lax
+    p = eqn.params
+    mesh, every = p["mesh"], tuple(p["mesh"].axis_names)
+    known, unknown, out_uk, n_res = partial_eval_jaxpr(p["jaxpr"], uk_in, False)
+    res_avals = known.out_avals[len(known.out_avals) - n_res:]
+    n_known_out = len(known.out_avals) - n_res
+
+    def known_fn(*xs):
+        outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
+        return outs[:n_known_out] + [r if r.ndim else lax.reshape(r, (1,)) for r in outs[n_known_out:]]
+
+    def unknown_fn(*xs):
+        res = [r if a.ndim else lax.reshape(r, ()) for r, a in zip(xs[:n_res], res_avals)]
+        return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[n_res:])
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    k_body, k_consts = close_over_consts(_trace_body(known_fn, known.in_avals, sizes))
+    u_blocks = [a if a.ndim else a.update(shape=(1,)) for a in res_avals] + list(unknown.in_avals[n_res:])
+    u_body, u_consts = close_over_consts(_trace_body(unknown_fn, u_blocks, sizes))
+    if k_consts or u_consts:
+        raise NotImplementedError("shard_map: differentiating a body that builds array constants in "
+                                  "its primal part is not supported")
+    n = math.prod(mesh.axis_sizes)
+    res_specs = tuple(((every,) + ((),) * (a.ndim - 1)) for a in u_blocks[:n_res])
+    residuals = _new_vars([a.update(shape=(a.shape[0] * n,) + a.shape[1:]) for a in u_blocks[:n_res]])
+    in_specs, out_specs = p["in_specs"], p["out_specs"]
+    k_eqn = eqn.replace(invars=_pick(eqn.invars, uk_in, False), outvars=_pick(eqn.outvars, out_uk, False) + residuals,
+                        params={**p, "jaxpr": k_body, "in_specs": tuple(_pick(in_specs, uk_in, False)),
+                                "out_specs": tuple(_pick(out_specs, out_uk, False)) + res_specs})
+    u_eqn = eqn.replace(invars=residuals + _pick(eqn.invars, uk_in), outvars=_pick(eqn.outvars, out_uk),
+                        params={**p, "jaxpr": u_body, "in_specs": res_specs + tuple(_pick(in_specs, uk_in)),
+                                "out_specs": tuple(_pick(out_specs, out_uk))})
+    return [k_eqn], [u_eqn], out_uk
+
+
+pe.partial_eval_jaxpr_custom_rules[shard_map_p] = _pe_shard_map
 
 
 def _shard_map_batch(args, dims, *, jaxpr, mesh, in_specs, out_specs):
@@ -219,19 +315,14 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
             out_box.append(out_tree)
             return out_leaves
 
-        saved = _axis_env()
-        _ENV.axes = {**saved, **sizes}
-        try:
-            cj = trace_to_jaxpr(body, blocks, name="shard_map")
-        finally:
-            _ENV.axes = saved
+        cj = _trace_body(body, blocks, sizes)
         jaxpr, consts = close_over_consts(cj)
         out_tree = out_box[0]
         o_specs = [_spec_dims(s if s is not None else (), a.ndim, "shard_map out_specs")
                    for a, s in zip(jaxpr.out_avals, broadcast(out_specs, out_tree, "shard_map out_specs"))]
         param = ShardingParam.of(shd.NamedSharding(m, shd.PartitionSpec()))
         outs = shard_map_p.bind(*consts, *leaves, jaxpr=jaxpr, mesh=param,
-                                in_specs=tuple(tuple(() for _ in np.shape(c)) for c in consts) + tuple(specs),
+                                in_specs=_replicated(consts) + tuple(specs),
                                 out_specs=tuple(o_specs))
         return tree_unflatten(out_tree, outs)
     return wrapped
@@ -353,6 +444,10 @@ def _all_gather_batch(args, dims, *, all_gather_dimension, **params):
 
 batching.primitive_batchers[all_gather_p] = _all_gather_batch
 ad.defjvp_zero(axis_index_p)
+# Transposes in the per-device view of shard_map's transpose (replicated cotangents split evenly)
+ad.primitive_transposes[psum_p] = lambda ct, x, *, axes: [ct if isinstance(ct, Zero) else psum_p.bind(ct, axes=axes)]
+ad.primitive_transposes[ppermute_p] = lambda ct, x, *, axes, perm: [     # send the values back
+    ct if isinstance(ct, Zero) else ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))]
 
 
 # ------------------------------------------------------------------ lowering
