@@ -217,6 +217,20 @@ def shard_map_collectives():
             e[idx] = 1e-3
             fd = (np.sin(ref(Xs.astype(np.float64) + e)).sum() - np.sin(ref(Xs.astype(np.float64) - e)).sum()) / 2e-3
             assert abs(grad[idx] - fd) < 1e-3, (idx, grad[idx], fd)
+    # psum_scatter, and all_gather / psum_scatter under reverse mode (each the other's transpose)
+    ps = jx.shard_map(lambda s: (jx.lax.psum_scatter(s, "x", tiled=True),
+                                 jx.lax.psum_scatter(s.reshape(4, 1, 4), "x", scatter_dimension=0)),
+                      mesh=mesh, in_specs=P("x"), out_specs=(P("x"), P("x")))
+    tot = X16.reshape(4, 4, 4).sum(0)
+    a, b = ps(X16)
+    assert np.array_equal(np.asarray(a), tot) and np.array_equal(np.asarray(b), tot)
+    for f in [jx.shard_map(lambda s: jx.lax.all_gather(s, "x", tiled=True) * 2, mesh=mesh, in_specs=P("x"),
+                           out_specs=P()),
+              jx.shard_map(lambda s: jx.lax.psum_scatter(s * s, "x", tiled=True), mesh=mesh, in_specs=P("x"),
+                           out_specs=P("x"))]:
+        g = np.asarray(jx.grad(lambda x: jnp.sum(jnp.sin(f(x))))(Xs))
+        _, t = jx.jvp(lambda x: jnp.sum(jnp.sin(f(x))), (Xs,), (np.cos(Xs),))
+        assert np.isclose(float(t), float((g * np.cos(Xs)).sum()), rtol=1e-4), (float(t), (g * np.cos(Xs)).sum())
     gw = jx.grad(lambda w: jnp.sum(jnp.sin(jx.shard_map(lambda v, s: s * v, mesh=mesh, in_specs=(P(), P("x")),
                                                         out_specs=P("x"))(w, Xs))))(W)
     assert np.allclose(np.asarray(gw), (np.cos(Xs * W) * Xs).sum(0), rtol=1e-4)

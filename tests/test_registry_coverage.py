@@ -28,6 +28,7 @@ LINEAR = {
     "pure_callback", "io_callback",   # their transpose rules raise JAX's error
     "sharding_constraint",   # a layout request: its tangent and cotangent get the same one
     "shard_map", "psum", "ppermute",   # the body's transpose; psum <-> psum, ppermute back
+    "all_gather", "psum_scatter",   # each the other's transpose
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

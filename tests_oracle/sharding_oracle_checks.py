@@ -127,6 +127,11 @@ def main():
                                           in_specs=lib.P("x", "y"), out_specs=lib.P("x", "y")),
         lambda lib, np_, m: lib.shard_map(lambda s: s * W, mesh=m, in_specs=lib.P("x"), out_specs=lib.P("x")),
     ]
+    grads += [lambda lib, np_, m: lib.shard_map(lambda s: lib.lax.all_gather(s, "x", tiled=True) * 2, mesh=m,
+                                                in_specs=lib.P("x"), out_specs=lib.P(),
+                                                **({"check_vma": False} if lib is jax else {})),
+              lambda lib, np_, m: lib.shard_map(lambda s: lib.lax.psum_scatter(s * s, "x", tiled=True), mesh=m,
+                                                in_specs=lib.P("x"), out_specs=lib.P("x"))]
     for make in grads:
         ga = jax.grad(lambda x: jnp.sum(jnp.sin(make(jax, jnp, jm)(x))))(X16)
         gb = jx.grad(lambda x: xnp.sum(xnp.sin(make(jx, xnp, xm)(x))))(X16)

@@ -4,7 +4,8 @@
 device of ``mesh`` with that device's block of each argument (split as
 ``in_specs`` say, per dimension the mesh axes it is split over) and assembles
 the per-device results as ``out_specs`` say. In its body the collectives name
-mesh axes: ``psum pmax pmin`` (all-reduce), ``all_gather``, ``ppermute``
+mesh axes: ``psum pmax pmin`` (all-reduce), ``all_gather``, ``psum_scatter``
+(reduce-scatter), ``ppermute``
 (collective permute), ``axis_index``. It lowers to Shardy's
 ``sdy.manual_computation``; each collective to its StableHLO op with replica
 groups of logical device ids (positions in the mesh) and a channel handle
@@ -34,8 +35,9 @@ from jaxlib.mlir.dialects import sdy
 
 from .control_flow.common import _front_dims, _new_vars, _pick, _nonzero_tangents, _split_outs, _transpose_call_outputs, check_operand_types, check_subjaxpr
 
-__all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "ppermute_p", "axis_index_p",
-           "psum", "pmax", "pmin", "pmean", "all_gather", "ppermute", "axis_index", "axis_size"]
+__all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p", "ppermute_p",
+           "axis_index_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "ppermute", "axis_index",
+           "axis_size"]
 
 
 # ------------------------------------------------------------ axis environment
@@ -367,6 +369,29 @@ def _all_gather_rule(x, *, axes, axis_size, all_gather_dimension, tiled):
 all_gather_p.def_abstract_eval(_all_gather_rule)
 ad.defjvp_linear(all_gather_p)
 
+psum_scatter_p = Primitive("psum_scatter")
+psum_scatter_p.def_params(axes=Tuple(Str()), axis_size=Int(min=1), scatter_dimension=Int(min=0), tiled=Bool())
+
+
+def _psum_scatter_rule(x, *, axes, axis_size, scatter_dimension, tiled):
+    d = scatter_dimension
+    if d >= x.ndim:
+        raise JaxprTypeError(f"psum_scatter: scatter_dimension {d} is out of range for {x.str_short()}")
+    n = x.shape[d]
+    if (tiled and n % axis_size) or (not tiled and n != axis_size):
+        raise JaxprTypeError(f"psum_scatter: dimension {d} of {x.str_short()} must be "
+                             f"{'a multiple of' if tiled else 'equal to'} the axis size {axis_size}")
+    shape = list(x.shape)
+    if tiled:
+        shape[d] //= axis_size
+    else:
+        del shape[d]
+    return x.update(shape=tuple(shape))
+
+
+psum_scatter_p.def_abstract_eval(_psum_scatter_rule)
+ad.defjvp_linear(psum_scatter_p)
+
 ppermute_p = Primitive("ppermute")
 ppermute_p.def_params(axes=Tuple(Str()), perm=Tuple(Tuple(Int(min=0))))
 ppermute_p.def_abstract_eval(lambda x, *, axes, perm: x)
@@ -410,6 +435,14 @@ def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
                                                  tiled=bool(tiled)), x)
 
 
+def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = False):
+    """The sum over ``axis_name``, of which each device keeps its block along ``scatter_dimension``."""
+    axes = _axes(axis_name, "psum_scatter")
+    return _tree_map(lambda v: psum_scatter_p.bind(v, axes=axes, axis_size=axis_size(axis_name),
+                                                   scatter_dimension=int(scatter_dimension) % v.ndim,
+                                                   tiled=bool(tiled)), x)
+
+
 def ppermute(x, axis_name, perm):
     axes = _axes(axis_name, "ppermute")
     n = axis_size(axis_name)
@@ -443,6 +476,21 @@ def _all_gather_batch(args, dims, *, all_gather_dimension, **params):
 
 
 batching.primitive_batchers[all_gather_p] = _all_gather_batch
+
+
+def _psum_scatter_batch(args, dims, *, scatter_dimension, **params):
+    x = batching.moveaxis(args[0], dims[0], 0)
+    return psum_scatter_p.bind(x, scatter_dimension=scatter_dimension + 1, **params), 0
+
+
+batching.primitive_batchers[psum_scatter_p] = _psum_scatter_batch
+# all_gather is a psum of each block put in its place: the transposes are each other
+ad.primitive_transposes[all_gather_p] = lambda ct, x, *, axes, axis_size, all_gather_dimension, tiled: [
+    ct if isinstance(ct, Zero) else psum_scatter_p.bind(ct, axes=axes, axis_size=axis_size,
+                                                        scatter_dimension=all_gather_dimension, tiled=tiled)]
+ad.primitive_transposes[psum_scatter_p] = lambda ct, x, *, axes, axis_size, scatter_dimension, tiled: [
+    ct if isinstance(ct, Zero) else all_gather_p.bind(ct, axes=axes, axis_size=axis_size,
+                                                      all_gather_dimension=scatter_dimension, tiled=tiled)]
 ad.defjvp_zero(axis_index_p)
 # Transposes in the per-device view of shard_map's transpose (replicated cotangents split evenly)
 ad.primitive_transposes[psum_p] = lambda ct, x, *, axes: [ct if isinstance(ct, Zero) else psum_p.bind(ct, axes=axes)]
@@ -507,6 +555,20 @@ def _all_gather_lowering(ctx, x, *, axes, axis_size, all_gather_dimension, tiled
 
 
 mlir.register_lowering(all_gather_p, _all_gather_lowering)
+
+
+def _psum_scatter_lowering(ctx, x, *, axes, axis_size, scatter_dimension, tiled):
+    (aval,), (out,) = ctx.avals_in, ctx.avals_out
+    shape = list(aval.shape)
+    shape[scatter_dimension] //= axis_size
+    block = ir.RankedTensorType.get(shape, mlir.dtype_to_ir_type(aval.dtype))
+    op = hlo.ReduceScatterOp(block, x, scatter_dimension, _dense(_groups(ctx, axes, "psum_scatter")),
+                             channel_handle=_channel(ctx), use_global_device_ids=True)
+    add_region(op.regions[0], [scalar_type(aval.dtype)] * 2, hlo.add)
+    return op.result if tiled else hlo.reshape(ctx.module_context.ir_type(out), op.result)
+
+
+mlir.register_lowering(psum_scatter_p, _psum_scatter_lowering)
 
 
 def _ppermute_lowering(ctx, x, *, axes, perm):
