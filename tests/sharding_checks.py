@@ -231,6 +231,19 @@ def shard_map_collectives():
         g = np.asarray(jx.grad(lambda x: jnp.sum(jnp.sin(f(x))))(Xs))
         _, t = jx.jvp(lambda x: jnp.sum(jnp.sin(f(x))), (Xs,), (np.cos(Xs),))
         assert np.isclose(float(t), float((g * np.cos(Xs)).sum()), rtol=1e-4), (float(t), (g * np.cos(Xs)).sum())
+    # all_to_all: blocks exchanged along x (tiled, and with the axis added/removed); vjp = jvp^T
+    t2 = jx.shard_map(lambda s: jx.lax.all_to_all(s, "x", 0, 1, tiled=True), mesh=mesh, in_specs=P("x"),
+                      out_specs=P("x"))
+    blocks_x = X16.reshape(4, 4, 4)               # device i holds rows 4i..4i+3
+    want_t2 = np.concatenate([np.concatenate([blocks_x[j][i:i + 1] for j in range(4)], axis=1)
+                              for i in range(4)])
+    assert np.array_equal(np.asarray(t2(X16)), want_t2)
+    u2 = jx.shard_map(lambda s: jx.lax.all_to_all(s, "x", 0, 0), mesh=mesh, in_specs=P("x"), out_specs=P("x"))
+    assert np.array_equal(np.asarray(u2(X16)), blocks_x.transpose(1, 0, 2).reshape(16, 4))
+    for f in (t2, u2):
+        g = np.asarray(jx.grad(lambda x: jnp.sum(jnp.sin(f(x))))(Xs))
+        _, t = jx.jvp(lambda x: jnp.sum(jnp.sin(f(x))), (Xs,), (np.cos(Xs),))
+        assert np.isclose(float(t), float((g * np.cos(Xs)).sum()), rtol=1e-4)
     gw = jx.grad(lambda w: jnp.sum(jnp.sin(jx.shard_map(lambda v, s: s * v, mesh=mesh, in_specs=(P(), P("x")),
                                                         out_specs=P("x"))(w, Xs))))(W)
     assert np.allclose(np.asarray(gw), (np.cos(Xs * W) * Xs).sum(0), rtol=1e-4)

@@ -111,7 +111,8 @@ CORPUS = {
                             *[p.bind(x, axes=("i",)) for p in (lax.psum_p, lax.pmax_p, lax.pmin_p)],
                             lax.all_gather_p.bind(x, axes=("i",), axis_size=1, all_gather_dimension=0, tiled=True),
                             lax.ppermute_p.bind(x, axes=("i",), perm=((0, 0),)), lax.axis_index_p.bind(axis_name="i"),
-                            lax.psum_scatter_p.bind(x, axes=("i",), axis_size=1, scatter_dimension=0, tiled=True)),
+                            lax.psum_scatter_p.bind(x, axes=("i",), axis_size=1, scatter_dimension=0, tiled=True),
+                            lax.all_to_all_p.bind(x, axes=("i",), axis_size=1, split_axis=0, concat_axis=0)),
                  [(3,)]),
     "sharding": (lambda x: jx.lax.with_sharding_constraint(x, _one_device_sharding()), [(3,)]),
 }

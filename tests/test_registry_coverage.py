@@ -29,6 +29,7 @@ LINEAR = {
     "sharding_constraint",   # a layout request: its tangent and cotangent get the same one
     "shard_map", "psum", "ppermute",   # the body's transpose; psum <-> psum, ppermute back
     "all_gather", "psum_scatter",   # each the other's transpose
+    "all_to_all",   # its transpose swaps split and concat axes
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

@@ -5,7 +5,7 @@ device of ``mesh`` with that device's block of each argument (split as
 ``in_specs`` say, per dimension the mesh axes it is split over) and assembles
 the per-device results as ``out_specs`` say. In its body the collectives name
 mesh axes: ``psum pmax pmin`` (all-reduce), ``all_gather``, ``psum_scatter``
-(reduce-scatter), ``ppermute``
+(reduce-scatter), ``all_to_all``, ``ppermute``
 (collective permute), ``axis_index``. It lowers to Shardy's
 ``sdy.manual_computation``; each collective to its StableHLO op with replica
 groups of logical device ids (positions in the mesh) and a channel handle
@@ -35,9 +35,9 @@ from jaxlib.mlir.dialects import sdy
 
 from .control_flow.common import _front_dims, _new_vars, _pick, _nonzero_tangents, _split_outs, _transpose_call_outputs, check_operand_types, check_subjaxpr
 
-__all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p", "ppermute_p",
-           "axis_index_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "ppermute", "axis_index",
-           "axis_size"]
+__all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p", "all_to_all_p",
+           "ppermute_p", "axis_index_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "all_to_all",
+           "ppermute", "axis_index", "axis_size"]
 
 
 # ------------------------------------------------------------ axis environment
@@ -392,6 +392,26 @@ def _psum_scatter_rule(x, *, axes, axis_size, scatter_dimension, tiled):
 psum_scatter_p.def_abstract_eval(_psum_scatter_rule)
 ad.defjvp_linear(psum_scatter_p)
 
+all_to_all_p = Primitive("all_to_all")     # the tiled form: all_to_all() adds/removes the axis
+all_to_all_p.def_params(axes=Tuple(Str()), axis_size=Int(min=1), split_axis=Int(min=0), concat_axis=Int(min=0))
+
+
+def _all_to_all_rule(x, *, axes, axis_size, split_axis, concat_axis):
+    if split_axis >= x.ndim or concat_axis >= x.ndim:
+        raise JaxprTypeError(f"all_to_all: split_axis {split_axis} or concat_axis {concat_axis} is out of "
+                             f"range for {x.str_short()}")
+    if x.shape[split_axis] % axis_size:
+        raise JaxprTypeError(f"all_to_all: dimension {split_axis} of {x.str_short()} must be a multiple of "
+                             f"the axis size {axis_size}")
+    shape = list(x.shape)
+    shape[split_axis] //= axis_size
+    shape[concat_axis] *= axis_size
+    return x.update(shape=tuple(shape))
+
+
+all_to_all_p.def_abstract_eval(_all_to_all_rule)
+ad.defjvp_linear(all_to_all_p)
+
 ppermute_p = Primitive("ppermute")
 ppermute_p.def_params(axes=Tuple(Str()), perm=Tuple(Tuple(Int(min=0))))
 ppermute_p.def_abstract_eval(lambda x, *, axes, perm: x)
@@ -443,6 +463,30 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
                                                    tiled=bool(tiled)), x)
 
 
+def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):
+    """Split ``split_axis`` into one block per device along ``axis_name``, send block i to device
+    i, and put the received blocks along ``concat_axis`` (a new axis unless ``tiled``)."""
+    from jaxprc import lax
+    axes = _axes(axis_name, "all_to_all")
+    n = axis_size(axis_name)
+
+    def one(v):
+        split, concat = int(split_axis) % v.ndim, int(concat_axis) % v.ndim
+        if not tiled:
+            if v.shape[split] != n:
+                raise ValueError(f"all_to_all: the size of axis {axis_name!r} ({n}) must equal "
+                                 f"x.shape[split_axis] ({v.shape[split]})")
+            if split < concat:
+                concat += 1
+                v = lax.expand_dims(v, (concat,))
+            elif split > concat:
+                v = lax.expand_dims(v, (concat,))
+                split += 1
+        out = all_to_all_p.bind(v, axes=axes, axis_size=n, split_axis=split, concat_axis=concat)
+        return lax.squeeze(out, (split,)) if not tiled and split != concat else out
+    return _tree_map(one, x)
+
+
 def ppermute(x, axis_name, perm):
     axes = _axes(axis_name, "ppermute")
     n = axis_size(axis_name)
@@ -488,6 +532,17 @@ batching.primitive_batchers[psum_scatter_p] = _psum_scatter_batch
 ad.primitive_transposes[all_gather_p] = lambda ct, x, *, axes, axis_size, all_gather_dimension, tiled: [
     ct if isinstance(ct, Zero) else psum_scatter_p.bind(ct, axes=axes, axis_size=axis_size,
                                                         scatter_dimension=all_gather_dimension, tiled=tiled)]
+ad.primitive_transposes[all_to_all_p] = lambda ct, x, *, axes, axis_size, split_axis, concat_axis: [
+    ct if isinstance(ct, Zero) else all_to_all_p.bind(ct, axes=axes, axis_size=axis_size,
+                                                      split_axis=concat_axis, concat_axis=split_axis)]
+
+
+def _all_to_all_batch(args, dims, *, split_axis, concat_axis, **params):
+    x = batching.moveaxis(args[0], dims[0], 0)
+    return all_to_all_p.bind(x, split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params), 0
+
+
+batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
 ad.primitive_transposes[psum_scatter_p] = lambda ct, x, *, axes, axis_size, scatter_dimension, tiled: [
     ct if isinstance(ct, Zero) else all_gather_p.bind(ct, axes=axes, axis_size=axis_size,
                                                       all_gather_dimension=scatter_dimension, tiled=tiled)]
@@ -569,6 +624,15 @@ def _psum_scatter_lowering(ctx, x, *, axes, axis_size, scatter_dimension, tiled)
 
 
 mlir.register_lowering(psum_scatter_p, _psum_scatter_lowering)
+
+
+def _all_to_all_lowering(ctx, x, *, axes, axis_size, split_axis, concat_axis):
+    op = hlo.AllToAllOp([x], split_axis, concat_axis, axis_size, _dense(_groups(ctx, axes, "all_to_all")),
+                        channel_handle=_channel(ctx), results=[ctx.module_context.ir_type(ctx.avals_out[0])])
+    return op.results[0]
+
+
+mlir.register_lowering(all_to_all_p, _all_to_all_lowering)
 
 
 def _ppermute_lowering(ctx, x, *, axes, perm):
