@@ -259,8 +259,8 @@ def device_put(x, device=None):
     targets = spmd.broadcast(device, tree, "device_put")
 
     def put(leaf, target):
-        if isinstance(leaf, Tracer):
-            return leaf
+        if isinstance(leaf, Tracer):    # under a trace a placement is a layout constraint
+            return leaf if target is None else spmd.constrain([leaf], [target], "device_put")[0]
         if isinstance(leaf, Array) and target is None:
             return leaf
         aval = leaf.aval if isinstance(leaf, Array) else runtime_aval(get_aval(leaf))

@@ -86,6 +86,9 @@ def jit_shardings():
     for arg in [jx.device_put(X, t), jx.device_put(X), jx.device_put(X, s)]:
         o2, _ = f(arg, X)
         assert np.allclose(np.asarray(o2), np.sin(X) * X, atol=1e-5)
+    # device_put under jit is a layout constraint
+    r = jx.jit(lambda a: jx.device_put(a, t) * 2)(X)
+    assert r.sharding == NamedSharding(mesh, P(None, "x")) and np.array_equal(np.asarray(r), X * 2)
     # a sharded argument without in_shardings keeps its layout
     g = jx.jit(lambda a: a * 2)
     r = g(jx.device_put(X, s))
