@@ -260,6 +260,25 @@ def shard_map_collectives():
             raise AssertionError("accepted")
 
 
+@check
+def vmap_axis_name():
+    A = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert np.allclose(np.asarray(jx.vmap(lambda r: r / jx.lax.psum(r, "b"), axis_name="b")(A)), A / A.sum(0))
+    mm = jx.vmap(lambda r: jx.lax.pmax(r, "b") - jx.lax.pmin(r, "b") + jx.lax.pmean(r, "b"), axis_name="b")(A)
+    assert np.allclose(np.asarray(mm), np.broadcast_to(A.max(0) - A.min(0) + A.mean(0), A.shape))
+    assert np.array_equal(np.asarray(jx.vmap(lambda r: jx.lax.all_gather(r, "b"), axis_name="b")(A)),
+                          np.broadcast_to(A, (3, 3, 4)))
+    assert np.array_equal(np.asarray(jx.vmap(lambda r: jx.lax.psum(1.0, "b") * r, axis_name="b")(A)), 3 * A)
+    nested = jx.vmap(jx.vmap(lambda v: jx.lax.psum(v, "i"), axis_name="j"), axis_name="i")(A)
+    assert np.array_equal(np.asarray(nested), np.broadcast_to(A.sum(0), A.shape))
+    try:
+        jx.vmap(lambda r: jx.lax.axis_index("b"), axis_name="b")(A)
+    except NotImplementedError:
+        pass
+    else:
+        raise AssertionError("axis_index over a vmap axis accepted")
+
+
 failed = 0
 for c in CHECKS:
     try:

@@ -136,6 +136,21 @@ def main():
         ga = jax.grad(lambda x: jnp.sum(jnp.sin(make(jax, jnp, jm)(x))))(X16)
         gb = jx.grad(lambda x: xnp.sum(xnp.sin(make(jx, xnp, xm)(x))))(X16)
         np.testing.assert_allclose(np.asarray(gb), np.asarray(ga), rtol=1e-5, atol=1e-5)
+    # vmap(axis_name=): values and gradients
+    A = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    for fn in [lambda lax, np_: lambda r: np_.sin(r) / lax.psum(r * r, "b"),
+               lambda lax, np_: lambda r: lax.pmax(r, "b") * r - lax.pmean(np_.cos(r), "b"),
+               lambda lax, np_: lambda r: lax.all_gather(r, "b") * r,
+               lambda lax, np_: lambda r: lax.all_gather(r, "b", tiled=True).sum() * lax.psum(2.0, "b") * r]:
+        a = jax.vmap(fn(jax.lax, jnp), axis_name="b")(A)
+        b = jx.vmap(fn(jx.lax, xnp), axis_name="b")(A)
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6)
+        try:
+            ga = jax.grad(lambda x: jnp.sum(jax.vmap(fn(jax.lax, jnp), axis_name="b")(x)))(A)
+        except NotImplementedError:   # jax has no pmax derivative; jaxprc's vmap made it a reduce_max
+            continue
+        gb = jx.grad(lambda x: xnp.sum(jx.vmap(fn(jx.lax, xnp), axis_name="b")(x)))(A)
+        np.testing.assert_allclose(np.asarray(gb), np.asarray(ga), rtol=1e-5, atol=1e-6)
     # all_to_all, tiled and not: values, and gradients where jax can take them
     X8 = np.arange(128, dtype=np.float32).reshape(16, 8) / 100
     for sa, ca, tiled in [(0, 1, True), (1, 0, True), (0, 0, True), (1, 1, False), (0, 1, False), (1, 0, False),

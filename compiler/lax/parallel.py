@@ -13,6 +13,7 @@ groups of logical device ids (positions in the mesh) and a channel handle
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 
@@ -27,7 +28,7 @@ from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, trace_to_jaxpr
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
-from jaxprc.passes.vmap import axis_size_of, batch_jaxpr
+from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, rules_for_unbatched
 from jaxprc.sharding import ShardingParam
 from jaxprc.spmd import _sdy_attr
 from jaxprc.lowering import add_region, max_min, scalar_type
@@ -58,6 +59,39 @@ def _axes(axis_name, fn: str) -> tuple:
             raise NameError(f"{fn}: unbound axis name: {n!r}. The axis names in scope are "
                             f"{sorted(env)} (collectives work inside shard_map over a mesh with that axis)")
     return names
+
+
+@contextlib.contextmanager
+def named_axis(name, size: int):
+    """Trace with the axis ``name`` (a vmap's ``axis_name``; None: none) of ``size`` in scope."""
+    saved, saved_names = _axis_env(), getattr(_ENV, "vmap_names", frozenset())
+    if name is not None:
+        _ENV.axes, _ENV.vmap_names = {**saved, name: size}, saved_names | {name}
+    try:
+        yield
+    finally:
+        _ENV.axes, _ENV.vmap_names = saved, saved_names
+
+
+@contextlib.contextmanager
+def batching_axis(name, size: int):
+    """Batch with ``name`` (of ``size``) the axis being vectorized: collectives over it act on
+    the batch axis."""
+    saved = getattr(_ENV, "batching", None)
+    _ENV.batching = None if name is None else (name, size)
+    try:
+        yield
+    finally:
+        _ENV.batching = saved
+
+
+def _batching_name():
+    current = getattr(_ENV, "batching", None)
+    return None if current is None else current[0]
+
+
+def _batching_size() -> int:
+    return _ENV.batching[1]
 
 
 def axis_size(axis_name) -> int:
@@ -500,26 +534,73 @@ def ppermute(x, axis_name, perm):
 
 def axis_index(axis_name):
     (name,) = _axes(axis_name, "axis_index")
+    if name in getattr(_ENV, "vmap_names", ()):
+        raise NotImplementedError(f"axis_index over the vmap axis {name!r} is not supported")
     return axis_index_p.bind(axis_name=name)
 
 
-def _same_dim_batch(prim):
-    """Collectives act across devices, elementwise within one: the batch axis stays put."""
-    def rule(args, dims, **params):
-        return prim.bind(args[0], **params), dims[0]
+def _vmapped(prim: str, axes) -> bool:
+    """Whether the collective names the axis a vmap is batching now (``vmap(axis_name=)``)."""
+    name = _batching_name()
+    if name is None or name not in axes:
+        return False
+    if prim not in ("psum", "pmax", "pmin") and axes != (name,):
+        raise NotImplementedError(f"{prim} over a vmap axis together with other axes {axes} is not supported")
+    return True
+
+
+def _reduce_batch(prim):
+    """Across devices, elementwise within one: the batch axis stays put; over the vmapped axis a
+    reduction along the batch axis (the result is the same for every example)."""
+    def rule(args, dims, *, axes):
+        from jaxprc import lax
+        (x,), (d,) = args, dims
+        if _vmapped(prim.name, axes):
+            if d is batching.not_mapped:      # the same value in every example
+                if prim.name == "psum":
+                    x = lax.mul(x, lax.full((), _batching_size(), x.aval.dtype))
+            else:
+                x = {"psum": lax.reduce_sum, "pmax": lax.reduce_max, "pmin": lax.reduce_min}[prim.name](x, (d,))
+                d = batching.not_mapped
+            axes = tuple(a for a in axes if a != _batching_name())
+        return (prim.bind(x, axes=axes) if axes else x), d
     return rule
 
 
-for _p in (psum_p, pmax_p, pmin_p, ppermute_p):
-    batching.primitive_batchers[_p] = _same_dim_batch(_p)
+for _p in (psum_p, pmax_p, pmin_p):
+    batching.primitive_batchers[_p] = _reduce_batch(_p)
+
+
+def _ppermute_batch(args, dims, *, axes, perm):
+    if _vmapped("ppermute", axes) and dims[0] is not batching.not_mapped:
+        raise NotImplementedError("ppermute over a vmap axis is not supported")
+    return ppermute_p.bind(args[0], axes=axes, perm=perm), dims[0]
+
+
+batching.primitive_batchers[ppermute_p] = _ppermute_batch
 
 
 def _all_gather_batch(args, dims, *, all_gather_dimension, **params):
-    x = batching.moveaxis(args[0], dims[0], 0)
+    from jaxprc import lax
+    x, d = args[0], dims[0]
+    if d is batching.not_mapped:
+        if not _vmapped("all_gather", params["axes"]):
+            return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension, **params), d
+        x = lax.broadcast_in_dim(x, (_batching_size(),) + x.aval.shape, tuple(range(1, x.aval.ndim + 1)))
+        d = 0
+    x = batching.moveaxis(x, d, 0)
+    if _vmapped("all_gather", params["axes"]):     # the examples, gathered: the batch axis moved
+        if params["tiled"]:
+            x = batching.moveaxis(x, 0, all_gather_dimension)
+            shape = list(x.aval.shape)
+            merged = shape[:all_gather_dimension] + [shape[all_gather_dimension] * shape[all_gather_dimension + 1]]
+            return lax.reshape(x, tuple(merged + shape[all_gather_dimension + 2:])), batching.not_mapped
+        return batching.moveaxis(x, 0, all_gather_dimension), batching.not_mapped
     return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension + 1, **params), 0
 
 
 batching.primitive_batchers[all_gather_p] = _all_gather_batch
+rules_for_unbatched.update((psum_p, pmax_p, pmin_p, ppermute_p, all_gather_p))
 
 
 def _psum_scatter_batch(args, dims, *, scatter_dimension, **params):
