@@ -34,7 +34,8 @@ from jaxprc.spmd import _sdy_attr
 from jaxprc.lowering import add_region, max_min, scalar_type
 from jaxlib.mlir.dialects import sdy
 
-from .control_flow.common import _front_dims, _new_vars, _pick, _nonzero_tangents, _split_outs, _transpose_call_outputs, check_operand_types, check_subjaxpr
+from .control_flow.common import (_front_dims, _new_vars, _nonzero_tangents, _pick, _split_outs,
+                                  _transpose_call_outputs, check_operand_types, check_subjaxpr)
 
 __all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p", "all_to_all_p",
            "ppermute_p", "axis_index_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "all_to_all",
@@ -729,7 +730,8 @@ def _axis_index_lowering(ctx, *, axis_name):
     i = names.index(axis_name)
     stride = math.prod(sizes[i + 1:])
     u32 = ir.RankedTensorType.get((), ir.IntegerType.get_unsigned(32))
-    pid = hlo.convert(mlir.aval_to_ir_type(ShapedArray((), np.dtype(np.int32))), hlo.PartitionIdOp(results=[u32]).result)
+    i32 = mlir.aval_to_ir_type(ShapedArray((), np.dtype(np.int32)))
+    pid = hlo.convert(i32, hlo.PartitionIdOp(results=[u32]).result)
     index = hlo.divide(pid, mlir.ir_constant(np.int32(stride)))
     return hlo.remainder(index, mlir.ir_constant(np.int32(sizes[i])))
 
