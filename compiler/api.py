@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import dispatch, float_checks, passes, runtime
+from . import dispatch, float_checks, passes, runtime, sharding, spmd
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -250,22 +250,26 @@ def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
 # ---------------------------------------------------------- runtime helpers
 
 def device_put(x, device=None):
-    """Move a pytree of host values to the device with jaxprc's dtypes.
+    """Move a pytree of host values to the device with jaxprc's dtypes; ``device`` (a Device, a
+    Sharding or a PartitionSpec under ``set_mesh``, or a pytree of them) says where.
 
     Arrays pass through, and so do traced values (inside jit there is nothing to move).
     """
-    if device is not None and device not in devices():
-        raise ValueError(f"device_put: {device!r} is not one of this process's devices {devices()}")
+    leaves, tree = _flatten(x)
+    targets = spmd.broadcast(device, tree, "device_put")
 
-    def put(leaf):
-        if isinstance(leaf, (Array, Tracer)):
+    def put(leaf, target):
+        if isinstance(leaf, Tracer):    # under a trace a placement is a layout constraint
+            return leaf if target is None else spmd.constrain([leaf], [target], "device_put")[0]
+        if isinstance(leaf, Array) and target is None:
             return leaf
-        aval = runtime_aval(get_aval(leaf))
+        aval = leaf.aval if isinstance(leaf, Array) else runtime_aval(get_aval(leaf))
         if runtime.carries_no_data(aval.dtype):       # float0 stays a host value, as in JAX
             return np.zeros(aval.shape, aval.dtype)
+        if target is not None:             # a device or sharding (jaxprc/sharding.py)
+            return sharding.put(leaf, sharding.resolve(target, "device_put"), aval)
         return Array(runtime.to_buffer(leaf, aval), aval)
-    leaves, tree = _flatten(x)
-    return tree.unflatten([put(leaf) for leaf in leaves])
+    return tree.unflatten([put(leaf, t) for leaf, t in zip(leaves, targets)])
 
 
 def block_until_ready(x):
@@ -352,6 +356,8 @@ def _host_signature(x):
     None for a value that is no array: the call then misses the cache, and
     tracing it raises the error naming the argument and the caller's line.
     """
+    if isinstance(x, Array):         # on several devices, or another one: its layout matters
+        return (x.aval, x.sharding)
     if type(x) is np.ndarray:
         return _ndarray_signature(x.shape, x.dtype, _config.jax_enable_x64)
     if type(x) in (float, int, bool, complex):
@@ -389,16 +395,18 @@ def _shared_caches(fun, options) -> tuple[dict, dict]:
 class JitFunction:
     """``jit(f)``: call it like ``f``; ``.lower(*args)`` gives the StableHLO."""
 
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
+                 in_shardings=None, out_shardings=None):
         functools.update_wrapper(self, fun)
+        self._shardings = (in_shardings, out_shardings)
         self._fun = fun
         self._name = _fun_name(fun)
         self._spec = _ArgSpec(fun, static_argnums, static_argnames)
         donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
         self._donate_argnums = frozenset(donate)
         # call signature -> _CompiledCall, and -> (jaxpr without consts, consts, out_tree)
-        self._cache, self._traced = _shared_caches(
-            fun, (self._spec.argnums, self._spec.argnames, self._donate_argnums))
+        self._cache, self._traced = ({}, {}) if in_shardings is not None or out_shardings is not None \
+            else _shared_caches(fun, (self._spec.argnums, self._spec.argnames, self._donate_argnums))
 
     # -- the fast path ----------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -433,7 +441,20 @@ class JitFunction:
             import logging
             logging.getLogger("jaxprc").warning("Compiling %s with global shapes and types %s.", self._name,
                                                 [a.str_short() for a in cj.in_avals])
+        plan = self._sharded_lowering(cj, out_tree, args, kwargs)
+        if plan is not None:
+            return spmd.ShardedCall(plan)
         return _CompiledCall(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs))
+
+    def _sharded_lowering(self, cj, out_tree, args, kwargs):
+        """The program's lowering over several devices, or None when it runs on the default one."""
+        leaves, in_tree = _flatten(self._spec.split(args, kwargs)[0])
+        ins, outs = self._shardings
+        if not spmd.needs_spmd(cj, leaves, ins, outs):
+            return None
+        return spmd.ShardedLowering(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs), leaves,
+                                    spmd.broadcast_args(ins, in_tree),
+                                    spmd.broadcast(outs, out_tree, "out_shardings"))
 
     def _donated_invars(self, args, kwargs) -> tuple:
         if not self._donate_argnums:
@@ -464,7 +485,13 @@ class JitFunction:
             if not any(isinstance(c, Tracer) for c in consts):   # closing over tracers: trace-specific
                 self._traced[key] = traced
         jaxpr, consts, out_tree = traced
+        ins, out_shardings = self._shardings     # constraints on the nested call's operands, results
+        if ins is not None:
+            leaves = spmd.constrain(leaves, spmd.broadcast_args(ins, treedef), f"jit of '{self._name}'")
         outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self._name)
+        if out_shardings is not None:
+            outs = spmd.constrain(outs, spmd.broadcast(out_shardings, out_tree, "out_shardings"),
+                                  f"jit of '{self._name}'")
         return out_tree.unflatten(outs)
 
     # -- ahead of time ------------------------------------------------------------
@@ -472,7 +499,8 @@ class JitFunction:
         """Trace and lower for these arguments (arrays, scalars or ShapeDtypeStructs)."""
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
         in_tree = _flatten(self._spec.split(args, kwargs)[0])[1]
-        return Lowered(cj, in_tree, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs))
+        return Lowered(cj, in_tree, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs),
+                       self._sharded_lowering(cj, out_tree, args, kwargs))
 
     def trace(self, *args, **kwargs) -> ClosedJaxpr:
         return _trace(self._fun, self._spec, args, kwargs, self._name)[0]
@@ -503,12 +531,16 @@ def _unhashable_static_error(name, key) -> ValueError:
         "as regular (traced) arguments instead.")
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
-    """Compile ``fun`` with XLA, once per argument signature; usable as ``@jit`` or ``@jit(...)``."""
+def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        in_shardings=None, out_shardings=None):
+    """Compile ``fun`` with XLA, once per argument signature; usable as ``@jit`` or ``@jit(...)``.
+    ``in_shardings``/``out_shardings`` (a sharding, or one per positional argument / result)
+    partition the program over their mesh's devices (jaxprc/spmd.py)."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums)
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums)
+                                 donate_argnums=donate_argnums, in_shardings=in_shardings,
+                                 out_shardings=out_shardings)
+    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
 
 
 # ------------------------------------------------------------ ahead of time
@@ -516,13 +548,14 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
 class Lowered:
     """``jit(f).lower(*args)``: the StableHLO of one call signature."""
 
-    def __init__(self, cj: ClosedJaxpr, in_tree, out_tree, name: str, donated_invars):
+    def __init__(self, cj: ClosedJaxpr, in_tree, out_tree, name: str, donated_invars, sharded=None):
         self.jaxpr = cj
         self._in_tree, self._out_tree = in_tree, out_tree
         self._name = name
         self._donated = tuple(donated_invars)
-        self._lowered = dispatch.lower_jaxpr(cj, name=name, donated_invars=self._donated,
-                                             platform=default_backend())
+        self._sharded = sharded          # over several devices: spmd.ShardedLowering
+        self._lowered = sharded.lowered if sharded is not None else dispatch.lower_jaxpr(
+            cj, name=name, donated_invars=self._donated, platform=default_backend())
 
     in_avals = property(lambda self: self.jaxpr.in_avals)
     out_avals = property(lambda self: self.jaxpr.out_avals)
@@ -535,6 +568,8 @@ class Lowered:
         return self._lowered.module
 
     def compile(self) -> "Compiled":
+        if self._sharded is not None:
+            return Compiled(spmd.ShardedCall(self._sharded), self._in_tree)
         return Compiled(_CompiledCall(self.jaxpr, self._out_tree, self._name, self._donated), self._in_tree)
 
 
@@ -591,8 +626,12 @@ _JIT_IMPLS = _ByIdentity()
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):
     """Eager binding of ``jit`` (outside any trace): compile its jaxpr once and run it."""
-    call = _JIT_IMPLS.get(jaxpr, lambda: _CompiledCall(jaxpr, _registry.flatten([0] * len(
-        jaxpr.out_avals))[1], f"jit_{name}", ()))
+    def make():
+        out_tree = _registry.flatten([0] * len(jaxpr.out_avals))[1]
+        if spmd.needs_spmd(jaxpr, args, None, None):      # over several devices (jaxprc/spmd.py)
+            return spmd.ShardedCall(spmd.ShardedLowering(jaxpr, out_tree, f"jit_{name}", (), args))
+        return _CompiledCall(jaxpr, out_tree, f"jit_{name}", ())
+    call = _JIT_IMPLS.get(jaxpr, make)
     return call(list(args))
 
 

@@ -27,7 +27,7 @@ from typing import Callable, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-from jaxlib.mlir.dialects import chlo, func
+from jaxlib.mlir.dialects import chlo, func, sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from .ir import dtypes as dt
@@ -90,12 +90,13 @@ _jax_mlir_ext.register_dialects(_REGISTRY)
 
 
 def make_context() -> ir.Context:
-    """A fresh MLIR context with func, stablehlo and chlo loaded (printed in pretty form)."""
+    """A fresh MLIR context with func, stablehlo, chlo and sdy (Shardy) loaded (printed in pretty form)."""
     ctx = ir.Context()
     ctx.append_dialect_registry(_REGISTRY)
     ctx.dialects["func"]            # loads the dialect (the registry only makes it available)
     hlo.register_dialect(ctx)
     chlo.register_dialect(ctx)
+    sdy.register_dialect(ctx)
     return ctx
 
 

@@ -20,6 +20,7 @@ from jaxprc.passes.registry import verify_pass_result
 from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_jaxpr
 
 from .evaluate import evaluate_jaxpr
+from .lax.parallel import batching_axis, named_axis
 
 __all__ = ["vmap"]
 
@@ -31,7 +32,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     (not mapped / not batched), or pytrees of those that are prefixes of the
     arguments tuple / the outputs. Keyword arguments are mapped over axis 0.
     ``axis_size`` gives the batch size when no argument is mapped.
-    ``axis_name`` is accepted for compatibility (no collectives exist yet).
+    ``axis_name`` names the mapped axis for the collectives ``fun`` calls (``psum pmean pmax pmin
+    all_gather``; compiler/lax/parallel.py).
     """
     if not callable(fun):
         raise TypeError(f"vmap requires a callable as its first argument, got {fun!r} of type "
@@ -81,11 +83,13 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
             return leaves
 
         name = getattr(fun, "__name__", "fun")
-        per_example = trace_to_jaxpr(flat_fun, [unbatched_aval(a, d) for a, d in zip(avals, axes)],
-                                     name=f"vmap({name})")
+        with named_axis(axis_name, size):      # collectives may name the mapped axis
+            per_example = trace_to_jaxpr(flat_fun, [unbatched_aval(a, d) for a, d in zip(avals, axes)],
+                                         name=f"vmap({name})")
         out_axes_flat = _flatten_axes("vmap out_axes", out_tree[0], out_axes)
         try:
-            batched = verify_pass_result("vmap", vmap_jaxpr(per_example, axes, size, out_axes_flat))
+            with batching_axis(axis_name, size):
+                batched = verify_pass_result("vmap", vmap_jaxpr(per_example, axes, size, out_axes_flat))
         except BatchSpecError as e:
             leaf_numbers = tree_unflatten(out_tree[0], range(out_tree[0].num_leaves))
             path, _ = tree_flatten_with_path(leaf_numbers)[0][e.leaf_idx]

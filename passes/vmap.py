@@ -118,6 +118,11 @@ def full(value, dtype, shape):
 
 # ------------------------------------------------------------ interpreter
 
+# Primitives whose rule runs even when no operand is batched (a collective over the vmapped axis
+# differs from the unbatched one); registered by their families.
+rules_for_unbatched: set = set()
+
+
 def batch_eval(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) -> tuple[list, list]:
     """Replay ``jaxpr`` in the current trace on batched ``args``; returns outputs and their batch dims.
 
@@ -135,7 +140,7 @@ def batch_eval(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) -
     for eqn in jaxpr.eqns:
         vals, in_dims = zip(*map(read, eqn.invars)) if eqn.invars else ((), ())
         with source_info_of(eqn.source_info):
-            if all(d is not_mapped for d in in_dims):
+            if all(d is not_mapped for d in in_dims) and eqn.primitive not in rules_for_unbatched:
                 outs = eqn.primitive.bind(*vals, **eqn.params)
                 out_dims = [not_mapped] * len(eqn.outvars) if eqn.primitive.multiple_results else not_mapped
             else:

@@ -185,6 +185,8 @@ class DeletedArrayError(RuntimeError):
 
 def to_numpy(a: Array) -> np.ndarray:
     """The host value of a device array: a read-only view of device memory on CPU."""
+    if type(a) is not Array:      # sharded over several devices (runtime/sharded.py)
+        return a.host_value()
     buf = a._buf
     if buf.is_deleted():
         raise DeletedArrayError(

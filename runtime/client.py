@@ -2,7 +2,8 @@
 
 CPU always works. CUDA is used when a CUDA PJRT plugin package
 (``jax-cuda12-pjrt`` / ``jax-cuda13-pjrt``) is installed and a GPU is visible;
-``JAXPRC_PLATFORM=cpu|cuda`` forces a choice. The plugin's Python package
+``JAXPRC_PLATFORM=cpu|cuda`` forces a choice. ``JAXPRC_NUM_CPU_DEVICES=N`` (read when the
+client is created) gives the CPU client N devices (JAX's ``jax_num_cpu_devices``). The plugin's Python package
 imports ``jax``, so we only *locate* its shared library and load it through
 jaxlib's own plugin loading.
 """
@@ -92,7 +93,18 @@ def _make_backend(requested: str) -> Backend:
                 warnings.warn(f"A CUDA PJRT plugin is installed but no GPU could be used ({e}); "
                               "falling back to the CPU. Set JAXPRC_PLATFORM=cpu to silence this.",
                               RuntimeWarning, stacklevel=3)
-    return Backend(xc.make_cpu_client(), "cpu")
+    return Backend(xc.make_cpu_client(**_cpu_device_count()), "cpu")
+
+
+def _cpu_device_count() -> dict:
+    """``num_devices`` for the CPU client from ``JAXPRC_NUM_CPU_DEVICES``; without it jaxlib's
+    default (one device, or ``XLA_FLAGS=--xla_force_host_platform_device_count=N``)."""
+    text = os.environ.get("JAXPRC_NUM_CPU_DEVICES", "").strip()
+    if not text:
+        return {}
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"JAXPRC_NUM_CPU_DEVICES={text!r}: expected a positive integer")
+    return {"num_devices": int(text)}
 
 
 # ------------------------------------------------------------------ CUDA

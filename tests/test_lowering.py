@@ -577,6 +577,37 @@ def test_host_callbacks():
     assert len(seen) == 1 and np.array_equal(seen[0], x)
 
 
+def test_sharding_constraint():
+    import jaxprc as jx
+    from jaxprc.sharding import NamedSharding, PartitionSpec
+    s = NamedSharding(jx.make_mesh((1,), ("x",), axis_types=(jx.sharding.AxisType.Auto,)), PartitionSpec(None, "x"))
+    x = sample((2, 3), F32)
+    (out,) = _as_list(run(lambda a: jx.lax.with_sharding_constraint(a, s), x))
+    check(out, x, F32)
+
+
+def test_shard_map_and_collectives_on_one_device():
+    """On a one-device mesh every collective is an identity (axis_index is 0); compiled through
+    jit, which partitions programs holding shard_map."""
+    import jaxprc as jx
+    from jaxprc.lax import parallel as par
+    x = sample((2, 3), F32)
+    f = jx.shard_map(lambda a: (par.psum(a, "i"), par.pmax(a, "i"), par.pmin(a, "i"),
+                                par.all_gather(a, "i", axis=1), par.ppermute(a, "i", [(0, 0)]),
+                                par.axis_index("i"), par.psum_scatter(a, "i", tiled=True),
+                                par.all_to_all(a, "i", 0, 1, tiled=True)),
+                     mesh=jx.make_mesh((1,), ("i",)), in_specs=jx.P("i"),
+                     out_specs=(jx.P("i"),) * 3 + (jx.P(),) * 3 + (jx.P("i"),) * 2)
+    _record(jx.make_jaxpr(f)(x).jaxpr)
+    outs = jx.jit(f)(x)
+    for o in outs[:3] + outs[4:5]:
+        check(o, x, F32)
+    check(outs[3], x[:, None], F32)
+    assert int(outs[5]) == 0
+    check(outs[6], x, F32)
+    check(outs[7], x, F32)
+
+
 REDUCTIONS = {"reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.max, "reduce_min": np.min,
               "reduce_and": None, "reduce_or": None, "reduce_xor": None}
 

@@ -127,7 +127,22 @@ CORPUS = {
                                     jx.jvp(lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 1, 2, 2),
                                                                        (1, 1, 1, 1), "SAME"), (x,), (x,))[1]),
                       [(1, 2, 3, 3), (2, 2, 2, 2)]),
+    # the collectives bound directly (their builders need a shard_map around them)
+    "parallel": (lambda x: (jx.shard_map(lambda a: a * 2, mesh=jx.make_mesh((1,), ("i",)), in_specs=jx.P("i"),
+                                         out_specs=jx.P("i"))(x),
+                            *[p.bind(x, axes=("i",)) for p in (lax.psum_p, lax.pmax_p, lax.pmin_p)],
+                            lax.all_gather_p.bind(x, axes=("i",), axis_size=1, all_gather_dimension=0, tiled=True),
+                            lax.ppermute_p.bind(x, axes=("i",), perm=((0, 0),)), lax.axis_index_p.bind(axis_name="i"),
+                            lax.psum_scatter_p.bind(x, axes=("i",), axis_size=1, scatter_dimension=0, tiled=True),
+                            lax.all_to_all_p.bind(x, axes=("i",), axis_size=1, split_axis=0, concat_axis=0)),
+                 [(3,)]),
+    "sharding": (lambda x: jx.lax.with_sharding_constraint(x, _one_device_sharding()), [(3,)]),
 }
+
+
+def _one_device_sharding():
+    from jaxprc.sharding import NamedSharding, PartitionSpec
+    return NamedSharding(jx.make_mesh((1,), ("x",), axis_types=(jx.sharding.AxisType.Auto,)), PartitionSpec("x"))
 
 
 def _trace(key) -> ClosedJaxpr:

@@ -31,6 +31,10 @@ LINEAR = {
     "reduce_precision", "optimization_barrier",
     "triangular_solve", "tridiagonal_solve",   # linear in the right-hand side b
     "conv_general_dilated", "reduce_window_sum", "select_and_gather_add", "select_and_scatter_add",
+    "sharding_constraint",   # a layout request: its tangent and cotangent get the same one
+    "shard_map", "psum", "ppermute",   # the body's transpose; psum <-> psum, ppermute back
+    "all_gather", "psum_scatter",   # each the other's transpose
+    "all_to_all",   # its transpose swaps split and concat axes
 }
 
 # (pass, primitive) -> why the pass has no rule for it.
@@ -40,6 +44,9 @@ EXCEPTIONS = {
     ("vmap", "iota"): "it has no operands, so it is never batched: the pass re-emits it as it is",
     ("jvp", "composite"): "as in JAX: wrap the composite in custom_jvp to differentiate it",
     ("vmap", "composite"): "as in JAX: a composite has no batching rule",
+    ("vmap", "axis_index"): "it has no operands, so it is never batched: the pass re-emits it as it is",
+    ("jvp", "pmax"): "no derivative, as in JAX",
+    ("jvp", "pmin"): "no derivative, as in JAX",
 }
 
 

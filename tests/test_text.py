@@ -16,6 +16,7 @@ from jaxprc.ir import (PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, 
                        param_type, trace_to_jaxpr)
 from jaxprc import lax as prims
 from jaxprc.ir import Effect, HostCallback
+from jaxprc.sharding import ShardingParam
 from jaxprc.lax import control_flow as cf
 from jaxprc.ir.equality import alpha_equivalent, structural_hash
 from jaxprc.ir.parser import ParseError, parse
@@ -221,6 +222,22 @@ _LINALG = {"cholesky": lambda a: lax.linalg.cholesky(a), "lu": lambda a: lax.lin
            "svd": lambda a: lax.linalg.svd(a, compute_uv=False), "eig": lambda a: lax.linalg.eig(a),
            "schur": lambda a: lax.linalg.schur(a), "hessenberg": lambda a: lax.linalg.hessenberg(a),
            "geqrf": lambda a: lax.linalg.geqrf(a)}
+        **{name: (_parallel, [sa((2, 3))])
+           for name in ("shard_map", "psum", "pmax", "pmin", "all_gather", "ppermute", "axis_index",
+                        "psum_scatter", "all_to_all")},
+        "sharding_constraint": (lambda x: prims.sharding_constraint_p.bind(x, sharding=ShardingParam(
+            ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), (("y", "x"),))), [sa((3, 2))]),
+    }
+
+
+def _parallel(x):
+    import jaxprc as jx
+    from jaxprc.sharding import PartitionSpec as PS
+    body = lambda a: (prims.psum(a, "i"), prims.pmax(a, "i"), prims.pmin(a, "i"),  # noqa: E731
+                      prims.all_gather(a, "i"), prims.ppermute(a, "i", [(0, 0)]), prims.axis_index("i"),
+                      prims.psum_scatter(a, "i", tiled=True), prims.all_to_all(a, "i", 0, 1, tiled=True))
+    return jx.shard_map(body, mesh=jx.make_mesh((1,), ("i",)), in_specs=PS("i"),
+                        out_specs=(PS("i"),) * 3 + (PS(),) * 3 + (PS("i"),) * 2)(x)
 
 
 @pytest.mark.parametrize("name", sorted(_structural_cases()))

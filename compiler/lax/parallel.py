@@ -1,0 +1,739 @@
+"""Per-device programs: ``shard_map`` and the collectives its body uses.
+
+``shard_map[jaxpr, mesh, in_specs, out_specs] *args`` runs ``jaxpr`` on every
+device of ``mesh`` with that device's block of each argument (split as
+``in_specs`` say, per dimension the mesh axes it is split over) and assembles
+the per-device results as ``out_specs`` say. In its body the collectives name
+mesh axes: ``psum pmax pmin`` (all-reduce), ``all_gather``, ``psum_scatter``
+(reduce-scatter), ``all_to_all``, ``ppermute``
+(collective permute), ``axis_index``. It lowers to Shardy's
+``sdy.manual_computation``; each collective to its StableHLO op with replica
+groups of logical device ids (positions in the mesh) and a channel handle
+(notes/distributed.md §3, §0.5).
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+
+import numpy as np
+
+from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import partial_eval as pe
+from jaxprc.interpreters.mlir import hlo, ir
+from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
+from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Record, Str, Tuple
+from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, trace_to_jaxpr
+from jaxprc.passes.partial_eval import partial_eval_jaxpr
+from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
+from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
+from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, rules_for_unbatched
+from jaxprc.sharding import ShardingParam
+from jaxprc.spmd import _sdy_attr
+from jaxprc.lowering import add_region, max_min, scalar_type
+from jaxlib.mlir.dialects import sdy
+
+from .control_flow.common import (_front_dims, _new_vars, _nonzero_tangents, _pick, _split_outs,
+                                  _transpose_call_outputs, check_operand_types, check_subjaxpr)
+
+__all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p", "all_to_all_p",
+           "ppermute_p", "axis_index_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "all_to_all",
+           "ppermute", "axis_index", "axis_size"]
+
+
+# ------------------------------------------------------------ axis environment
+
+_ENV = threading.local()
+
+
+def _axis_env() -> dict:
+    """Mesh axis name -> size, for the shard_map bodies being traced (innermost last)."""
+    return getattr(_ENV, "axes", {})
+
+
+def _axes(axis_name, fn: str) -> tuple:
+    names = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+    env = _axis_env()
+    for n in names:
+        if n not in env:
+            raise NameError(f"{fn}: unbound axis name: {n!r}. The axis names in scope are "
+                            f"{sorted(env)} (collectives work inside shard_map over a mesh with that axis)")
+    return names
+
+
+@contextlib.contextmanager
+def named_axis(name, size: int):
+    """Trace with the axis ``name`` (a vmap's ``axis_name``; None: none) of ``size`` in scope."""
+    saved, saved_names = _axis_env(), getattr(_ENV, "vmap_names", frozenset())
+    if name is not None:
+        _ENV.axes, _ENV.vmap_names = {**saved, name: size}, saved_names | {name}
+    try:
+        yield
+    finally:
+        _ENV.axes, _ENV.vmap_names = saved, saved_names
+
+
+@contextlib.contextmanager
+def batching_axis(name, size: int):
+    """Batch with ``name`` (of ``size``) the axis being vectorized: collectives over it act on
+    the batch axis."""
+    saved = getattr(_ENV, "batching", None)
+    _ENV.batching = None if name is None else (name, size)
+    try:
+        yield
+    finally:
+        _ENV.batching = saved
+
+
+def _batching_name():
+    current = getattr(_ENV, "batching", None)
+    return None if current is None else current[0]
+
+
+def _batching_size() -> int:
+    return _ENV.batching[1]
+
+
+def axis_size(axis_name) -> int:
+    env = _axis_env()
+    return math.prod(env[n] for n in _axes(axis_name, "axis_size"))
+
+
+# ------------------------------------------------------------------ shard_map
+
+def _block_shape(shape, dims, sizes, fn, what):
+    out = list(shape)
+    for i, axes in enumerate(dims):
+        ways = math.prod(sizes[a] for a in axes)
+        if out[i] % ways:
+            raise JaxprTypeError(f"{fn}: {what} dimension {i} of size {out[i]} is split {ways} ways "
+                                 f"(over mesh axes {axes}), which does not divide it")
+        out[i] //= ways
+    return tuple(out)
+
+
+def _shard_map_rule(*avals, jaxpr, mesh, in_specs, out_specs):
+    check_subjaxpr("shard_map", "jaxpr", jaxpr)
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    if len(in_specs) != len(avals) or len(out_specs) != len(jaxpr.out_avals):
+        raise JaxprTypeError(f"shard_map: {len(in_specs)} in_specs for {len(avals)} operands and "
+                             f"{len(out_specs)} out_specs for {len(jaxpr.out_avals)} results")
+    for spec in in_specs + out_specs:
+        for axes in spec:
+            if any(a not in sizes for a in axes):
+                raise JaxprTypeError(f"shard_map: a spec names axes {axes} not in the mesh {mesh.axis_names}")
+    blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"operand {i}"))
+              for i, (a, s) in enumerate(zip(avals, in_specs))]
+    check_operand_types("shard_map", "operands (blocks of the body's inputs)", jaxpr.in_avals, blocks)
+    outs = []
+    for a, spec in zip(jaxpr.out_avals, out_specs):
+        shape = list(a.shape)
+        for i, axes in enumerate(spec):
+            shape[i] *= math.prod(sizes[x] for x in axes)
+        outs.append(a.update(shape=tuple(shape)))
+    return outs
+
+
+_SPEC = Tuple(Tuple(Tuple(Str())))
+shard_map_p = Primitive("shard_map")
+shard_map_p.multiple_results = True
+shard_map_p.def_params(jaxpr=ClosedJaxprParam(), mesh=Record(ShardingParam), in_specs=_SPEC, out_specs=_SPEC)
+shard_map_p.def_abstract_eval(_shard_map_rule)
+
+
+def _spec_dims(spec, ndim: int, fn: str) -> tuple:
+    from jaxprc.sharding import PartitionSpec
+    spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
+    if len(spec) > ndim:
+        raise ValueError(f"{fn}: spec {spec} has more entries than the value's {ndim} dimensions")
+    return spec.axes(ndim)
+
+
+def _shard_map_impl(*args, jaxpr, **params):
+    """Eagerly: a jit of the one call (the program over the mesh's devices), kept while its
+    body lives."""
+    from jaxprc.api import _ByIdentity, jit
+    global _EAGER
+    _EAGER = _EAGER or _ByIdentity()
+    per_params = _EAGER.get(jaxpr, dict)
+    key = tuple(params.values())
+    if key not in per_params:
+        per_params[key] = jit(lambda *a: shard_map_p.bind(*a, jaxpr=jaxpr, **params))
+    return per_params[key](*args)
+
+
+_EAGER = None     # body jaxpr (by identity) -> {params: jitted call}
+
+
+shard_map_p.def_impl(_shard_map_impl)
+
+
+def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs):
+    nonzeros = [not isinstance(t, Zero) for t in tangents]
+    body, out_nz = jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
+    body, consts = close_over_consts(body)
+    const_specs = _replicated(consts)
+    tangent_specs = tuple(s for s, nz in zip(in_specs, nonzeros) if nz)
+    outs = shard_map_p.bind(*consts, *primals, *_nonzero_tangents(tangents, nonzeros), jaxpr=body, mesh=mesh,
+                            in_specs=const_specs + tuple(in_specs) + tangent_specs,
+                            out_specs=tuple(out_specs) + tuple(s for s, nz in zip(out_specs, out_nz) if nz))
+    return _split_outs(outs, len(jaxpr.out_avals), out_nz, [o.aval for o in outs[:len(jaxpr.out_avals)]])
+
+
+ad.primitive_jvps[shard_map_p] = _shard_map_jvp
+
+
+def _unmentioned(mesh, spec) -> tuple:
+    """The mesh axes a value with ``spec`` is replicated over."""
+    return tuple(n for n in mesh.axis_names if all(n not in axes for axes in spec))
+
+
+def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs):
+    """The body transposed, per device. A result replicated over some axes has its cotangent
+    split evenly among the copies, and a replicated argument sums its devices' cotangents; with
+    psum transposed to psum these give the cotangents of the global function."""
+    from jaxprc import lax
+    linear = [is_undefined_primal(a) for a in args]
+    ct_cj, nonzeros = transpose_jaxpr(jaxpr, linear, instantiate=False)
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
+    ct_specs = [s for s, nz in zip(lin_specs, nonzeros) if nz]
+    n_nonlin = linear.count(False)
+
+    def body(*xs):
+        cts_in = list(xs[n_nonlin:])
+        for i, spec in enumerate(out_specs):
+            copies = math.prod(sizes[n] for n in _unmentioned(mesh, spec))
+            if copies > 1:
+                cts_in[i] = lax.div(cts_in[i], lax.full((), copies, cts_in[i].dtype))
+        outs = eval_jaxpr(ct_cj.jaxpr, ct_cj.consts, *xs[:n_nonlin], *cts_in)
+        return [psum_p.bind(o, axes=_unmentioned(mesh, s)) if _unmentioned(mesh, s) else o
+                for o, s in zip(outs, ct_specs)]
+    traced = _trace_body(body, ct_cj.in_avals, sizes)
+    body_j, consts = close_over_consts(traced)
+    outs = shard_map_p.bind(*consts, *[a for a in args if not is_undefined_primal(a)],
+                            *map(instantiate_zeros, cts), jaxpr=body_j, mesh=mesh,
+                            in_specs=_replicated(consts) + tuple(s for s, lin in zip(in_specs, linear) if not lin)
+                            + tuple(out_specs), out_specs=tuple(ct_specs))
+    return _transpose_call_outputs(outs, args, nonzeros)
+
+
+def _replicated(values) -> tuple:
+    return tuple(tuple(() for _ in np.shape(v)) for v in values)
+
+
+def _trace_body(fun, block_avals, sizes):
+    """Trace a shard_map body on per-device blocks, with the mesh's axes in scope."""
+    saved = _axis_env()
+    _ENV.axes = {**saved, **sizes}
+    try:
+        return trace_to_jaxpr(fun, list(block_avals), name="shard_map")
+    finally:
+        _ENV.axes = saved
+
+
+ad.primitive_transposes[shard_map_p] = _shard_map_transpose
+
+
+def _pe_shard_map(eqn, uk_in):
+    """Split the body into its known part (primal, run now) and unknown part (tangents). The
+    residuals go from one to the other as per-device blocks stacked along dimension 0 over all
+    mesh axes (scalars as blocks of one)."""
+    from jaxprc import lax
+    p = eqn.params
+    mesh, every = p["mesh"], tuple(p["mesh"].axis_names)
+    known, unknown, out_uk, n_res = partial_eval_jaxpr(p["jaxpr"], uk_in, False)
+    res_avals = known.out_avals[len(known.out_avals) - n_res:]
+    n_known_out = len(known.out_avals) - n_res
+
+    def known_fn(*xs):
+        outs = eval_jaxpr(known.jaxpr, known.consts, *xs)
+        return outs[:n_known_out] + [r if r.ndim else lax.reshape(r, (1,)) for r in outs[n_known_out:]]
+
+    def unknown_fn(*xs):
+        res = [r if a.ndim else lax.reshape(r, ()) for r, a in zip(xs[:n_res], res_avals)]
+        return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[n_res:])
+    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    k_body, k_consts = close_over_consts(_trace_body(known_fn, known.in_avals, sizes))
+    u_blocks = [a if a.ndim else a.update(shape=(1,)) for a in res_avals] + list(unknown.in_avals[n_res:])
+    u_body, u_consts = close_over_consts(_trace_body(unknown_fn, u_blocks, sizes))
+    if k_consts or u_consts:
+        raise NotImplementedError("shard_map: differentiating a body that builds array constants in "
+                                  "its primal part is not supported")
+    n = math.prod(mesh.axis_sizes)
+    res_specs = tuple(((every,) + ((),) * (a.ndim - 1)) for a in u_blocks[:n_res])
+    residuals = _new_vars([a.update(shape=(a.shape[0] * n,) + a.shape[1:]) for a in u_blocks[:n_res]])
+    in_specs, out_specs = p["in_specs"], p["out_specs"]
+    k_eqn = eqn.replace(invars=_pick(eqn.invars, uk_in, False), outvars=_pick(eqn.outvars, out_uk, False) + residuals,
+                        params={**p, "jaxpr": k_body, "in_specs": tuple(_pick(in_specs, uk_in, False)),
+                                "out_specs": tuple(_pick(out_specs, out_uk, False)) + res_specs})
+    u_eqn = eqn.replace(invars=residuals + _pick(eqn.invars, uk_in), outvars=_pick(eqn.outvars, out_uk),
+                        params={**p, "jaxpr": u_body, "in_specs": res_specs + tuple(_pick(in_specs, uk_in)),
+                                "out_specs": tuple(_pick(out_specs, out_uk))})
+    return [k_eqn], [u_eqn], out_uk
+
+
+pe.partial_eval_jaxpr_custom_rules[shard_map_p] = _pe_shard_map
+
+
+def _shard_map_batch(args, dims, *, jaxpr, mesh, in_specs, out_specs):
+    """The batch axis (moved to the front) is not split: each device runs the batched body."""
+    args = [x if d is batching.not_mapped else batching.moveaxis(x, d, 0) for x, d in zip(args, dims)]
+    front = [batching.not_mapped if d is batching.not_mapped else 0 for d in dims]
+    body, out_b = batch_jaxpr(jaxpr, axis_size_of(args, front), front)
+    in_specs = tuple(s if d is batching.not_mapped else ((),) + tuple(s) for s, d in zip(in_specs, dims))
+    out_specs = tuple(((),) + tuple(s) if b else s for s, b in zip(out_specs, out_b))
+    outs = shard_map_p.bind(*args, jaxpr=body, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    return outs, _front_dims(out_b)
+
+
+batching.primitive_batchers[shard_map_p] = _shard_map_batch
+
+
+def _shard_map_lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs):
+    mctx = ctx.module_context
+    if math.prod(mesh.axis_sizes) == 1:      # one device: the body as it is (XLA partitions nothing)
+        return _with_axis_env(mctx, mesh, lambda: ctx.lower_jaxpr(jaxpr, *args))
+    manual = [ir.StringAttr.get(n) for n in mesh.axis_names]
+    per_value = lambda specs, avals: sdy.TensorShardingPerValueAttr.get(       # noqa: E731
+        [_sdy_attr(mesh._replace(dims=s), a.ndim) for s, a in zip(specs, avals)])
+    op = sdy.ManualComputationOp([mctx.ir_type(a) for a in ctx.avals_out], list(args),
+                                 per_value(in_specs, ctx.avals_in), per_value(out_specs, ctx.avals_out),
+                                 sdy.ManualAxesAttr.get(manual))
+    block = op.body.blocks.append(*[mctx.ir_type(a) for a in jaxpr.in_avals])
+    with ir.InsertionPoint(block):
+        sdy.ReturnOp(list(_with_axis_env(mctx, mesh, lambda: ctx.lower_jaxpr(jaxpr, *block.arguments))))
+    return list(op.results)
+
+
+def _with_axis_env(mctx, mesh, lower):
+    """``lower()`` with the mesh's axes known to the collectives' lowerings."""
+    outer = getattr(mctx, "axis_env", None)
+    mctx.axis_env = (mesh.axis_names, mesh.axis_sizes)
+    try:
+        return lower()
+    finally:
+        mctx.axis_env = outer
+
+
+mlir.register_lowering(shard_map_p, _shard_map_lowering)
+
+
+def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset(), check_vma=True):
+    """Run ``f`` on each device of ``mesh`` with its blocks of the arguments (``in_specs``) and
+    assemble its results (``out_specs``); in ``f`` the collectives name the mesh's axes."""
+    if f is None:
+        return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                                   axis_names=axis_names, check_vma=check_vma)
+    from jaxprc import sharding as shd
+    from jaxprc.tree_util import tree_flatten, tree_unflatten
+    from jaxprc.ir.tracing import get_aval
+    from jaxprc.spmd import broadcast
+
+    def wrapped(*args):
+        m = mesh if mesh is not None else shd.get_mesh()
+        if not isinstance(m, shd.Mesh):
+            raise ValueError("shard_map: give mesh=, or set one with jaxprc.set_mesh(mesh)")
+        if axis_names and set(axis_names) != set(m.axis_names):
+            raise NotImplementedError("shard_map: axis_names must be all of the mesh's axes "
+                                      "(partially manual shard_map is not supported)")
+        leaves, tree = tree_flatten(args)
+        avals = [get_aval(x) for x in leaves]
+        specs = [_spec_dims(s if s is not None else (), a.ndim, "shard_map in_specs")
+                 for a, s in zip(avals, broadcast(in_specs, tree, "shard_map in_specs"))]
+        sizes = dict(zip(m.axis_names, m.axis_sizes))
+        blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"argument {i}"))
+                  for i, (a, s) in enumerate(zip(avals, specs))]
+        out_box = []
+
+        def body(*flat):
+            out_leaves, out_tree = tree_flatten(f(*tree_unflatten(tree, list(flat))))
+            out_box.append(out_tree)
+            return out_leaves
+
+        cj = _trace_body(body, blocks, sizes)
+        jaxpr, consts = close_over_consts(cj)
+        out_tree = out_box[0]
+        o_specs = [_spec_dims(s if s is not None else (), a.ndim, "shard_map out_specs")
+                   for a, s in zip(jaxpr.out_avals, broadcast(out_specs, out_tree, "shard_map out_specs"))]
+        param = ShardingParam.of(shd.NamedSharding(m, shd.PartitionSpec()))
+        outs = shard_map_p.bind(*consts, *leaves, jaxpr=jaxpr, mesh=param,
+                                in_specs=_replicated(consts) + tuple(specs),
+                                out_specs=tuple(o_specs))
+        return tree_unflatten(out_tree, outs)
+    return wrapped
+
+
+# ------------------------------------------------------------------ collectives
+
+def _same_type(name):
+    def rule(x, *, axes):
+        if not axes:
+            raise JaxprTypeError(f"{name}: needs at least one axis name")
+        return x
+    return rule
+
+
+def _reducer(name):
+    p = Primitive(name)
+    p.def_abstract_eval(_same_type(name))
+    p.def_params(axes=Tuple(Str()))
+    return p
+
+
+psum_p, pmax_p, pmin_p = _reducer("psum"), _reducer("pmax"), _reducer("pmin")
+ad.defjvp_linear(psum_p)
+
+all_gather_p = Primitive("all_gather")
+all_gather_p.def_params(axes=Tuple(Str()), axis_size=Int(min=1), all_gather_dimension=Int(min=0), tiled=Bool())
+
+
+def _all_gather_rule(x, *, axes, axis_size, all_gather_dimension, tiled):
+    d = all_gather_dimension
+    if d > x.ndim - (1 if tiled else 0):
+        raise JaxprTypeError(f"all_gather: all_gather_dimension {d} is out of range for {x.str_short()}")
+    shape = list(x.shape)
+    if tiled:
+        shape[d] *= axis_size
+    else:
+        shape.insert(d, axis_size)
+    return x.update(shape=tuple(shape))
+
+
+all_gather_p.def_abstract_eval(_all_gather_rule)
+ad.defjvp_linear(all_gather_p)
+
+psum_scatter_p = Primitive("psum_scatter")
+psum_scatter_p.def_params(axes=Tuple(Str()), axis_size=Int(min=1), scatter_dimension=Int(min=0), tiled=Bool())
+
+
+def _psum_scatter_rule(x, *, axes, axis_size, scatter_dimension, tiled):
+    d = scatter_dimension
+    if d >= x.ndim:
+        raise JaxprTypeError(f"psum_scatter: scatter_dimension {d} is out of range for {x.str_short()}")
+    n = x.shape[d]
+    if (tiled and n % axis_size) or (not tiled and n != axis_size):
+        raise JaxprTypeError(f"psum_scatter: dimension {d} of {x.str_short()} must be "
+                             f"{'a multiple of' if tiled else 'equal to'} the axis size {axis_size}")
+    shape = list(x.shape)
+    if tiled:
+        shape[d] //= axis_size
+    else:
+        del shape[d]
+    return x.update(shape=tuple(shape))
+
+
+psum_scatter_p.def_abstract_eval(_psum_scatter_rule)
+ad.defjvp_linear(psum_scatter_p)
+
+all_to_all_p = Primitive("all_to_all")     # the tiled form: all_to_all() adds/removes the axis
+all_to_all_p.def_params(axes=Tuple(Str()), axis_size=Int(min=1), split_axis=Int(min=0), concat_axis=Int(min=0))
+
+
+def _all_to_all_rule(x, *, axes, axis_size, split_axis, concat_axis):
+    if split_axis >= x.ndim or concat_axis >= x.ndim:
+        raise JaxprTypeError(f"all_to_all: split_axis {split_axis} or concat_axis {concat_axis} is out of "
+                             f"range for {x.str_short()}")
+    if x.shape[split_axis] % axis_size:
+        raise JaxprTypeError(f"all_to_all: dimension {split_axis} of {x.str_short()} must be a multiple of "
+                             f"the axis size {axis_size}")
+    shape = list(x.shape)
+    shape[split_axis] //= axis_size
+    shape[concat_axis] *= axis_size
+    return x.update(shape=tuple(shape))
+
+
+all_to_all_p.def_abstract_eval(_all_to_all_rule)
+ad.defjvp_linear(all_to_all_p)
+
+ppermute_p = Primitive("ppermute")
+ppermute_p.def_params(axes=Tuple(Str()), perm=Tuple(Tuple(Int(min=0))))
+ppermute_p.def_abstract_eval(lambda x, *, axes, perm: x)
+ad.defjvp_linear(ppermute_p)
+
+axis_index_p = Primitive("axis_index")
+axis_index_p.def_params(axis_name=Str())
+axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), np.dtype(np.int32)))
+
+
+def _tree_map(fn, x):
+    from jaxprc.tree_util import tree_map
+    return tree_map(fn, x)
+
+
+def psum(x, axis_name):
+    axes = _axes(axis_name, "psum")
+    return _tree_map(lambda v: psum_p.bind(v, axes=axes), x)
+
+
+def pmax(x, axis_name):
+    axes = _axes(axis_name, "pmax")
+    return _tree_map(lambda v: pmax_p.bind(v, axes=axes), x)
+
+
+def pmin(x, axis_name):
+    axes = _axes(axis_name, "pmin")
+    return _tree_map(lambda v: pmin_p.bind(v, axes=axes), x)
+
+
+def pmean(x, axis_name):
+    from jaxprc import lax
+    n = axis_size(axis_name)
+    return _tree_map(lambda v: lax.div(v, lax.convert_element_type(n, v.dtype)), psum(x, axis_name))
+
+
+def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
+    axes = _axes(axis_name, "all_gather")
+    return _tree_map(lambda v: all_gather_p.bind(v, axes=axes, axis_size=axis_size(axis_name),
+                                                 all_gather_dimension=int(axis) % (v.ndim + (0 if tiled else 1)),
+                                                 tiled=bool(tiled)), x)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = False):
+    """The sum over ``axis_name``, of which each device keeps its block along ``scatter_dimension``."""
+    axes = _axes(axis_name, "psum_scatter")
+    return _tree_map(lambda v: psum_scatter_p.bind(v, axes=axes, axis_size=axis_size(axis_name),
+                                                   scatter_dimension=int(scatter_dimension) % v.ndim,
+                                                   tiled=bool(tiled)), x)
+
+
+def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):
+    """Split ``split_axis`` into one block per device along ``axis_name``, send block i to device
+    i, and put the received blocks along ``concat_axis`` (a new axis unless ``tiled``)."""
+    from jaxprc import lax
+    axes = _axes(axis_name, "all_to_all")
+    n = axis_size(axis_name)
+
+    def one(v):
+        split, concat = int(split_axis) % v.ndim, int(concat_axis) % v.ndim
+        if not tiled:
+            if v.shape[split] != n:
+                raise ValueError(f"all_to_all: the size of axis {axis_name!r} ({n}) must equal "
+                                 f"x.shape[split_axis] ({v.shape[split]})")
+            if split < concat:
+                concat += 1
+                v = lax.expand_dims(v, (concat,))
+            elif split > concat:
+                v = lax.expand_dims(v, (concat,))
+                split += 1
+        out = all_to_all_p.bind(v, axes=axes, axis_size=n, split_axis=split, concat_axis=concat)
+        return lax.squeeze(out, (split,)) if not tiled and split != concat else out
+    return _tree_map(one, x)
+
+
+def ppermute(x, axis_name, perm):
+    axes = _axes(axis_name, "ppermute")
+    n = axis_size(axis_name)
+    perm = tuple((int(s), int(d)) for s, d in perm)
+    srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
+    if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts) or not all(0 <= i < n for i in srcs + dsts):
+        raise ValueError(f"ppermute: perm {perm} must pair distinct sources with distinct destinations in "
+                         f"[0, {n}) (the size of axis {axis_name!r})")
+    return _tree_map(lambda v: ppermute_p.bind(v, axes=axes, perm=perm), x)
+
+
+def axis_index(axis_name):
+    (name,) = _axes(axis_name, "axis_index")
+    if name in getattr(_ENV, "vmap_names", ()):
+        raise NotImplementedError(f"axis_index over the vmap axis {name!r} is not supported")
+    return axis_index_p.bind(axis_name=name)
+
+
+def _vmapped(prim: str, axes) -> bool:
+    """Whether the collective names the axis a vmap is batching now (``vmap(axis_name=)``)."""
+    name = _batching_name()
+    if name is None or name not in axes:
+        return False
+    if prim not in ("psum", "pmax", "pmin") and axes != (name,):
+        raise NotImplementedError(f"{prim} over a vmap axis together with other axes {axes} is not supported")
+    return True
+
+
+def _reduce_batch(prim):
+    """Across devices, elementwise within one: the batch axis stays put; over the vmapped axis a
+    reduction along the batch axis (the result is the same for every example)."""
+    def rule(args, dims, *, axes):
+        from jaxprc import lax
+        (x,), (d,) = args, dims
+        if _vmapped(prim.name, axes):
+            if d is batching.not_mapped:      # the same value in every example
+                if prim.name == "psum":
+                    x = lax.mul(x, lax.full((), _batching_size(), x.aval.dtype))
+            else:
+                x = {"psum": lax.reduce_sum, "pmax": lax.reduce_max, "pmin": lax.reduce_min}[prim.name](x, (d,))
+                d = batching.not_mapped
+            axes = tuple(a for a in axes if a != _batching_name())
+        return (prim.bind(x, axes=axes) if axes else x), d
+    return rule
+
+
+for _p in (psum_p, pmax_p, pmin_p):
+    batching.primitive_batchers[_p] = _reduce_batch(_p)
+
+
+def _ppermute_batch(args, dims, *, axes, perm):
+    if _vmapped("ppermute", axes) and dims[0] is not batching.not_mapped:
+        raise NotImplementedError("ppermute over a vmap axis is not supported")
+    return ppermute_p.bind(args[0], axes=axes, perm=perm), dims[0]
+
+
+batching.primitive_batchers[ppermute_p] = _ppermute_batch
+
+
+def _all_gather_batch(args, dims, *, all_gather_dimension, **params):
+    from jaxprc import lax
+    x, d = args[0], dims[0]
+    if d is batching.not_mapped:
+        if not _vmapped("all_gather", params["axes"]):
+            return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension, **params), d
+        x = lax.broadcast_in_dim(x, (_batching_size(),) + x.aval.shape, tuple(range(1, x.aval.ndim + 1)))
+        d = 0
+    x = batching.moveaxis(x, d, 0)
+    if _vmapped("all_gather", params["axes"]):     # the examples, gathered: the batch axis moved
+        if params["tiled"]:
+            x = batching.moveaxis(x, 0, all_gather_dimension)
+            shape = list(x.aval.shape)
+            merged = shape[:all_gather_dimension] + [shape[all_gather_dimension] * shape[all_gather_dimension + 1]]
+            return lax.reshape(x, tuple(merged + shape[all_gather_dimension + 2:])), batching.not_mapped
+        return batching.moveaxis(x, 0, all_gather_dimension), batching.not_mapped
+    return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension + 1, **params), 0
+
+
+batching.primitive_batchers[all_gather_p] = _all_gather_batch
+rules_for_unbatched.update((psum_p, pmax_p, pmin_p, ppermute_p, all_gather_p))
+
+
+def _psum_scatter_batch(args, dims, *, scatter_dimension, **params):
+    x = batching.moveaxis(args[0], dims[0], 0)
+    return psum_scatter_p.bind(x, scatter_dimension=scatter_dimension + 1, **params), 0
+
+
+batching.primitive_batchers[psum_scatter_p] = _psum_scatter_batch
+# all_gather is a psum of each block put in its place: the transposes are each other
+ad.primitive_transposes[all_gather_p] = lambda ct, x, *, axes, axis_size, all_gather_dimension, tiled: [
+    ct if isinstance(ct, Zero) else psum_scatter_p.bind(ct, axes=axes, axis_size=axis_size,
+                                                        scatter_dimension=all_gather_dimension, tiled=tiled)]
+ad.primitive_transposes[all_to_all_p] = lambda ct, x, *, axes, axis_size, split_axis, concat_axis: [
+    ct if isinstance(ct, Zero) else all_to_all_p.bind(ct, axes=axes, axis_size=axis_size,
+                                                      split_axis=concat_axis, concat_axis=split_axis)]
+
+
+def _all_to_all_batch(args, dims, *, split_axis, concat_axis, **params):
+    x = batching.moveaxis(args[0], dims[0], 0)
+    return all_to_all_p.bind(x, split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params), 0
+
+
+batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
+ad.primitive_transposes[psum_scatter_p] = lambda ct, x, *, axes, axis_size, scatter_dimension, tiled: [
+    ct if isinstance(ct, Zero) else all_gather_p.bind(ct, axes=axes, axis_size=axis_size,
+                                                      all_gather_dimension=scatter_dimension, tiled=tiled)]
+ad.defjvp_zero(axis_index_p)
+# Transposes in the per-device view of shard_map's transpose (replicated cotangents split evenly)
+ad.primitive_transposes[psum_p] = lambda ct, x, *, axes: [ct if isinstance(ct, Zero) else psum_p.bind(ct, axes=axes)]
+ad.primitive_transposes[ppermute_p] = lambda ct, x, *, axes, perm: [     # send the values back
+    ct if isinstance(ct, Zero) else ppermute_p.bind(ct, axes=axes, perm=tuple((d, s) for s, d in perm))]
+
+
+# ------------------------------------------------------------------ lowering
+
+def _mesh_of(ctx, prim: str):
+    env = getattr(ctx.module_context, "axis_env", None)
+    if env is None:
+        raise ValueError(f"{prim}: a collective outside shard_map (its axis names are unbound)")
+    return env
+
+
+def _groups(ctx, axes, prim):
+    """Replica groups (logical device ids) of the devices that differ only along ``axes``."""
+    names, sizes = _mesh_of(ctx, prim)
+    ids = np.arange(math.prod(sizes)).reshape(sizes)
+    keep = [i for i, n in enumerate(names) if n not in axes]
+    order = keep + [names.index(a) for a in axes]
+    return ids.transpose(order).reshape(-1, math.prod(sizes[names.index(a)] for a in axes))
+
+
+def _dense(groups):
+    groups = np.ascontiguousarray(groups, np.int64)
+    return ir.DenseIntElementsAttr.get(groups, type=ir.IntegerType.get_signless(64), shape=groups.shape)
+
+
+def _channel(ctx):
+    mctx = ctx.module_context
+    mctx.channels = getattr(mctx, "channels", 0) + 1
+    return hlo.ChannelHandle.get(mctx.channels, 1)      # type 1: device to device
+
+
+def _reduce_lowering(kind):
+    def rule(ctx, x, *, axes):
+        (aval,) = ctx.avals_in
+        op = hlo.AllReduceOp([x.type], [x], _dense(_groups(ctx, axes, kind)), channel_handle=_channel(ctx),
+                             use_global_device_ids=True)
+        combine = hlo.add if kind == "psum" else max_min(kind[1:], aval.dtype)
+        add_region(op.regions[0], [scalar_type(aval.dtype)] * 2, combine)
+        return op.results[0]
+    return rule
+
+
+for _p in (psum_p, pmax_p, pmin_p):
+    mlir.register_lowering(_p, _reduce_lowering(_p.name))
+
+
+def _all_gather_lowering(ctx, x, *, axes, axis_size, all_gather_dimension, tiled):
+    (aval,), (out,) = ctx.avals_in, ctx.avals_out
+    if not tiled:
+        shape = list(aval.shape)
+        shape.insert(all_gather_dimension, 1)
+        x = hlo.reshape(ir.RankedTensorType.get(shape, mlir.dtype_to_ir_type(aval.dtype)), x)
+    op = hlo.AllGatherOp([ctx.module_context.ir_type(out)], [x], all_gather_dimension,
+                         _dense(_groups(ctx, axes, "all_gather")), channel_handle=_channel(ctx),
+                         use_global_device_ids=True)
+    return op.results[0]
+
+
+mlir.register_lowering(all_gather_p, _all_gather_lowering)
+
+
+def _psum_scatter_lowering(ctx, x, *, axes, axis_size, scatter_dimension, tiled):
+    (aval,), (out,) = ctx.avals_in, ctx.avals_out
+    shape = list(aval.shape)
+    shape[scatter_dimension] //= axis_size
+    block = ir.RankedTensorType.get(shape, mlir.dtype_to_ir_type(aval.dtype))
+    op = hlo.ReduceScatterOp(block, x, scatter_dimension, _dense(_groups(ctx, axes, "psum_scatter")),
+                             channel_handle=_channel(ctx), use_global_device_ids=True)
+    add_region(op.regions[0], [scalar_type(aval.dtype)] * 2, hlo.add)
+    return op.result if tiled else hlo.reshape(ctx.module_context.ir_type(out), op.result)
+
+
+mlir.register_lowering(psum_scatter_p, _psum_scatter_lowering)
+
+
+def _all_to_all_lowering(ctx, x, *, axes, axis_size, split_axis, concat_axis):
+    op = hlo.AllToAllOp([x], split_axis, concat_axis, axis_size, _dense(_groups(ctx, axes, "all_to_all")),
+                        channel_handle=_channel(ctx), results=[ctx.module_context.ir_type(ctx.avals_out[0])])
+    return op.results[0]
+
+
+mlir.register_lowering(all_to_all_p, _all_to_all_lowering)
+
+
+def _ppermute_lowering(ctx, x, *, axes, perm):
+    pairs = [(g[s], g[d]) for g in _groups(ctx, axes, "ppermute") for s, d in perm]
+    return hlo.CollectivePermuteOp(x, _dense(pairs), channel_handle=_channel(ctx)).result
+
+
+mlir.register_lowering(ppermute_p, _ppermute_lowering)
+
+
+def _axis_index_lowering(ctx, *, axis_name):
+    names, sizes = _mesh_of(ctx, "axis_index")
+    i = names.index(axis_name)
+    stride = math.prod(sizes[i + 1:])
+    u32 = ir.RankedTensorType.get((), ir.IntegerType.get_unsigned(32))
+    i32 = mlir.aval_to_ir_type(ShapedArray((), np.dtype(np.int32)))
+    pid = hlo.convert(i32, hlo.PartitionIdOp(results=[u32]).result)
+    index = hlo.divide(pid, mlir.ir_constant(np.int32(stride)))
+    return hlo.remainder(index, mlir.ir_constant(np.int32(sizes[i])))
+
+
+mlir.register_lowering(axis_index_p, _axis_index_lowering)

@@ -1,0 +1,492 @@
+"""``jaxprc.sharding``: meshes of devices and how arrays are laid out over them (JAX's API).
+
+A ``NamedSharding(mesh, PartitionSpec(...))`` splits array dimension i over the
+mesh axes named by entry i of the spec. It becomes XLA's ``HloSharding`` (a tile
+assignment over the mesh's devices, in the mesh's flat order) for transfers and
+executables, and Shardy's ``#sdy.sharding`` in StableHLO (``_sdy_attr``).
+"""
+from __future__ import annotations
+
+import enum
+import itertools
+import math
+import threading
+from typing import NamedTuple
+
+import numpy as np
+from jaxlib import xla_client as xc
+
+from . import runtime
+from .ir.core import param_type
+from .runtime.sharded import REPLICATED, ShardedArray, assemble, put_sharded
+
+__all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "PartitionSpec", "Sharding",
+           "SingleDeviceSharding", "get_mesh", "make_mesh", "set_mesh"]
+
+
+class AxisType(enum.Enum):
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self):
+        return self.name
+
+
+def _axis_types(axis_types, n: int, default) -> tuple:
+    if axis_types is None:
+        return (default,) * n
+    if isinstance(axis_types, AxisType):
+        axis_types = (axis_types,)
+    axis_types = tuple(axis_types)
+    if len(axis_types) != n or not all(isinstance(t, AxisType) for t in axis_types):
+        raise ValueError(f"axis_types must be {n} AxisType values (one per mesh axis), got {axis_types}")
+    return axis_types
+
+
+def _axis_names(axis_names) -> tuple:
+    names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    if len(set(names)) != len(names) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"mesh axis names must be distinct strings, got {names}")
+    return names
+
+
+class AbstractMesh:
+    """A mesh's axis names, sizes and types, without devices."""
+
+    def __init__(self, axis_sizes, axis_names, axis_types=None):
+        self.axis_names = _axis_names(axis_names)
+        self.axis_sizes = tuple(int(s) for s in axis_sizes)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes for axis names {self.axis_names}")
+        self.axis_types = _axis_types(axis_types, len(self.axis_names), AxisType.Auto)
+
+    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes))
+    empty = property(lambda self: not self.axis_names)
+
+    def _key(self):
+        return (self.axis_names, self.axis_sizes, self.axis_types)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def _short_repr(self):
+        axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
+        return f"{type(self).__name__}({axes}, axis_types={self.axis_types})"
+
+    __repr__ = _short_repr
+
+
+class Mesh(AbstractMesh):
+    """An n-dimensional array of devices with named axes."""
+
+    def __init__(self, devices, axis_names, axis_types=None):
+        devices = np.asarray(devices, dtype=object)
+        names = _axis_names(axis_names)
+        if devices.ndim != len(names):
+            raise ValueError(f"Mesh: devices have {devices.ndim} dimensions but {len(names)} axis names "
+                             f"{names} were given")
+        ids = [d.id for d in devices.flat]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"Mesh: a device appears more than once in {ids}")
+        super().__init__(devices.shape, names, axis_types)
+        self.devices = devices
+
+    device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
+    local_devices = property(lambda self: list(self.devices.flat))
+    is_multi_process = property(lambda self: False)
+    abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types))
+
+    @property
+    def _flat_devices(self) -> tuple:
+        return tuple(self.devices.flat)
+
+    def _key(self):
+        return super()._key() + (tuple(d.id for d in self.devices.flat),)
+
+    def __repr__(self):
+        return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+                f"axis_types={self.axis_types})")
+
+    def __enter__(self):
+        self._setter = set_mesh(self)
+        return self
+
+    def __exit__(self, *exc):
+        self._setter.__exit__(*exc)
+        return False
+
+
+def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
+    """A mesh of the first ``prod(axis_shapes)`` devices; axes Explicit unless ``axis_types``."""
+    devices = runtime.devices() if devices is None else list(devices)
+    shape = tuple(int(s) for s in axis_shapes)
+    n = math.prod(shape)
+    if n > len(devices):
+        raise ValueError(f"Number of devices {len(devices)} must be >= the product of mesh_shape {shape}")
+    grid = np.empty(n, dtype=object)
+    grid[:] = devices[:n]
+    return Mesh(grid.reshape(shape), axis_names,
+                _axis_types(axis_types, len(shape), AxisType.Explicit))
+
+
+# ------------------------------------------------------------ the mesh in context
+
+_CONTEXT = threading.local()
+_GLOBAL_MESH: list = [None]
+
+
+def get_mesh():
+    """The mesh set by ``set_mesh`` (this thread's innermost, else the global one), or None."""
+    stack = getattr(_CONTEXT, "stack", None)
+    return stack[-1] if stack else _GLOBAL_MESH[0]
+
+
+class set_mesh:
+    """Set the mesh PartitionSpecs refer to: globally when called, for a block in ``with``."""
+
+    def __init__(self, mesh):
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise ValueError(f"set_mesh expects a Mesh or None, got {type(mesh).__name__}")
+        self.previous = _GLOBAL_MESH[0]
+        _GLOBAL_MESH[0] = mesh
+        self.mesh = mesh
+
+    def __enter__(self):
+        _CONTEXT.stack = getattr(_CONTEXT, "stack", []) + [self.mesh]
+        return self.mesh
+
+    def __exit__(self, *exc):
+        _CONTEXT.stack = _CONTEXT.stack[:-1]
+        _GLOBAL_MESH[0] = self.previous
+        return False
+
+
+# ----------------------------------------------------------------- specs
+
+class PartitionSpec(tuple):
+    """Per array dimension: None (not split), a mesh axis name, or a tuple of names."""
+
+    def __new__(cls, *partitions):
+        for p in partitions:
+            ok = p is None or isinstance(p, str) or (
+                isinstance(p, tuple) and all(isinstance(a, str) for a in p))
+            if not ok:
+                raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a tuple of "
+                                f"names, got {p!r}")
+        return super().__new__(cls, partitions)
+
+    def axes(self, ndim: int) -> tuple:
+        """Per dimension of an ``ndim``-array: the tuple of mesh axes it is split over."""
+        out = [() if p is None else (p,) if isinstance(p, str) else tuple(p) for p in self]
+        return tuple(out) + ((),) * (ndim - len(out))
+
+    def __repr__(self):
+        return f"P({', '.join(map(repr, self))}{',' if len(self) == 1 else ''})"
+
+    def __eq__(self, other):      # not equal to plain tuples, as in JAX
+        return isinstance(other, PartitionSpec) and tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+    def __reduce__(self):
+        return (PartitionSpec, tuple(self))
+
+
+# ------------------------------------------------------------------ shardings
+
+class Sharding:
+    """How an array is laid out over devices; subclasses give ``_devices`` and ``_hlo(ndim)``."""
+
+    memory_kind = None
+
+    @property
+    def device_set(self) -> set:
+        return set(self._devices)
+
+    num_devices = property(lambda self: len(self._devices))
+    addressable_devices = property(lambda self: set(self._devices))
+    is_fully_addressable = property(lambda self: True)
+    _device_assignment = property(lambda self: self._devices)
+
+    def is_fully_replicated_for(self, ndim: int) -> bool:
+        return self._hlo(ndim).is_replicated()
+
+    def devices_indices_map(self, global_shape) -> dict:
+        """Device -> the index (tuple of slices) of the part of the array it holds."""
+        shape = tuple(global_shape)
+        indices = runtime.sharded.shard_indices(self._hlo(len(shape)), shape, len(self._devices))
+        return dict(zip(self._devices, indices))
+
+    addressable_devices_indices_map = devices_indices_map
+
+    def shard_shape(self, global_shape) -> tuple:
+        shape = tuple(global_shape)
+        self.check_shape(shape, "shard_shape")
+        index = runtime.sharded.shard_indices(self._hlo(len(shape)), shape, len(self._devices))[0]
+        return tuple(len(range(*s.indices(n))) for s, n in zip(index, shape))
+
+    def check_shape(self, shape, what: str) -> None:
+        """A clear error when ``shape`` cannot be laid out so (a dimension not divisible)."""
+
+
+class SingleDeviceSharding(Sharding):
+    """The whole array on one device."""
+
+    def __init__(self, device, *, memory_kind=None):
+        self._device = device
+        self._devices = (device,)
+
+    is_fully_replicated = property(lambda self: True)
+
+    def _hlo(self, ndim):
+        return REPLICATED
+
+    def __eq__(self, other):
+        return isinstance(other, SingleDeviceSharding) and other._device == self._device
+
+    def __hash__(self):
+        return hash(("single", self._device.id))
+
+    def __repr__(self):
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+
+
+class NamedSharding(Sharding):
+    """An array split over the axes of ``mesh`` as ``spec`` says."""
+
+    def __init__(self, mesh, spec=PartitionSpec(), *, memory_kind=None):
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"NamedSharding expects a Mesh, got {type(mesh).__name__}")
+        spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
+        used = [a for axes in spec.axes(len(spec)) for a in axes]
+        for a in used:
+            if a not in mesh.axis_names:
+                raise ValueError(f"Resource axis: {a} of {spec} is not found in mesh: {mesh.axis_names}.")
+        if len(set(used)) != len(used):
+            raise ValueError(f"A mesh axis is used more than once in {spec}: {used}")
+        self.mesh, self.spec, self.memory_kind = mesh, spec, memory_kind
+        self._devices = mesh._flat_devices
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return all(self.mesh.shape[a] == 1 for axes in self.spec.axes(len(self.spec)) for a in axes)
+
+    def _hlo(self, ndim: int):
+        return _named_hlo(self.mesh.axis_names, self.mesh.axis_sizes, self.spec.axes(ndim))
+
+    def check_shape(self, shape, what: str) -> None:
+        if len(self.spec) > len(shape):
+            raise ValueError(f"{what}: {self} is for arrays of at least {len(self.spec)} dimensions, "
+                             f"got shape {shape}")
+        for dim, (n, axes) in enumerate(zip(shape, self.spec.axes(len(shape)))):
+            ways = math.prod(self.mesh.shape[a] for a in axes)
+            if n % ways:
+                raise ValueError(f"{what}: Sharding spec {tuple(self.spec)} implies that array axis {dim} "
+                                 f"is partitioned {ways} times, but does not evenly divide the dimension "
+                                 f"size {n}. Got shape: {shape} and sharding {self}")
+
+    def __eq__(self, other):
+        return isinstance(other, NamedSharding) and other.mesh == self.mesh and other.spec == self.spec
+
+    def __hash__(self):
+        return hash((self.mesh, self.spec))
+
+    def __repr__(self):
+        return f"NamedSharding(mesh={self.mesh._short_repr()}, spec={self.spec!r}, memory_kind=device)"
+
+
+def _named_hlo(names, sizes, dim_axes):
+    """XLA's tile assignment for mesh axes ``dim_axes`` per dimension; devices are numbered in the
+    mesh's flat order (the executable's device assignment). Unused axes replicate."""
+    used = [a for axes in dim_axes for a in axes]
+    if not used:
+        return REPLICATED
+    position = {n: i for i, n in enumerate(names)}
+    unused = [n for n in names if n not in used]
+    tiles = [math.prod(sizes[position[a]] for a in axes) for axes in dim_axes]
+    copies = math.prod(sizes[position[a]] for a in unused)
+    perm = [position[a] for a in used + unused]
+    subgroups = [xc.OpSharding.Type.REPLICATED] if copies > 1 else []
+    return xc.HloSharding.iota_tile(tiles + ([copies] if copies > 1 else []), list(sizes), perm, subgroups)
+
+
+# ---------------------------------------------------------------- resolution
+
+def resolve(sharding, what: str):
+    """A Sharding from a Sharding, a Device, or a PartitionSpec under ``set_mesh``."""
+    if isinstance(sharding, Sharding):
+        return sharding
+    if isinstance(sharding, PartitionSpec):
+        mesh = get_mesh()
+        if mesh is None:
+            raise ValueError(f"{what}: a PartitionSpec {sharding} needs a mesh: use "
+                             "NamedSharding(mesh, spec) or set one with jaxprc.set_mesh(mesh)")
+        return NamedSharding(mesh, sharding)
+    if hasattr(sharding, "id") and hasattr(sharding, "platform"):
+        if sharding not in runtime.devices():
+            raise ValueError(f"{what}: {sharding!r} is not one of this process's devices {runtime.devices()}")
+        return SingleDeviceSharding(sharding)
+    raise TypeError(f"{what}: expected a Sharding, a PartitionSpec or a Device, got {type(sharding).__name__}")
+
+
+def named_from_hlo(mesh: Mesh, hlo, ndim: int):
+    """The NamedSharding over ``mesh`` whose tile assignment is ``hlo`` (None if none is): the
+    layout XLA chose for a result, in JAX's terms (a spec entry per dimension, as JAX gives)."""
+    if hlo.is_replicated():
+        return NamedSharding(mesh, PartitionSpec(*[None] * ndim))
+    names, sizes = mesh.axis_names, mesh.axis_sizes
+    for placement in itertools.product(range(-1, ndim), repeat=len(names)):
+        groups = [[a for a, d in zip(names, placement) if d == dim] for dim in range(ndim)]
+        for orders in itertools.product(*[itertools.permutations(g) for g in groups]):
+            if _named_hlo(names, sizes, orders) == hlo:
+                spec = [None if not o else o[0] if len(o) == 1 else tuple(o) for o in orders]
+                return NamedSharding(mesh, PartitionSpec(*spec))
+    return None
+
+
+# ---------------------------------------------------------------- transfers
+
+def put(value, sharding: Sharding, aval: runtime.Aval):
+    """``value`` (host or device) laid out as ``sharding``: an Array on the default device
+    stays one; anything else is a ShardedArray carrying ``sharding``."""
+    sharding.check_shape(aval.shape, "device_put")
+    if isinstance(value, runtime.Array) and getattr(value, "sharding", None) == sharding:
+        return value
+    default = runtime.backend().device
+    if sharding._devices == (default,):
+        return runtime.Array(runtime.to_buffer(np.asarray(value), aval), aval)
+    return put_sharded(np.asarray(value), aval, sharding._hlo(len(aval.shape)), sharding._devices, sharding)
+
+
+def _array_sharding(self):
+    return SingleDeviceSharding(runtime.backend().device)
+
+
+class Shard(NamedTuple):
+    """One piece of an array: where it is, which part it is, and its data (an Array)."""
+    device: object
+    index: tuple
+    replica_id: int
+    data: object
+
+
+def _shards(self) -> list:
+    if type(self) is runtime.Array:
+        return [Shard(self.device, (slice(None),) * self.ndim, 0, self)]
+    devices, shape = self.device_tuple, self.shape
+    indices = runtime.sharded.shard_indices(self.hlo, shape, len(devices))
+    seen: dict = {}
+    out = []
+    for device, index, buf in zip(devices, indices, self.shard_buffers()):
+        key = tuple((s.start, s.stop) for s in index)
+        replica = seen[key] = seen.get(key, -1) + 1
+        aval = runtime.Aval.get(tuple(len(range(*s.indices(n))) for s, n in zip(index, shape)),
+                                self.dtype, self.weak_type)
+        out.append(Shard(device, index, replica, ShardedArray(buf, aval, REPLICATED, (device,),
+                                                              SingleDeviceSharding(device))))
+    return out
+
+
+runtime.Array.sharding = property(_array_sharding)
+runtime.Array.addressable_shards = property(_shards)
+runtime.Array.global_shards = property(_shards)
+runtime.Array.is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated_for(self.ndim))
+runtime.Array.is_fully_addressable = property(lambda self: True)
+runtime.Array.committed = property(lambda self: type(self) is not runtime.Array)
+
+
+def make_array_from_callback(shape, sharding, data_callback, dtype=None):
+    """A global array whose shard on each device is ``data_callback(index)`` (host data)."""
+    shape = tuple(shape)
+    sharding = resolve(sharding, "make_array_from_callback")
+    sharding.check_shape(shape, "make_array_from_callback")
+    pieces = [(d, np.asarray(data_callback(i))) for d, i in sharding.devices_indices_map(shape).items()]
+    from .dispatch import runtime_aval
+    from .ir.tracing import get_aval
+    dt = pieces[0][1].dtype if dtype is None else np.dtype(dtype)
+    aval = runtime_aval(get_aval(np.zeros((), dt)).update(shape=shape, weak_type=False))
+    arrays = [put_sharded(p.astype(aval.dtype), runtime.Aval.get(p.shape, aval.dtype), REPLICATED, [d])
+              for d, p in pieces]
+    return _assemble(shape, sharding, aval, arrays)
+
+
+def _assemble(shape, sharding, aval, arrays):
+    """One global array from single-device Arrays, in ``sharding``'s device order."""
+    want = sharding.shard_shape(shape)
+    for a in arrays:
+        if tuple(a.shape) != want:
+            raise ValueError(f"a shard of shape {tuple(a.shape)} was given where {sharding} on "
+                             f"shape {shape} puts shards of shape {want}")
+    return assemble(aval, sharding._hlo(len(shape)), sharding._devices, [a._buf for a in arrays], sharding)
+
+
+def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
+    """A global array from one single-device Array per device of ``sharding``."""
+    shape = tuple(shape)
+    sharding = resolve(sharding, "make_array_from_single_device_arrays")
+    sharding.check_shape(shape, "make_array_from_single_device_arrays")
+    by_device = {}
+    for a in arrays:
+        if not isinstance(a, runtime.Array) or len(a.devices()) != 1:
+            raise ValueError("make_array_from_single_device_arrays: every array must be an Array on "
+                             f"one device, got {type(a).__name__}")
+        by_device[next(iter(a.devices()))] = a
+    missing = [d for d in sharding._devices if d not in by_device]
+    if missing or len(arrays) != len(sharding._devices):
+        raise ValueError(f"make_array_from_single_device_arrays: {sharding} needs one array on each of "
+                         f"{list(sharding._devices)}; got arrays on {[next(iter(a.devices())) for a in arrays]}")
+    dtypes = {a.dtype for a in arrays}
+    if len(dtypes) != 1:
+        raise ValueError(f"make_array_from_single_device_arrays: the arrays have different dtypes {dtypes}")
+    aval = runtime.Aval.get(shape, dtypes.pop(), False)
+    return _assemble(shape, sharding, aval, [by_device[d] for d in sharding._devices])
+
+
+# ------------------------------------------------------------ the IR param
+
+@param_type
+class ShardingParam(NamedTuple):
+    """A NamedSharding as a primitive param (printed and parsed in the text IR): the mesh's axes
+    and device ids, and the mesh axes each array dimension is split over (leading dimensions;
+    the others are not split)."""
+    axis_names: tuple
+    axis_sizes: tuple
+    axis_types: tuple
+    device_ids: tuple
+    dims: tuple
+
+    @staticmethod
+    def of(sharding: NamedSharding) -> "ShardingParam":
+        m = sharding.mesh
+        return ShardingParam(m.axis_names, m.axis_sizes, tuple(t.name for t in m.axis_types),
+                             tuple(d.id for d in m._flat_devices), sharding.spec.axes(len(sharding.spec)))
+
+    def named(self) -> NamedSharding:
+        by_id = {d.id: d for d in runtime.devices()}
+        missing = [i for i in self.device_ids if i not in by_id]
+        if missing:
+            raise ValueError(f"a sharding names devices {missing} this process does not have "
+                             f"({len(by_id)} devices; JAXPRC_NUM_CPU_DEVICES sets the CPU count)")
+        grid = np.empty(len(self.device_ids), dtype=object)
+        grid[:] = [by_id[i] for i in self.device_ids]
+        spec = [None if not d else d[0] if len(d) == 1 else tuple(d) for d in self.dims]
+        return NamedSharding(Mesh(grid.reshape(self.axis_sizes), self.axis_names,
+                                  tuple(AxisType[t] for t in self.axis_types)), PartitionSpec(*spec))
+
+
+
+def device_count() -> int:
+    return len(runtime.devices())
+
+
+def local_device_count() -> int:
+    return len(runtime.devices())      # one process: every device is local

@@ -1,0 +1,273 @@
+"""Programs over several devices: ``jit(in_shardings=, out_shardings=)`` and sharding constraints.
+
+A jitted function whose arguments, results or ``with_sharding_constraint``s name
+shardings is lowered as usual, then annotated for Shardy: ``mhlo.num_partitions``,
+``sdy.sharding`` on ``main``'s arguments and results, one ``sdy.mesh @mesh``
+(the mesh's devices, in flat order, are the executable's device assignment). XLA
+partitions it; results come back as ShardedArrays with the shardings it chose.
+"""
+from __future__ import annotations
+
+import numpy as np
+from jaxlib.mlir import ir, passmanager
+from jaxlib.mlir.dialects import sdy
+
+from . import runtime, sharding as shd
+from .dispatch import runtime_aval
+from .interpreters import ad, batching, mlir
+from .ir.core import ClosedJaxpr, Primitive, subjaxprs
+from .ir.params import Record
+from .lowering import lower_jaxpr
+from .runtime.sharded import ShardedArray, SpmdExecutable
+
+__all__ = ["sharding_constraint_p", "with_sharding_constraint"]
+
+
+# ------------------------------------------------------ sharding_constraint
+
+sharding_constraint_p = Primitive("sharding_constraint")
+
+
+def _constraint_rule(x, *, sharding):
+    if len(sharding.dims) > x.ndim:
+        raise TypeError(f"sharding_constraint: the sharding is for arrays of at least {len(sharding.dims)} "
+                        f"dimensions, the operand is {x.str_short()}")
+    return x
+
+
+sharding_constraint_p.def_abstract_eval(_constraint_rule)
+sharding_constraint_p.def_params(sharding=Record(shd.ShardingParam))
+sharding_constraint_p.def_impl(lambda x, *, sharding: shd.put(x, sharding.named(), _aval_of(x)))
+
+
+def _aval_of(x) -> runtime.Aval:
+    from .ir.tracing import get_aval
+    return x.aval if isinstance(x, runtime.Array) else runtime_aval(get_aval(x))
+
+
+def with_sharding_constraint(x, shardings):
+    """Ask that the values of ``x`` (a pytree) be laid out as ``shardings`` (one sharding or
+    PartitionSpec for all leaves, or a matching pytree); outside jit, a device_put."""
+    from .tree_util import tree_flatten, tree_unflatten
+    leaves, tree = tree_flatten(x)
+    per_leaf = broadcast(shardings, tree, "with_sharding_constraint")
+    outs = []
+    for leaf, s in zip(leaves, per_leaf):
+        named = _named(shd.resolve(s, "with_sharding_constraint"))
+        explicit = [a for axes in named.spec.axes(len(named.spec)) for a in axes
+                    if named.mesh.axis_types[named.mesh.axis_names.index(a)] is not shd.AxisType.Auto]
+        if explicit:
+            raise ValueError(f"with_sharding_constraint: the spec can only refer to Auto axes of the mesh; "
+                             f"{named.spec} uses {explicit} of {named.mesh!r} (make_mesh gives Explicit "
+                             "axes unless axis_types=(AxisType.Auto, ...))")
+        named.check_shape(np.shape(leaf) if not hasattr(leaf, "shape") else leaf.shape, "with_sharding_constraint")
+        outs.append(sharding_constraint_p.bind(leaf, sharding=shd.ShardingParam.of(named)))
+    return tree_unflatten(tree, outs)
+
+
+def _named(sharding) -> shd.NamedSharding:
+    if isinstance(sharding, shd.NamedSharding):
+        return sharding
+    return shd.NamedSharding(shd.Mesh(np.array(sharding._devices, dtype=object), ("_device",)),
+                             shd.PartitionSpec())
+
+
+def constrain(values, shardings, what: str) -> list:
+    """``values`` (traced) with the layouts ``shardings`` (None: any), as a nested jit's
+    in_shardings/out_shardings ask inside another trace."""
+    out = []
+    for v, s in zip(values, shardings):
+        if s is not None:
+            named = _named(shd.resolve(s, what))
+            named.check_shape(v.shape, what)
+            v = sharding_constraint_p.bind(v, sharding=shd.ShardingParam.of(named))
+        out.append(v)
+    return out
+
+
+ad.defjvp_linear(sharding_constraint_p)
+ad.primitive_transposes[sharding_constraint_p] = lambda ct, x, *, sharding: [
+    ct if isinstance(ct, ad.Zero) else sharding_constraint_p.bind(ct, sharding=sharding)]
+
+
+def _constraint_batch(args, dims, *, sharding):
+    (x,), (d,) = args, dims
+    if d is batching.not_mapped:
+        return sharding_constraint_p.bind(x, sharding=sharding), d
+    dims_ = list(sharding.dims) + [()] * max(0, d - len(sharding.dims))
+    dims_.insert(d, ())                  # the batch dimension is not split
+    return sharding_constraint_p.bind(x, sharding=sharding._replace(dims=tuple(dims_))), d
+
+
+batching.primitive_batchers[sharding_constraint_p] = _constraint_batch
+
+
+def _sdy_attr(param: shd.ShardingParam, ndim: int):
+    """``#sdy.sharding`` for an ``ndim``-array, with its mesh inline (lifted into ``@mesh`` once the
+    module is built)."""
+    param = param._replace(dims=tuple(param.dims) + ((),) * (ndim - len(param.dims)))
+    mesh = sdy.MeshAttr.get([sdy.MeshAxisAttr.get(n, s) for n, s in zip(param.axis_names, param.axis_sizes)], [])
+    return sdy.TensorShardingAttr.get(mesh, [sdy.DimensionShardingAttr.get(
+        [sdy.AxisRefAttr.get(a) for a in axes], is_closed=True) for axes in param.dims],
+        replicated_axes=[], unreduced_axes=[])
+
+
+def _constraint_lowering(ctx, x, *, sharding):
+    return sdy.sharding_constraint(x, _sdy_attr(sharding, ctx.avals_in[0].ndim))
+
+
+mlir.register_lowering(sharding_constraint_p, _constraint_lowering)
+
+
+# --------------------------------------------------------------- jit
+
+def broadcast(prefix, tree, what: str) -> list:
+    """One entry per leaf of ``tree`` from ``prefix``: a sharding (or None) for a whole subtree,
+    or a container matching the tree's own."""
+    structure = tree.unflatten(list(range(tree.num_leaves)))
+    out = [None] * tree.num_leaves
+
+    def walk(p, node):
+        if p is None or isinstance(p, (shd.Sharding, shd.PartitionSpec)) or hasattr(p, "platform"):
+            from .tree_util import tree_leaves
+            for i in tree_leaves(node):
+                out[i] = p
+        elif isinstance(p, (tuple, list)) and isinstance(node, (tuple, list)) and len(p) == len(node):
+            for a, b in zip(p, node):
+                walk(a, b)
+        elif isinstance(p, dict) and isinstance(node, dict) and set(p) == set(node):
+            for k in p:
+                walk(p[k], node[k])
+        else:
+            raise ValueError(f"{what}: the shardings {prefix!r} do not match the structure of the "
+                             f"values {structure!r} (give one sharding, or one per value)")
+    walk(prefix, structure)
+    return out
+
+
+def broadcast_args(in_shardings, in_tree) -> list:
+    """Per argument leaf (``in_tree``: (positional args, keyword args)): one sharding for all,
+    or one per positional argument (keyword arguments then have none)."""
+    if isinstance(in_shardings, (tuple, list)) and not isinstance(in_shardings, shd.PartitionSpec):
+        return broadcast((tuple(in_shardings), None), in_tree, "in_shardings")
+    return broadcast((in_shardings, in_shardings), in_tree, "in_shardings")
+
+
+_MESH_PARAMS = {"sharding_constraint": "sharding", "shard_map": "mesh"}   # primitive -> its mesh param
+
+
+def _uses_constraints(cj) -> bool:
+    for eqn in cj.jaxpr.eqns:
+        if eqn.primitive.name in _MESH_PARAMS or any(_uses_constraints(s) for s in subjaxprs(eqn)):
+            return True
+    return False
+
+
+def _constraint_params(cj, found):
+    """The shardings named by the program's constraints and shard_maps (nested ones too)."""
+    for eqn in cj.jaxpr.eqns:
+        if eqn.primitive.name in _MESH_PARAMS:
+            found.append(eqn.params[_MESH_PARAMS[eqn.primitive.name]].named())
+        for s in subjaxprs(eqn):
+            _constraint_params(s, found)
+    return found
+
+
+def needs_spmd(cj, leaves, in_shardings, out_shardings) -> bool:
+    return (in_shardings is not None or out_shardings is not None or _uses_constraints(cj)
+            or any(isinstance(x, ShardedArray) for x in leaves))
+
+
+class ShardedLowering:
+    """A program annotated for its devices: the shardings of its arguments, results and
+    constraints, which must all use one mesh's devices."""
+
+    def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated, leaves, in_shardings=None,
+                 out_shardings=None):
+        self.jaxpr, self.out_tree, self.name = cj, out_tree, name
+        in_shardings = in_shardings or [None] * len(cj.in_avals)
+        out_shardings = out_shardings or [None] * len(cj.out_avals)
+        ins = [shd.resolve(s, f"jit of '{name}': in_shardings") if s is not None else None
+               for s in in_shardings]
+        # an argument without a sharding of its own keeps the one it has
+        ins = [s if s is not None or not isinstance(x, ShardedArray) else x.sharding
+               for s, x in zip(ins, leaves)]
+        outs = [shd.resolve(s, f"jit of '{name}': out_shardings") if s is not None else None
+                for s in out_shardings]
+        for s, a in zip(ins, cj.in_avals):
+            if s is not None:
+                s.check_shape(a.shape, f"jit of '{name}': in_shardings")
+        for s, a in zip(outs, cj.out_avals):
+            if s is not None:
+                s.check_shape(a.shape, f"jit of '{name}': out_shardings")
+        every = [s for s in ins + outs if s is not None] + _constraint_params(cj, [])
+        self.devices = _common_devices(every, name)
+        self.mesh = next((s.mesh for s in every if isinstance(s, shd.NamedSharding)), None)
+        self.outs = outs
+        self.lowered = lower_spmd(cj, name, donated, ins, outs, len(self.devices))
+
+
+class ShardedCall:
+    """A jit cache entry for a program over several devices (same call interface as jit's)."""
+
+    def __init__(self, plan: ShardedLowering):
+        cj = self.jaxpr = plan.jaxpr
+        self.plan = plan
+        self.in_avals = [runtime_aval(a) for a in cj.in_avals]
+        self.executable = SpmdExecutable(plan.lowered.module, plan.devices, plan.name, cj.out_avals,
+                                         [s is None for s in plan.outs])
+        self.out_shardings = [s if s is not None else self._named(h, a.ndim)
+                              for s, h, a in zip(plan.outs, self.executable.out_hlo, cj.out_avals)]
+
+    def _named(self, hlo, ndim):
+        if self.plan.mesh is not None:
+            found = shd.named_from_hlo(self.plan.mesh, hlo, ndim)
+            if found is not None:
+                return found
+        if len(self.plan.devices) == 1:
+            return shd.SingleDeviceSharding(self.plan.devices[0])
+        return None
+
+    def __call__(self, leaves):
+        outs = self.executable.run(leaves, self.in_avals)
+        for o, s in zip(outs, self.out_shardings):
+            o.sharding = s
+        return self.plan.out_tree.unflatten(outs)
+
+
+def _common_devices(shardings, name: str) -> tuple:
+    if not shardings:
+        return (runtime.backend().device,)
+    devices = shardings[0]._devices
+    for s in shardings[1:]:
+        if s._devices != devices:
+            raise ValueError(f"jit of '{name}': the shardings of its arguments, results and constraints "
+                             f"use different devices ({[d.id for d in devices]} and "
+                             f"{[d.id for d in s._devices]}); they must all use one mesh's devices")
+    return devices
+
+
+def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, num_partitions: int):
+    """The module of ``cj`` annotated for partitioning over ``num_partitions`` devices."""
+    lowered = lower_jaxpr(cj, name=name, donated_invars=donated, platform=runtime.default_backend())
+    if lowered.runtime_token or lowered.host_callbacks:
+        raise NotImplementedError(f"jit of '{name}': host callbacks in a program over several "
+                                  "devices are not supported")
+    module = lowered.module
+    with lowered.context, ir.Location.unknown():
+        i32 = ir.IntegerType.get_signless(32)
+        module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, num_partitions)
+        module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
+        main = next(op for op in module.body.operations if op.operation.name == "func.func"
+                    and ir.StringAttr(op.attributes["sym_name"]).value == "main")
+        for key, shardings, avals in (("arg_attrs", ins, cj.in_avals), ("res_attrs", outs, cj.out_avals)):
+            old = list(main.attributes[key]) if key in main.attributes else [None] * len(shardings)
+            attrs = []
+            for attr, s, a in zip(old, shardings, avals):
+                d = {} if attr is None else {x.name: x.attr for x in ir.DictAttr(attr)}
+                if isinstance(s, shd.NamedSharding):
+                    d["sdy.sharding"] = _sdy_attr(shd.ShardingParam.of(s), a.ndim)
+                attrs.append(ir.DictAttr.get(d))
+            main.attributes[key] = ir.ArrayAttr.get(attrs)
+        passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(module.operation)
+    return lowered

@@ -1,0 +1,204 @@
+"""Arrays spread over several devices, and SPMD executables that run on them.
+
+A ``ShardedArray`` is one global jaxlib ``ArrayImpl`` whose sharding is a
+``GSPMDSharding(DeviceList, HloSharding)`` (the jax-free multi-device sharding,
+notes/distributed.md §0.3). Shards sit in the device list's order; each shard's
+index comes from the HloSharding's tile assignment (``shard_indices``).
+
+jaxlib checks nothing when a multi-device program runs and segfaults on a
+wrong shard (§0.1, §0.2): ``SpmdExecutable`` compares every argument's devices,
+sharding, shape and dtype with what the program expects, and moves mismatched
+arguments, before each run.
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+
+import numpy as np
+from jaxlib import _jax, xla_client as xc
+
+from .array import _BFLOAT16, Array, Aval, DeletedArrayError, _copy_to_host, device_aval
+from .client import backend
+from .executable import JaxRuntimeError, XlaCompileError, XlaRuntimeError, _parse
+
+REPLICATED = xc.HloSharding.replicate()
+
+
+def gspmd_sharding(devices, hlo):
+    return _jax.GSPMDSharding(xc.DeviceList(tuple(devices)), hlo)
+
+
+def shard_indices(hlo, shape, ndev: int) -> list:
+    """The numpy index of the shard on each position of the device list (None: no shard)."""
+    full = (slice(None),) * len(shape)
+    if hlo.is_replicated():
+        return [full] * ndev
+    if hlo.is_maximal():
+        owner = hlo.tile_assignment_devices()[0]
+        return [full if i == owner else None for i in range(ndev)]
+    dims = list(hlo.tile_assignment_dimensions())
+    copies = dims.pop() if hlo.replicate_on_last_tile_dim() else 1
+    per_dim = [[slice(i * (d // n), (i + 1) * (d // n)) for i in range(n)] if n > 1 else [slice(None)]
+               for d, n in zip(shape, dims)]     # an unsplit dimension: slice(None), as in JAX
+    out, order = [None] * ndev, iter(hlo.tile_assignment_devices())
+    for index in itertools.product(*per_dim):
+        for _ in range(copies):
+            out[next(order)] = index
+    return out
+
+
+def _without_jax_import(fn, *args):
+    """Run a jaxlib call that imports jax when installed (notes §0.4), making that import fail fast."""
+    if "jax" in sys.modules:
+        return fn(*args)
+    sys.modules["jax"] = None
+    try:
+        return fn(*args)
+    finally:
+        if "jax" in sys.modules and sys.modules["jax"] is None:
+            del sys.modules["jax"]
+
+
+class ShardedArray(Array):
+    """A global array whose shards live on ``devices`` (in that order) as ``hlo`` says.
+
+    ``sharding`` is the user-level sharding object (``jaxprc.sharding``), set by the compiler.
+    """
+
+    __slots__ = ("hlo", "device_tuple", "sharding")
+
+    def __init__(self, buf, aval: Aval, hlo, devices, sharding=None):
+        super().__init__(buf, aval)
+        self.hlo, self.device_tuple, self.sharding = hlo, tuple(devices), sharding
+
+    @property
+    def device(self):
+        if len(self.device_tuple) != 1:
+            raise ValueError("device is not defined for an Array sharded over several devices; use "
+                             ".devices() or .sharding")
+        return self.device_tuple[0]
+
+    def devices(self) -> set:
+        return set(self.device_tuple)
+
+    def shard_buffers(self) -> list:
+        """The single-device ``ArrayImpl`` of each shard, in device-list order."""
+        return _without_jax_import(lambda: list(self._buf._arrays))
+
+    def host_value(self) -> np.ndarray:
+        if self._buf.is_deleted():
+            raise DeletedArrayError(f"Array of type {self.dtype.name}{list(self.shape)} has been deleted.")
+        dtype = device_aval(self.aval).dtype
+        if len(self.device_tuple) == 1:
+            out = _shard_to_numpy(self._buf, dtype)
+        else:
+            out = np.empty(self.shape, dtype)
+            bufs = self.shard_buffers()
+            for index, shard in zip(shard_indices(self.hlo, self.shape, len(bufs)), bufs):
+                if index is not None and out[index].size:
+                    out[index] = _shard_to_numpy(shard, dtype)
+        return out.astype(self.dtype) if dtype != self.dtype else out
+
+    def __reduce__(self):   # pickles as its host value, like a single-device Array
+        return Array.__reduce__(self)
+
+
+def _shard_to_numpy(buf, dtype) -> np.ndarray:
+    if dtype == _BFLOAT16 or backend().platform != "cpu":
+        return _copy_to_host(buf)
+    return np.asarray(buf)
+
+
+def put_sharded(value, aval: Aval, hlo, devices, sharding=None) -> ShardedArray:
+    """Host value -> one global array with a shard of ``value`` on each of ``devices``."""
+    host = np.asarray(value, device_aval(aval).dtype)
+    # fresh copies: replicated views of one host array made batched_device_put fail (bad_function_call)
+    shards = [np.array(host[i], order="C") for i in shard_indices(hlo, host.shape, len(devices))]
+    buf = _jax.batched_device_put(device_aval(aval), gspmd_sharding(devices, hlo), shards, list(devices),
+                                  force_copy=True, enable_x64=True)
+    return ShardedArray(buf, aval, hlo, devices, sharding)
+
+
+def assemble(aval: Aval, hlo, devices, shard_bufs, sharding=None) -> ShardedArray:
+    """One global array from single-device buffers (one per device, in ``devices``' order)."""
+    buf = _jax.ArrayImpl(device_aval(aval), gspmd_sharding(devices, hlo), list(shard_bufs), True,
+                         _skip_checks=True)
+    return ShardedArray(buf, aval, hlo, devices, sharding)
+
+
+# ------------------------------------------------------------------ SPMD programs
+
+def spmd_options(devices) -> xc.CompileOptions:
+    """Options for one program partitioned over ``devices`` with Shardy (as JAX sets them)."""
+    options = xc.CompileOptions()
+    options.num_replicas, options.num_partitions = 1, len(devices)
+    build = options.executable_build_options
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = True
+    options.device_assignment = xc.DeviceAssignment.create(np.array([[d.id for d in devices]], np.int32))
+    return options
+
+
+class SpmdExecutable:
+    """A program partitioned over ``devices``: call it on arrays, get ShardedArrays.
+
+    ``propagate_outputs[i]``: result i has no sharding of its own (the partitioner picks it).
+    """
+
+    def __init__(self, module, devices, name: str, out_avals, propagate_outputs):
+        self.devices, self.name = tuple(devices), name
+        self.out_avals = [Aval.get(a.shape, a.dtype, a.weak_type) for a in out_avals]
+        options = spmd_options(self.devices)
+        options.executable_build_options.allow_spmd_sharding_propagation_to_output = list(propagate_outputs)
+        try:
+            self.loaded = backend().client.compile_and_load(_parse(module), xc.DeviceList(self.devices), options)
+        except JaxRuntimeError as e:
+            raise XlaCompileError(f"XLA failed to compile '{name}': {e}") from None
+        # None with one partition (notes §0.10): everything is on the one device
+        ins, outs = self.loaded.get_parameter_shardings(), self.loaded.get_output_shardings()
+        self.in_hlo = [xc.HloSharding.from_proto(p) for p in ins] if ins is not None else None
+        self.out_hlo = ([xc.HloSharding.from_proto(p) for p in outs] if outs is not None
+                        else [REPLICATED] * len(self.out_avals))
+        sharding = lambda h: gspmd_sharding(self.devices, h)      # noqa: E731
+        self.handlers = [_jax.array_result_handler(device_aval(a), sharding(h), True, _skip_checks=True)
+                         for a, h in zip(self.out_avals, self.out_hlo)]
+
+    def argument(self, i: int, x, aval: Aval):
+        """The global buffer of argument ``i``: ``x``'s own when it is laid out as the program
+        expects, else a copy made so (through the host)."""
+        hlo = self.in_hlo[i]
+        if isinstance(x, ShardedArray) and x.device_tuple == self.devices and x.hlo == hlo:
+            if x.aval.shape != aval.shape or x.aval.dtype != aval.dtype:
+                raise TypeError(f"argument {i} of '{self.name}' is {x.dtype.name}{list(x.shape)}, "
+                                f"the program takes {aval.dtype.name}{list(aval.shape)}")
+            if x._buf.is_deleted():
+                raise DeletedArrayError(f"argument {i} of '{self.name}' is an Array whose buffer has "
+                                        "been deleted.")
+            return x._buf
+        host = np.asarray(x)
+        if host.shape != aval.shape:
+            raise TypeError(f"argument {i} of '{self.name}' has shape {host.shape}, the program "
+                            f"takes {aval.shape}")
+        return put_sharded(host, aval, hlo, self.devices)._buf
+
+    def run(self, args, in_avals) -> list[ShardedArray]:
+        if self.in_hlo is None:
+            self.in_hlo = [REPLICATED] * len(in_avals)
+        if len(args) != len(self.in_hlo):
+            raise TypeError(f"'{self.name}' takes {len(self.in_hlo)} arguments, got {len(args)}")
+        buffers = [self.argument(i, x, a) for i, (x, a) in enumerate(zip(args, in_avals))]
+        try:
+            outs = self.loaded.execute_sharded(buffers).consume_with_handlers(self.handlers)
+        except JaxRuntimeError as e:
+            raise XlaRuntimeError(f"XLA failed to run '{self.name}': {e}") from None
+        return [ShardedArray(o, a, h, self.devices) for o, a, h in zip(outs, self.out_avals, self.out_hlo)]
+
+    def as_text(self) -> str:
+        return self.loaded.hlo_modules()[0].to_string()
+
+    def memory_analysis(self):
+        return self.loaded.get_compiled_memory_stats()
+
+    def cost_analysis(self) -> dict:
+        return self.loaded.cost_analysis()
