@@ -483,10 +483,3 @@ class ShardingParam(NamedTuple):
                                   tuple(AxisType[t] for t in self.axis_types)), PartitionSpec(*spec))
 
 
-
-def device_count() -> int:
-    return len(runtime.devices())
-
-
-def local_device_count() -> int:
-    return len(runtime.devices())      # one process: every device is local
