@@ -35,7 +35,8 @@ from .ir import dtypes as dt
 from .ir.tracing import get_aval
 from .ir.tree_util import register_pytree_node
 
-__all__ = ["threefry2x32", "PRNGKey", "PRNGKeyArray", "key", "key_data", "wrap_key_data", "split", "fold_in", "clone",
+__all__ = ["threefry2x32", "PRNGKey", "PRNGKeyArray", "key", "key_data", "key_dtype", "key_impl", "wrap_key_data",
+           "split", "fold_in", "clone",
            "bits", "uniform", "normal", "bernoulli", "randint", "categorical", "permutation", "choice",
            "truncated_normal", "gumbel"]
 
@@ -232,13 +233,36 @@ def _seed_value(name: str, seed):
     return seed
 
 
-def PRNGKey(seed) -> "jnp.ndarray":
+def _resolve_impl(impl=None, dtype=None):
+    """The one implementation jaxprc has: threefry2x32 (named, by its key dtype, or by default)."""
+    if impl is not None and dtype is not None:
+        raise ValueError("Cannot specify both `impl` and `dtype` arguments")
+    spec = impl if dtype is None else dtype
+    if spec not in (None, "threefry2x32", KEY_DTYPE):
+        raise ValueError(f"unsupported PRNG implementation {spec!r}: jaxprc has only 'threefry2x32'")
+
+
+def key_dtype(impl=None) -> PRNGKeyDType:
+    """The dtype of typed keys of a PRNG implementation (``key<fry>``)."""
+    _resolve_impl(impl)
+    return KEY_DTYPE
+
+
+def key_impl(keys) -> str:
+    """The name of the PRNG implementation of (typed or raw) keys."""
+    _check_key("key_impl", keys, allow_batched=True)
+    return "threefry2x32"
+
+
+def PRNGKey(seed, *, impl=None) -> "jnp.ndarray":
     """A raw threefry2x32 key, ``uint32[2]``: the seed's high and low 32 bits."""
+    _resolve_impl(impl)
     return _seed(_seed_value("PRNGKey", seed))
 
 
-def key(seed) -> PRNGKeyArray:
+def key(seed, *, impl=None, dtype=None) -> PRNGKeyArray:
     """A typed threefry2x32 key (shape ``()``) from an integer seed."""
+    _resolve_impl(impl, dtype)
     return PRNGKeyArray(_seed(_seed_value("key", seed)))
 
 
@@ -248,10 +272,9 @@ def key_data(keys):
     return base
 
 
-def wrap_key_data(key_bits_array, *, impl=None):
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
     """Typed keys over ``uint32[..., 2]`` key data."""
-    if impl not in (None, "threefry2x32"):
-        raise ValueError(f"unsupported PRNG implementation {impl!r}: jaxprc has only 'threefry2x32'")
+    _resolve_impl(impl, dtype)
     if isinstance(key_bits_array, PRNGKeyArray):
         raise TypeError("wrap_key_data expects uint32 key data, got typed keys")
     base, _ = _check_key("wrap_key_data", key_bits_array, allow_batched=True)
@@ -624,3 +647,10 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, m
     perturbed = logits + gumbel(base, logits.shape, logits.dtype, mode=mode)
     indices = _top_k_indices(jnp.moveaxis(perturbed, axis, -1), k)      # int32 batch_shape + (k,)
     return lax.reshape(indices, shape, (indices.ndim - 1, *range(indices.ndim - 1)))
+
+
+# The distributions built on the draws above (their module imports this one's helpers).
+from . import random_distributions as _distributions  # noqa: E402
+from .random_distributions import *  # noqa: E402,F401,F403
+
+__all__ += _distributions.__all__

@@ -1,3 +1,4 @@
 """jaxprc.nn: neural-network functions as in jax.nn (activations, softmax-style
 reductions in ``functions``)."""
 from .functions import *  # noqa: F401,F403
+from . import initializers  # noqa: F401,E402
