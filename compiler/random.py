@@ -51,26 +51,32 @@ def _static(*names):
 
 # ------------------------------------------------------------- threefry2x32
 
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_ROTATIONS = (np.array([13, 15, 26, 6], np.uint32), np.array([17, 29, 16, 24], np.uint32))
 
 
-def _rotate_left(x, d: int):
-    return lax.bitwise_or(lax.shift_left(x, _u32(d)), lax.shift_right_logical(x, _u32(32 - d)))
+def _rotate_left(x, d):
+    return lax.bitwise_or(lax.shift_left(x, d), lax.shift_right_logical(x, lax.sub(_u32(32), d)))
+
+
+def _threefry_rounds(i, state):
+    """Four rounds and a key injection; the key schedule and the rotations rotate by one each time."""
+    x, ks, rotations = state
+    for j in range(4):
+        x0 = lax.add(x[0], x[1])
+        x = [x0, lax.bitwise_xor(x0, _rotate_left(x[1], lax.index_in_dim(rotations[0], j, keepdims=False)))]
+    x = [lax.add(x[0], ks[0]), lax.add(lax.add(x[1], ks[1]), lax.convert_element_type(lax.add(i, 1), np.uint32))]
+    return x, [*ks[1:], ks[0]], [*rotations[1:], rotations[0]]
 
 
 def threefry2x32(k1, k2, x1, x2):
     """The Threefry-2x32 block cipher (20 rounds) of counters ``(x1, x2)`` under key ``(k1, k2)``.
 
-    uint32 arrays of one shape, or scalar keys.
+    uint32 arrays of one shape, or scalar keys. The rounds are a 5-step loop, as JAX emits them on
+    CPU: XLA then fuses the float code that consumes the bits as it does JAX's, rounding alike.
     """
     ks = [k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _u32(0x1BD11BDA))]
     x = [lax.add(x1, ks[0]), lax.add(x2, ks[1])]
-    for i in range(5):
-        for r in _ROTATIONS[i % 2]:
-            x[0] = lax.add(x[0], x[1])
-            x[1] = lax.bitwise_xor(x[0], _rotate_left(x[1], r))
-        x[0] = lax.add(x[0], ks[(i + 1) % 3])
-        x[1] = lax.add(x[1], lax.add(ks[(i + 2) % 3], _u32(i + 1)))
+    x, _, _ = lax.fori_loop(0, 5, _threefry_rounds, (x, [*ks[1:], ks[0]], list(_ROTATIONS)))
     return x[0], x[1]
 
 
