@@ -101,6 +101,7 @@ CORPUS = {
     "custom_jvp": (lambda x: _custom_jvp()(x), [(3,)]),
     "custom_vjp": (lambda x: _custom_vjp()(x), [(3,)]),
     "custom_lin": (lambda x, t: jx.jvp(_custom_vjp(), (x,), (t,)), [(3,), (3,)]),
+    "random_gamma": (lambda x: lax.random_gamma_p.bind(jnp.zeros((2,), np.uint32), x, log_space=True), [(3,)]),
 }
 
 

@@ -102,8 +102,8 @@ DISCRETE = {
     "binomial_btrs": (lambda k: jr.binomial(k, 200.0, 0.6, (N,)), st.binom(200, 0.6), range(90, 150)),
     "geometric": (lambda k: jr.geometric(k, 0.3, (N,)), st.geom(0.3), range(1, 30)),
     "rademacher": (lambda k: jr.rademacher(k, (N,)), st.bernoulli(0.5), (-1, 1)),
-    "multinomial": (lambda k: _on_simplex(jr.multinomial(k, 10.0, jnp.array([0.2, 0.3, 0.5]), shape=(N, 3)), 10.0)[:, 1],
-                    st.binom(10, 0.3), range(0, 11)),
+    "multinomial": (lambda k: _on_simplex(jr.multinomial(k, 10.0, jnp.array([0.2, 0.3, 0.5]), shape=(N, 3)),
+                                          10.0)[:, 1], st.binom(10, 0.3), range(0, 11)),
 }
 
 

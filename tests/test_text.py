@@ -172,6 +172,9 @@ def _structural_cases():
         "while": (lambda x: cf.while_loop(lambda c: lax.lt(c[0], 3), lambda c: (c[0] + 1, c[1] * 2.0),
                                           (0, x)), [X3]),
         "scan": (lambda x: cf.scan(lambda c, a: (c + a, c * a), 0.0, x), [X3]),
+        "random_gamma": (lambda k, a: prims.random_gamma_p.bind(k, a, log_space=False),
+                         [sa((2,), np.uint32), X3]),
+        "random_gamma_grad": (lambda a, x: prims.random_gamma_grad(a, x), [X3, X3]),
     }
 
 

@@ -53,6 +53,11 @@ def _any(pred):
     return lax.reduce_or(pred, tuple(range(_ops.aval(pred).ndim)))
 
 
+def _c(x, value):
+    """``value`` as a scalar of ``x``'s dtype (float64 operands work without x64 too)."""
+    return np.array(value, _ops.aval(x).dtype)
+
+
 def _select(pred, on_true, on_false):
     return lax.select(pred, on_true, on_false)
 
@@ -61,19 +66,19 @@ def _series(x, a, enabled, eps):
     """dx/da from the power series of igamma (x small or x <= a)."""
     def body(vals):
         enabled, r, c, ans, x_, dc_da, dans_da = vals
-        r_new = lax.add(r, 1.)
+        r_new = lax.add(r, _c(r, 1))
         dc_da_new = lax.sub(lax.mul(dc_da, lax.div(x_, r_new)), lax.div(lax.mul(c, x_), lax.mul(r_new, r_new)))
         dans_da_new = lax.add(dans_da, dc_da_new)
         c_new = lax.mul(c, lax.div(x_, r_new))
         ans_new = lax.add(ans, c_new)
-        going = lax.bitwise_and(enabled, lax.gt(lax.abs(lax.div(dc_da_new, dans_da_new)), eps))
+        going = lax.bitwise_and(enabled, lax.gt(lax.abs(lax.div(dc_da_new, dans_da_new)), _c(x_, eps)))
         new = (r_new, c_new, ans_new, x_, dc_da_new, dans_da_new)
         return (going, *(_select(enabled, n, o) for n, o in zip(new, vals[1:])))
 
     one, zero = lax.full_like(a, 1), lax.full_like(a, 0)
     vals = while_loop(lambda v: _any(v[0]), body, (enabled, a, one, one, x, zero, zero))
     ans, dans_da = vals[3], vals[6]
-    dlogax_da = lax.sub(lax.log(x), lax.digamma(lax.add(a, 1.)))
+    dlogax_da = lax.sub(lax.log(x), lax.digamma(lax.add(a, _c(a, 1))))
     return lax.div(lax.mul(lax.neg(lax.add(dans_da, lax.mul(ans, dlogax_da))), x), a)
 
 
@@ -88,12 +93,12 @@ def _continued_fraction(x, a, enabled, eps):
         (enabled, ans, t, y, z, c, pkm1, qkm1, pkm2, qkm2,
          dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da, dans_da) = vals
         c = lax.add(c, np.array(1, dtype))
-        y = lax.add(y, 1.)
-        z = lax.add(z, 2.)
+        y = lax.add(y, _c(y, 1))
+        z = lax.add(z, _c(z, 2))
         yc = lax.mul(y, c)
         pk = lax.sub(lax.mul(pkm1, z), lax.mul(pkm2, yc))
         qk = lax.sub(lax.mul(qkm1, z), lax.mul(qkm2, yc))
-        qk_nonzero = lax.ne(qk, 0.)
+        qk_nonzero = lax.ne(qk, _c(qk, 0))
         r = lax.div(pk, qk)
         t = _select(qk_nonzero, lax.abs(lax.div(lax.sub(ans, r), r)), lax.full_like(r, 1))
         ans = _select(qk_nonzero, r, ans)
@@ -114,9 +119,9 @@ def _continued_fraction(x, a, enabled, eps):
         return (going, *(_select(enabled, n, o) for n, o in zip(new, vals[1:5])), c,
                 *(_select(enabled, n, o) for n, o in zip(rest, vals[6:])))
 
-    y = lax.sub(1., a)
-    z = lax.add(lax.add(x, y), 1.)
-    pkm1 = lax.add(x, 1.)
+    y = lax.sub(_c(a, 1), a)
+    z = lax.add(lax.add(x, y), _c(x, 1))
+    pkm1 = lax.add(x, _c(x, 1))
     qkm1 = lax.mul(z, x)
     ans = lax.div(pkm1, qkm1)
     zeros = lax.full_like(x, 0)
@@ -137,9 +142,9 @@ def _random_gamma_grad_impl(a, x):
         return lax.convert_element_type(out, dtype)
     eps = float(dt.finfo(dtype).eps)
     is_nan = lax.bitwise_or(lax.ne(a, a), lax.ne(x, x))
-    x_is_zero = lax.eq(x, 0.)
-    domain_error = lax.bitwise_or(lax.lt(x, 0.), lax.le(a, 0.))
-    use_continued_fraction = lax.bitwise_and(lax.gt(x, 1.), lax.gt(x, a))
+    x_is_zero = lax.eq(x, _c(x, 0))
+    domain_error = lax.bitwise_or(lax.lt(x, _c(x, 0)), lax.le(a, _c(a, 0)))
+    use_continued_fraction = lax.bitwise_and(lax.gt(x, _c(x, 1)), lax.gt(x, a))
     log_ax = lax.sub(lax.sub(lax.mul(a, lax.log(x)), x), lax.lgamma(a))
     underflow = lax.lt(log_ax, lax.neg(lax.log(np.array(dt.finfo(dtype).max, dtype))))
     enabled = lax.bitwise_not(lax.bitwise_or(lax.bitwise_or(lax.bitwise_or(x_is_zero, domain_error), underflow),
@@ -195,7 +200,8 @@ def _gamma_sample_grad(sample, a, log_space):
     samples, alphas = (lax.reshape(v, (aval.size,)) for v in (sample, a))
     if log_space:
         samples = lax.exp(samples)
-        samples = lax.select(lax.eq(samples, 0.), lax.full_like(samples, dt.finfo(aval.dtype).tiny), samples)
+        tiny = lax.full_like(samples, dt.finfo(aval.dtype).tiny)
+        samples = lax.select(lax.eq(samples, _c(samples, 0)), tiny, samples)
         grad = lambda args: lax.div(random_gamma_grad(*args), args[1])
     else:
         grad = lambda args: random_gamma_grad(*args)

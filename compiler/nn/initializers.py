@@ -146,23 +146,21 @@ def variance_scaling(scale, mode: str, distribution: str, in_axis=-2, out_axis=-
     return init
 
 
-def _named_variance_scaling(scale, mode, distribution, doc):
+def _named_variance_scaling(name: str, scale: float, mode: str, distribution: str, variance: str):
     def factory(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None) -> Initializer:
         return variance_scaling(scale, mode, distribution, in_axis=in_axis, out_axis=out_axis,
                                 batch_axis=batch_axis, dtype=dtype)
-    factory.__doc__ = doc
+    factory.__name__ = factory.__qualname__ = name
+    factory.__doc__ = f"``variance_scaling({scale}, {mode!r}, {distribution!r})``: variance {variance}."
     return factory
 
 
-glorot_uniform = _named_variance_scaling(1.0, "fan_avg", "uniform", "Glorot (Xavier) uniform: variance 2 / (fan_in + fan_out).")
-glorot_normal = _named_variance_scaling(1.0, "fan_avg", "truncated_normal", "Glorot (Xavier) truncated normal: variance 2 / (fan_in + fan_out).")
-lecun_uniform = _named_variance_scaling(1.0, "fan_in", "uniform", "LeCun uniform: variance 1 / fan_in.")
-lecun_normal = _named_variance_scaling(1.0, "fan_in", "truncated_normal", "LeCun truncated normal: variance 1 / fan_in.")
-he_uniform = _named_variance_scaling(2.0, "fan_in", "uniform", "He (Kaiming) uniform: variance 2 / fan_in.")
-he_normal = _named_variance_scaling(2.0, "fan_in", "truncated_normal", "He (Kaiming) truncated normal: variance 2 / fan_in.")
-for _f, _name in [(glorot_uniform, "glorot_uniform"), (glorot_normal, "glorot_normal"), (lecun_uniform, "lecun_uniform"),
-                  (lecun_normal, "lecun_normal"), (he_uniform, "he_uniform"), (he_normal, "he_normal")]:
-    _f.__name__ = _f.__qualname__ = _name
+glorot_uniform = _named_variance_scaling("glorot_uniform", 1.0, "fan_avg", "uniform", "2 / (fan_in + fan_out)")
+glorot_normal = _named_variance_scaling("glorot_normal", 1.0, "fan_avg", "truncated_normal", "2 / (fan_in + fan_out)")
+lecun_uniform = _named_variance_scaling("lecun_uniform", 1.0, "fan_in", "uniform", "1 / fan_in")
+lecun_normal = _named_variance_scaling("lecun_normal", 1.0, "fan_in", "truncated_normal", "1 / fan_in")
+he_uniform = _named_variance_scaling("he_uniform", 2.0, "fan_in", "uniform", "2 / fan_in")
+he_normal = _named_variance_scaling("he_normal", 2.0, "fan_in", "truncated_normal", "2 / fan_in")
 xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
 
