@@ -43,7 +43,7 @@ __all__ = ["exponential", "gamma", "loggamma", "beta", "dirichlet", "poisson", "
 
 def _param_shape(name: str, shape, *params):
     """The sample shape: ``shape`` checked against the parameters' shapes, or their broadcast."""
-    param_shapes = [np.shape(p) if not hasattr(p, "shape") else tuple(p.shape) for p in params]
+    param_shapes = [np.shape(p) for p in params]
     if shape is None:
         return jnp.broadcast_shapes(*param_shapes) if param_shapes else ()
     shape = _shape(shape)
@@ -597,10 +597,6 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method: str = "c
 
 # ------------------------------------------------------------------ poisson
 
-def _while(cond, body, init):
-    return lax.while_loop(cond, body, init)
-
-
 @_static("shape", "dtype", "max_iters")
 def _poisson_knuth(key, lam, shape, dtype, max_iters):
     """Knuth's method: count uniforms until their product drops below exp(-lam) (small lam)."""
@@ -617,7 +613,7 @@ def _poisson_knuth(key, lam, shape, dtype, max_iters):
 
     k_init = jnp.zeros(shape, dtype)
     log_prod_init = jnp.zeros(shape, np.float32)
-    k = _while(cond, body, (0, k_init, key, log_prod_init))[1]
+    k = lax.while_loop(cond, body, (0, k_init, key, log_prod_init))[1]
     return (k - 1).astype(dtype)
 
 
@@ -650,7 +646,7 @@ def _poisson_rejection(key, lam, shape, dtype, max_iters):
 
     k_init = jnp.full(shape, -1, lam.dtype)
     accepted = jnp.zeros(shape, bool)
-    k = _while(cond, body, (0, k_init, accepted, key))[1]
+    k = lax.while_loop(cond, body, (0, k_init, accepted, key))[1]
     return k.astype(dtype)
 
 
@@ -709,7 +705,7 @@ def _binomial_inversion(key, count, prob, shape, max_iters):
         return jnp.any(geom_sum <= count) & (i < max_iters)
 
     init = (0, jnp.zeros(shape, prob.dtype), jnp.zeros(shape, prob.dtype), key)
-    return _while(cond, body, init)[1] - 1
+    return lax.while_loop(cond, body, init)[1] - 1
 
 
 def _btrs(key, count, prob, shape, max_iters):
@@ -749,7 +745,7 @@ def _btrs(key, count, prob, shape, max_iters):
         return jnp.any(~accepted) & (i < max_iters)
 
     init = (0, jnp.full(shape, -1, prob.dtype), jnp.zeros(shape, bool), key)
-    return _while(cond, body, init)[1]
+    return lax.while_loop(cond, body, init)[1]
 
 
 @_static("shape", "dtype")
