@@ -19,6 +19,9 @@ index / iterate work on the leading axes. (A negative ``in_axes`` counts
 from the end of the data, key words included: use non-negative axes.)
 Every function takes either kind; ``split`` and ``fold_in`` return the kind
 they were given.
+
+The distributions built on these draws (gamma, beta, poisson, binomial, ...)
+are in ``random_distributions`` and exported here, as in ``jax.random``.
 """
 from __future__ import annotations
 

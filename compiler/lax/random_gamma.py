@@ -20,9 +20,9 @@ float16/bfloat16 are computed in float32, as in JAX.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import functools
+
+import numpy as np
 
 from jaxprc import dispatch, lax
 from jaxprc.interpreters import ad, batching, mlir
@@ -54,7 +54,7 @@ def _any(pred):
 
 
 def _c(x, value):
-    """``value`` as a scalar of ``x``'s dtype (float64 operands work without x64 too)."""
+    """``value`` as a scalar of ``x``'s dtype (typed, so no weak-type promotion enters)."""
     return np.array(value, _ops.aval(x).dtype)
 
 
