@@ -19,6 +19,9 @@ index / iterate work on the leading axes. (A negative ``in_axes`` counts
 from the end of the data, key words included: use non-negative axes.)
 Every function takes either kind; ``split`` and ``fold_in`` return the kind
 they were given.
+
+The distributions built on these draws (gamma, beta, poisson, binomial, ...)
+are in ``random_distributions`` and exported here, as in ``jax.random``.
 """
 from __future__ import annotations
 
@@ -35,7 +38,8 @@ from .ir import dtypes as dt
 from .ir.tracing import get_aval
 from .ir.tree_util import register_pytree_node
 
-__all__ = ["threefry2x32", "PRNGKey", "PRNGKeyArray", "key", "key_data", "wrap_key_data", "split", "fold_in", "clone",
+__all__ = ["threefry2x32", "PRNGKey", "PRNGKeyArray", "key", "key_data", "key_dtype", "key_impl", "wrap_key_data",
+           "split", "fold_in", "clone",
            "bits", "uniform", "normal", "bernoulli", "randint", "categorical", "permutation", "choice",
            "truncated_normal", "gumbel"]
 
@@ -50,26 +54,32 @@ def _static(*names):
 
 # ------------------------------------------------------------- threefry2x32
 
-_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_ROTATIONS = (np.array([13, 15, 26, 6], np.uint32), np.array([17, 29, 16, 24], np.uint32))
 
 
-def _rotate_left(x, d: int):
-    return lax.bitwise_or(lax.shift_left(x, _u32(d)), lax.shift_right_logical(x, _u32(32 - d)))
+def _rotate_left(x, d):
+    return lax.bitwise_or(lax.shift_left(x, d), lax.shift_right_logical(x, lax.sub(_u32(32), d)))
+
+
+def _threefry_rounds(i, state):
+    """Four rounds and a key injection; the key schedule and the rotations rotate by one each time."""
+    x, ks, rotations = state
+    for j in range(4):
+        x0 = lax.add(x[0], x[1])
+        x = [x0, lax.bitwise_xor(x0, _rotate_left(x[1], lax.index_in_dim(rotations[0], j, keepdims=False)))]
+    x = [lax.add(x[0], ks[0]), lax.add(lax.add(x[1], ks[1]), lax.convert_element_type(lax.add(i, 1), np.uint32))]
+    return x, [*ks[1:], ks[0]], [*rotations[1:], rotations[0]]
 
 
 def threefry2x32(k1, k2, x1, x2):
     """The Threefry-2x32 block cipher (20 rounds) of counters ``(x1, x2)`` under key ``(k1, k2)``.
 
-    uint32 arrays of one shape, or scalar keys.
+    uint32 arrays of one shape, or scalar keys. The rounds are a 5-step loop, as JAX emits them on
+    CPU: XLA then fuses the float code that consumes the bits as it does JAX's, rounding alike.
     """
     ks = [k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _u32(0x1BD11BDA))]
     x = [lax.add(x1, ks[0]), lax.add(x2, ks[1])]
-    for i in range(5):
-        for r in _ROTATIONS[i % 2]:
-            x[0] = lax.add(x[0], x[1])
-            x[1] = lax.bitwise_xor(x[0], _rotate_left(x[1], r))
-        x[0] = lax.add(x[0], ks[(i + 1) % 3])
-        x[1] = lax.add(x[1], lax.add(ks[(i + 2) % 3], _u32(i + 1)))
+    x, _, _ = lax.fori_loop(0, 5, _threefry_rounds, (x, [*ks[1:], ks[0]], list(_ROTATIONS)))
     return x[0], x[1]
 
 
@@ -232,13 +242,36 @@ def _seed_value(name: str, seed):
     return seed
 
 
-def PRNGKey(seed) -> "jnp.ndarray":
+def _resolve_impl(impl=None, dtype=None):
+    """The one implementation jaxprc has: threefry2x32 (named, by its key dtype, or by default)."""
+    if impl is not None and dtype is not None:
+        raise ValueError("Cannot specify both `impl` and `dtype` arguments")
+    spec = impl if dtype is None else dtype
+    if spec not in (None, "threefry2x32", KEY_DTYPE):
+        raise ValueError(f"unsupported PRNG implementation {spec!r}: jaxprc has only 'threefry2x32'")
+
+
+def key_dtype(impl=None) -> PRNGKeyDType:
+    """The dtype of typed keys of a PRNG implementation (``key<fry>``)."""
+    _resolve_impl(impl)
+    return KEY_DTYPE
+
+
+def key_impl(keys) -> str:
+    """The name of the PRNG implementation of (typed or raw) keys."""
+    _check_key("key_impl", keys, allow_batched=True)
+    return "threefry2x32"
+
+
+def PRNGKey(seed, *, impl=None) -> "jnp.ndarray":
     """A raw threefry2x32 key, ``uint32[2]``: the seed's high and low 32 bits."""
+    _resolve_impl(impl)
     return _seed(_seed_value("PRNGKey", seed))
 
 
-def key(seed) -> PRNGKeyArray:
+def key(seed, *, impl=None, dtype=None) -> PRNGKeyArray:
     """A typed threefry2x32 key (shape ``()``) from an integer seed."""
+    _resolve_impl(impl, dtype)
     return PRNGKeyArray(_seed(_seed_value("key", seed)))
 
 
@@ -248,10 +281,9 @@ def key_data(keys):
     return base
 
 
-def wrap_key_data(key_bits_array, *, impl=None):
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
     """Typed keys over ``uint32[..., 2]`` key data."""
-    if impl not in (None, "threefry2x32"):
-        raise ValueError(f"unsupported PRNG implementation {impl!r}: jaxprc has only 'threefry2x32'")
+    _resolve_impl(impl, dtype)
     if isinstance(key_bits_array, PRNGKeyArray):
         raise TypeError("wrap_key_data expects uint32 key data, got typed keys")
     base, _ = _check_key("wrap_key_data", key_bits_array, allow_batched=True)
@@ -624,3 +656,10 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, m
     perturbed = logits + gumbel(base, logits.shape, logits.dtype, mode=mode)
     indices = _top_k_indices(jnp.moveaxis(perturbed, axis, -1), k)      # int32 batch_shape + (k,)
     return lax.reshape(indices, shape, (indices.ndim - 1, *range(indices.ndim - 1)))
+
+
+# The distributions built on the draws above (their module imports this one's helpers).
+from . import random_distributions as _distributions  # noqa: E402
+from .random_distributions import *  # noqa: E402,F401,F403
+
+__all__ += _distributions.__all__

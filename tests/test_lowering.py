@@ -1030,6 +1030,23 @@ def test_convolution_and_windowed_reductions(dtype):
     wants = [conv, pairs.sum(-1), pairs.max(-1), pairs.min(-1), pairs.prod(-1), gathered, scattered]
     for got, want in zip(outs, wants):
         check(got, want, dtype, scale=64)
+def test_random_gamma_and_its_derivative():
+    """random_gamma: Gamma(a, 1) draws (mean a, all positive); random_gamma_grad: dx/da of a gamma
+    sample by implicit differentiation, -(dP/da) / (dP/dx) for the regularized incomplete gamma P."""
+    a = np.array([0.3, 1.0, 2.5, 6.0, 0.8, 40.0], F32)
+    x = np.array([0.05, 1.5, 2.0, 9.0, 3.0, 38.0], F32)
+    (got,) = run(lambda a, x: [P["random_gamma_grad"].bind(a, x)], a, x)
+    a, x, h = a.astype(F64), x.astype(F64), 1e-6
+    dP_da = (sp.gammainc(a + h, x) - sp.gammainc(a - h, x)) / (2 * h)
+    dP_dx = np.exp((a - 1) * np.log(x) - x - sp.gammaln(a))
+    np.testing.assert_allclose(got, -dP_da / dP_dx, rtol=1e-5)
+    keys = np.array([[0, 1], [2, 3]], np.uint32)
+    alpha = np.repeat(np.array([[0.5], [3.0]], F32), 2000, axis=1)
+    for log_space in (False, True):
+        (draws,) = run(lambda k, a: [P["random_gamma"].bind(k, a, log_space=log_space)], keys, alpha)
+        draws = np.exp(draws) if log_space else draws
+        assert np.all(draws >= 0) and np.all(np.isfinite(draws))
+        np.testing.assert_allclose(draws.mean(1), [0.5, 3.0], rtol=0.1)
 
 
 def test_every_builtin_primitive_is_checked_numerically(request, builtins):

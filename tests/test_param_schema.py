@@ -137,6 +137,7 @@ CORPUS = {
                             lax.all_to_all_p.bind(x, axes=("i",), axis_size=1, split_axis=0, concat_axis=0)),
                  [(3,)]),
     "sharding": (lambda x: jx.lax.with_sharding_constraint(x, _one_device_sharding()), [(3,)]),
+    "random_gamma": (lambda x: lax.random_gamma_p.bind(jnp.zeros((2,), np.uint32), x, log_space=True), [(3,)]),
 }
 
 

@@ -4,3 +4,4 @@ from .functions import *  # noqa: F401,F403
 from .extra import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .scaled import *  # noqa: F401,F403
+from . import initializers  # noqa: F401,E402
