@@ -15,6 +15,7 @@ import numpy as np
 import jaxprc.numpy as jnp
 from jaxprc import lax, random
 from jaxprc.ir.dtypes import default_float_dtype
+from jaxprc.nn.initializers import glorot_normal, normal, ones, zeros
 from jaxprc.nn import elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softmax, softplus, standardize
 
 __all__ = ["Dense", "GeneralConv", "Conv", "GeneralConvTranspose", "Conv1DTranspose", "ConvTranspose",
@@ -25,41 +26,7 @@ __all__ = ["Dense", "GeneralConv", "Conv", "GeneralConvTranspose", "Conv1DTransp
            "leaky_relu", "selu", "gelu", "standardize", "glorot_normal", "normal", "ones", "zeros"]
 
 
-# ------------------------------------------------------------ initializers
-# The four jax.nn.initializers stax uses, drawing the same random bits as JAX's.
-
-def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
-    """Truncated normal of variance 2 / (fan_in + fan_out) (Glorot & Bengio 2010)."""
-    def init(key, shape, dtype=dtype):
-        shape = tuple(int(s) for s in shape)
-        dtype = default_float_dtype() if dtype is None else dtype
-        size = lambda axes: math.prod(shape[a] for a in ((axes,) if isinstance(axes, int) else axes))
-        if isinstance(in_axis, int) and in_axis == -2 and len(shape) <= 1:
-            raise ValueError(f"Can't compute input and output sizes of a {len(shape)}-dimensional weights "
-                             "tensor with default in_axis. Must be at least 2D or specify in_axis explicitly.")
-        n_in, n_out, n_batch = size(in_axis), size(out_axis), size(batch_axis)
-        receptive = math.prod(shape) / n_in / n_out / n_batch
-        variance = jnp.array(1.0 / ((n_in * receptive + n_out * receptive) / 2), dtype=dtype)
-        # 0.8796... is the standard deviation of a standard normal truncated to (-2, 2)
-        stddev = jnp.sqrt(variance) / jnp.array(.87962566103423978, dtype)
-        return random.truncated_normal(key, -2, 2, shape, dtype) * stddev
-    return init
-
-
-def normal(stddev=1e-2, dtype=None):
-    def init(key, shape, dtype=dtype):
-        dtype = default_float_dtype() if dtype is None else dtype
-        return random.normal(key, shape, dtype) * jnp.array(stddev, dtype)
-    return init
-
-
-def ones(key, shape, dtype=None):
-    return jnp.ones(shape, default_float_dtype() if dtype is None else dtype)
-
-
-def zeros(key, shape, dtype=None):
-    return jnp.zeros(shape, default_float_dtype() if dtype is None else dtype)
-
+# The initializers stax uses are jax.nn.initializers', as in JAX's stax.
 
 glorot = glorot_normal
 randn = normal
