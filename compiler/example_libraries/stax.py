@@ -14,7 +14,6 @@ import numpy as np
 
 import jaxprc.numpy as jnp
 from jaxprc import lax, random
-from jaxprc.ir.dtypes import default_float_dtype
 from jaxprc.nn.initializers import glorot_normal, normal, ones, zeros
 from jaxprc.nn import elu, gelu, leaky_relu, log_softmax, relu, selu, sigmoid, softmax, softplus, standardize
 
