@@ -16,6 +16,7 @@ from .control_flow import *  # noqa: F401,F403
 from .call import *  # noqa: F401,F403
 from .remat import *  # noqa: F401,F403
 from .custom_derivatives import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403
 from . import operands  # noqa: F401
 
 # Eager (op-by-op) evaluation of every primitive defined above: XLA runs its lowering.
