@@ -3,5 +3,6 @@ derivatives (custom rules where differentiating the formula would be unstable)."
 from ._gamma import (bernoulli, beta, betainc, betaln, comb, digamma, factorial, gamma, gammainc,  # noqa: F401
                      gammaincc, gammaln, gammasgn, loggamma, multigammaln, poch, polygamma, zeta)
 from ._error import (dawsn, erf, erfc, erfcx, erfinv, log_ndtr, ndtr, ndtri, owens_t, wofz)  # noqa: F401
+from ._integrals import exp1, expi, expn, fresnel, sici, spence  # noqa: F401
 from ._logs import (boxcox, boxcox1p, entr, expit, kl_div, log_softmax, logit, logsumexp,  # noqa: F401
                     rel_entr, softmax, xlog1py, xlogy)
