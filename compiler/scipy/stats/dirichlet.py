@@ -1,0 +1,36 @@
+"""The Dirichlet distribution; x's first axis runs over the categories (K or K - 1 of them)."""
+import numpy as np
+
+from ... import lax
+from ... import numpy as jnp
+from ..special import gammaln, xlogy
+
+
+def _is_simplex(x):
+    return jnp.all(x > 0, axis=0) & (jnp.abs(jnp.sum(x, axis=0) - 1) < 1e-6)
+
+
+def logpdf(x, alpha):
+    x, alpha = _promote(x, alpha)
+    if alpha.ndim != 1:
+        raise ValueError(f"`alpha` must be one-dimensional; got alpha.shape={alpha.shape}")
+    if x.shape[0] not in (alpha.shape[0], alpha.shape[0] - 1):
+        raise ValueError("`x` must have either the same number of entries as `alpha` or one entry fewer; "
+                         f"got x.shape={x.shape}, alpha.shape={alpha.shape}")
+    if x.shape[0] != alpha.shape[0]:
+        x = jnp.concatenate([x, 1 - jnp.sum(x, 0, keepdims=True)], axis=0)
+    normalizer = jnp.sum(gammaln(alpha)) - gammaln(jnp.sum(alpha))
+    if x.ndim > 1:
+        alpha = lax.broadcast_in_dim(alpha, alpha.shape + (1,) * (x.ndim - 1), (0,))
+    log_probs = jnp.sum(xlogy(alpha - 1, x), axis=0) - normalizer
+    return jnp.where(_is_simplex(x), log_probs, -np.inf)
+
+
+def _promote(x, alpha):
+    """One inexact dtype for both, shapes left alone (they differ)."""
+    dtype = jnp.result_type(x, alpha, 1.0)
+    return jnp.asarray(x, dtype), jnp.asarray(alpha, dtype)
+
+
+def pdf(x, alpha):
+    return jnp.exp(logpdf(x, alpha))
