@@ -166,7 +166,9 @@ _expn = custom_jvp(_expn_elementwise, nondiff_argnums=(0,))
 @_expn.defjvp
 def _expn_jvp(n, primals, tangents):
     (x,), (t,) = primals, tangents
-    return _expn(n, x), -t * _expn(n - 1.0, x)
+    # E_n' = -E_(n-1), from the plain function: through the custom rule each order would form
+    # the rule of the next one, without end
+    return _expn(n, x), -t * _expn_elementwise(n - 1.0, x)
 
 
 def expn(n, x):
