@@ -146,7 +146,7 @@ def _expn_scalar(n, x):
     fraction_n = jnp.where(large_n | ~(n >= 0), 1.0, n)
     by_region = jnp.where(large_n, _expn_large_n(safe_x, n),
                           jnp.where(fraction, _expn_fraction(jnp.where(fraction, x, 2.0), fraction_n),
-                                    _expn_series(jnp.where(fraction, 0.5, safe_x), series_n)))
+                                    _expn_series(jnp.where(fraction, 0.5, x), series_n)))
     out = jnp.where(n == 0, jnp.exp(-x) / x, by_region)
     out = jnp.where((x == 0) & (n >= 2), 1.0 / n1, out)
     out = jnp.where((x == 0) & (n < 2), np.inf, out)
