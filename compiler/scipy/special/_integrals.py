@@ -371,5 +371,5 @@ def _spence_positive(x):
 def spence(x):
     """Spence's function (the dilogarithm) int_1^x log(t) / (1 - t) dt for x >= 0."""
     x = float32_or_64("spence", x)
-    out = _spence_positive(jnp.where(x > 0, x, 0.5))
+    out = _spence_positive(jnp.where(x <= 0, 0.5, x))     # NaN stays NaN
     return jnp.where(x < 0, np.nan, jnp.where(x == 1.0, 0.0, jnp.where(x == 0.0, np.pi ** 2 / 6, out)))

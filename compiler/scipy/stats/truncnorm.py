@@ -40,8 +40,9 @@ def logcdf(x, a, b, loc=0, scale=1):
     mass = _log_gauss_mass(a, b)
     log_cdf = _log_gauss_mass(a, x) - mass
     log_sf = _log_gauss_mass(x, b) - mass
+    # none of the cases (x NaN) gives 0, as in JAX
     out = jnp.where(x >= b, 0.0, jnp.where(x <= a, -np.inf,
-                    jnp.where(log_cdf > -0.1, jnp.log1p(-jnp.exp(log_sf)), log_cdf)))
+                    jnp.where(log_cdf > -0.1, jnp.log1p(-jnp.exp(log_sf)), jnp.where(x > a, log_cdf, 0.0))))
     return jnp.where(a >= b, np.nan, out)
 
 
