@@ -3,6 +3,7 @@ import numpy as np
 
 from ... import lax
 from ... import numpy as jnp
+from ._util import promote_dtypes_inexact
 from ..special import gammaln, xlogy
 
 
@@ -11,7 +12,7 @@ def _is_simplex(x):
 
 
 def logpdf(x, alpha):
-    x, alpha = _promote(x, alpha)
+    x, alpha = promote_dtypes_inexact(x, alpha)
     if alpha.ndim != 1:
         raise ValueError(f"`alpha` must be one-dimensional; got alpha.shape={alpha.shape}")
     if x.shape[0] not in (alpha.shape[0], alpha.shape[0] - 1):
@@ -24,12 +25,6 @@ def logpdf(x, alpha):
         alpha = lax.broadcast_in_dim(alpha, alpha.shape + (1,) * (x.ndim - 1), (0,))
     log_probs = jnp.sum(xlogy(alpha - 1, x), axis=0) - normalizer
     return jnp.where(_is_simplex(x), log_probs, -np.inf)
-
-
-def _promote(x, alpha):
-    """One inexact dtype for both, shapes left alone (they differ)."""
-    dtype = jnp.result_type(x, alpha, 1.0)
-    return jnp.asarray(x, dtype), jnp.asarray(alpha, dtype)
 
 
 def pdf(x, alpha):

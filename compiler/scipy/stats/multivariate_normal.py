@@ -3,17 +3,13 @@ a (..., n, n) matrix, factored by Cholesky)."""
 import numpy as np
 
 from ... import numpy as jnp
-
-
-def _promote(*args):
-    dtype = jnp.result_type(*args, 1.0)
-    return [jnp.asarray(a, dtype) for a in args]
+from ._util import promote_dtypes_inexact
 
 
 def logpdf(x, mean, cov, allow_singular=None):
     if allow_singular is not None:
         raise NotImplementedError("allow_singular argument of multivariate_normal.logpdf")
-    x, mean, cov = _promote(x, mean, cov)
+    x, mean, cov = promote_dtypes_inexact(x, mean, cov)
     if not mean.shape:
         return -1 / 2 * jnp.square(x - mean) / cov - 1 / 2 * (np.log(2 * np.pi) + jnp.log(cov))
     n = mean.shape[-1]
