@@ -131,6 +131,8 @@ UNARY = {   # name: (numpy reference, dtypes, domain, params)
     "copy": (lambda x: x, FLOATS + INTS + [BOOL], "any", {}),
     "name": (lambda x: x, FLOATS + INTS + [BOOL], "any", {"name": "tag"}),
     "round": (_round_afz, FLOATS, "any", {"rounding_method": 0}),
+    "bessel_i0e": (sp.i0e, FLOATS, "any", {}),
+    "bessel_i1e": (sp.i1e, FLOATS, "any", {}),
 }
 
 
@@ -235,6 +237,30 @@ def test_binary(name):
     for (x, y), got in zip(pairs, outs):
         want = np.nextafter(x, y) if name == "nextafter" else _numpy_ref(ref, [x, y], x.dtype)
         check(got, np.asarray(want).astype(got.dtype), x.dtype)
+
+
+SPECIAL = {   # name: (scipy reference, operand samples from sample(shape, dtype, domain))
+    "igamma": (sp.gammainc, ("pos", "pos")),
+    "igammac": (sp.gammaincc, ("pos", "pos")),
+    "igamma_grad_a": (lambda a, x: (sp.gammainc(a + 1e-5, x) - sp.gammainc(a - 1e-5, x)) / 2e-5,
+                      ("pos", "pos")),     # a central difference: good to ~1e-9
+    "regularized_incomplete_beta": (sp.betainc, ("pos", "pos", "unit")),
+    "zeta": (sp.zeta, ("ge1", "pos")),
+    "polygamma": (sp.polygamma, ("order", "pos")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL))
+def test_special_functions(name):
+    ref, domains = SPECIAL[name]
+    dtypes = [F16, F32, F64]     # bfloat16 goes the float16 way (through float32)
+    xs = [[RNG.integers(0, 4, (2, 3)).astype(dtype) if d == "order" else np.abs(sample((2, 3), dtype, d))
+           for d in domains] for dtype in dtypes]
+    outs = run(lambda *a: [P[name].bind(*a[i:i + len(domains)]) for i in range(0, len(a), len(domains))],
+               *[x for group in xs for x in group])
+    for dtype, group, got in zip(dtypes, xs, outs):
+        want = _numpy_ref(ref, group, dtype)
+        check(got, want.astype(got.dtype), dtype, scale=5e4 if name == "igamma_grad_a" else 50)
 
 
 def test_max_min_propagate_nan():

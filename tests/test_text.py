@@ -99,9 +99,11 @@ ELEMENTWISE_BY_KIND = {
     "float": ["neg", "sign", "floor", "ceil", "exp", "exp2", "log", "log1p", "expm1", "tanh",
               "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
               "acosh", "atanh", "sqrt", "rsqrt", "cbrt", "square", "abs", "erf", "erfc", "erf_inv",
-              "lgamma", "digamma", "stop_gradient", "copy", "is_finite"],
+              "lgamma", "digamma", "stop_gradient", "copy", "is_finite", "bessel_i0e", "bessel_i1e"],
     "float2": ["add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter",
-               "eq", "ne", "lt", "le", "gt", "ge"],
+               "eq", "ne", "lt", "le", "gt", "ge", "igamma", "igammac", "igamma_grad_a", "zeta",
+               "polygamma"],
+    "float3": ["regularized_incomplete_beta"],
     "int": ["not", "population_count", "clz"],
     "int2": ["and", "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical"],
     "complex": ["real", "imag", "conj"],
@@ -110,7 +112,7 @@ ELEMENTWISE_BY_KIND = {
 
 
 @pytest.mark.parametrize("name,avals", [
-    (n, {"float": [X3], "float2": [X3, X3], "int": [sa((3,), i32)], "int2": [sa((3,), i32)] * 2,
+    (n, {"float": [X3], "float2": [X3, X3], "float3": [X3, X3, X3], "int": [sa((3,), i32)], "int2": [sa((3,), i32)] * 2,
          "complex": [sa((3,), np.complex64)], "float2 to complex": [X3, X3]}[k])
     for k, ns in ELEMENTWISE_BY_KIND.items() for n in ns])
 def test_elementwise_round_trip(name, avals):

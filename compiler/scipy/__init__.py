@@ -5,3 +5,6 @@ from . import sparse  # noqa: F401
 from . import linalg  # noqa: F401
 from . import signal  # noqa: F401
 from . import ndimage  # noqa: F401
+from . import stats  # noqa: F401
+from . import optimize  # noqa: F401
+from . import integrate  # noqa: F401
