@@ -132,3 +132,15 @@ def test_stax_cnn_trains_with_the_optimizers():
         optimizers.sgd(0.1)[1](0, [1.0], optimizers.sgd(0.1)[0]({"a": 1.0}))
     sched = optimizers.piecewise_constant([2, 4], [1.0, 0.5, 0.1])
     np.testing.assert_array_equal([sched(i) for i in (0, 3, 5)], np.float32([1.0, 0.5, 0.1]))
+
+
+def test_fft_convolution_against_scipy_and_the_direct_method():
+    x, y = rand(3, 7), (rand(3, 4) + 1j * rand(3, 4)).astype(np.complex64)
+    for mode in ("full", "same", "valid"):
+        close(sig.fftconvolve(x, y, mode), scipy.signal.fftconvolve(x, y, mode))
+        close(sig.convolve(x, y, mode, method="fft"), sig.convolve(x, y, mode, method="direct"))
+        close(sig.correlate(y, x, mode, method="fft"), scipy.signal.correlate(y, x, mode, method="fft"))
+        close(sig.fftconvolve(x, y, mode, axes=-1), scipy.signal.fftconvolve(x, y, mode, axes=-1))
+    close(sig.fftconvolve(rand(1, 3), rand(2, 1)).shape, (2, 3))          # outer product, no transform
+    loss = lambda f: jx.grad(lambda u: (f(u, y.real) ** 2).sum())(x)
+    close(loss(lambda u, v: sig.fftconvolve(u, v)), loss(lambda u, v: sig.convolve(u, v)), tol=1e-3)

@@ -414,3 +414,12 @@ def test_detrend():
         x, xc, np.arange(6))
     for a, b in zip(run(jx, sig), run(jax, jsig)):
         close(a, b)
+
+
+def test_fft_methods_of_signal():
+    import jax.scipy.signal as jsig
+    import jaxprc.scipy.signal as sig
+    x, y = rand(2, 6), (rand(2, 3) + 1j * rand(2, 3)).astype(np.complex64)
+    for mode in ("full", "same", "valid"):
+        close(sig.convolve(x, y, mode, method="fft"), jsig.convolve(x, y, mode, method="fft"))
+        close(sig.correlate(x, y, mode, method="fft"), jsig.correlate(x, y, mode, method="fft"))
