@@ -176,3 +176,8 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):
         slope = (t * centred).sum(0, keepdims=True) / float((t * t).sum())
         pieces.append(centred - slope * t)
     return jnp.moveaxis(jnp.concatenate(pieces, 0), 0, axis)
+
+
+from ._spectral import csd, istft, stft, welch  # noqa: E402  (they use detrend above)
+
+__all__ += ["stft", "istft", "csd", "welch"]
