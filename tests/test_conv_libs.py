@@ -132,3 +132,45 @@ def test_stax_cnn_trains_with_the_optimizers():
         optimizers.sgd(0.1)[1](0, [1.0], optimizers.sgd(0.1)[0]({"a": 1.0}))
     sched = optimizers.piecewise_constant([2, 4], [1.0, 0.5, 0.1])
     np.testing.assert_array_equal([sched(i) for i in (0, 3, 5)], np.float32([1.0, 0.5, 0.1]))
+
+
+def test_fft_convolution_against_scipy_and_the_direct_method():
+    x, y = rand(3, 7), (rand(3, 4) + 1j * rand(3, 4)).astype(np.complex64)
+    for mode in ("full", "same", "valid"):
+        close(sig.fftconvolve(x, y, mode), scipy.signal.fftconvolve(x, y, mode))
+        close(sig.convolve(x, y, mode, method="fft"), sig.convolve(x, y, mode, method="direct"))
+        close(sig.correlate(y, x, mode, method="fft"), scipy.signal.correlate(y, x, mode, method="fft"))
+        close(sig.fftconvolve(x, y, mode, axes=-1), scipy.signal.fftconvolve(x, y, mode, axes=-1))
+    close(sig.fftconvolve(rand(1, 3), rand(2, 1)).shape, (2, 3))          # outer product, no transform
+    loss = lambda f: jx.grad(lambda u: (f(u, y.real) ** 2).sum())(x)
+    close(loss(lambda u, v: sig.fftconvolve(u, v)), loss(lambda u, v: sig.convolve(u, v)), tol=1e-3)
+
+
+@pytest.mark.filterwarnings("ignore:Input data is complex")
+def test_spectral_analysis_against_scipy():
+    x, y = rand(2, 40), rand(2, 40)
+    for kw in [dict(nperseg=16), dict(nperseg=16, noverlap=4, nfft=20, scaling="spectrum"),
+               dict(nperseg=15, average="median", detrend="linear")]:
+        for got, want in zip(sig.welch(x, **kw), scipy.signal.welch(x, **kw)):
+            close(got, want)
+        for got, want in zip(sig.csd(x, y[:, :30], **kw), scipy.signal.csd(x, y[:, :30], **kw)):
+            close(got, want)
+    for kw in [dict(nperseg=16), dict(nperseg=12, noverlap=3, boundary="even"),
+               dict(nperseg=8, boundary="odd", padded=False), dict(nperseg=8, boundary=None, return_onesided=False)]:
+        for got, want in zip(sig.stft(x, **kw), scipy.signal.stft(x, **kw)):
+            close(got, want)
+    _, _, Z = sig.stft(x, nperseg=16)
+    for got, want in zip(sig.istft(Z, nperseg=16), scipy.signal.istft(np.asarray(Z), nperseg=16)):
+        close(got, want)
+    close(sig.istft(Z, nperseg=16)[1][:, :40], x)                     # perfect reconstruction
+    xc = (x + 1j * y).astype(np.complex64)
+    _, _, Zc = sig.stft(xc, nperseg=8)
+    close(sig.istft(Zc, nperseg=8, input_onesided=False)[1][:, :40], xc)
+    welch_sum = jx.jit(jx.grad(lambda u: sig.welch(u, nperseg=16)[1].sum()))
+    eps, e = 1e-2, np.eye(40, dtype=np.float32)[3]
+    fd = (sig.welch(x[0] + eps * e, nperseg=16)[1].sum() - sig.welch(x[0] - eps * e, nperseg=16)[1].sum()) / (2 * eps)
+    close(welch_sum(x[0])[3], fd, tol=1e-2)
+    with pytest.raises(ValueError, match="noverlap must be less than nperseg"):
+        sig.welch(x, nperseg=8, noverlap=8)
+    with pytest.raises(ValueError, match="Unknown boundary"):
+        sig.stft(x, boundary="wrap")

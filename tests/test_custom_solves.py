@@ -1,6 +1,8 @@
 """lax.custom_linear_solve and lax.custom_root: values, derivatives by the implicit function theorem
 (against closed forms and finite differences), transposition identities, vmap against a loop, text
 round trips of programs holding them that then transform again, and the errors a user can cause."""
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -284,3 +286,32 @@ def test_ill_typed_programs_are_rejected_naming_the_primitive():
         assert edit[0] in text, text
         with pytest.raises(ParseError, match=match):
             parse(text.replace(*edit))
+
+
+@pytest.mark.parametrize("method", ["batched", "incremental"])
+def test_gmres(method):
+    from jaxprc.scipy.sparse import linalg as spl
+    A = A0 + 2 * np.eye(3)
+    z = (B0 + 1j * B0[::-1]).astype(np.complex128)
+    tree_mv = lambda v: {"u": 2.0 * v["u"], "w": A @ v["w"]}
+
+    @jx.jit
+    def solves(A, b, z):
+        gm = partial(spl.gmres, solve_method=method, tol=1e-12)
+        return (gm(A, b), gm(lambda v: A @ v, b, M=jnp.diag(1 / jnp.diag(A)))[0],
+                gm(A, b, restart=1, maxiter=200)[0], gm(A.astype(z.dtype), z)[0],
+                gm(tree_mv, {"u": jnp.ones(2), "w": b})[0])
+    (x, info), x_pre, x_r1, xz, tree = solves(A, B0, z)
+    assert int(info) == 0
+    for got, rhs in [(x, B0), (x_pre, B0), (x_r1, B0), (xz, z)]:
+        close(A @ np.asarray(got), rhs)
+    close(tree["u"], 0.5 * np.ones(2))
+    # b = 0 is solved exactly at once (zero residual makes a zero Krylov basis)
+    close(spl.gmres(A, np.zeros(3), solve_method=method)[0], np.zeros(3))
+    loss = lambda A, b: jnp.sum(spl.gmres(lambda v: A @ v, b, tol=1e-12, solve_method=method)[0])
+    gA, gb = jx.jit(jx.grad(loss, argnums=(0, 1)))(A, B0)
+    lam = np.linalg.solve(A.T, np.ones(3))
+    close(gb, lam)
+    close(gA, -np.outer(lam, np.linalg.solve(A, B0)))
+    with pytest.raises(ValueError, match="solve_method"):
+        spl.gmres(A, B0, solve_method="qr")

@@ -414,3 +414,27 @@ def test_detrend():
         x, xc, np.arange(6))
     for a, b in zip(run(jx, sig), run(jax, jsig)):
         close(a, b)
+
+
+def test_fft_methods_of_signal():
+    import jax.scipy.signal as jsig
+    import jaxprc.scipy.signal as sig
+    x, y = rand(2, 6), (rand(2, 3) + 1j * rand(2, 3)).astype(np.complex64)
+    for mode in ("full", "same", "valid"):
+        close(sig.convolve(x, y, mode, method="fft"), jsig.convolve(x, y, mode, method="fft"))
+        close(sig.correlate(x, y, mode, method="fft"), jsig.correlate(x, y, mode, method="fft"))
+
+
+def test_spectral_analysis_of_signal():
+    import jax.scipy.signal as jsig
+    import jaxprc.scipy.signal as sig
+    x, y = rand(2, 30), rand(2, 30)
+    for a, b in zip(sig.welch(x, nperseg=12, average="median"), jsig.welch(x, nperseg=12, average="median")):
+        close(a, b)
+    for a, b in zip(sig.csd(x, y, nperseg=10, nfft=12), jsig.csd(x, y, nperseg=10, nfft=12)):
+        close(a, b)
+    Z = sig.stft(x, nperseg=8)
+    for a, b in zip(Z, jsig.stft(x, nperseg=8)):
+        close(a, b)
+    for a, b in zip(sig.istft(Z[2], nperseg=8), jsig.istft(np.asarray(Z[2]), nperseg=8)):
+        close(a, b)

@@ -170,3 +170,23 @@ def test_sparse_solvers_against_jax(method):
             return f(A, b), pre, api.grad(lambda A, b: jnp.sum(jnp.sin(f(A, b))), argnums=(0, 1))(A, b)
         return api.jit(run)(A, b)
     assert_same(program, A, b, tol=1e-10)
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("method", ["batched", "incremental"])
+def test_gmres_against_jax(method):
+    import jax.scipy.sparse.linalg as jax_spl
+    import jaxprc.scipy.sparse.linalg as jx_spl
+    A = R.randn(5, 5) + 3 * np.eye(5)
+    b = R.randn(5)
+
+    def program(api, jnp, lax, sf, A, b):
+        spl = jax_spl if api is jax else jx_spl
+
+        def run(A, b):
+            f = lambda A, b: spl.gmres(lambda v: A @ v, b, tol=1e-12, solve_method=method)[0]
+            # a truncated run (2 restarts of 2 vectors) checks the iteration itself, not just the answer
+            short = spl.gmres(A, b, restart=2, maxiter=2, M=jnp.diag(1 / jnp.diag(A)), solve_method=method)
+            return f(A, b), short, api.grad(lambda A, b: jnp.sum(jnp.sin(f(A, b))), argnums=(0, 1))(A, b)
+        return api.jit(run)(A, b)
+    assert_same(program, A, b, tol=1e-9)

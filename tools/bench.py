@@ -439,6 +439,66 @@ def _convnet_grad(lib):
     return lambda: _timed(lambda: lib.block(f(*args))) * 1e3
 
 
+# ------------------------------------------------------------ linear algebra and FFT
+
+def _spd(n, batch=(), seed=0):
+    a = np.random.default_rng(seed).standard_normal((*batch, n, n)).astype(np.float32)
+    return a @ np.swapaxes(a, -1, -2) / n + np.eye(n, dtype=np.float32)
+
+
+def _timed_jit(lib, fn, *args):
+    """A warmed ``jit(fn)`` on device arrays; a sample is one blocked call, in ms."""
+    args = lib.api.device_put(args)
+    f = lib.api.jit(fn)
+    lib.block(f(*args))
+    return lambda: _timed(lambda: lib.block(f(*args))) * 1e3
+
+
+def gp_data(n=256, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0, 10, n)).astype(np.float32)
+    y = (np.sin(x) + 0.1 * rng.standard_normal(n)).astype(np.float32)
+    return np.array([0.0, -2.0], np.float32), x, y
+
+
+def make_gp_nll(lib: Lib):
+    """The negative log marginal likelihood of a GP (squared-exponential kernel) in
+    (log lengthscale, log noise variance), through a Cholesky factor."""
+    sl = importlib.import_module(f"{lib.name}.scipy.linalg")
+    jnp = lib.np
+
+    def nll(theta, x, y):
+        d2 = (x[:, None] - x[None, :]) ** 2
+        K = jnp.exp(-0.5 * d2 / jnp.exp(2 * theta[0])) + jnp.exp(theta[1]) * jnp.eye(x.shape[0])
+        c = sl.cho_factor(K, lower=True)
+        return 0.5 * y @ sl.cho_solve(c, y) + jnp.sum(jnp.log(jnp.diag(c[0])))
+    return nll
+
+
+@bench("runtime: jit cholesky + solve 512x512", "ms/call", target=1.05)
+def _cholesky_solve(lib):
+    sl = importlib.import_module(f"{lib.name}.scipy.linalg")
+    b = np.ones((512, 1), np.float32)
+    return _timed_jit(lib, lambda a, b: sl.cho_solve(sl.cho_factor(a, lower=True), b), _spd(512), b)
+
+
+@bench("runtime: jit batched eigh 64x32x32", "ms/call", target=1.05)
+def _batched_eigh(lib):
+    return _timed_jit(lib, lib.np.linalg.eigh, _spd(32, (64,)))
+
+
+@bench("runtime: jit fft c64[2^20]", "ms/call", target=1.05)
+def _fft_1m(lib):
+    rng = np.random.default_rng(0)
+    z = (rng.standard_normal(2 ** 20) + 1j * rng.standard_normal(2 ** 20)).astype(np.complex64)
+    return _timed_jit(lib, lib.np.fft.fft, z)
+
+
+@bench("runtime: jit(grad) GP marginal likelihood n=256", "ms/call", target=1.05)
+def _gp_grad(lib):
+    return _timed_jit(lib, lib.api.grad(make_gp_nll(lib)), *gp_data())
+
+
 @size_bench("StableHLO size: grad(ResNet block)")
 def _size_resnet(lib):
     return lib.api.jit(lib.api.grad(make_resnet_block_loss(lib), argnums=(0, 1))).lower(*resnet_block_data()).as_text()

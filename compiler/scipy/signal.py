@@ -1,9 +1,9 @@
 """jaxprc.scipy.signal: N-dimensional convolution and correlation, and detrending
 (``jax.scipy.signal``).
 
-Every convolution is one ``conv_general_dilated`` of the two arrays as a single-channel image
-and kernel. ``fftconvolve`` and ``method='fft'`` compute the same sums directly (jaxprc has no FFT
-here): equal values up to rounding, at the direct method's cost.
+The direct method ('direct', and 'auto' as in JAX) is one ``conv_general_dilated`` of the two
+arrays as a single-channel image and kernel; ``fftconvolve`` and ``method='fft'`` multiply the
+spectra (real FFTs for real inputs) at the full output size, then slice, as JAX does.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc import numpy as jnp
+from jaxprc.numpy import fft as jfft
 from jaxprc import vmap as _vmap
 from jaxprc.ir import dtypes as dt
 
@@ -64,6 +65,8 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
     """N-dimensional convolution (``scipy.signal.convolve``)."""
     if method not in ("auto", "direct", "fft"):
         raise ValueError(f"Got method={method!r}; expected 'auto', 'fft', or 'direct'.")
+    if method == "fft":
+        return fftconvolve(in1, in2, mode=mode)
     return _convolve_nd(in1, in2, mode, precision, "convolve")
 
 
@@ -101,9 +104,30 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0, precision=N
     return _conj(out) if mode == "full" else out
 
 
+def _fftconvolve_unbatched(a, b, mode):
+    sa, sb = aval_of(a).shape, aval_of(b).shape
+    full = tuple(x + y - 1 for x, y in zip(sa, sb))
+    if mode == "valid":
+        no_swap, swap = all(x >= y for x, y in zip(sa, sb)), all(x <= y for x, y in zip(sa, sb))
+        if not (no_swap or swap):
+            raise ValueError("For 'valid' mode, One input must be at least as large as the other in "
+                             "every dimension.")
+        if swap:
+            a, b, sa, sb = b, a, sb, sa
+    if all(x == 1 or y == 1 for x, y in zip(sa, sb)):   # an outer product: no transform needed
+        conv = a * b
+    else:
+        complex_in = dt.is_complex(aval_of(a).dtype)
+        fft, ifft = (jfft.fftn, jfft.ifftn) if complex_in else (jfft.rfftn, jfft.irfftn)
+        conv = ifft(fft(a, full) * fft(b, full), full)
+    out = {"full": full, "same": sa, "valid": tuple(x - y + 1 for x, y in zip(sa, sb))}[mode]
+    start = [(f - o) // 2 for f, o in zip(full, out)]
+    return lax.slice(conv, start, [s + o for s, o in zip(start, out)])
+
+
 def fftconvolve(in1, in2, mode="full", axes=None):
-    """``scipy.signal.fftconvolve``: convolution over ``axes`` (all by default), the other axes
-    mapped (they must match). Computed directly (see the module docstring)."""
+    """``scipy.signal.fftconvolve``: convolution over ``axes`` (all by default) through the FFT,
+    the other axes mapped (they must match)."""
     if mode not in _MODES:
         raise ValueError("mode must be one of ['same', 'full', 'valid']")
     in1, in2 = promote_no_broadcast("fftconvolve", in1, in2)
@@ -111,14 +135,8 @@ def fftconvolve(in1, in2, mode="full", axes=None):
     if len(s1) != len(s2):
         raise ValueError("in1 and in2 should have the same dimensionality")
 
-    def unbatched(a, b):
-        if mode == "valid":
-            sa, sb = aval_of(a).shape, aval_of(b).shape
-            if not (all(x >= y for x, y in zip(sa, sb)) or all(x <= y for x, y in zip(sa, sb))):
-                raise ValueError("For 'valid' mode, One input must be at least as large as the other in "
-                                 "every dimension.")
-        return _convolve_nd(a, b, mode, None, "fftconvolve")
-    fun = unbatched
+    def fun(a, b):
+        return _fftconvolve_unbatched(a, b, mode)
     if axes is not None:
         axes = (axes,) if not isinstance(axes, (tuple, list)) else axes
         axes = {operator.index(a) % len(s1) for a in axes}
@@ -158,3 +176,8 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):
         slope = (t * centred).sum(0, keepdims=True) / float((t * t).sum())
         pieces.append(centred - slope * t)
     return jnp.moveaxis(jnp.concatenate(pieces, 0), 0, axis)
+
+
+from ._spectral import csd, istft, stft, welch  # noqa: E402  (they use detrend above)
+
+__all__ += ["stft", "istft", "csd", "welch"]

@@ -1,4 +1,4 @@
-"""jaxprc.scipy.sparse.linalg: matrix-free Krylov solvers (``cg``, ``bicgstab``) with JAX's
+"""jaxprc.scipy.sparse.linalg: matrix-free Krylov solvers (``cg``, ``bicgstab``, ``gmres``) with JAX's
 semantics, differentiated implicitly through ``lax.custom_linear_solve``.
 
 ``A`` (and the preconditioner ``M``) is a function of a pytree shaped like
@@ -18,8 +18,9 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
 from jaxprc import numpy as jnp
+from jaxprc.scipy import linalg as sp_linalg
 
-__all__ = ["cg", "bicgstab"]
+__all__ = ["cg", "bicgstab", "gmres"]
 
 _dot = partial(jnp.dot, precision=lax.Precision.HIGHEST)
 _vdot = partial(jnp.vdot, precision=lax.Precision.HIGHEST)
@@ -159,3 +160,187 @@ def cg(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
 def bicgstab(A, b, x0=None, *, tol=1e-5, atol=0.0, maxiter=None, M=None):
     """Solve A x = b for a general A by BiCGSTAB; returns ``(x, None)`` as JAX does."""
     return _isolve(_bicgstab_solve, A, b, x0, tol=tol, atol=atol, maxiter=maxiter, M=M, check_symmetric=False)
+
+
+# --- GMRES: restarted Arnoldi; each restart projects the solution on a Krylov space ---
+
+def _norm_tree(x):
+    return jnp.sqrt(_vdot_real_tree(x, x))
+
+
+def _tree_dtype(tree):
+    return dt.promote_types(*((jnp.result_type(x), False) for x in tu.tree_leaves(tree)))[0]
+
+
+def _safe_normalize(x, thresh=None):
+    """(x / |x|, |x|), both zero when |x| is at most thresh (by default the dtype's eps)."""
+    norm = _norm_tree(x)
+    dtype = _tree_dtype(x)
+    if thresh is None:
+        thresh = jnp.finfo(norm.dtype).eps
+    thresh = jnp.real(jnp.asarray(thresh).astype(dtype))
+    nonzero = norm > thresh
+    unit = tu.tree_map(lambda y: jnp.where(nonzero, y / norm.astype(dtype), 0.0), x)
+    return unit, jnp.where(nonzero, norm, 0.0)
+
+
+def _project_on_columns(Q, v):
+    """Q^H v for a basis Q whose leaves hold the vectors along their last axis."""
+    return sum(tu.tree_leaves(tu.tree_map(lambda X, y: jnp.einsum("...n,...->n", X.conj(), y), Q, v)))
+
+
+def _gram_schmidt(Q, x, xnorm, max_iterations=2):
+    """Orthogonalize x against Q's columns by classical Gram-Schmidt, repeated ("twice is
+    enough") while the overlap norm stays below |q|/sqrt(2); returns (q, overlaps)."""
+    Q0 = tu.tree_leaves(Q)[0]
+
+    def body(carry):
+        k, q, r, _ = carry
+        h = _project_on_columns(Q, q)
+        q = _sub(q, tu.tree_map(lambda X: _dot(X, h), Q))
+        return k + 1, q, r + h, _safe_normalize(q)[1] / np.sqrt(2.0)
+
+    def cond(carry):
+        k, _, r, qnorm_scaled = carry
+        return (k < max_iterations - 1) & (_safe_normalize(r)[1] < qnorm_scaled)
+
+    # the first pass keeps the scaled norm of x, as JAX's loop does
+    k, q, r, _ = body((0, x, jnp.zeros(Q0.shape[-1], Q0.dtype), None))
+    _, q, r, _ = lax.while_loop(cond, body, (k, q, r, xnorm / np.sqrt(2.0)))
+    return q, r
+
+
+def _arnoldi_step(k, A, M, V, H):
+    """Append the orthonormalized M(A(V[:, k])) to V as column k+1 and its overlaps as row k of H;
+    a new vector below eps * its norm means an invariant subspace was found (breakdown)."""
+    dtype = _tree_dtype(V)
+    v = M(A(tu.tree_map(lambda X: X[..., k], V)))
+    _, v_norm0 = _safe_normalize(v)
+    v, h = _gram_schmidt(V, v, v_norm0)
+    unit, v_norm1 = _safe_normalize(v, thresh=jnp.finfo(dtype).eps * v_norm0)
+    V = tu.tree_map(lambda X, y: X.at[..., k + 1].set(y), V, unit)
+    H = H.at[k, :].set(h.at[k + 1].set(v_norm1.astype(dtype)))
+    return V, H, v_norm1 == 0.0
+
+
+def _rotate(H, i, cs, sn):
+    x, y = H[i], H[i + 1]
+    return H.at[i].set(cs.conj() * x - sn.conj() * y).at[i + 1].set(sn * x + cs * y)
+
+
+def _givens(a, b):
+    """(cs, sn) of the rotation zeroing b against a, dividing by the larger of the two."""
+    b_zero = abs(b) == 0
+    a_small = abs(a) < abs(b)
+    t = -jnp.where(a_small, a, b) / jnp.where(a_small, b, a)
+    r = lax.rsqrt(1 + abs(t) ** 2).astype(t.dtype)
+    return (jnp.where(b_zero, 1, jnp.where(a_small, r * t, r)),
+            jnp.where(b_zero, 0, jnp.where(a_small, r, r * t)))
+
+
+def _krylov_basis(unit_residual, restart):
+    return tu.tree_map(lambda x: jnp.pad(x[..., None], ((0, 0),) * x.ndim + ((0, restart),)), unit_residual)
+
+
+def _finish_restart(A, M, b, x0, V, y):
+    x = _add(x0, tu.tree_map(lambda X: _dot(X[..., :-1], y), V))
+    unit_residual, residual_norm = _safe_normalize(M(_sub(b, A(x))))
+    return x, unit_residual, residual_norm
+
+
+def _gmres_incremental(A, b, x0, unit_residual, residual_norm, ptol, restart, M):
+    """One restart building H's QR factorization by Givens rotations as it goes: the rotated
+    right-hand side gives the residual for free, so the restart stops early at ptol."""
+    V = _krylov_basis(unit_residual, restart)
+    dtype = jnp.result_type(*tu.tree_leaves(b))
+    R = jnp.eye(restart, restart + 1, dtype=dtype)  # identity rows keep R invertible on early exit
+    givens = jnp.zeros((restart, 2), dtype)
+    beta = jnp.zeros(restart + 1, dtype).at[0].set(residual_norm.astype(dtype))
+
+    def cond(carry):
+        k, err, *_ = carry
+        return (k < restart) & (err > ptol)
+
+    def step(carry):
+        k, _, V, R, beta, givens = carry
+        V, H, _ = _arnoldi_step(k, A, M, V, R)
+        row = lax.fori_loop(0, k, lambda i, row: _rotate(row, i, *givens[i, :]), H[k, :])
+        cs_sn = _givens(row[k], row[k + 1])
+        givens = givens.at[k, :].set(jnp.stack(cs_sn))
+        R = R.at[k, :].set(_rotate(row, k, *cs_sn))
+        beta = _rotate(beta, k, *cs_sn)
+        return k + 1, abs(beta[k + 1]), V, R, beta, givens
+
+    _, _, V, R, beta, _ = lax.while_loop(cond, step, (0, residual_norm, V, R, beta, givens))
+    y = sp_linalg.solve_triangular(R[:, :-1].T, beta[:-1])
+    return _finish_restart(A, M, b, x0, V, y)
+
+
+def _gmres_batched(A, b, x0, unit_residual, residual_norm, ptol, restart, M):
+    """One restart building the whole Arnoldi basis (up to a breakdown), then solving the
+    small least-squares problem by its normal equations: less overhead, no early exit."""
+    del ptol
+    V = _krylov_basis(unit_residual, restart)
+    dtype = _tree_dtype(b)
+    H = jnp.eye(restart, restart + 1, dtype=dtype)
+
+    def cond(carry):
+        _, _, breakdown, k = carry
+        return (k < restart) & ~breakdown
+
+    def step(carry):
+        V, H, _, k = carry
+        V, H, breakdown = _arnoldi_step(k, A, M, V, H)
+        return V, H, breakdown, k + 1
+
+    V, H, _, _ = lax.while_loop(cond, step, (V, H, False, 0))
+    beta = jnp.zeros(restart + 1, dtype).at[0].set(residual_norm.astype(dtype))
+    y = sp_linalg.solve(_dot(H.conj(), H.T), _dot(H.conj(), beta), assume_a="pos")
+    return _finish_restart(A, M, b, x0, V, y)
+
+
+def _gmres_solve(A, b, x0, *, atol, ptol, restart, maxiter, M, restart_fn):
+    """Restart until |M(b - A x)| <= atol or maxiter restarts."""
+    unit_residual, residual_norm = _safe_normalize(M(_sub(b, A(x0))))
+
+    def cond(value):
+        _, k, _, residual_norm = value
+        return (k < maxiter) & (residual_norm > atol)
+
+    def body(value):
+        x, k, unit_residual, residual_norm = value
+        x, unit_residual, residual_norm = restart_fn(A, b, x, unit_residual, residual_norm, ptol, restart, M)
+        return x, k + 1, unit_residual, residual_norm
+
+    return lax.while_loop(cond, body, (x0, 0, unit_residual, residual_norm))[0]
+
+
+_GMRES_METHODS = {"incremental": _gmres_incremental, "batched": _gmres_batched}
+
+
+def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None, solve_method="batched"):
+    """Solve A x = b for a general A by restarted GMRES (``restart`` Krylov vectors per restart,
+    at most ``maxiter`` restarts); returns ``(x, info)`` with info -1 when x has NaNs, else 0,
+    as JAX does. ``solve_method`` is 'batched' (normal equations after each restart) or
+    'incremental' (Givens QR during it, stopping early)."""
+    if solve_method not in _GMRES_METHODS:
+        raise ValueError(f"gmres: invalid solve_method {solve_method!r}, must be either 'incremental' or 'batched'")
+    if x0 is None:
+        x0 = tu.tree_map(jnp.zeros_like, b)
+    b, x0 = tu.tree_map(jnp.asarray, (b, x0))
+    A = _normalize_matvec(A)
+    M = _identity if M is None else _normalize_matvec(M)
+    if tu.tree_structure(x0) != tu.tree_structure(b):
+        raise ValueError(f"x0 and b must have matching tree structure: "
+                         f"{tu.tree_structure(x0)} vs {tu.tree_structure(b)}")
+    size = sum(np.size(x) for x in tu.tree_leaves(b))
+    if maxiter is None:
+        maxiter = 10 * size
+    restart = min(restart, size)
+    b_norm = _norm_tree(b)
+    atol = jnp.maximum(tol * b_norm, atol)
+    ptol = _norm_tree(M(b)) * jnp.minimum(1.0, atol / b_norm)
+    solve = partial(_gmres_solve, x0=x0, atol=atol, ptol=ptol, restart=restart, maxiter=maxiter,
+                    M=M, restart_fn=_GMRES_METHODS[solve_method])
+    x = lax.custom_linear_solve(A, b, solve=solve, transpose_solve=solve)
+    return x, jnp.where(jnp.isnan(_norm_tree(x)), -1, 0)
