@@ -678,7 +678,7 @@ def test_library_functions_defined_with_custom_rules():
     from jaxprc import nn
     from jaxprc.scipy.special import expit, logit
     assert float(jx.grad(nn.relu)(0.)) == 0. and float(jx.grad(nn.relu)(2.)) == 1.
-    assert isinstance(nn.relu, jx.custom_jvp) and isinstance(nn.softplus, jx.custom_jvp)
+    assert isinstance(nn.relu, jx.custom_jvp)      # softplus is logaddexp(x, 0), whose rule it uses (as in JAX)
     close(jx.grad(nn.softplus)(200.), 1.), close(nn.softplus(200.), 200.)
     close(jx.grad(nn.softplus)(0.), 0.5)
     close(jx.grad(expit)(0.), 0.25), close(expit(-200.), 0.)

@@ -219,6 +219,11 @@ def _structural_cases():
         "random_gamma": (lambda k, a: prims.random_gamma_p.bind(k, a, log_space=False),
                          [sa((2,), np.uint32), X3]),
         "random_gamma_grad": (lambda a, x: prims.random_gamma_grad(a, x), [X3, X3]),
+        **{name: (_parallel, [sa((2, 3))])
+           for name in ("shard_map", "psum", "pmax", "pmin", "all_gather", "ppermute", "axis_index",
+                        "psum_scatter", "all_to_all")},
+        "sharding_constraint": (lambda x: prims.sharding_constraint_p.bind(x, sharding=ShardingParam(
+            ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), (("y", "x"),))), [sa((3, 2))]),
     }
 
 
@@ -227,12 +232,6 @@ _LINALG = {"cholesky": lambda a: lax.linalg.cholesky(a), "lu": lambda a: lax.lin
            "svd": lambda a: lax.linalg.svd(a, compute_uv=False), "eig": lambda a: lax.linalg.eig(a),
            "schur": lambda a: lax.linalg.schur(a), "hessenberg": lambda a: lax.linalg.hessenberg(a),
            "geqrf": lambda a: lax.linalg.geqrf(a)}
-        **{name: (_parallel, [sa((2, 3))])
-           for name in ("shard_map", "psum", "pmax", "pmin", "all_gather", "ppermute", "axis_index",
-                        "psum_scatter", "all_to_all")},
-        "sharding_constraint": (lambda x: prims.sharding_constraint_p.bind(x, sharding=ShardingParam(
-            ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), (("y", "x"),))), [sa((3, 2))]),
-    }
 
 
 def _parallel(x):
