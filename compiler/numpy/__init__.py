@@ -36,6 +36,13 @@ from .selection import argsort, clip, diag, diagonal, searchsorted, select, sort
 from .products import dot, einsum, inner, kron, matmul, outer, tensordot, vdot, vecdot
 from .indexing import argwhere, flatnonzero, nonzero, take, take_along_axis
 from . import linalg
+from .math_extra import (angle, bitwise_invert, bitwise_left_shift, bitwise_right_shift, fabs, frexp, gcd, i0,
+                         iscomplex, iscomplexobj, isreal, isrealobj, lcm, ldexp, modf, pow, sort_complex, spacing)
+from .statistics import (average, bincount, corrcoef, cov, digitize, histogram, histogram2d, histogram_bin_edges,
+                         histogramdd, median, nanargmax, nanargmin, nancumprod, nancumsum, nanmedian,
+                         nanpercentile, nanquantile, nanstd, nanvar, percentile, quantile)
+from .setops import (intersect1d, isin, setdiff1d, setxor1d, union1d, unique, unique_all, unique_counts,
+                     unique_inverse, unique_values)
 
 import numpy as _np
 
