@@ -43,6 +43,13 @@ from .statistics import (average, bincount, corrcoef, cov, digitize, histogram, 
                          nanpercentile, nanquantile, nanstd, nanvar, percentile, quantile)
 from .setops import (intersect1d, isin, setdiff1d, setxor1d, union1d, unique, unique_all, unique_counts,
                      unique_inverse, unique_values)
+from .editing import (append, argpartition, array_equiv, block, choose, compress, convolve, copy, correlate, cross,
+                      delete, diagflat, dsplit, ediff1d, extract, fill_diagonal, insert, lexsort, matvec, packbits,
+                      partition, place, put, put_along_axis, resize, rollaxis, rot90, trim_zeros, unpackbits, vander,
+                      vecmat)
+from .index_tricks import (c_, diag_indices, diag_indices_from, index_exp, indices, ix_, mask_indices, mgrid, ogrid,
+                           r_, ravel_multi_index, s_, tril_indices, tril_indices_from, triu_indices,
+                           triu_indices_from, unravel_index)
 
 import numpy as _np
 
