@@ -50,6 +50,8 @@ from .editing import (append, argpartition, array_equiv, block, choose, compress
 from .index_tricks import (c_, diag_indices, diag_indices_from, index_exp, indices, ix_, mask_indices, mgrid, ogrid,
                            r_, ravel_multi_index, s_, tril_indices, tril_indices_from, triu_indices,
                            triu_indices_from, unravel_index)
+from .numeric import geomspace, gradient, interp, logspace, trapezoid, unwrap
+from .windows import bartlett, blackman, hamming, hanning, kaiser
 
 import numpy as _np
 
