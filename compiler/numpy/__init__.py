@@ -57,6 +57,9 @@ from .functional import apply_along_axis, apply_over_axes, frompyfunc, piecewise
 # JAX's ufuncs (jnp.add.reduce, jnp.multiply.outer, ...) replace the plain functions of the same names.
 from .functional import (add, bitwise_and, bitwise_or, bitwise_xor, logaddexp, logaddexp2, logical_and, logical_or,
                          logical_xor, maximum, minimum, multiply, negative, subtract)
+from .host import (ComplexWarning, array_repr, array_str, bool, cdouble, character, csingle, double, einsum_path,
+                   flexible, from_dlpack, frombuffer, fromfile, fromfunction, fromiter, fromstring, get_printoptions,
+                   iterable, load, object_, printoptions, save, savez, set_printoptions, single)
 
 import numpy as _np
 
