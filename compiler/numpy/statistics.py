@@ -23,6 +23,7 @@ from .indexing import take_along_axis
 from .reductions import (_keepdims, all, any, argmax, argmin, cumprod, cumsum, max, mean, min, std, sum,
                          var)
 from .selection import where
+from .selection import where as where_
 from .shape_ops import diff, expand_dims, moveaxis, ravel, reshape, transpose
 
 
@@ -203,8 +204,10 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     """Variance of the non-NaN elements (NaN when fewer than ``ddof`` + 1 remain)."""
     a, inexact = _nan_masked(a, "nanvar")
     if inexact:
-        keep = uf.logical_not(uf.isnan(a))
+        nan = uf.isnan(a)
+        keep = uf.logical_not(nan)
         where = keep if where is None else uf.logical_and(where, keep)
+        a = where_(nan, convert(0, aval_of(a).dtype), a)     # masked out anyway; keeps NaN out of gradients
     return var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction)
 
 
@@ -434,7 +437,7 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
         (a,), _ = _promote_inexact("histogram", a)
         weights = full(aval_of(a).shape, 1, aval_of(a).dtype)
     else:
-        if np.shape(a) != np.shape(weights):
+        if aval_of(as_array(a, "histogram")).shape != aval_of(as_array(weights, "histogram")).shape:
             raise ValueError("histogram: weights should have the same shape as a.")
         (a, weights), _ = _promote_inexact("histogram", a, weights)
     edges = histogram_bin_edges(a, bins, range, weights)
@@ -451,7 +454,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     if weights is None:
         (sample,), _ = _promote_inexact("histogramdd", sample)
     else:
-        if np.shape(weights) != np.shape(sample)[:1]:
+        if aval_of(as_array(weights, "histogramdd")).shape != aval_of(as_array(sample, "histogramdd")).shape[:1]:
             raise ValueError("histogramdd: should have one weight for each sample.")
         (sample, weights), _ = _promote_inexact("histogramdd", sample, weights)
     N, D = aval_of(sample).shape
@@ -475,10 +478,12 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     for i in builtins.range(1, D):
         flat = uf.add(uf.multiply(flat, nbins[i]), index_by_dim[i])
     total = int(np.prod(nbins))
-    w = full((N,), 1, aval_of(sample).dtype) if weights is None else weights
-    counts = zeros(total, aval_of(w).dtype).at[flat].add(w, mode="drop")
+    # As in JAX: integer counts without weights (bincount's), float with them or with density.
+    w, wdtype = (1, dt.default_int_dtype()) if weights is None else (weights, aval_of(weights).dtype)
+    counts = zeros(total, wdtype).at[flat].add(w, mode="drop")
     counts = reshape(counts, nbins)[(slice(1, -1),) * D]
     if density:
+        counts = convert(counts, aval_of(sample).dtype)
         counts = uf.divide(counts, sum(counts))
         for i, widths in enumerate(meshgrid(*[diff(e) for e in edges_by_dim], indexing="ij")):
             counts = uf.divide(counts, widths)
