@@ -1,5 +1,5 @@
 """Polynomials as coefficient arrays, highest power first: poly, polyval, polyadd, polysub,
-polymul, polydiv, polyder, polyint."""
+polymul, polydiv, polyder, polyint, polyfit (least squares through a small Jacobi SVD)."""
 from __future__ import annotations
 
 import operator
@@ -11,10 +11,11 @@ from jaxprc.ir import dtypes as dt
 
 from . import ufuncs as uf
 from ._util import aval_of, broadcast_shapes, convert
-from .creation import arange, as_array, full, ones, zeros
+from .creation import arange, as_array, asarray, full, ones, zeros
 from .editing import convolve, trim_zeros
-from .reductions import prod
-from .shape_ops import _promote_all, atleast_1d, concatenate
+from .reductions import prod, sum
+from .selection import where
+from .shape_ops import _promote_all, atleast_1d, concatenate, transpose
 
 
 def _inexact(fn, *args):
@@ -125,3 +126,101 @@ def polyint(p, m=1, k=None):
     grid = uf.subtract(arange(aval_of(p).shape[0] + m, dtype=dtype)[None, :], arange(m, dtype=dtype)[:, None])
     coeff = lax.rev(prod(uf.maximum(1, grid), axis=0), (0,))
     return uf.true_divide(concatenate([p, k]), coeff)
+
+
+def _jacobi_svd(a, sweeps: int = 12):
+    """Singular values and right singular vectors of a tall matrix by one-sided Jacobi
+    rotations (Hestenes): columns are rotated pairwise until orthogonal, then their norms are
+    the singular values. Returns ``(a @ v, v)``; small matrices only (polyfit's Vandermonde)."""
+    n = aval_of(a).shape[1]
+    dtype = aval_of(a).dtype
+    tiny = convert(dt.finfo(dtype).tiny, dtype)
+
+    def rotate(p, q, av):
+        a, v = av
+        ap, aq = a[:, p], a[:, q]
+        alpha, beta, gamma = sum(ap * ap), sum(aq * aq), sum(ap * aq)
+        skip = uf.less_equal(uf.absolute(gamma), uf.multiply(tiny, 4))
+        zeta = uf.divide(uf.subtract(beta, alpha), uf.multiply(2, where(skip, convert(1, dtype), gamma)))
+        t = uf.divide(uf.sign(zeta) + uf.equal(zeta, 0), uf.add(uf.absolute(zeta), uf.sqrt(uf.add(1, uf.square(zeta)))))
+        c = uf.divide(1, uf.sqrt(uf.add(1, uf.square(t))))
+        s = where(skip, convert(0, dtype), uf.multiply(c, t))
+        c = where(skip, convert(1, dtype), c)
+
+        def apply(m):
+            mp, mq = m[:, p], m[:, q]
+            m = m.at[:, p].set(uf.subtract(uf.multiply(c, mp), uf.multiply(s, mq)))
+            return m.at[:, q].set(uf.add(uf.multiply(s, mp), uf.multiply(c, mq)))
+        return apply(a), apply(v)
+
+    def sweep(_, av):
+        for p in range(n):
+            for q in range(p + 1, n):
+                av = rotate(p, q, av)
+        return av
+    from .creation import eye
+    return lax.fori_loop(0, sweeps, sweep, (a, eye(n, dtype=dtype)))
+
+
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """Least-squares polynomial fit of degree ``deg`` (coefficients highest power first);
+    ``full`` adds the residuals, rank, singular values and rcond, ``cov`` the covariance."""
+    from .editing import vander
+    deg = operator.index(deg)
+    order = deg + 1
+    x, y = as_array(x, "polyfit"), as_array(y, "polyfit")
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if aval_of(x).ndim != 1:
+        raise TypeError("expected 1D vector for x")
+    if aval_of(x).size == 0:
+        raise TypeError("expected non-empty vector for x")
+    if aval_of(y).ndim < 1 or aval_of(y).ndim > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if aval_of(x).shape[0] != aval_of(y).shape[0]:
+        raise TypeError("expected x and y to have same length")
+    x, y = _inexact("polyfit", x, y)
+    dtype = aval_of(x).dtype
+    m = aval_of(x).shape[0]
+    if rcond is None:
+        rcond = m * float(dt.finfo(dtype).eps)
+    lhs, rhs = vander(x, order), y
+    if w is not None:
+        (w,) = _inexact("polyfit", w)
+        if aval_of(w).ndim != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if aval_of(w).shape[0] != aval_of(y).shape[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = uf.multiply(lhs, w[:, None])
+        rhs = uf.multiply(rhs, w[:, None] if aval_of(rhs).ndim == 2 else w)
+    scale = uf.sqrt(sum(uf.multiply(lhs, lhs), axis=0))
+    lhs = uf.divide(lhs, scale[None, :])
+    # Least squares through the SVD lhs = U S V^T: c = V S^+ U^T rhs, singular values below
+    # rcond * max(S) treated as zero (numpy's lstsq rule).
+    av, v = _jacobi_svd(lhs)
+    s = uf.sqrt(sum(uf.multiply(av, av), axis=0))
+    order_ = lax.rev(lax.sort((s, lax.iota(dt.int32, order)), 0, num_keys=1)[1], (0,))
+    s, av, v = s[order_], av[:, order_], v[:, order_]
+    keep = uf.greater(s, uf.multiply(convert(rcond, dtype), s[0]))
+    inv_s2 = where(keep, uf.divide(1, uf.square(where(keep, s, convert(1, dtype)))), convert(0, dtype))
+    rhs2 = rhs if aval_of(rhs).ndim == 2 else rhs[:, None]
+    coef = v @ (inv_s2[:, None] * (transpose(av) @ rhs2))
+    resids = sum(uf.square(uf.subtract(rhs2, lhs @ coef)), axis=0)
+    coef = uf.divide(coef, scale[:, None])
+    if aval_of(rhs).ndim == 1:
+        coef = coef[:, 0]
+    if full:
+        rank = sum(keep, dtype=dt.int32)
+        return coef, resids, rank, s, asarray(float(rcond))
+    if cov:
+        base = uf.divide(v @ (inv_s2[:, None] * transpose(v)), uf.multiply(scale[:, None], scale[None, :]))
+        if cov == "unscaled":
+            fac = convert(1.0, dtype)
+        else:
+            if m <= order:
+                raise ValueError("the number of data points must exceed order to scale the covariance matrix")
+            fac = uf.divide(resids, m - order)
+        if aval_of(y).ndim == 1:
+            return coef, uf.multiply(base, fac)
+        return coef, uf.multiply(base[:, :, None], fac[None, None, :])
+    return coef
