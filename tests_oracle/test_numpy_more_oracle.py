@@ -152,6 +152,9 @@ CASES = [
     ("polyfit", lambda m, x, y: (m.polyfit(x, y, 2), m.polyfit(x, y, 2, full=True), m.polyfit(x, y, 2, cov=True),
                                  m.polyfit(x, y, 2, w=x + 1), m.polyfit(x, m.stack([y, 2 * y], 1), 1, full=True)),
      np.linspace(0, 1, 7).astype(np.float32), np.linspace(0, 1, 7).astype(np.float32) ** 2 * 3 + np.sin(np.arange(7.)).astype(np.float32) * 0.1),
+    ("roots", lambda m, p: (m.sort_complex(m.roots(p, strip_zeros=False)),
+                            m.sort_complex(m.roots(m.concatenate([np.zeros(2, np.float32), p[:3], np.zeros(1, np.float32)]),
+                                                   strip_zeros=False))), V[:6]),
     # functions of functions
     ("vectorize", lambda m, x: (m.vectorize(lambda a, b: a @ b, signature="(n),(n)->()")(x, x[0]),
                                 m.vectorize(lambda a: (a.sum(), a * 2), signature="(n)->(),(n)")(x),
@@ -197,6 +200,10 @@ EAGER_ONLY = [
     ("setops_empty", lambda m, x: (m.intersect1d(x, x), m.setxor1d(x, x), m.union1d(x, x)), E),
     ("bincount", lambda m, x: (m.bincount(x), m.bincount(x, minlength=9)), np.array([0, 3, 1, 1, 5], np.int32)),
     ("compress", lambda m, x: (m.compress(np.array([True, False, True]), x, axis=0), m.extract(x > 0, x)), G),
+    ("roots_strip", lambda m, p: (m.sort_complex(m.roots(p)),
+                                  m.sort_complex(m.roots(np.array([0., 0., 1., -3., 2., 0.], np.float32))),
+                                  m.sort_complex(m.roots(np.array([1, 0, 1]))), m.roots(np.array([2.])),
+                                  m.roots(np.zeros(3))), V[:5]),
     ("trim_zeros", lambda m, x: (m.trim_zeros(x), m.trim_zeros(x, "f"), m.trim_zeros(x * 0)),
      np.array([0., 0., 1., 2., 0., 3., 0.], np.float32)),
     ("nonzero_size", lambda m, x: (m.nonzero(x > 0, size=5, fill_value=-1), m.argwhere(x > 0, size=2),
@@ -306,7 +313,6 @@ def test_x64_values_and_dtypes():
 # fails the test, so a new JAX name (or a removed jaxprc one) is noticed.
 MISSING_ON_PURPOSE = {
     "fft": "the FFT family is its own issue (jaxprc.numpy.fft)",
-    "roots": "needs eigenvalues of the companion matrix (jnp.linalg.eigvals), owned by the linear-algebra issue",
     **{name: "a dtype jaxprc's IR does not hold yet (ml_dtypes' narrow floats and ints)" for name in (
         "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
         "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2",

@@ -52,7 +52,7 @@ from .index_tricks import (c_, diag_indices, diag_indices_from, index_exp, indic
                            triu_indices_from, unravel_index)
 from .numeric import geomspace, gradient, interp, logspace, trapezoid, unwrap
 from .windows import bartlett, blackman, hamming, hanning, kaiser
-from .polynomial import poly, polyadd, polyder, polydiv, polyfit, polyint, polymul, polysub, polyval
+from .polynomial import poly, polyadd, polyder, polydiv, polyfit, polyint, polymul, polysub, polyval, roots
 from .functional import apply_along_axis, apply_over_axes, frompyfunc, piecewise, ufunc, vectorize
 # JAX's ufuncs (jnp.add.reduce, jnp.multiply.outer, ...) replace the plain functions of the same names.
 from .functional import (add, bitwise_and, bitwise_or, bitwise_xor, logaddexp, logaddexp2, logical_and, logical_or,
