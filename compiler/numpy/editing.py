@@ -115,7 +115,7 @@ def insert(arr, obj, values, axis=None):
     scalar = aval_of(idx).ndim == 0 and not isinstance(obj, slice)
     vals = array(values, dtype=aval_of(a).dtype, ndmin=aval_of(a).ndim, copy=False)
     if scalar:
-        vals = moveaxis(vals, 0, axis) if np.ndim(values) > 0 or aval_of(vals).ndim > 0 else vals
+        vals = moveaxis(vals, 0, axis) if aval_of(vals).ndim > 0 else vals
         idx = full((aval_of(vals).shape[axis],), idx, aval_of(idx).dtype)
     elif aval_of(idx).size == 1:
         idx = full((aval_of(vals).shape[axis],), ravel(idx)[0], aval_of(idx).dtype)

@@ -200,7 +200,10 @@ class ufunc:
             raise NotImplementedError(f"where argument of {self}")
         if len(args) != self.nin:
             raise TypeError(f"{self.__name__}() takes {self.nin} positional argument(s) but {len(args)} were given")
-        return (self._call or self._func)(*args, **kwargs)
+        if self._call is not None:
+            return self._call(*args, **kwargs)
+        # As in JAX, the function is applied to scalars (vectorized), not to whole arrays.
+        return vectorize(self._func)(*args, **kwargs)
 
     def _need_binary(self, method):
         if self.nin != 2 or self.nout != 1:
@@ -250,7 +253,7 @@ class ufunc:
                 carry, xs = x[0], x[1:]
         if initial is not None:
             carry, xs = broadcast_to_shape(convert(as_array(initial, "initial"), dtype), aval_of(x).shape[1:]), x
-        carry, _ = lax.scan(lambda c, v: (convert(self._func(c, v), dtype), None), carry, xs)
+        carry, _ = lax.scan(lambda c, v: (convert(self(c, v), dtype), None), carry, xs)
         if keepdims:
             carry = reshape(carry, tuple(1 if i in axes else d for i, d in enumerate(shape)))
         return carry
@@ -272,7 +275,7 @@ class ufunc:
             return moveaxis(x, 0, axis)
 
         def step(c, v):
-            c = convert(self._func(c, v), dtype)
+            c = convert(self(c, v), dtype)
             return c, c
         _, rest = lax.scan(step, x[0], x[1:])
         from .shape_ops import concatenate
@@ -289,7 +292,7 @@ class ufunc:
             return self._at(a, indices, *(() if b is None else (b,)))
         a = as_array(a, f"{self.__name__}.at")
         if b is None:
-            return a.at[indices].apply(self._func)
+            return a.at[indices].apply(self)
         dtype = self._result_dtype(a, None)
         a = convert(a, dtype)
         idx = indices if isinstance(indices, tuple) else (indices,)
@@ -297,7 +300,7 @@ class ufunc:
         arrays = [i for i in idx if not isinstance(i, slice)]
         shape = broadcast_shapes(*(aval_of(i).shape for i in arrays), fn="at") if arrays else ()
         if not arrays:
-            return a.at[tuple(idx)].set(self._func(a[tuple(idx)], b))
+            return a.at[tuple(idx)].set(self(a[tuple(idx)], b))
         flat = [i if isinstance(i, slice) else ravel(broadcast_to_shape(i, shape)) for i in idx]
         count = int(np.prod(shape, dtype=np.int64))
         b = convert(as_array(b, "at"), dtype)
@@ -307,7 +310,7 @@ class ufunc:
 
         def step(arr, k):
             where_ = tuple(i if isinstance(i, slice) else i[k] for i in flat)
-            return arr.at[where_].set(convert(self._func(arr[where_], bb[k]), dtype)), None
+            return arr.at[where_].set(convert(self(arr[where_], bb[k]), dtype)), None
         out, _ = lax.scan(step, a, lax.iota(dt.default_int_dtype(), count))
         return out
 
@@ -339,7 +342,7 @@ class ufunc:
             from .ufuncs import greater, less, logical_and
             row = broadcast_to_shape(take(a, reshape(i, (1,)), axis=axis), aval_of(acc).shape)
             inside = logical_and(greater(i, start), less(i, stop))
-            return where(inside, convert(self._func(acc, row), dtype), acc)
+            return where(inside, convert(self(acc, row), dtype), acc)
         return lax.fori_loop(0, n, body, acc)
 
     def outer(self, A, B, /):
@@ -394,25 +397,28 @@ def _jnp_ufuncs():
     def update(method):
         return lambda a, indices, b: getattr(as_array(a, "at").at[indices], method)(b)
 
+    def ufunc_(func, nin, nout, **kwargs):
+        return ufunc(func, nin, nout, call=func, **kwargs)     # already elementwise: no vectorize
+
     return dict(
-        add=ufunc(u.add, 2, 1, identity=0, reduce=reduction(r.sum), accumulate=cumulative(r.cumsum),
+        add=ufunc_(u.add, 2, 1, identity=0, reduce=reduction(r.sum), accumulate=cumulative(r.cumsum),
                   at=update("add")),
-        multiply=ufunc(u.multiply, 2, 1, identity=1, reduce=reduction(r.prod), accumulate=cumulative(r.cumprod),
+        multiply=ufunc_(u.multiply, 2, 1, identity=1, reduce=reduction(r.prod), accumulate=cumulative(r.cumprod),
                        at=update("multiply")),
-        maximum=ufunc(u.maximum, 2, 1, reduce=reduction(r.max, False), accumulate=cumulative_lax(lax.cummax),
+        maximum=ufunc_(u.maximum, 2, 1, reduce=reduction(r.max, False), accumulate=cumulative_lax(lax.cummax),
                       at=update("max")),
-        minimum=ufunc(u.minimum, 2, 1, reduce=reduction(r.min, False), accumulate=cumulative_lax(lax.cummin),
+        minimum=ufunc_(u.minimum, 2, 1, reduce=reduction(r.min, False), accumulate=cumulative_lax(lax.cummin),
                       at=update("min")),
-        subtract=ufunc(u.subtract, 2, 1),
-        negative=ufunc(u.negative, 1, 1),
-        logaddexp=ufunc(u.logaddexp, 2, 1, identity=-np.inf),
-        logaddexp2=ufunc(u.logaddexp2, 2, 1, identity=-np.inf),
-        logical_and=ufunc(u.logical_and, 2, 1, identity=True, reduce=logical(r.all)),
-        logical_or=ufunc(u.logical_or, 2, 1, identity=False, reduce=logical(r.any)),
-        logical_xor=ufunc(u.logical_xor, 2, 1, identity=False),
-        bitwise_and=ufunc(u.bitwise_and, 2, 1, identity=-1),
-        bitwise_or=ufunc(u.bitwise_or, 2, 1, identity=0),
-        bitwise_xor=ufunc(u.bitwise_xor, 2, 1, identity=0),
+        subtract=ufunc_(u.subtract, 2, 1),
+        negative=ufunc_(u.negative, 1, 1),
+        logaddexp=ufunc_(u.logaddexp, 2, 1, identity=-np.inf),
+        logaddexp2=ufunc_(u.logaddexp2, 2, 1, identity=-np.inf),
+        logical_and=ufunc_(u.logical_and, 2, 1, identity=True, reduce=logical(r.all)),
+        logical_or=ufunc_(u.logical_or, 2, 1, identity=False, reduce=logical(r.any)),
+        logical_xor=ufunc_(u.logical_xor, 2, 1, identity=False),
+        bitwise_and=ufunc_(u.bitwise_and, 2, 1, identity=-1),
+        bitwise_or=ufunc_(u.bitwise_or, 2, 1, identity=0),
+        bitwise_xor=ufunc_(u.bitwise_xor, 2, 1, identity=0),
     )
 
 
