@@ -180,6 +180,24 @@ CASES = [
         m.frompyfunc(lambda a, b: m.sqrt(a * a + b * b), 2, 1)), G),
     ("fromfunction", lambda m: m.fromfunction(lambda i, j: i * 10 + j, (2, 3), dtype=int)),
     ("bf16_median", lambda m, x: (m.median(x), m.nanvar(x), m.frexp(x)), BF16),
+    ("edges", lambda m: (
+        m.interp(np.array([-1., 0., 2.], np.float32), np.array([0.], np.float32), np.array([5.], np.float32)),
+        m.interp(np.array([np.inf, -np.inf], np.float32), np.array([0., 1.], np.float32), np.array([5., 6.], np.float32)),
+        m.cov(np.array([[1.], [2.]], np.float32)), m.corrcoef(np.array([1., 2., 4.], np.float32)),
+        m.trapezoid(np.array([3.], np.float32)), m.gradient(np.array([1., 4.], np.float32)),
+        m.average(np.array([1., 2.], np.float32), weights=np.zeros(2, np.float32)),
+        m.spacing(np.array([np.inf, -np.inf, np.nan, 0.], np.float32)), m.frexp(np.array([1, 8, -3], np.int32)),
+        m.ldexp(np.array([1, 8], np.int32), np.array([2, 3], np.int32)),
+        m.i0(np.array([np.inf, -np.inf, np.nan], np.float32)),
+        m.isin(np.array([np.nan, 1.], np.float32), np.array([np.nan, 1.], np.float32)),
+        m.digitize(np.array([np.nan, np.inf, -np.inf], np.float32), np.array([0., 1.], np.float32)),
+        m.angle(np.array([1, -1], np.int32)), m.nanargmax(np.array([np.nan, np.nan], np.float32)),
+        m.unwrap(np.array([0, 7, 1], np.int32)), m.kaiser(4, 0.),
+        m.cross(np.array([1., 2., 3.], np.float32), np.array([4., 5.], np.float32)),
+        m.unpackbits(np.array([3], np.uint8), count=-2), m.histogram_bin_edges(np.array([1, 5], np.int32), 2),
+        m.setdiff1d(np.array([1., 2.], np.float32), np.array([1.], np.float32), size=3),
+        m.unique(np.array([np.inf, -np.inf, np.inf, 0.], np.float32), return_counts=True, size=4),
+        m.bincount(np.zeros(0, np.int32), length=3), m.histogram(np.zeros(0, np.float32), 3, range=(0., 1.)))),
 ]
 
 # Data-dependent result sizes: eager only (under jit they raise, tested below).

@@ -136,11 +136,17 @@ def angle(z, deg: bool = False):
     return uf.degrees(out) if deg else out
 
 
+_UNSIGNED = {dt.int8: dt.uint8, dt.int16: dt.uint16, dt.int32: dt.uint32, dt.int64: dt.uint64}
+
+
 def _integer_pair(fn, x1, x2):
-    (x1, x2), dtype, _ = promote(fn, as_array(x1, fn), as_array(x2, fn))
+    """|x1| and |x2| in the unsigned type of their common dtype (so |iinfo.min| is exact and
+    Euclid's loop cannot meet a negative value), and that common dtype."""
+    (x1, x2), dtype, weak = promote(fn, as_array(x1, fn), as_array(x2, fn))
     if not dt.is_int(dtype):
         raise ValueError(f"Arguments to jax.numpy.{fn} must be integers (got {dtype.name}).")
-    return uf.absolute(x1), uf.absolute(x2)
+    udtype = _UNSIGNED.get(dtype, dtype)
+    return convert(uf.absolute(x1), udtype), convert(uf.absolute(x2), udtype), (dtype, weak)
 
 
 def _gcd(a, b):
@@ -158,15 +164,17 @@ def _gcd(a, b):
 
 def gcd(x1, x2):
     """Greatest common divisor of |x1| and |x2| (Euclid's algorithm in one while loop)."""
-    return _gcd(*_integer_pair("gcd", x1, x2))
+    a, b, dtype = _integer_pair("gcd", x1, x2)
+    return convert(_gcd(a, b), *dtype)
 
 
 def lcm(x1, x2):
-    """Least common multiple of |x1| and |x2|; 0 when either is 0."""
-    a, b = _integer_pair("lcm", x1, x2)
+    """Least common multiple of |x1| and |x2|; 0 when either is 0 (wrapping on overflow)."""
+    a, b, dtype = _integer_pair("lcm", x1, x2)
     d = _gcd(a, b)
     zero = uf.equal(d, 0)
-    return where(zero, d, uf.multiply(a, uf.floor_divide(b, where(zero, convert(1, aval_of(d).dtype), d))))
+    out = where(zero, d, uf.multiply(a, uf.floor_divide(b, where(zero, convert(1, aval_of(d).dtype), d))))
+    return convert(out, *dtype)
 
 
 def iscomplexobj(x) -> bool:
