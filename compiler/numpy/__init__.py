@@ -38,6 +38,30 @@ from .indexing import argwhere, flatnonzero, nonzero, take, take_along_axis
 from . import linalg
 from . import fft
 from .convolve import convolve, correlate
+from .math_extra import (angle, bitwise_invert, bitwise_left_shift, bitwise_right_shift, fabs, frexp, gcd, i0,
+                         iscomplex, iscomplexobj, isreal, isrealobj, lcm, ldexp, modf, pow, sort_complex, spacing)
+from .statistics import (average, bincount, corrcoef, cov, digitize, histogram, histogram2d, histogram_bin_edges,
+                         histogramdd, median, nanargmax, nanargmin, nancumprod, nancumsum, nanmedian,
+                         nanpercentile, nanquantile, nanstd, nanvar, percentile, quantile)
+from .setops import (intersect1d, isin, setdiff1d, setxor1d, union1d, unique, unique_all, unique_counts,
+                     unique_inverse, unique_values)
+from .editing import (append, argpartition, array_equiv, block, choose, compress, copy, cross,
+                      delete, diagflat, dsplit, ediff1d, extract, fill_diagonal, insert, lexsort, matvec, packbits,
+                      partition, place, put, put_along_axis, resize, rollaxis, rot90, trim_zeros, unpackbits, vander,
+                      vecmat)
+from .index_tricks import (c_, diag_indices, diag_indices_from, index_exp, indices, ix_, mask_indices, mgrid, ogrid,
+                           r_, ravel_multi_index, s_, tril_indices, tril_indices_from, triu_indices,
+                           triu_indices_from, unravel_index)
+from .numeric import geomspace, gradient, interp, logspace, trapezoid, unwrap
+from .windows import bartlett, blackman, hamming, hanning, kaiser
+from .polynomial import poly, polyadd, polyder, polydiv, polyfit, polyint, polymul, polysub, polyval, roots
+from .functional import apply_along_axis, apply_over_axes, frompyfunc, piecewise, ufunc, vectorize
+# JAX's ufuncs (jnp.add.reduce, jnp.multiply.outer, ...) replace the plain functions of the same names.
+from .functional import (add, bitwise_and, bitwise_or, bitwise_xor, logaddexp, logaddexp2, logical_and, logical_or,
+                         logical_xor, maximum, minimum, multiply, negative, subtract)
+from .host import (ComplexWarning, array_repr, array_str, bool, cdouble, character, csingle, double, einsum_path,
+                   flexible, from_dlpack, frombuffer, fromfile, fromfunction, fromiter, fromstring, get_printoptions,
+                   iterable, load, object_, printoptions, save, savez, set_printoptions, single)
 
 import numpy as _np
 

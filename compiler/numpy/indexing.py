@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.tracing import ConcretizationTypeError
+from jaxprc.ir.tracing import ConcretizationTypeError, Tracer
 
 from .creation import as_array, asarray
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, is_constant, located
@@ -197,6 +197,12 @@ def gather_indices(x, dims, index_arrays, *, batch_position=0, mode=None, fill_v
                                        start_index_map=tuple(dims), operand_batching_dims=(),
                                        start_indices_batching_dims=())
     slice_sizes = tuple(1 if d in dims else shape[d] for d in range(len(shape)))
+    if any(shape[d] == 0 for d in dims):
+        # No slice of an empty dimension exists for gather to read: every index is out of bounds.
+        rest_shape = [shape[d] for d in rest]
+        out_shape = tuple(rest_shape[:batch_position]) + bshape + tuple(rest_shape[batch_position:])
+        fill = fill_value if mode == lax.GatherScatterMode.FILL_OR_DROP and fill_value is not None else 0
+        return lax.full(out_shape, fill, aval_of(x).dtype)
     return lax.gather(x, indices, dnums, slice_sizes, mode=mode, fill_value=fill_value)
 
 
@@ -279,7 +285,11 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
 
 
 def nonzero(a, *, size=None, fill_value=None):
-    """Indices of the non-zero elements (``a`` must be concrete: the result's shape depends on it)."""
+    """Indices of the non-zero elements: ``a`` must be concrete (the result's shape depends on
+    it) unless a static ``size`` is given."""
+    if size is not None and isinstance(a, Tracer):
+        from .setops import nonzero_sized
+        return nonzero_sized(a, size, fill_value)
     value = _concrete_bool_mask(a)
     out = np.nonzero(value)
     if size is not None:
@@ -289,7 +299,9 @@ def nonzero(a, *, size=None, fill_value=None):
 
 
 def flatnonzero(a, *, size=None, fill_value=None):
-    return nonzero(np.ravel(_concrete_bool_mask(a)), size=size, fill_value=fill_value)[0]
+    from .shape_ops import ravel
+    flat = ravel(a) if isinstance(a, Tracer) else np.ravel(_concrete_bool_mask(a))
+    return nonzero(flat, size=size, fill_value=fill_value)[0]
 
 
 def argwhere(a, *, size=None, fill_value=None):

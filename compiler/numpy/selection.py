@@ -11,11 +11,14 @@ from .creation import as_array, eye, zeros, zeros_like
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, promote
 
 
-def where(condition, x=None, y=None, /):
-    """``x`` where ``condition`` holds, else ``y`` (``select_n`` after promotion and broadcasting)."""
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """``x`` where ``condition`` holds, else ``y`` (``select_n`` after promotion and broadcasting);
+    with only ``condition``, its ``nonzero`` indices (``size``/``fill_value`` as there)."""
     if x is None and y is None:
         from .indexing import nonzero
-        return nonzero(condition)
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("size and fill_value arguments cannot be used in three-term where function.")
     if x is None or y is None:
         raise ValueError("where: either both or neither of x and y must be given")
     (x, y), _, _ = promote("where", x, y)
