@@ -13,7 +13,8 @@ from jaxprc.ir import dtypes as dt
 from . import ufuncs as uf
 from ._util import aval_of, broadcast_shapes, convert
 from .creation import arange, as_array, asarray, full, ones, zeros
-from .editing import convolve, trim_zeros
+from .convolve import convolve
+from .editing import trim_zeros
 from .reductions import prod, sum
 from .selection import where
 from .shape_ops import _promote_all, atleast_1d, concatenate, transpose
@@ -129,40 +130,6 @@ def polyint(p, m=1, k=None):
     return uf.true_divide(concatenate([p, k]), coeff)
 
 
-def _jacobi_svd(a, sweeps: int = 12):
-    """Singular values and right singular vectors of a tall matrix by one-sided Jacobi
-    rotations (Hestenes): columns are rotated pairwise until orthogonal, then their norms are
-    the singular values. Returns ``(a @ v, v)``; small matrices only (polyfit's Vandermonde)."""
-    n = aval_of(a).shape[1]
-    dtype = aval_of(a).dtype
-    tiny = convert(dt.finfo(dtype).tiny, dtype)
-
-    def rotate(p, q, av):
-        a, v = av
-        ap, aq = a[:, p], a[:, q]
-        alpha, beta, gamma = sum(ap * ap), sum(aq * aq), sum(ap * aq)
-        skip = uf.less_equal(uf.absolute(gamma), uf.multiply(tiny, 4))
-        zeta = uf.divide(uf.subtract(beta, alpha), uf.multiply(2, where(skip, convert(1, dtype), gamma)))
-        t = uf.divide(uf.sign(zeta) + uf.equal(zeta, 0), uf.add(uf.absolute(zeta), uf.sqrt(uf.add(1, uf.square(zeta)))))
-        c = uf.divide(1, uf.sqrt(uf.add(1, uf.square(t))))
-        s = where(skip, convert(0, dtype), uf.multiply(c, t))
-        c = where(skip, convert(1, dtype), c)
-
-        def apply(m):
-            mp, mq = m[:, p], m[:, q]
-            m = m.at[:, p].set(uf.subtract(uf.multiply(c, mp), uf.multiply(s, mq)))
-            return m.at[:, q].set(uf.add(uf.multiply(s, mp), uf.multiply(c, mq)))
-        return apply(a), apply(v)
-
-    def sweep(_, av):
-        for p in range(n):
-            for q in range(p + 1, n):
-                av = rotate(p, q, av)
-        return av
-    from .creation import eye
-    return lax.fori_loop(0, sweeps, sweep, (a, eye(n, dtype=dtype)))
-
-
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """Least-squares polynomial fit of degree ``deg`` (coefficients highest power first);
     ``full`` adds the residuals, rank, singular values and rcond, ``cov`` the covariance."""
@@ -198,14 +165,14 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     lhs = uf.divide(lhs, scale[None, :])
     # Least squares through the SVD lhs = U S V^T: c = V S^+ U^T rhs, singular values below
     # rcond * max(S) treated as zero (numpy's lstsq rule).
-    av, v = _jacobi_svd(lhs)
-    s = uf.sqrt(sum(uf.multiply(av, av), axis=0))
-    order_ = lax.rev(lax.sort((s, lax.iota(dt.int32, order)), 0, num_keys=1)[1], (0,))
-    s, av, v = s[order_], av[:, order_], v[:, order_]
+    from .linalg import svd
+    u, s, vt = svd(lhs, full_matrices=False)           # s in descending order
+    v = transpose(vt)
     keep = uf.greater(s, uf.multiply(convert(rcond, dtype), s[0]))
-    inv_s2 = where(keep, uf.divide(1, uf.square(where(keep, s, convert(1, dtype)))), convert(0, dtype))
+    inv_s = where(keep, uf.divide(1, where(keep, s, convert(1, dtype))), convert(0, dtype))
+    inv_s2 = uf.square(inv_s)
     rhs2 = rhs if aval_of(rhs).ndim == 2 else rhs[:, None]
-    coef = v @ (inv_s2[:, None] * (transpose(av) @ rhs2))
+    coef = v @ (inv_s[:, None] * (transpose(u) @ rhs2))
     resids = sum(uf.square(uf.subtract(rhs2, lhs @ coef)), axis=0)
     coef = uf.divide(coef, scale[:, None])
     if aval_of(rhs).ndim == 1:
