@@ -15,6 +15,7 @@ The built-in rules live with their primitives in the family modules of ``jaxprc.
 """
 from __future__ import annotations
 
+import contextvars
 import io
 from enum import Enum
 import warnings
@@ -137,6 +138,29 @@ def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
 
 # ---------------------------------------------------------------- constants
 
+# While a module is lowered: (block, attribute) -> the constant already emitted in that block.
+# Attributes are uniqued by type and bits in the context, so equal constants share one op.
+_CONSTANTS: contextvars.ContextVar[dict | None] = contextvars.ContextVar("jaxprc_constants", default=None)
+# While a module is lowered: ops a fold bypassed (in order, as dict keys), erased at the end
+# if nothing else uses them.
+_BYPASSED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("jaxprc_bypassed", default=None)
+
+
+def constant(attr: ir.Attribute) -> ir.Value:
+    """A ``stablehlo.constant`` of ``attr``, one per distinct value and type per block."""
+    cache = _CONSTANTS.get()
+    if cache is None:
+        return hlo.constant(attr)
+    ip = ir.InsertionPoint.current
+    if ip.ref_operation is not None:      # inserting before an op: the cached one may come after it
+        return hlo.constant(attr)
+    key = (ip.block, attr)
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = hlo.constant(attr)
+    return value
+
+
 def ir_constant(value, dtype=None) -> ir.Value:
     """A ``stablehlo.constant`` holding ``value`` (an array or scalar) with the given dtype."""
     x = np.asarray(value, dtype)
@@ -146,7 +170,7 @@ def ir_constant(value, dtype=None) -> ir.Value:
     shape = x.shape                      # before ascontiguousarray, which makes 0-d arrays 1-d
     attr = ir.DenseElementsAttr.get(np.ascontiguousarray(x), type=dtype_to_ir_type(dtype or x.dtype),
                                     shape=shape)
-    return hlo.constant(attr)
+    return constant(attr)
 
 
 def full(shape, value, dtype) -> ir.Value:
@@ -159,7 +183,40 @@ def full(shape, value, dtype) -> ir.Value:
         return ir_constant(np.full(shape, value, dtype), dtype)
     else:
         attr = ir.IntegerAttr.get(elt, int(value))
-    return hlo.constant(ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get(tuple(shape), elt), attr))
+    return constant(ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get(tuple(shape), elt), attr))
+
+
+def broadcast_in_dim(out_type: ir.RankedTensorType, x: ir.Value, dims: Sequence[int]) -> ir.Value:
+    """``stablehlo.broadcast_in_dim`` of ``x`` to ``out_type``, folded: a broadcast of a splat
+    constant is a splat constant of ``out_type``; a broadcast of a broadcast is one broadcast
+    of the inner operand (operand dim i lands at ``dims[inner_dims[i]]``). A splat constant is
+    one op here; XLA's export turns it back into a scalar and a broadcast, never a big literal."""
+    op = getattr(x.owner, "operation", None)        # None for a block argument
+    name = op.name if op is not None else None
+    # (complex dense attributes cannot be read back through the Python bindings)
+    if name == "stablehlo.constant" and not isinstance(ir.RankedTensorType(x.type).element_type, ir.ComplexType):
+        attr = op.attributes["value"]
+        if isinstance(attr, ir.DenseElementsAttr) and attr.is_splat:
+            _bypass(op)
+            return constant(ir.DenseElementsAttr.get_splat(out_type, attr.get_splat_value()))
+    elif name == "stablehlo.broadcast_in_dim":
+        inner_dims = ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"])
+        _bypass(op)
+        return hlo.broadcast_in_dim(out_type, op.operands[0], [dims[d] for d in inner_dims])
+    return hlo.broadcast_in_dim(out_type, x, list(dims))
+
+
+def _bypass(op) -> None:
+    bypassed = _BYPASSED.get()
+    if bypassed is not None:
+        bypassed[op] = None
+
+
+def _erase_unused(ops) -> None:
+    """Erase the ops (latest first, so chains of them go) whose results nothing uses."""
+    for op in reversed(list(ops)):
+        if all(next(iter(r.uses), None) is None for r in op.results):
+            op.erase()
 
 
 # ------------------------------------------------- helpers for lowering rules
@@ -492,7 +549,13 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
         runtime_token = has_ordered_effects(closed_jaxpr)
         arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars, int(runtime_token))
                      if any(donated_invars) else None)
-        _emit_function(mctx, "main", closed_jaxpr, "public", arg_attrs, runtime_token)
+        constants, bypassed = _CONSTANTS.set({}), _BYPASSED.set({})
+        try:
+            _emit_function(mctx, "main", closed_jaxpr, "public", arg_attrs, runtime_token)
+            _erase_unused(_BYPASSED.get())
+        finally:
+            _CONSTANTS.reset(constants)
+            _BYPASSED.reset(bypassed)
         try:
             module.operation.verify()
         except ir.MLIRError as e:

@@ -6,6 +6,8 @@
 - The op count of ``jit(grad(loss)).lower(...).as_text()`` is no larger than
   JAX's for the same function. Both counts, and the ops of each kind, are
   printed (``pytest -s``).
+- The same holds for every StableHLO-size program of the benchmark
+  (``jaxprc.tools.bench``: vmap(chain), grad(scan RNN), grad(odeint), ...).
 """
 import collections
 import re
@@ -18,6 +20,7 @@ import jaxprc
 import jaxprc.nn  # noqa: F401
 import jaxprc.numpy  # noqa: F401
 from jaxprc.passes.dce import dce
+from jaxprc.tools import bench
 
 RNG = np.random.default_rng(0)
 PARAMS = [RNG.standard_normal(s).astype(np.float32) * 0.3 for s in [(4, 8), (8,), (8, 3), (3,)]]
@@ -89,4 +92,21 @@ def test_stablehlo_op_count_no_larger_than_jax():
     jax_grad = jax.jit(jax.grad(mlp_loss(jax)))(PARAMS, X, LABELS)
     for a, b in zip(ours_grad, jax_grad):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert n_ours <= n_theirs, report
+
+
+SIZE_BENCHES = [b for b in bench.BENCHES if b.size is not None]
+
+
+@pytest.mark.parametrize("b", SIZE_BENCHES, ids=[b.name for b in SIZE_BENCHES])
+def test_benchmark_programs_have_no_more_ops_than_jax(b):
+    ours_lib, jax_lib = bench.load_lib("jaxprc"), bench.load_lib("jax")
+    if b.requires and getattr(ours_lib, b.requires) is None:
+        pytest.skip(f"jaxprc lacks {b.requires}")
+    ours, theirs = bench.count_ops(b.size(ours_lib)), bench.count_ops(b.size(jax_lib))
+    n_ours, n_theirs = sum(ours.values()), sum(theirs.values())
+    table = "\n".join(f"  {k:40s} jaxprc {ours.get(k, 0):4d}   jax {theirs.get(k, 0):4d}"
+                      for k in sorted(set(ours) | set(theirs)) if ours.get(k, 0) != theirs.get(k, 0))
+    report = f"{b.name}: jaxprc {n_ours} ops, jax {n_theirs}\n{table}"
+    print("\n" + report)
     assert n_ours <= n_theirs, report

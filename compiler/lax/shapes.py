@@ -16,6 +16,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.lowering import broadcast_in_dim as _hlo_broadcast_in_dim
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import DType, Int, OneOf, Tuple
@@ -490,7 +491,7 @@ batching.primitive_batchers[concatenate_p] = _concatenate_batch
 # ---------------------------------------------------------------- lowering
 
 def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions, **_):
-    return hlo.broadcast_in_dim(mlir.aval_to_ir_type(ctx.avals_out[0]), x, list(broadcast_dimensions))
+    return _hlo_broadcast_in_dim(mlir.aval_to_ir_type(ctx.avals_out[0]), x, broadcast_dimensions)
 
 
 def _reshape_lowering(ctx, x, **_):

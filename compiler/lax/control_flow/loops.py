@@ -690,16 +690,25 @@ def _pe_scan(eqn, uk_in):
     outer_known_consts = _pick(eqn.invars[:nc], consts_uk, False)
     const_res = [outer_known_consts[known_consts_in.index(v)] for v, c in zip(res_vars, is_const_res) if c]
 
+    # Residuals that are known xs slices are read from those xs, not stacked again (as in JAX).
+    k_carry_n = nk - sum(carry_uk)
+    known_xs_in = known.jaxpr.invars[n_known_consts + k_carry_n:]
+    outer_known_xs = _pick(eqn.invars[nc + nk:], xs_uk, False)
+    is_xs_res = [not c and isinstance(v, Var) and v in known_xs_in for v, c in zip(res_vars, is_const_res)]
+    is_fwd = [c or x for c, x in zip(is_const_res, is_xs_res)]
+
     k_body = Jaxpr(known.jaxpr.constvars, known.jaxpr.invars,
-                   known.jaxpr.outvars[:len(known.jaxpr.outvars) - n_res] + _pick(res_vars, is_const_res, False),
+                   known.jaxpr.outvars[:len(known.jaxpr.outvars) - n_res] + _pick(res_vars, is_fwd, False),
                    known.jaxpr.eqns)
     k_body = dce_closed(ClosedJaxpr(k_body, known.consts), [True] * len(k_body.outvars), True)[0]
-    stacked = _new_vars([a.update(shape=(p["length"],) + a.shape)
-                         for a in _pick([v.aval for v in res_vars], is_const_res, False)])
-    k_carry_n = nk - sum(carry_uk)
+    new_stacked = _new_vars([a.update(shape=(p["length"],) + a.shape)
+                             for a in _pick([v.aval for v in res_vars], is_fwd, False)])
+    fresh = iter(new_stacked)
+    stacked = [outer_known_xs[known_xs_in.index(v)] if x else next(fresh)
+               for v, c, x in zip(res_vars, is_const_res, is_xs_res) if not c]
     known_operands = _pick(eqn.invars, body_uk, False)
     k_eqn = eqn.replace(invars=known_operands,
-                        outvars=_pick(eqn.outvars, carry_uk + ys_uk, False) + stacked,
+                        outvars=_pick(eqn.outvars, carry_uk + ys_uk, False) + new_stacked,
                         params={**p, "jaxpr": k_body, "num_consts": n_known_consts,
                                 "num_carry": k_carry_n, "linear": (False,) * len(known_operands)})
 
