@@ -31,6 +31,6 @@ from . import version  # noqa: E402,F401
 from .ir.dtypes import float0  # noqa: E402,F401
 from . import image  # noqa: E402,F401
 from . import sharding  # noqa: E402,F401
-from .sharding import (PartitionSpec as P, make_array_from_callback,  # noqa: E402,F401
+from .sharding import (NamedSharding, PartitionSpec as P, make_array_from_callback,  # noqa: E402,F401
                        make_array_from_single_device_arrays, make_mesh, set_mesh)
 from .lax.parallel import shard_map  # noqa: E402,F401
