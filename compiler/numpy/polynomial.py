@@ -33,8 +33,9 @@ def poly(seq_of_zeros):
     z = atleast_1d(z)
     shape = aval_of(z).shape
     if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
-        raise NotImplementedError("jnp.poly of a square matrix needs its eigenvalues, which jaxprc.numpy "
-                                  "does not compute yet; pass the roots instead")
+        from .linalg import eigvals         # the characteristic polynomial, as in numpy and JAX
+        z = eigvals(z)
+        shape = aval_of(z).shape
     if len(shape) != 1:
         raise ValueError("input must be 1d or non-empty square 2d array.")
     dtype = aval_of(z).dtype
@@ -194,49 +195,13 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     return coef
 
 
-def _aberth(p, active, iterations: int = 120):
-    """All roots of the polynomial whose coefficients (highest first) are ``p[:active + 1]``
-    (``active`` may be traced; the other entries of ``p`` are ignored), by the Aberth-Ehrlich
-    iteration: ``len(p) - 1`` root slots, those past ``active`` left alone. Cubically
-    convergent for simple roots, linearly (to about sqrt(eps)) for multiple ones, as
-    eigenvalue-based roots are."""
-    n = aval_of(p).shape[0] - 1
-    cdtype = aval_of(p).dtype
-    k = arange(n + 1)
-    slots = arange(n)
-    live = uf.less(slots, active)
-    lead = p[0]
-    # Starting points on a circle of Cauchy's root-bound radius, at angles no root symmetry shares.
-    coeff_mask = uf.less_equal(k, active)
-    ratio = uf.absolute(uf.divide(where(uf.logical_and(uf.greater(k, 0), coeff_mask), p, convert(0, cdtype)), lead))
-    from .reductions import max as reduce_max
-    radius = uf.add(1.0, reduce_max(ratio))
-    angles = uf.add(uf.multiply(2 * np.pi / max(n, 1), convert(slots, dt.float32 if cdtype == dt.complex64
-                                                                  else dt.float64)), 0.4)
-    z = uf.multiply(radius, lax.complex(uf.cos(angles), uf.sin(angles)))
-    z = convert(z, cdtype)
-
-    def horner(z):
-        def step(carry, kc):
-            y, dy = carry
-            i, c = kc
-            use = uf.less_equal(i, active)
-            return (where(use, uf.add(uf.multiply(y, z), c), y), where(use, uf.add(uf.multiply(dy, z), y), dy)), None
-        zero = uf.multiply(z, 0)
-        (y, dy), _ = lax.scan(step, (zero, zero), (k, p))
-        return y, dy
-
-    def body(_, z):
-        y, dy = horner(z)
-        newton = uf.divide(y, dy)
-        diff = uf.subtract(z[:, None], z[None, :])
-        pair = uf.logical_and(live[None, :], uf.not_equal(slots[:, None], slots[None, :]))
-        repulsion = sum(where(pair, uf.divide(1, where(pair, diff, convert(1, cdtype))), convert(0, cdtype)), axis=1)
-        step = uf.divide(newton, uf.subtract(1, uf.multiply(newton, repulsion)))
-        ok = uf.logical_and(live, uf.isfinite(step))
-        ok = uf.logical_and(ok, uf.not_equal(dy, 0))
-        return where(ok, uf.subtract(z, step), z)
-    return lax.fori_loop(0, iterations, body, z)
+def _companion_roots(p):
+    """The eigenvalues of ``p``'s companion matrix (JAX's and numpy's method): ``len(p) - 1`` roots."""
+    from .selection import diag
+    from .linalg import eigvals
+    n = aval_of(p).shape[0]
+    companion = diag(ones(n - 2, aval_of(p).dtype), -1)
+    return eigvals(companion.at[0, :].set(uf.negative(uf.true_divide(p[1:], p[0]))))
 
 
 def roots(p, *, strip_zeros=True):
@@ -258,16 +223,14 @@ def roots(p, *, strip_zeros=True):
                                                          "under jit; leading zeros then give NaN roots)"))
         if nz.size == 0:
             return zeros(0, cdtype)
-        core = convert(p[nz[0]:nz[-1] + 1], cdtype)
-        trailing = n - 1 - nz[-1]
-        found = _aberth(core, aval_of(core).shape[0] - 1) if aval_of(core).shape[0] > 1 else zeros(0, cdtype)
-        return concatenate([found, zeros(trailing, cdtype)])
+        core = p[nz[0]:]                    # leading zeros only, as in JAX
+        return convert(_companion_roots(core), cdtype) if aval_of(core).shape[0] > 1 else zeros(0, cdtype)
     nonzero = uf.not_equal(p, 0)
     from .reductions import any, argmax
     leading = where(any(nonzero), argmax(nonzero), n)
     from .shape_ops import roll
-    q = convert(roll(p, uf.negative(leading)), cdtype)
-    q = where(uf.equal(leading, n), convert(1, cdtype), q)
-    found = _aberth(q, uf.subtract(n - 1, leading))
+    p = where(uf.equal(leading, n), convert(1, rdtype), p)          # all zeros: no LAPACK error
+    found = convert(_companion_roots(roll(p, uf.negative(leading))), cdtype)
+    found = lax.sort((uf.equal(found, 0), found), num_keys=1)[1]   # the rolled-in zero roots last
     valid = uf.less(arange(n - 1), uf.subtract(n - 1, leading))
     return where(valid, found, convert(complex(np.nan, np.nan), cdtype))
