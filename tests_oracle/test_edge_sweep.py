@@ -108,10 +108,45 @@ SKIP = {
         seq=(_SEQ, "column_stack concat concatenate dstack hstack stack vstack"),
         three=(_THREE, "select where"),
         host=("a host printing or file helper (and JAX's eval_shape of it crashes the process)",
-              "array_repr array_str save savez")),
+              "array_repr array_str save savez"),
+        hangs=("JAX's loop never ends at iinfo.min (compared in test_numpy_more_oracle away from it)",
+               "gcd lcm")),
     "nn": _table(rank=(_RANK, "log_softmax softmax standardize"), static=(_STATIC, "one_hot")),
-    "scipy.special": {},
+    # expit and logit are swept here; the rest of jax.scipy.special is compared with JAX at
+    # ordinary points and tails in test_special_oracle.py: several of JAX's series loops (expn,
+    # exp1, expi, ...) never end at this sweep's points (inf, NaN, +-3.4e38).
+    "scipy.special": {n: "swept in test_special_oracle.py (JAX's series loops hang at these points)"
+                      for n in dir(jaxprc.scipy.special)
+                      if not n.startswith("_") and n not in ("expit", "logit")
+                      and not isinstance(getattr(jaxprc.scipy.special, n), types.ModuleType)},
 }
+# Functions of the families added later that take functions, shapes, sizes, index or dimension
+# structures, several arrays or static arguments: each family's own oracle file compares them.
+_OWN_ORACLE = "takes functions, shapes, sizes or structures: compared in its family's oracle file"
+SKIP["numpy"] |= dict.fromkeys((
+    "apply_along_axis apply_over_axes argpartition bartlett bincount blackman choose compress "
+    "convolve correlate cross delete diag_indices diag_indices_from digitize dsplit "
+    "einsum_path extract fill_diagonal from_dlpack frombuffer fromfile fromfunction fromiter "
+    "frompyfunc fromstring get_printoptions gradient hamming hanning histogram2d histogramdd "
+    "indices insert interp intersect1d ix_ kaiser lexsort load mask_indices matvec partition "
+    "piecewise place polyadd polyder polydiv polyfit polyint polymul polysub polyval "
+    "printoptions put put_along_axis ravel_multi_index resize rollaxis rot90 set_printoptions "
+    "setdiff1d setxor1d sort_complex trapezoid tril_indices tril_indices_from trim_zeros "
+    "triu_indices triu_indices_from union1d unique unique_all unique_counts unique_inverse "
+    "unique_values unpackbits unwrap vander vecmat").split(), _OWN_ORACLE)
+SKIP["nn"] |= dict.fromkeys((
+    "dot_product_attention get_scaled_dot_general_config glu scaled_dot_general scaled_matmul").split(), _OWN_ORACLE)
+SKIP["lax"] |= dict.fromkeys((
+    "ConvGeneralDilatedDimensionNumbers DotDimensionNumbers PrecisionLike all_gather "
+    "all_to_all approx_max_k approx_min_k associative_scan axis_index axis_size batch_matmul "
+    "betainc broadcast_shapes composite conv conv_dimension_numbers conv_general_dilated "
+    "conv_general_dilated_local conv_general_dilated_patches conv_general_permutations "
+    "conv_general_shape_tuple conv_shape_tuple conv_transpose conv_transpose_shape_tuple "
+    "conv_with_general_padding custom_linear_solve custom_root dtype empty fft index_take "
+    "padtype_to_pads platform_dependent pmax pmean pmin ppermute psum psum_scatter ragged_dot "
+    "ragged_dot_general reduce reduce_precision reduce_window reduce_window_shape_tuple "
+    "rng_bit_generator rng_uniform scaled_dot scatter_apply scatter_sub split stack tile "
+    "top_k unstack with_sharding_constraint").split(), _OWN_ORACLE)
 # Names exported by jaxprc modules that are not JAX API (module aliases kept for the front ends).
 NO_COUNTERPART = {
     "numpy": {"fix", "float0"},
@@ -124,6 +159,92 @@ NO_COUNTERPART = {
 ULPS: dict[str, int] = {}
 # (qualified name, check) -> reason. Checks: f32, f16, bf16, i32, empty, d1, d2, weak.
 KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
+    ('lax.igamma', 'd1'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [216, 309, 310]: jax [1.0, 0.7554919123649597, 0.9926964044570923], jaxprc [inf, 0.7554920315742493, 0",
+    ('lax.igammac', 'd1'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [216, 309, 310]: jax [-1.0, -0.7554919123649597, -0.9926964044570923], jaxprc [-inf, -0.75549203157424",
+    ('numpy.cov', 'empty'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0]: jax [nan], jaxprc [-0.0]",
+    ('numpy.frexp', 'bf16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [27, 28]: jax [9.183549615799121e-41, -9.183549615799121e-41], jaxprc [0.5, -0.5]",
+    ('numpy.frexp', 'f32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [27, 28]: jax [0.5, -0.5], jaxprc [0.5444488525390625, -0.5444488525390625]",
+    ('numpy.geomspace', 'bf16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1917, 1923, 1926]: jax [0.78515625, 0.7265625, 0.69140625], jaxprc [0.7890625, 0.72265625, 0.6953125]",
+    ('numpy.geomspace', 'f16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1935, 2031, 2035]: jax [0.60986328125, 1.5498046875, 1.6396484375], jaxprc [0.609375, 1.55078125, 1.6",
+    ('numpy.geomspace', 'f32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1909, 1921, 1926]: jax [0.8804582357406616, 0.7429971098899841, 0.6922608613967896], jaxprc [0.880458",
+    ('numpy.geomspace', 'i32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [918, 926, 935]: jax [1.2899785041809082, 1.4445421695709229, 1.640670657157898], jaxprc [1.2899783849",
+    ('numpy.histogram', 'bf16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [194, 195, 204]: jax [1.0, 0.0, 1.0], jaxprc [0.0, 1.0, 0.0]",
+    ('numpy.histogram', 'f16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [2, 13, 23]: jax [-0.2998046875, -0.2998046875, 0.599609375], jaxprc [-0.300048828125, -0.300048828125",
+    ('numpy.histogram', 'f32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [4, 5, 14]: jax [0.0, 1.0, 0.0], jaxprc [1.0, 0.0, 1.0]",
+    ('numpy.histogram', 'i32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [4, 5]: jax [0.0, 1.0], jaxprc [1.0, 0.0]",
+    ('numpy.histogram_bin_edges', 'bf16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1, 4, 9]: jax [-0.3984375, -0.1005859375, 0.3984375], jaxprc [-0.400390625, -0.099609375, 0.40234375]",
+    ('numpy.histogram_bin_edges', 'f16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [2, 13, 23]: jax [-0.2998046875, -0.2998046875, 0.599609375], jaxprc [-0.300048828125, -0.300048828125",
+    ('numpy.histogram_bin_edges', 'f32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1, 4, 5]: jax [-0.3999999761581421, -0.10000000894069672, 0.0], jaxprc [-0.4000000059604645, -0.09999",
+    ('numpy.histogram_bin_edges', 'i32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1, 4, 5]: jax [-0.3999999761581421, -0.10000000894069672, 0.0], jaxprc [-0.4000000059604645, -0.09999",
+    ('numpy.i0', 'bf16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0, 1, 8]: jax [1.0, 1.0, 4.90625], jaxprc [0.9921875, 0.9921875, 4.875]",
+    ('numpy.i0', 'd1'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0, 1, 2]: jax [0.0, 0.0, 0.5651590824127197], jaxprc [-5.960464477539063e-08, -5.960464477539063e-08,",
+    ('numpy.i0', 'd2'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0, 1, 2]: jax [0.0, 0.0, 0.7009068131446838], jaxprc [0.4999999403953552, 0.4999999403953552, 0.70090",
+    ('numpy.i0', 'f16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [2, 3, 4]: jax [1.2666015625, 1.2666015625, 1.0634765625], jaxprc [1.265625, 1.265625, 1.064453125]",
+    ('numpy.i0', 'f32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0, 1, 16]: jax [1.0000001192092896, 1.0000001192092896, 1.0156861543655396], jaxprc [0.99999994039535",
+    ('numpy.i0', 'i32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0]: jax [1.0000001192092896], jaxprc [0.9999999403953552]",
+    ('numpy.i0', 'weak'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', True)], [('float32', True)]], jaxprc [[('float32', False)], [('float32', False)]]",
+    ('numpy.logspace', 'bf16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [117, 119, 124]: jax [2.234375, 2.453125, 3.09375], jaxprc [2.21875, 2.4375, 3.078125]",
+    ('numpy.logspace', 'f16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [410, 411, 413]: jax [4.08984375, 4.70703125, 6.2421875], jaxprc [4.09375, 4.71484375, 6.25]",
+    ('numpy.logspace', 'f32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [407, 410, 411]: jax [2.6826956272125244, 4.094914436340332, 4.7148661613464355], jaxprc [2.6826958656",
+    ('numpy.logspace', 'i32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [257, 260, 261]: jax [2.6826956272125244, 4.094914436340332, 4.7148661613464355], jaxprc [2.6826958656",
+    ('numpy.median', 'empty'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: TypeError, jaxprc accepts",
+    ('numpy.nanmedian', 'empty'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: IndexError, jaxprc accepts",
+    ('numpy.nanquantile', 'i32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: TypeError, jaxprc accepts",
+    ('numpy.nanquantile', 'weak'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', False)], 'rejected'], jaxprc [[('float32', False)], [('float32', False)]]",
+    ('numpy.pow', 'i32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [57, 59, 72]: jax [268435456, 1, 268435456], jaxprc [0, 0, 0]",
+    ('numpy.quantile', 'i32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: TypeError, jaxprc accepts",
+    ('numpy.quantile', 'weak'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', False)], 'rejected'], jaxprc [[('float32', False)], [('float32', False)]]",
+    ('numpy.spacing', 'd1'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: NotImplementedError, jaxprc accepts",
+    ('numpy.spacing', 'd2'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: NotImplementedError, jaxprc accepts",
+    ('numpy.unravel_index', 'bf16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
+    ('numpy.unravel_index', 'empty'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
+    ('numpy.unravel_index', 'f16'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
+    ('numpy.unravel_index', 'f32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
+    ('numpy.unravel_index', 'i32'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: ValueError",
+    ('numpy.unravel_index', 'weak'):
+        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', True)], [('int32', True)]], jaxprc ['rejected', 'rejected']",
     ('lax.asinh', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('lax.atan', 'd2'):
@@ -196,20 +317,12 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
     ('numpy.take', 'd2'):
         'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'empty'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
     ('numpy.take', 'f16'):
         'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
     ('numpy.take', 'f32'):
         'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
     ('numpy.take', 'weak'):
         'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('scipy.special.expit', 'd2'):
-        'not fixed yet: bf16 logistic precision (as sigmoid), 1-ulp d2, and a strong result on Python scalars (JAX weak)',
-    ('scipy.special.expit', 'weak'):
-        'not fixed yet: bf16 logistic precision (as sigmoid), 1-ulp d2, and a strong result on Python scalars (JAX weak)',
-    ('scipy.special.logit', 'weak'):
-        'not fixed yet: on Python scalars JAX gives a weak float32, jaxprc a strong one',
 }
 
 
