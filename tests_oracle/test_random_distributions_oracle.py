@@ -180,6 +180,12 @@ def test_initializer_matches_jax(name):
     for shape in shapes:
         assert_bits_equal(make(init)(jr.key(1), shape), make(jinit)(jax.random.key(1), shape))
     shape = shapes[-1]
+    if "orthogonal" in name:       # QR has no float16 kernel: both libraries refuse
+        with pytest.raises(Exception):
+            make(jinit)(jax.random.PRNGKey(2), shape, jjnp.float16)
+        with pytest.raises(Exception, match="qr"):
+            make(init)(jr.PRNGKey(2), shape, jnp.float16)
+        return
     assert_bits_equal(make(init)(jr.PRNGKey(2), shape, jnp.float16),
                       make(jinit)(jax.random.PRNGKey(2), shape, jjnp.float16))
 
