@@ -159,6 +159,14 @@ NO_COUNTERPART = {
 ULPS: dict[str, int] = {}
 # (qualified name, check) -> reason. Checks: f32, f16, bf16, i32, empty, d1, d2, weak.
 KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
+    ('numpy.logical_and', 'weak'):
+        'under eval_shape of Python scalars JAX gives a weak bool, jaxprc a strong one (on arrays both are strong)',
+    ('numpy.logical_not', 'weak'):
+        'under eval_shape of Python scalars JAX gives a weak bool, jaxprc a strong one (on arrays both are strong)',
+    ('numpy.logical_or', 'weak'):
+        'under eval_shape of Python scalars JAX gives a weak bool, jaxprc a strong one (on arrays both are strong)',
+    ('numpy.logical_xor', 'weak'):
+        'under eval_shape of Python scalars JAX gives a weak bool, jaxprc a strong one (on arrays both are strong)',
     ('lax.igamma', 'd1'):
         "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [216, 309, 310]: jax [1.0, 0.7554919123649597, 0.9926964044570923], jaxprc [inf, 0.7554920315742493, 0",
     ('lax.igammac', 'd1'):

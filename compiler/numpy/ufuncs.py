@@ -366,18 +366,18 @@ def right_shift(x1, x2, /):
 
 
 def _truth(x):
-    """``x != 0`` for non-boolean operands; the zero is as weakly typed as ``x`` (JAX's rule), so
-    weakly typed operands give a weakly typed truth value."""
+    """``x != 0`` for non-boolean operands. As in JAX, the zero is strongly typed unless ``x``
+    is a Python scalar, so only Python scalars give a weakly typed truth value."""
     aval = aval_of(x)
     if dt.is_bool(aval.dtype):
         return x
-    return not_equal(x, convert(0, aval.dtype, weak=aval.weak_type))
+    return not_equal(x, convert(0, aval.dtype, weak=isinstance(x, (int, float, complex))))
 
 
 def _logical(prim, name):
     def fn(*args):
-        args, _, _ = promote(name, *args)      # promoted first: Python scalars give a weak bool
-        return prim.bind(*map(_truth, args))
+        args, _, _ = promote(name, *map(_truth, args))
+        return prim.bind(*args)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` on the truth values of its operands."
     return fn
