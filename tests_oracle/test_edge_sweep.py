@@ -201,20 +201,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1, 4, 5]: jax [-0.3999999761581421, -0.10000000894069672, 0.0], jaxprc [-0.4000000059604645, -0.09999",
     ('numpy.histogram_bin_edges', 'i32'):
         "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1, 4, 5]: jax [-0.3999999761581421, -0.10000000894069672, 0.0], jaxprc [-0.4000000059604645, -0.09999",
-    ('numpy.i0', 'bf16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0, 1, 8]: jax [1.0, 1.0, 4.90625], jaxprc [0.9921875, 0.9921875, 4.875]",
-    ('numpy.i0', 'd1'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0, 1, 2]: jax [0.0, 0.0, 0.5651590824127197], jaxprc [-5.960464477539063e-08, -5.960464477539063e-08,",
-    ('numpy.i0', 'd2'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0, 1, 2]: jax [0.0, 0.0, 0.7009068131446838], jaxprc [0.4999999403953552, 0.4999999403953552, 0.70090",
-    ('numpy.i0', 'f16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [2, 3, 4]: jax [1.2666015625, 1.2666015625, 1.0634765625], jaxprc [1.265625, 1.265625, 1.064453125]",
-    ('numpy.i0', 'f32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0, 1, 16]: jax [1.0000001192092896, 1.0000001192092896, 1.0156861543655396], jaxprc [0.99999994039535",
-    ('numpy.i0', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0]: jax [1.0000001192092896], jaxprc [0.9999999403953552]",
-    ('numpy.i0', 'weak'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', True)], [('float32', True)]], jaxprc [[('float32', False)], [('float32', False)]]",
     ('numpy.logspace', 'bf16'):
         "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [117, 119, 124]: jax [2.234375, 2.453125, 3.09375], jaxprc [2.21875, 2.4375, 3.078125]",
     ('numpy.logspace', 'f16'):

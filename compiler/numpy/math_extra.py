@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxprc import lax
+from jaxprc.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 
 from ._util import aval_of, convert, located, promote
@@ -211,47 +212,21 @@ def sort_complex(a):
     return convert(a, to)
 
 
-# Chebyshev coefficients of exp(-x) I0(x) on [0, 8] and of sqrt(x) exp(-x) I0(x) on (8, inf)
-# (Cephes' i0, the series numpy's i0 evaluates too).
-_I0_A = (-4.41534164647933937950e-18, 3.33079451882223809783e-17, -2.43127984654795469359e-16,
-         1.71539128555513303061e-15, -1.16853328779934516808e-14, 7.67618549860493561688e-14,
-         -4.85644678311192946090e-13, 2.95505266312963983461e-12, -1.72682629144155570723e-11,
-         9.67580903537323691224e-11, -5.18979560163526290666e-10, 2.65982372468238665035e-09,
-         -1.30002500998624804212e-08, 6.04699502254191894932e-08, -2.67079385394061173391e-07,
-         1.11738753912010371815e-06, -4.41673835845875056359e-06, 1.64484480707288970893e-05,
-         -5.75419501008210370398e-05, 1.88502885095841655729e-04, -5.76375574538582365885e-04,
-         1.63947561694133579842e-03, -4.32430999505057594430e-03, 1.05464603945949983183e-02,
-         -2.37374148058994688156e-02, 4.93052842396707084878e-02, -9.49010970480476444210e-02,
-         1.71620901522208775349e-01, -3.04682672343198398683e-01, 6.76795274409476084995e-01)
-_I0_B = (-7.23318048787475395456e-18, -4.83050448594418207126e-18, 4.46562142029675999901e-17,
-         3.46122286769746109310e-17, -2.82762398051658348494e-16, -3.42548561967721913462e-16,
-         1.77256013305652638360e-15, 3.81168066935262242075e-15, -9.55484669882830764870e-15,
-         -4.15056934728722208663e-14, 1.54008621752140982691e-14, 3.85277838274214270114e-13,
-         7.18012445138366623367e-13, -1.79417853150680611778e-12, -1.32158118404477131188e-11,
-         -3.14991652796324136454e-11, 1.18891471078464383424e-11, 4.94060238822496958910e-10,
-         3.39623202570838634515e-09, 2.26666899049817806459e-08, 2.04891858946906374183e-07,
-         2.89137052083475648297e-06, 6.88975834691682398426e-05, 3.36911647825569408990e-03,
-         8.04490411014108831608e-01)
-
-
-def _chbevl(x, coeffs):
-    """Clenshaw's recurrence for a Chebyshev series (Cephes' convention)."""
-    dtype = aval_of(x).dtype
-    b0, b1, b2 = convert(coeffs[0], dtype), convert(0.0, dtype), convert(0.0, dtype)
-    for c in coeffs[1:]:
-        b2, b1 = b1, b0
-        b0 = uf.add(uf.subtract(uf.multiply(x, b1), b2), convert(c, dtype))
-    return uf.multiply(uf.subtract(b0, b2), 0.5)
-
-
 def i0(x):
-    """Modified Bessel function of the first kind, order 0 (real inputs). Its derivative is
-    the derivative of the series, i.e. I1 to the series' accuracy."""
+    """Modified Bessel function of the first kind, order 0 (real inputs): ``exp(|x|) i0e(|x|)``
+    through lax.bessel_i0e, as in JAX; its derivative is 0 at 0 (the kink of |x|), as in JAX."""
     x, dtype = _real_inexact("i0", x)
+    return _i0(x)
+
+
+@custom_jvp
+def _i0(x):
     ax = uf.absolute(x)
-    small = uf.less_equal(ax, 8.0)
-    ax_small = where(small, ax, convert(8.0, dtype))
-    ax_large = where(small, convert(8.0, dtype), ax)
-    near = _chbevl(uf.subtract(uf.multiply(ax_small, 0.5), 2.0), _I0_A)
-    far = uf.divide(_chbevl(uf.subtract(uf.divide(32.0, ax_large), 2.0), _I0_B), uf.sqrt(ax_large))
-    return uf.multiply(uf.exp(ax), where(small, near, far))
+    return uf.multiply(uf.exp(ax), lax.bessel_i0e(ax))
+
+
+@_i0.defjvp
+def _i0_jvp(primals, tangents):
+    from jaxprc import jvp
+    out, t_out = jvp(_i0.fun, primals, tangents)
+    return out, where(uf.equal(primals[0], 0), convert(0, aval_of(out).dtype), t_out)
