@@ -59,6 +59,25 @@ def _check_safe_cast(name: str, dtype, *params):
             raise ValueError(f"In arguments to {name}, cannot safely cast argument of type {src} to {dtype}")
 
 
+def _float_args(name: str, key, shape, dtype, *params, kinds=("float",)):
+    """A float sampler's checked arguments: its base key, sample shape and dtype."""
+    base, _ = _check_key(name, key)
+    dtype = _float_dtype(name, dtype, kinds)
+    shape = _param_shape(name, shape, *params)
+    _check_safe_cast(name, dtype, *params)
+    return base, shape, dtype
+
+
+def _standard_sampler(name: str, impl, doc: str):
+    """The public ``name(key, shape=(), dtype=None)`` of a float sampler without parameters."""
+    def sampler(key, shape=(), dtype=None):
+        base, _ = _check_key(name, key)
+        return impl(base, shape=_shape(shape), dtype=_float_dtype(name, dtype))
+    sampler.__name__ = sampler.__qualname__ = name
+    sampler.__doc__ = doc
+    return sampler
+
+
 def _int_dtype(name: str, dtype):
     dtype = dt.default_int_dtype() if dtype is None else dt.canonicalize_dtype(dtype)
     if not dt.is_int(dtype) or dt.is_bool(dtype):
@@ -91,10 +110,7 @@ def _exponential(key, shape, dtype):
     return lax.neg(lax.log1p(lax.neg(u)))     # log of 1 - u: never log(0)
 
 
-def exponential(key, shape=(), dtype=None):
-    """Exponential(1) samples ``-log(1 - u)``."""
-    base, _ = _check_key("exponential", key)
-    return _exponential(base, shape=_shape(shape), dtype=_float_dtype("exponential", dtype))
+exponential = _standard_sampler("exponential", _exponential, "Exponential(1) samples ``-log(1 - u)``.")
 
 
 @_static("shape", "dtype")
@@ -103,10 +119,7 @@ def _laplace(key, shape, dtype):
     return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
 
 
-def laplace(key, shape=(), dtype=None):
-    """Laplace(0, 1) samples by inversion."""
-    base, _ = _check_key("laplace", key)
-    return _laplace(base, shape=_shape(shape), dtype=_float_dtype("laplace", dtype))
+laplace = _standard_sampler("laplace", _laplace, "Laplace(0, 1) samples by inversion.")
 
 
 @_static("shape", "dtype")
@@ -115,10 +128,7 @@ def _logistic(key, shape, dtype):
     return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))
 
 
-def logistic(key, shape=(), dtype=None):
-    """Standard logistic samples ``log(u / (1 - u))``."""
-    base, _ = _check_key("logistic", key)
-    return _logistic(base, shape=_shape(shape), dtype=_float_dtype("logistic", dtype))
+logistic = _standard_sampler("logistic", _logistic, "Standard logistic samples ``log(u / (1 - u))``.")
 
 
 @_static("shape", "dtype")
@@ -127,10 +137,7 @@ def _cauchy(key, shape, dtype):
     return lax.tan(lax.mul(_const(u, np.pi), lax.sub(u, _const(u, 0.5))))
 
 
-def cauchy(key, shape=(), dtype=None):
-    """Standard Cauchy samples ``tan(pi (u - 1/2))``."""
-    base, _ = _check_key("cauchy", key)
-    return _cauchy(base, shape=_shape(shape), dtype=_float_dtype("cauchy", dtype))
+cauchy = _standard_sampler("cauchy", _cauchy, "Standard Cauchy samples ``tan(pi (u - 1/2))``.")
 
 
 @_static("shape", "dtype")
@@ -141,10 +148,7 @@ def _pareto(key, b, shape, dtype):
 
 def pareto(key, b, shape=None, dtype=None):
     """Pareto(b) samples ``exp(e / b)``, ``e`` exponential."""
-    base, _ = _check_key("pareto", key)
-    dtype = _float_dtype("pareto", dtype)
-    shape = _param_shape("pareto", shape, b)
-    _check_safe_cast("pareto", dtype, b)
+    base, shape, dtype = _float_args("pareto", key, shape, dtype, b)
     return _pareto(base, b, shape=shape, dtype=dtype)
 
 
@@ -169,10 +173,7 @@ def _rayleigh(key, scale, shape, dtype):
 
 def rayleigh(key, scale, shape=None, dtype=None):
     """Rayleigh samples ``scale * sqrt(-2 log u)``."""
-    base, _ = _check_key("rayleigh", key)
-    dtype = _float_dtype("rayleigh", dtype)
-    shape = _param_shape("rayleigh", shape, scale)
-    _check_safe_cast("rayleigh", dtype, scale)
+    base, shape, dtype = _float_args("rayleigh", key, shape, dtype, scale)
     return _rayleigh(base, scale, shape=shape, dtype=dtype)
 
 
@@ -192,10 +193,7 @@ def _wald(key, mean, shape, dtype):
 
 def wald(key, mean, shape=None, dtype=None):
     """Wald (inverse Gaussian, scale 1) samples by Michael, Schucany and Haas's transformation."""
-    base, _ = _check_key("wald", key)
-    dtype = _float_dtype("wald", dtype)
-    shape = _param_shape("wald", shape, mean)
-    _check_safe_cast("wald", dtype, mean)
+    base, shape, dtype = _float_args("wald", key, shape, dtype, mean)
     return _wald(base, mean, shape=shape, dtype=dtype)
 
 
@@ -211,10 +209,7 @@ def _triangular(key, left, mode, right, shape, dtype):
 
 def triangular(key, left, mode, right, shape=None, dtype=None):
     """Triangular samples on [left, right] with the given mode, by inversion."""
-    base, _ = _check_key("triangular", key)
-    dtype = _float_dtype("triangular", dtype)
-    shape = _param_shape("triangular", shape, left, mode, right)
-    _check_safe_cast("triangular", dtype, left, mode, right)
+    base, shape, dtype = _float_args("triangular", key, shape, dtype, left, mode, right)
     return _triangular(base, left, mode, right, shape=shape, dtype=dtype)
 
 
@@ -226,10 +221,7 @@ def _lognormal(key, sigma, shape, dtype):
 
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
     """Log-normal samples ``exp(sigma * n)``, ``n`` standard normal (float or complex)."""
-    base, _ = _check_key("lognormal", key)
-    dtype = _float_dtype("lognormal", dtype, ("float", "complex"))
-    shape = _param_shape("lognormal", shape, sigma)
-    _check_safe_cast("lognormal", dtype, sigma)
+    base, shape, dtype = _float_args("lognormal", key, shape, dtype, sigma, kinds=("float", "complex"))
     return _lognormal(base, sigma, shape=shape, dtype=dtype)
 
 
@@ -269,10 +261,7 @@ def _maxwell(key, shape, dtype):
     return jnp.linalg.norm(_normal(key, shape=(*shape, 3), dtype=dtype), axis=-1)
 
 
-def maxwell(key, shape=(), dtype=None):
-    """Maxwell samples: the length of a standard normal 3-vector."""
-    base, _ = _check_key("maxwell", key)
-    return _maxwell(base, shape=_shape(shape), dtype=_float_dtype("maxwell", dtype))
+maxwell = _standard_sampler("maxwell", _maxwell, "Maxwell samples: the length of a standard normal 3-vector.")
 
 
 @_static("shape", "dtype")
@@ -401,10 +390,7 @@ def _beta(key, a, b, shape, dtype):
 
 def beta(key, a, b, shape=None, dtype=None):
     """Beta(a, b) samples from two log-gamma draws; differentiable in ``a`` and ``b``."""
-    base, _ = _check_key("beta", key)
-    dtype = _float_dtype("beta", dtype)
-    _check_safe_cast("beta", dtype, a, b)
-    shape = _param_shape("beta", shape, a, b)
+    base, shape, dtype = _float_args("beta", key, shape, dtype, a, b)
     return _beta(base, a, b, shape=shape, dtype=dtype)
 
 
@@ -442,10 +428,7 @@ def _t(key, df, shape, dtype):
 
 def t(key, df, shape=None, dtype=None):
     """Student's t samples with ``df`` degrees of freedom."""
-    base, _ = _check_key("t", key)
-    dtype = _float_dtype("t", dtype)
-    shape = _param_shape("t", shape, df)
-    _check_safe_cast("t", dtype, df)
+    base, shape, dtype = _float_args("t", key, shape, dtype, df)
     return _t(base, df, shape=shape, dtype=dtype)
 
 
@@ -459,10 +442,7 @@ def _chisquare(key, df, shape, dtype):
 
 def chisquare(key, df, shape=None, dtype=None):
     """Chi-square samples with ``df`` degrees of freedom (2 * Gamma(df / 2))."""
-    base, _ = _check_key("chisquare", key)
-    dtype = _float_dtype("chisquare", dtype)
-    shape = _param_shape("chisquare", shape, df)
-    _check_safe_cast("chisquare", dtype, df)
+    base, shape, dtype = _float_args("chisquare", key, shape, dtype, df)
     return _chisquare(base, df, shape=shape, dtype=dtype)
 
 
@@ -478,10 +458,7 @@ def _f(key, dfnum, dfden, shape, dtype):
 
 def f(key, dfnum, dfden, shape=None, dtype=None):
     """F-distribution samples: a ratio of scaled chi-square draws."""
-    base, _ = _check_key("f", key)
-    dtype = _float_dtype("f", dtype)
-    shape = _param_shape("f", shape, dfnum, dfden)
-    _check_safe_cast("f", dtype, dfnum, dfden)
+    base, shape, dtype = _float_args("f", key, shape, dtype, dfnum, dfden)
     return _f(base, dfnum, dfden, shape=shape, dtype=dtype)
 
 

@@ -8,6 +8,8 @@ samples, then the odd ones reversed) rotated by the quarter-wave twiddles
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import operator
 from typing import Sequence
@@ -84,22 +86,36 @@ def _resize(x, sizes: dict):
     return lax.pad(x, np.zeros((), aval_of(x).dtype)[()], config)
 
 
-def _split_complex(fn, x, **kw):
-    """A real transform applied to the real and imaginary parts separately."""
-    return lax.complex(fn(lax.real(x), **kw), fn(lax.imag(x), **kw))
+def _transform(fn):
+    """A public transform: its input made an array and its ``type``/``norm`` checked; complex
+    input transformed as its real and imaginary parts separately."""
+    name, signature = fn.__name__, inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def transform(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        x = as_array(bound.arguments.pop("x"), name)
+        _check(name, bound.arguments["type"], bound.arguments["norm"])
+        if dt.is_complex(aval_of(x).dtype):
+            return lax.complex(fn(lax.real(x), **bound.arguments), fn(lax.imag(x), **bound.arguments))
+        return fn(x, **bound.arguments)
+    return transform
 
 
-def dct(x, type=2, n=None, axis=-1, norm=None):
-    """The type-2 discrete cosine transform along ``axis`` (length ``n``)."""
-    x = as_array(x, "dct")
-    _check("dct", type, norm)
-    if dt.is_complex(aval_of(x).dtype):
-        return _split_complex(dct, x, type=type, n=n, axis=axis, norm=norm)
-    ndim = aval_of(x).ndim
-    axis = canonical_axis(axis, ndim, located("dct"))
+def _axis_resized(fn: str, x, n, axis):
+    """``x`` resized to ``n`` along ``axis``, the axis made non-negative, and the new length."""
+    axis = canonical_axis(axis, aval_of(x).ndim, located(fn))
     if n is not None:
         x = _resize(x, {axis: n})
-    length = aval_of(x).shape[axis]
+    return x, axis, aval_of(x).shape[axis]
+
+
+@_transform
+def dct(x, type=2, n=None, axis=-1, norm=None):
+    """The type-2 discrete cosine transform along ``axis`` (length ``n``)."""
+    x, axis, length = _axis_resized("dct", x, n, axis)
+    ndim = aval_of(x).ndim
     spectrum = jnp_fft.fft(_interleave(x, axis), axis=axis)
     k = _along(arange(length, dtype=dt.finfo(aval_of(spectrum).dtype).dtype), axis, ndim)
     out = 2 * real(spectrum * _twiddle(length, k))
@@ -140,12 +156,9 @@ def _nd_args(fn: str, x, s, axes):
     return s, axes
 
 
+@_transform
 def dctn(x, type=2, s=None, axes=None, norm=None):
     """The type-2 DCT over several axes (all by default), two at a time."""
-    x = as_array(x, "dctn")
-    _check("dctn", type, norm)
-    if dt.is_complex(aval_of(x).dtype):
-        return _split_complex(dctn, x, type=type, s=s, axes=axes, norm=norm)
     s, axes = _nd_args("dctn", x, s, axes)
     if len(axes) == 1:
         return dct(x, n=s[0] if s is not None else None, axis=axes[0], norm=norm)
@@ -158,17 +171,11 @@ def dctn(x, type=2, s=None, axes=None, norm=None):
     return x
 
 
+@_transform
 def idct(x, type=2, n=None, axis=-1, norm=None):
     """The inverse of the type-2 DCT along ``axis`` (a type-3 DCT, scaled)."""
-    x = as_array(x, "idct")
-    _check("idct", type, norm)
-    if dt.is_complex(aval_of(x).dtype):
-        return _split_complex(idct, x, type=type, n=n, axis=axis, norm=norm)
+    x, axis, length = _axis_resized("idct", x, n, axis)
     ndim = aval_of(x).ndim
-    axis = canonical_axis(axis, ndim, located("idct"))
-    if n is not None:
-        x = _resize(x, {axis: n})
-    length = aval_of(x).shape[axis]
     if not dt.is_inexact(aval_of(x).dtype):
         x = convert(x, dt.default_float_dtype())
     if norm is None or norm == "backward":
@@ -180,12 +187,9 @@ def idct(x, type=2, n=None, axis=-1, norm=None):
     return _deinterleave(real(jnp_fft.ifft(x, axis=axis)), axis)
 
 
+@_transform
 def idctn(x, type=2, s=None, axes=None, norm=None):
     """The inverse of ``dctn``: ``idct`` along each axis."""
-    x = as_array(x, "idctn")
-    _check("idctn", type, norm)
-    if dt.is_complex(aval_of(x).dtype):
-        return _split_complex(idctn, x, type=type, s=s, axes=axes, norm=norm)
     s, axes = _nd_args("idctn", x, s, axes)
     if len(axes) == 1:
         return idct(x, n=s[0] if s is not None else None, axis=axes[0], norm=norm)
