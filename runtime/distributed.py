@@ -1,0 +1,91 @@
+"""Several processes joined into one system: jaxlib's coordination service and its client.
+
+Process 0 runs the coordination service; every process connects a client to it. The
+backend client made afterwards (``client.py``) hands that client to PJRT, which then
+lists every process's devices (the same global order everywhere) and, on CPU, runs
+collectives across processes through gloo (notes/distributed.md §4). Without gloo a
+multi-process CPU program fails to compile (§0.8).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jaxlib import _jax
+
+
+@dataclass
+class Joined:
+    """The running distributed system, as this process sees it."""
+    process_id: int
+    num_processes: int
+    client: object                      # _jax.DistributedRuntimeClient
+    service: object | None              # _jax.DistributedRuntimeService (process 0 only)
+    local_device_ids: tuple | None      # GPU: the visible devices of this process
+    partition_index: int | None
+
+
+_JOINED: list = [None]
+
+
+def joined() -> Joined | None:
+    return _JOINED[0]
+
+
+def join(coordinator_address: str, bind_address: str, num_processes: int, process_id: int, *,
+         local_device_ids, init_timeout: int, heartbeat_timeout: int, shutdown_timeout: int,
+         partition_index) -> Joined:
+    """Start the service (process 0) and connect this process's client; blocks until every
+    process has connected or ``init_timeout`` seconds have passed."""
+    if _JOINED[0] is not None:
+        raise RuntimeError("distributed.initialize should only be called once.")
+    service = None
+    if process_id == 0:
+        service = _jax.get_distributed_runtime_service(bind_address, num_processes,
+                                                       heartbeat_timeout=heartbeat_timeout,
+                                                       shutdown_timeout=shutdown_timeout)
+    try:
+        client = _jax.get_distributed_runtime_client(coordinator_address, process_id,
+                                                     init_timeout=init_timeout, use_compression=True,
+                                                     heartbeat_timeout=heartbeat_timeout)
+        client.connect()
+    except BaseException:
+        if service is not None:   # a failed join leaves nothing running: initialize may be retried
+            service.shutdown()
+        raise
+    _JOINED[0] = Joined(process_id, num_processes, client, service,
+                        None if local_device_ids is None else tuple(local_device_ids), partition_index)
+    return _JOINED[0]
+
+
+def leave() -> None:
+    """Disconnect this process (waiting for the others, as the service requires) and stop the
+    service on process 0. The backend client made while joined stays as it is."""
+    state, _JOINED[0] = _JOINED[0], None
+    if state is None:
+        return
+    state.client.shutdown()
+    if state.service is not None:
+        state.service.shutdown()
+
+
+def cpu_client_options() -> dict:
+    """``make_cpu_client`` arguments joining the CPU client to the system (none if not joined)."""
+    state = _JOINED[0]
+    if state is None:
+        return {}
+    return {"distributed_client": state.client, "node_id": state.process_id,
+            "num_nodes": state.num_processes,
+            "collectives": _jax.make_gloo_tcp_collectives(distributed_client=state.client)}
+
+
+def plugin_client_options(options: dict) -> tuple[dict, object]:
+    """A PJRT plugin's (GPU's) creation options and distributed client, joined if we are."""
+    state = _JOINED[0]
+    if state is None:
+        return options, None
+    options = dict(options, node_id=state.process_id, num_nodes=state.num_processes)
+    if state.local_device_ids is not None:
+        options["visible_devices"] = list(state.local_device_ids)
+    if state.partition_index is not None:
+        options["partition_index"] = state.partition_index
+    return options, state.client

@@ -1,0 +1,68 @@
+"""One process of a 2-process x 4-CPU-device system; started by test_distributed.py.
+
+argv: process_id num_processes port. Every process runs the same SPMD programs over the
+8-device global mesh and prints its results as 'RESULT name value' lines (the test compares
+both processes' lines with numpy's numbers).
+"""
+import sys
+
+import numpy as np
+
+import jaxprc as jx
+import jaxprc.numpy as jnp
+from jaxprc.sharding import NamedSharding, PartitionSpec as P
+
+pid, nproc, port = (int(a) for a in sys.argv[1:4])
+jx.distributed.initialize(f"127.0.0.1:{port}", nproc, pid, initialization_timeout=60,
+                          heartbeat_timeout_seconds=20, shutdown_timeout_seconds=20)
+
+
+def result(name, value):
+    print(f"RESULT {name} {np.asarray(value).tolist()}", flush=True)
+
+
+assert jx.distributed.is_initialized()
+result("topology", [jx.process_index(), jx.process_count(), jx.device_count(), jx.local_device_count()])
+assert [d.process_index for d in jx.local_devices()] == [pid] * 4
+assert jx.local_devices(process_index=1 - pid) == [d for d in jx.devices() if d.process_index != pid]
+
+mesh = jx.make_mesh((8,), ("x",))
+rows = NamedSharding(mesh, P("x"))
+X = np.arange(48, dtype=np.float32).reshape(16, 3)          # the global value; rows 8*pid.. are ours
+
+# this process's 8 rows -> one global (16, 3) array, 2 rows per device
+x = jx.make_array_from_process_local_data(rows, X[8 * pid:8 * pid + 8])
+assert x.shape == (16, 3) and not x.is_fully_addressable and not rows.is_fully_addressable
+assert len(x.addressable_shards) == 4 and len(x.global_shards) == 8
+assert all(np.array_equal(np.asarray(s.data), X[s.index]) for s in x.addressable_shards)
+assert sum(s.data is None for s in x.global_shards) == 4
+try:
+    np.asarray(x)
+    raise AssertionError("reading a global array spanning other processes' devices must fail")
+except RuntimeError as e:
+    assert "non-addressable" in str(e)
+
+# jnp.sum of the globally sharded array under jit: a cross-process all-reduce
+total = jx.jit(lambda a: jnp.sum(a, axis=0))(x)
+result("jit_sum", total)
+
+# psum inside shard_map over the 8-device mesh
+psum = jx.jit(jx.shard_map(lambda b: jx.lax.psum(jnp.sum(b, axis=0), "x"), mesh=mesh,
+                           in_specs=P("x"), out_specs=P()))
+result("shard_map_psum", psum(x))
+
+# the same global array built the other two ways
+y = jx.make_array_from_callback(X.shape, rows, lambda index: X[index])
+result("callback_sum", jx.jit(jnp.sum)(y))
+pieces = [jx.device_put(X[i], d) for i, d in zip(rows.addressable_devices_indices_map(X.shape).values(),
+                                                  rows._addressable)]
+z = jx.make_array_from_single_device_arrays(X.shape, rows, pieces)
+result("single_device_sum", jx.jit(lambda a: jnp.sum(a * a))(z))
+
+# device_put of a host value onto the global mesh: each process uploads its own shards
+w = jx.device_put(X, rows)
+result("device_put_max", jx.jit(jnp.max)(w))
+
+jx.distributed.shutdown()
+assert not jx.distributed.is_initialized()
+print("DONE", flush=True)
