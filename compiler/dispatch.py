@@ -79,8 +79,24 @@ class _PrimitiveExecutable:
         self.out_aval = self.executable.out_avals[0] if len(outvars) == 1 else None
 
 
+class _SpansProcesses(Exception):
+    """An argument has shards on other processes' devices: it cannot be gathered here."""
+
+
 def _runtime_aval_of(x) -> runtime.Aval:
-    return x.aval if type(x) is Array else runtime_aval(get_aval(x))
+    if type(x) is Array:
+        return x.aval
+    if isinstance(x, runtime.sharded.ShardedArray) and x.spans_processes():
+        raise _SpansProcesses
+    return runtime_aval(get_aval(x))
+
+
+@functools.lru_cache(maxsize=None)
+def _spmd_impl(prim: Primitive, params: tuple):
+    """``prim`` as a jit program: over global arrays it runs partitioned on every process (the
+    way JAX runs every eager op)."""
+    from .api import jit
+    return jit(lambda *args: prim.bind(*args, **dict(params)))
 
 
 class _EagerImpl:
@@ -98,7 +114,10 @@ class _EagerImpl:
         self.prim, self.cache = prim, {}
 
     def __call__(self, *args, **params):
-        key = tuple([x.aval if type(x) is Array else _runtime_aval_of(x) for x in args])
+        try:
+            key = tuple([x.aval if type(x) is Array else _runtime_aval_of(x) for x in args])
+        except _SpansProcesses:
+            return _spmd_impl(self.prim, tuple(params.items()))(*args)
         if params:
             key += tuple(params.items())
         try:

@@ -365,6 +365,9 @@ def put(value, sharding: Sharding, aval: runtime.Aval):
     sharding.check_shape(aval.shape, "device_put")
     if isinstance(value, runtime.Array) and getattr(value, "sharding", None) == sharding:
         return value
+    if isinstance(value, ShardedArray) and value.spans_processes():   # no host copy: an SPMD program moves it
+        from .api import jit
+        return jit(lambda v: v, out_shardings=sharding)(value)
     default = runtime.backend().device
     if sharding._devices == (default,):
         return runtime.Array(runtime.to_buffer(np.asarray(value), aval), aval)

@@ -118,6 +118,22 @@ class ShardedArray(Array):
                                    "to inspect the addressable (process local) shards.")
         return out.astype(self.dtype) if dtype != self.dtype else out
 
+    def spans_processes(self) -> bool:
+        """Whether some shards are on other processes' devices."""
+        return len(addressable(self.device_tuple)) < len(self.device_tuple)
+
+    def _readable(self) -> bool:
+        """JAX's rule for printing values: every shard here, or every shard the whole array."""
+        return self.hlo.is_replicated() or not self.spans_processes()
+
+    def __repr__(self):
+        if self._readable():
+            return super().__repr__()
+        return f"Array(shape={self.shape}, dtype={self.dtype.name}{', weak_type=True' if self.weak_type else ''})"
+
+    def __str__(self):
+        return super().__str__() if self._readable() else repr(self)
+
     def __reduce__(self):   # pickles as its host value, like a single-device Array
         return Array.__reduce__(self)
 
@@ -197,6 +213,11 @@ class SpmdExecutable:
                 raise DeletedArrayError(f"argument {i} of '{self.name}' is an Array whose buffer has "
                                         "been deleted.")
             return x._buf
+        if isinstance(x, ShardedArray) and x.spans_processes():   # cannot be gathered here to re-lay out
+            raise ValueError(f"argument {i} of '{self.name}' is laid out as {x.hlo} over devices "
+                             f"{[d.id for d in x.device_tuple]}; the program takes it as {hlo} over "
+                             f"{[d.id for d in self.devices]}. An array spanning several processes "
+                             "must already have the sharding jit expects (reshard it with device_put).")
         host = np.asarray(x)
         if host.shape != aval.shape:
             raise TypeError(f"argument {i} of '{self.name}' has shape {host.shape}, the program "

@@ -4,6 +4,7 @@ argv: process_id num_processes port. Every process runs the same SPMD programs o
 8-device global mesh and prints its results as 'RESULT name value' lines (the test compares
 both processes' lines with numpy's numbers).
 """
+import json
 import sys
 
 import numpy as np
@@ -18,7 +19,7 @@ jx.distributed.initialize(f"127.0.0.1:{port}", nproc, pid, initialization_timeou
 
 
 def result(name, value):
-    print(f"RESULT {name} {np.asarray(value).tolist()}", flush=True)
+    print(f"RESULT {name} {json.dumps(np.asarray(value).tolist())}", flush=True)
 
 
 assert jx.distributed.is_initialized()
@@ -41,6 +42,7 @@ try:
     raise AssertionError("reading a global array spanning other processes' devices must fail")
 except RuntimeError as e:
     assert "non-addressable" in str(e)
+assert repr(x) == str(x) == "Array(shape=(16, 3), dtype=float32)"
 
 # jnp.sum of the globally sharded array under jit: a cross-process all-reduce
 total = jx.jit(lambda a: jnp.sum(a, axis=0))(x)
@@ -62,6 +64,20 @@ result("single_device_sum", jx.jit(lambda a: jnp.sum(a * a))(z))
 # device_put of a host value onto the global mesh: each process uploads its own shards
 w = jx.device_put(X, rows)
 result("device_put_max", jx.jit(jnp.max)(w))
+
+# eager ops on a global array run as SPMD programs too (nothing to gather here)
+result("eager", jnp.sum(x * 2.0))
+# resharding to replicated (an SPMD program moves the shards); then every process can read it
+full = jx.device_put(x, NamedSharding(mesh, P()))
+result("replicated", np.asarray(full)[::5, 0])
+# grad of a loss over the global batch: the gradient is all-reduced across processes
+W = np.full((3, 2), 0.01, np.float32)
+result("grad", jx.jit(jx.grad(lambda w, a: jnp.sum(jnp.tanh(a @ w))))(W, x))
+try:
+    jx.jit(lambda a: a, in_shardings=NamedSharding(mesh, P(None, None)))(x)
+    raise AssertionError("jit must refuse an argument spanning processes laid out otherwise")
+except ValueError as e:
+    assert "spanning several processes" in str(e)
 
 jx.distributed.shutdown()
 assert not jx.distributed.is_initialized()
