@@ -44,6 +44,15 @@ except RuntimeError as e:
     assert "non-addressable" in str(e)
 assert repr(x) == str(x) == "Array(shape=(16, 3), dtype=float32)"
 
+# 2-d: processes split the rows (mesh axis x spans them), each holds both column blocks (y)
+mesh2 = jx.make_mesh((4, 2), ("x", "y"))
+assert mesh2.is_multi_process and mesh2.local_devices == jx.local_devices()
+G = np.arange(64, dtype=np.int32).reshape(16, 4)
+for local, shape in ((G[8 * pid:8 * pid + 8], None), (G, G.shape)):   # inferred; a whole dim read by index
+    g = jx.make_array_from_process_local_data(NamedSharding(mesh2, P("x", "y")), local, shape)
+    assert g.shape == (16, 4) and g.dtype == np.int32
+    assert all(s.data.shape == (4, 2) and np.array_equal(np.asarray(s.data), G[s.index]) for s in g.addressable_shards)
+
 # jnp.sum of the globally sharded array under jit: a cross-process all-reduce
 total = jx.jit(lambda a: jnp.sum(a, axis=0))(x)
 result("jit_sum", total)
