@@ -8,6 +8,7 @@ multi-process CPU program fails to compile (§0.8).
 """
 from __future__ import annotations
 
+import atexit
 from dataclasses import dataclass
 
 from jaxlib import _jax
@@ -54,6 +55,7 @@ def join(coordinator_address: str, bind_address: str, num_processes: int, proces
         raise
     _JOINED[0] = Joined(process_id, num_processes, client, service,
                         None if local_device_ids is None else tuple(local_device_ids), partition_index)
+    atexit.register(leave)      # as JAX: a process that exits without shutdown() still leaves cleanly
     return _JOINED[0]
 
 

@@ -104,18 +104,19 @@ class ShardedArray(Array):
             out = _shard_to_numpy(self._buf, dtype)
         else:
             indices = shard_indices(self.hlo, self.shape, len(self.device_tuple))
+            blocks = [None if index is None else tuple((s.start, s.stop) for s in index) for index in indices]
             mine = addressable(self.device_tuple)
-            covered = np.zeros(self.shape, bool)
-            out = np.empty(self.shape, dtype)
-            for i, shard in zip(mine, self.shard_buffers()):
-                index = indices[i]
-                if index is not None and out[index].size and not covered[index].all():
-                    out[index] = _shard_to_numpy(shard, dtype)
-                    covered[index] = True
-            if not covered.all():
+            missing = set(blocks) - {blocks[i] for i in mine}
+            if missing - {None}:
                 raise RuntimeError("Fetching value for `jax.Array` that spans non-addressable (non process "
                                    "local) devices is not possible. Use the array's `.addressable_shards` "
                                    "to inspect the addressable (process local) shards.")
+            out, done = np.empty(self.shape, dtype), {None}
+            for i, shard in zip(mine, self.shard_buffers()):
+                if blocks[i] not in done:          # one copy of each block (replicas hold the same)
+                    done.add(blocks[i])
+                    if out[indices[i]].size:
+                        out[indices[i]] = _shard_to_numpy(shard, dtype)
         return out.astype(self.dtype) if dtype != self.dtype else out
 
     def spans_processes(self) -> bool:
