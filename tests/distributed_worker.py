@@ -11,6 +11,7 @@ import numpy as np
 
 import jaxprc as jx
 import jaxprc.numpy as jnp
+from jaxprc.experimental import multihost_utils as mh
 from jaxprc.sharding import NamedSharding, PartitionSpec as P
 
 pid, nproc, port = (int(a) for a in sys.argv[1:4])
@@ -87,6 +88,19 @@ try:
     raise AssertionError("jit must refuse an argument spanning processes laid out otherwise")
 except ValueError as e:
     assert "spanning several processes" in str(e)
+
+# multihost_utils: host values exchanged between the processes
+mh.sync_global_devices("before exchange")
+result("broadcast", mh.broadcast_one_to_all({"a": np.array([pid + 1.0, 5.0])})["a"])
+result("allgather", mh.process_allgather(np.array([pid, 10 * pid])))
+result("allgather_tiled", mh.process_allgather(np.float32(pid), tiled=True))
+assert np.array_equal(mh.process_allgather(x, tiled=True), X)
+mh.assert_equal(np.arange(3))
+try:
+    mh.assert_equal(np.array([pid]), "differs")
+    raise AssertionError("assert_equal must fail on values that differ between processes")
+except AssertionError as e:
+    assert "differs" in str(e)
 
 jx.distributed.shutdown()
 assert not jx.distributed.is_initialized()

@@ -60,6 +60,8 @@ def test_two_processes_of_four_devices_compute_one_spmd_program():
         assert r["device_put_max"] == X.max()
         assert r["eager"] == 2 * X.sum()
         assert r["replicated"] == X[::5, 0].tolist()
+        assert r["broadcast"] == [1.0, 5.0]
+        assert r["allgather"] == [[0, 0], [1, 10]] and r["allgather_tiled"] == [0.0, 1.0]
         np.testing.assert_allclose(r["grad"], X.T @ (1 - np.tanh(X @ np.full((3, 2), 0.01)) ** 2), rtol=1e-5)
 
 
@@ -122,3 +124,14 @@ def test_single_process_queries_and_process_local_data():
     with pytest.raises(ValueError, match="global_shape should be None or equal"):
         jx.make_array_from_process_local_data(s, np.ones(4), (8,))
     assert x.is_fully_addressable and x.sharding.is_fully_addressable
+
+
+def test_multihost_utils_in_one_process():
+    from jaxprc.experimental import multihost_utils as mh
+    out = mh.broadcast_one_to_all({"a": jnp.arange(3), "b": 2.0})
+    assert isinstance(out["a"], np.ndarray) and out["a"].tolist() == [0, 1, 2] and out["b"] == 2.0
+    assert mh.process_allgather(np.arange(3)).shape == (1, 3)
+    assert mh.process_allgather(np.arange(3), tiled=True).shape == (3,)
+    assert mh.process_allgather(np.float32(1), tiled=True).shape == (1,)
+    mh.assert_equal({"x": np.ones(2)})
+    mh.sync_global_devices("one process")
