@@ -56,7 +56,7 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
     if not 0 <= process_id < num_processes:
         raise ValueError("process_id and num_processes must be nonnegative, with process_id < "
                          f"num_processes. Got process_id={process_id}, num_processes={num_processes}.")
-    if ":" not in coordinator_address:
+    if ":" not in coordinator_address or not coordinator_address.rsplit(":", 1)[1].isdigit():
         raise ValueError(f"coordinator_address must be 'host:port', got {coordinator_address!r}")
     bind = (coordinator_bind_address or os.environ.get("JAX_COORDINATOR_BIND_ADDRESS")
             or "[::]:" + coordinator_address.rsplit(":", 1)[1])   # every interface, the same port

@@ -9,6 +9,8 @@ multi-process CPU program fails to compile (§0.8).
 from __future__ import annotations
 
 import atexit
+import socket
+import time
 from dataclasses import dataclass
 
 from jaxlib import _jax
@@ -45,6 +47,7 @@ def join(coordinator_address: str, bind_address: str, num_processes: int, proces
                                                        heartbeat_timeout=heartbeat_timeout,
                                                        shutdown_timeout=shutdown_timeout)
     try:
+        _wait_until_reachable(coordinator_address, init_timeout)
         client = _jax.get_distributed_runtime_client(coordinator_address, process_id,
                                                      init_timeout=init_timeout, use_compression=True,
                                                      heartbeat_timeout=heartbeat_timeout)
@@ -57,6 +60,22 @@ def join(coordinator_address: str, bind_address: str, num_processes: int, proces
                         None if local_device_ids is None else tuple(local_device_ids), partition_index)
     atexit.register(leave)      # as JAX: a process that exits without shutdown() still leaves cleanly
     return _JOINED[0]
+
+
+def _wait_until_reachable(address: str, timeout: float) -> None:
+    """Raise a clear error when nothing listens at ``address`` within ``timeout`` seconds: jaxlib's
+    client aborts the whole process when it cannot reach the service (notes §0.8)."""
+    host, port = address.rsplit(":", 1)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+                return
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"distributed.initialize: no coordination service answers at {address} "
+                                   f"(waited {timeout} s; process 0 starts it): {e}") from None
+            time.sleep(0.1)
 
 
 def leave() -> None:

@@ -83,6 +83,9 @@ raises(ValueError, "process id of the current process", d.initialize, "127.0.0.1
 raises(ValueError, "process_id < num_processes", d.initialize, "127.0.0.1:1", 2, 2)
 raises(TypeError, "num_processes must be a positive int", d.initialize, "127.0.0.1:1", 2.0, 0)
 raises(ValueError, "not supported", d.initialize, "127.0.0.1:1", 1, 0, cluster_detection_method="slurm")
+raises(ValueError, "must be 'host:port'", d.initialize, "localhost", 1, 0)
+# nobody serves there (process 0 never started): a clear error, not jaxlib's abort of the process
+raises(RuntimeError, "no coordination service answers", d.initialize, "127.0.0.1:DEAD", 2, 1, initialization_timeout=1)
 assert not d.is_initialized()
 d.initialize("127.0.0.1:PORT", 1, 0, initialization_timeout=30)
 assert d.is_initialized()
@@ -97,7 +100,7 @@ print("ERRORS OK")
 
 
 def test_initialize_errors_twice_and_after_the_backend_started():
-    script = ERRORS.replace("PORT", str(_free_port()))
+    script = ERRORS.replace("PORT", str(_free_port())).replace("DEAD", str(_free_port()))
     proc = subprocess.run([sys.executable, "-c", script], env=_env(2), capture_output=True, text=True,
                           timeout=TIMEOUT)
     assert proc.returncode == 0 and "ERRORS OK" in proc.stdout, proc.stdout + proc.stderr
