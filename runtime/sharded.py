@@ -100,17 +100,16 @@ class ShardedArray(Array):
         if self._buf.is_deleted():
             raise DeletedArrayError(f"Array of type {self.dtype.name}{list(self.shape)} has been deleted.")
         dtype = device_aval(self.aval).dtype
+        mine = addressable(self.device_tuple)
+        if not mine:
+            raise _not_here()
         if len(self.device_tuple) == 1:
             out = _shard_to_numpy(self._buf, dtype)
         else:
             indices = shard_indices(self.hlo, self.shape, len(self.device_tuple))
             blocks = [None if index is None else tuple((s.start, s.stop) for s in index) for index in indices]
-            mine = addressable(self.device_tuple)
-            missing = set(blocks) - {blocks[i] for i in mine}
-            if missing - {None}:
-                raise RuntimeError("Fetching value for `jax.Array` that spans non-addressable (non process "
-                                   "local) devices is not possible. Use the array's `.addressable_shards` "
-                                   "to inspect the addressable (process local) shards.")
+            if set(blocks) - {blocks[i] for i in mine} - {None}:   # a block no device here holds
+                raise _not_here()
             out, done = np.empty(self.shape, dtype), {None}
             for i, shard in zip(mine, self.shard_buffers()):
                 if blocks[i] not in done:          # one copy of each block (replicas hold the same)
@@ -124,8 +123,9 @@ class ShardedArray(Array):
         return len(addressable(self.device_tuple)) < len(self.device_tuple)
 
     def _readable(self) -> bool:
-        """JAX's rule for printing values: every shard here, or every shard the whole array."""
-        return self.hlo.is_replicated() or not self.spans_processes()
+        """JAX's rule for printing values: every shard here, or a shard here that is the whole array."""
+        mine = len(addressable(self.device_tuple))
+        return mine == len(self.device_tuple) or (mine > 0 and self.hlo.is_replicated())
 
     def __repr__(self):
         if self._readable():
@@ -137,6 +137,12 @@ class ShardedArray(Array):
 
     def __reduce__(self):   # pickles as its host value, like a single-device Array
         return Array.__reduce__(self)
+
+
+def _not_here() -> RuntimeError:
+    return RuntimeError("Fetching value for `jax.Array` that spans non-addressable (non process local) "
+                        "devices is not possible. Use the array's `.addressable_shards` to inspect the "
+                        "addressable (process local) shards.")
 
 
 def _shard_to_numpy(buf, dtype) -> np.ndarray:

@@ -54,6 +54,12 @@ for local, shape in ((G[8 * pid:8 * pid + 8], None), (G, G.shape)):   # inferred
     assert g.shape == (16, 4) and g.dtype == np.int32
     assert all(s.data.shape == (4, 2) and np.array_equal(np.asarray(s.data), G[s.index]) for s in g.addressable_shards)
 
+# split only along y (inside each process): every process holds the whole value and can read it
+cols = jx.device_put(G, NamedSharding(mesh2, P(None, "y")))
+assert np.array_equal(np.asarray(cols), G) and repr(cols) == "Array(shape=(16, 4), dtype=int32)"
+remote = jx.device_put(np.ones(3), [d for d in jx.devices() if d.process_index != pid][0])
+assert repr(remote) == "Array(shape=(3,), dtype=float32)" and remote.addressable_shards == []
+
 # jnp.sum of the globally sharded array under jit: a cross-process all-reduce
 total = jx.jit(lambda a: jnp.sum(a, axis=0))(x)
 result("jit_sum", total)
