@@ -110,4 +110,5 @@ except AssertionError as e:
 
 jx.distributed.shutdown()
 assert not jx.distributed.is_initialized()
+assert "jax" not in sys.modules
 print("DONE", flush=True)
