@@ -9,6 +9,7 @@ devices' shards. The coordination itself is jaxlib's (``runtime/distributed.py``
 from __future__ import annotations
 
 import os
+import warnings
 
 from .runtime import client as _client, distributed as _dist
 
@@ -60,7 +61,9 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         raise ValueError(f"coordinator_address must be 'host:port', got {coordinator_address!r}")
     bind = (coordinator_bind_address or os.environ.get("JAX_COORDINATOR_BIND_ADDRESS")
             or "[::]:" + coordinator_address.rsplit(":", 1)[1])   # every interface, the same port
-    if partition_index is None:
+    if partition_index is None and slice_index is not None:
+        warnings.warn("`slice_index` has been deprecated. Please use `partition_index` instead.",
+                      DeprecationWarning, stacklevel=2)
         partition_index = slice_index
     if partition_index is None and os.environ.get("JAX_PARTITION_INDEX"):
         partition_index = int(os.environ["JAX_PARTITION_INDEX"])

@@ -98,7 +98,8 @@ class Mesh(AbstractMesh):
         self.devices = devices
 
     device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
-    local_devices = property(lambda self: [self.devices.flat[i] for i in runtime.sharded.addressable(self._flat_devices)])
+    local_devices = property(lambda self: [self._flat_devices[i]
+                                           for i in runtime.sharded.addressable(self._flat_devices)])
     is_multi_process = property(lambda self: len({d.process_index for d in self.devices.flat}) > 1)
     abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types))
 
@@ -414,7 +415,7 @@ runtime.Array.sharding = property(_array_sharding)
 runtime.Array.addressable_shards = property(_shards)
 runtime.Array.global_shards = property(lambda self: _shards(self, everywhere=True))
 runtime.Array.is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated_for(self.ndim))
-runtime.Array.is_fully_addressable = property(lambda self: self.sharding.is_fully_addressable)
+runtime.Array.is_fully_addressable = property(lambda self: type(self) is runtime.Array or not self.spans_processes())
 runtime.Array.committed = property(lambda self: type(self) is not runtime.Array)
 
 
@@ -424,7 +425,8 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     shape = tuple(shape)
     sharding = resolve(sharding, "make_array_from_callback")
     sharding.check_shape(shape, "make_array_from_callback")
-    pieces = [(d, np.asarray(data_callback(i))) for d, i in sharding.addressable_devices_indices_map(shape).items()]
+    pieces = [(d, np.asarray(data_callback(i)))
+              for d, i in sharding.addressable_devices_indices_map(shape).items()]
     from .dispatch import runtime_aval
     from .ir.tracing import get_aval
     dt = pieces[0][1].dtype if dtype is None else np.dtype(dtype)
