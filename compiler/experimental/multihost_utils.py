@@ -65,10 +65,10 @@ def process_allgather(in_tree, tiled: bool = False):
             whole = NamedSharding(Mesh(np.array(x.device_tuple, dtype=object), ("devices",)), P())
             return np.asarray(jit(_identity, out_shardings=whole)(x))
         host = np.asarray(x)
+        if process_count() == 1:        # as JAX: a scalar stays one when tiled
+            return host if tiled else host[None]
         if host.ndim == 0 or not tiled:
             host = host[None]
-        if process_count() == 1:
-            return host
         rows, replicated = _process_rows()
         return np.asarray(jit(_identity, out_shardings=replicated)(make_array_from_process_local_data(rows, host)))
     return tree_map(gather, in_tree)
