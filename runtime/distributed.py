@@ -23,6 +23,7 @@ class Joined:
     num_processes: int
     client: object                      # _jax.DistributedRuntimeClient
     service: object | None              # _jax.DistributedRuntimeService (process 0 only)
+    preemption: object                  # _jax.PreemptionSyncManager (its SIGTERM notice, as in JAX)
     local_device_ids: tuple | None      # GPU: the visible devices of this process
     partition_index: int | None
 
@@ -52,11 +53,13 @@ def join(coordinator_address: str, bind_address: str, num_processes: int, proces
                                                      init_timeout=init_timeout, use_compression=True,
                                                      heartbeat_timeout=heartbeat_timeout)
         client.connect()
+        preemption = _jax.create_preemption_sync_manager()
+        preemption.initialize(client)
     except BaseException:
         if service is not None:   # a failed join leaves nothing running: initialize may be retried
             service.shutdown()
         raise
-    _JOINED[0] = Joined(process_id, num_processes, client, service,
+    _JOINED[0] = Joined(process_id, num_processes, client, service, preemption,
                         None if local_device_ids is None else tuple(local_device_ids), partition_index)
     atexit.register(leave)      # as JAX: a process that exits without shutdown() still leaves cleanly
     return _JOINED[0]
@@ -84,6 +87,7 @@ def leave() -> None:
     state, _JOINED[0] = _JOINED[0], None
     if state is None:
         return
+    state.preemption.shutdown()         # before the client it uses
     state.client.shutdown()
     if state.service is not None:
         state.service.shutdown()

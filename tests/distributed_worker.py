@@ -5,7 +5,10 @@ argv: process_id num_processes port. Every process runs the same SPMD programs o
 both processes' lines with numpy's numbers).
 """
 import json
+import os
+import signal
 import sys
+import time
 
 import numpy as np
 
@@ -97,6 +100,7 @@ except ValueError as e:
 
 # multihost_utils: host values exchanged between the processes
 mh.sync_global_devices("before exchange")
+assert not any(mh.reached_preemption_sync_point(step) for step in range(3))   # no preemption notice
 result("broadcast", mh.broadcast_one_to_all({"a": np.array([pid + 1.0, 5.0])})["a"])
 result("allgather", mh.process_allgather(np.array([pid, 10 * pid])))
 result("allgather_tiled", mh.process_allgather(np.float32(pid), tiled=True))
@@ -107,6 +111,16 @@ try:
     raise AssertionError("assert_equal must fail on values that differ between processes")
 except AssertionError as e:
     assert "differs" in str(e)
+
+# a preemption notice (SIGTERM) to process 1: both processes agree on the step to save at
+for step in range(3, 500):
+    if pid == 1 and step == 5:
+        os.kill(os.getpid(), signal.SIGTERM)
+    mh.sync_global_devices(f"step {step}")
+    if mh.reached_preemption_sync_point(step):
+        result("preempted_at", step)
+        break
+    time.sleep(0.01)
 
 jx.distributed.shutdown()
 assert not jx.distributed.is_initialized()

@@ -16,11 +16,12 @@ from ..api import jit
 from ..process_local import make_array_from_process_local_data
 from ..runtime.sharded import ShardedArray
 from ..sharding import Mesh, NamedSharding, PartitionSpec as P
-from ..runtime import devices
+from ..runtime import devices, distributed
 from ..toplevel import local_device_count, process_count, process_index
 from ..tree_util import tree_all, tree_map
 
-__all__ = ["assert_equal", "broadcast_one_to_all", "process_allgather", "sync_global_devices"]
+__all__ = ["assert_equal", "broadcast_one_to_all", "process_allgather", "reached_preemption_sync_point",
+           "sync_global_devices"]
 
 
 def _process_rows():
@@ -90,3 +91,10 @@ def assert_equal(in_tree, fail_message: str = ""):
 def sync_global_devices(name: str) -> None:
     """A barrier: returns once every process has called it with the same ``name``."""
     assert_equal(np.uint32(zlib.crc32(name.encode())), f"sync_global_devices name mismatch ('{name}')")
+
+
+def reached_preemption_sync_point(step_id: int) -> bool:
+    """Whether every process has reached the step at which to save after a preemption notice
+    (SIGTERM to any process): call it at every step, from the same first step everywhere."""
+    state = distributed.joined()
+    return False if state is None else state.preemption.reached_sync_point(step_id)
