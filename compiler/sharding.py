@@ -414,6 +414,7 @@ def _shards(self, everywhere: bool = False) -> list:
 runtime.Array.sharding = property(_array_sharding)
 runtime.Array.addressable_shards = property(_shards)
 runtime.Array.global_shards = property(lambda self: _shards(self, everywhere=True))
+runtime.Array.addressable_data = lambda self, index: self.addressable_shards[index].data
 runtime.Array.is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated_for(self.ndim))
 runtime.Array.is_fully_addressable = property(lambda self: type(self) is runtime.Array or not self.spans_processes())
 runtime.Array.committed = property(lambda self: type(self) is not runtime.Array)

@@ -40,6 +40,7 @@ x = jx.make_array_from_process_local_data(rows, X[8 * pid:8 * pid + 8])
 assert x.shape == (16, 3) and not x.is_fully_addressable and not rows.is_fully_addressable
 assert len(x.addressable_shards) == 4 and len(x.global_shards) == 8
 assert all(np.array_equal(np.asarray(s.data), X[s.index]) for s in x.addressable_shards)
+assert np.array_equal(np.asarray(x.addressable_data(1)), X[8 * pid + 2:8 * pid + 4])
 assert sum(s.data is None for s in x.global_shards) == 4
 try:
     np.asarray(x)
