@@ -9,6 +9,7 @@ multi-process CPU program fails to compile (§0.8).
 from __future__ import annotations
 
 import atexit
+import errno
 import socket
 import time
 from dataclasses import dataclass
@@ -39,14 +40,21 @@ def join(coordinator_address: str, bind_address: str, num_processes: int, proces
          local_device_ids, init_timeout: int, heartbeat_timeout: int, shutdown_timeout: int,
          partition_index) -> Joined:
     """Start the service (process 0) and connect this process's client; blocks until every
-    process has connected or ``init_timeout`` seconds have passed."""
+    process has connected or ``init_timeout`` seconds have passed. Once the service answers,
+    jaxlib's own failures (processes that never join, a count that differs) abort the process
+    with jaxlib's message, as in JAX."""
     if _JOINED[0] is not None:
         raise RuntimeError("distributed.initialize should only be called once.")
     service = None
     if process_id == 0:
-        service = _jax.get_distributed_runtime_service(bind_address, num_processes,
-                                                       heartbeat_timeout=heartbeat_timeout,
-                                                       shutdown_timeout=shutdown_timeout)
+        _check_free(bind_address)
+        try:
+            service = _jax.get_distributed_runtime_service(bind_address, num_processes,
+                                                           heartbeat_timeout=heartbeat_timeout,
+                                                           shutdown_timeout=shutdown_timeout)
+        except _jax.JaxRuntimeError as e:
+            raise RuntimeError(f"distributed.initialize: process 0 could not start the coordination "
+                               f"service on {bind_address}: {e}") from None
     try:
         _wait_until_reachable(coordinator_address, init_timeout)
         client = _jax.get_distributed_runtime_client(coordinator_address, process_id,
@@ -63,6 +71,26 @@ def join(coordinator_address: str, bind_address: str, num_processes: int, proces
                         None if local_device_ids is None else tuple(local_device_ids), partition_index)
     atexit.register(leave)      # as JAX: a process that exits without shutdown() still leaves cleanly
     return _JOINED[0]
+
+
+def _check_free(bind_address: str) -> None:
+    """A clear error when another socket holds the service's port: jaxlib's failed server start
+    sometimes segfaults while cleaning up (seen with 0.10.2)."""
+    host, port = bind_address.rsplit(":", 1)
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        probe = socket.socket(family, socket.SOCK_STREAM)
+    except OSError:             # no such address family here: let jaxlib try
+        return
+    with probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as the server: TIME_WAIT is fine
+        try:
+            probe.bind((host, int(port)))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise RuntimeError(f"distributed.initialize: process 0 could not start the coordination "
+                                   f"service on {bind_address}: the port is in use") from None
 
 
 def _wait_until_reachable(address: str, timeout: float) -> None:

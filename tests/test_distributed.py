@@ -88,6 +88,11 @@ raises(ValueError, "not supported", d.initialize, "127.0.0.1:1", 1, 0, cluster_d
 raises(ValueError, "must be 'host:port'", d.initialize, "localhost", 1, 0)
 # nobody serves there (process 0 never started): a clear error, not jaxlib's abort of the process
 raises(RuntimeError, "no coordination service answers", d.initialize, "127.0.0.1:DEAD", 2, 1, initialization_timeout=1)
+import socket
+taken = socket.socket(); taken.bind(("0.0.0.0", 0)); taken.listen()
+raises(RuntimeError, "could not start the coordination service", d.initialize,
+       f"127.0.0.1:{taken.getsockname()[1]}", 1, 0, initialization_timeout=2)
+taken.close()
 assert not d.is_initialized()
 d.initialize("127.0.0.1:PORT", 1, 0, initialization_timeout=30)
 assert d.is_initialized()
