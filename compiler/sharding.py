@@ -426,8 +426,12 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
     shape = tuple(shape)
     sharding = resolve(sharding, "make_array_from_callback")
     sharding.check_shape(shape, "make_array_from_callback")
-    pieces = [(d, np.asarray(data_callback(i)))
-              for d, i in sharding.addressable_devices_indices_map(shape).items()]
+    indices = sharding.addressable_devices_indices_map(shape)
+    if sharding.is_fully_replicated_for(len(shape)):      # one call for every device, as JAX
+        whole = np.asarray(data_callback((slice(None),) * len(shape)))
+        pieces = [(d, whole) for d in indices]
+    else:
+        pieces = [(d, np.asarray(data_callback(i))) for d, i in indices.items()]
     from .dispatch import runtime_aval
     from .ir.tracing import get_aval
     dt = pieces[0][1].dtype if dtype is None else np.dtype(dtype)

@@ -134,6 +134,9 @@ def test_single_process_queries_and_process_local_data():
     with pytest.raises(ValueError, match="global_shape should be None or equal"):
         jx.make_array_from_process_local_data(s, np.ones(4), (8,))
     assert x.is_fully_addressable and x.sharding.is_fully_addressable
+    calls = []
+    y = jx.make_array_from_callback((2,), s, lambda index: calls.append(index) or np.ones(2))
+    assert calls == [(slice(None),)] and y.tolist() == [1.0, 1.0]      # replicated: one call (JAX)
 
 
 def test_multihost_utils_in_one_process():
