@@ -20,6 +20,7 @@ from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray
 from .ir.host_callback import check_callbacks_bound
 from .ir.tracing import get_aval, pytype_aval_mappings
 from .lowering import lower_jaxpr
+from .runtime.sharded import ShardedArray
 
 __all__ = ["apply_primitive", "compile_closed_jaxpr", "runtime_aval", "shaped_aval", "to_device_buffer"]
 
@@ -79,8 +80,32 @@ class _PrimitiveExecutable:
         self.out_aval = self.executable.out_avals[0] if len(outvars) == 1 else None
 
 
+class _SpansProcesses(Exception):
+    """An argument has shards on other processes' devices: it cannot be gathered here."""
+
+
 def _runtime_aval_of(x) -> runtime.Aval:
-    return x.aval if type(x) is Array else runtime_aval(get_aval(x))
+    if type(x) is Array:
+        return x.aval
+    if isinstance(x, ShardedArray) and x.spans_processes():
+        raise _SpansProcesses
+    return runtime_aval(get_aval(x))
+
+
+def _spmd_apply(prim: Primitive, args, params: dict):
+    """``prim`` run as a jit program: over global arrays it runs partitioned on every process
+    (the way JAX runs every eager op)."""
+    try:
+        fn = _spmd_program(prim, tuple(params.items()))
+    except TypeError:   # an unhashable param: not cached
+        fn = _spmd_program.__wrapped__(prim, tuple(params.items()))
+    return fn(*args)
+
+
+@functools.lru_cache(maxsize=None)
+def _spmd_program(prim: Primitive, params: tuple):
+    from .api import jit
+    return jit(lambda *args: prim.bind(*args, **dict(params)))
 
 
 class _EagerImpl:
@@ -98,7 +123,10 @@ class _EagerImpl:
         self.prim, self.cache = prim, {}
 
     def __call__(self, *args, **params):
-        key = tuple([x.aval if type(x) is Array else _runtime_aval_of(x) for x in args])
+        try:
+            key = tuple([x.aval if type(x) is Array else _runtime_aval_of(x) for x in args])
+        except _SpansProcesses:
+            return _spmd_apply(self.prim, args, params)
         if params:
             key += tuple(params.items())
         try:

@@ -98,8 +98,9 @@ class Mesh(AbstractMesh):
         self.devices = devices
 
     device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
-    local_devices = property(lambda self: list(self.devices.flat))
-    is_multi_process = property(lambda self: False)
+    local_devices = property(lambda self: [self._flat_devices[i]
+                                           for i in runtime.sharded.addressable(self._flat_devices)])
+    is_multi_process = property(lambda self: len({d.process_index for d in self.devices.flat}) > 1)
     abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types))
 
     @property
@@ -213,8 +214,10 @@ class Sharding:
         return set(self._devices)
 
     num_devices = property(lambda self: len(self._devices))
-    addressable_devices = property(lambda self: set(self._devices))
-    is_fully_addressable = property(lambda self: True)
+    # this process's devices (all of them unless jaxprc.distributed joined several processes)
+    _addressable = property(lambda self: [self._devices[i] for i in runtime.sharded.addressable(self._devices)])
+    addressable_devices = property(lambda self: set(self._addressable))
+    is_fully_addressable = property(lambda self: len(self._addressable) == len(self._devices))
     _device_assignment = property(lambda self: self._devices)
 
     def is_fully_replicated_for(self, ndim: int) -> bool:
@@ -226,7 +229,9 @@ class Sharding:
         indices = runtime.sharded.shard_indices(self._hlo(len(shape)), shape, len(self._devices))
         return dict(zip(self._devices, indices))
 
-    addressable_devices_indices_map = devices_indices_map
+    def addressable_devices_indices_map(self, global_shape) -> dict:
+        mine = set(self._addressable)
+        return {d: i for d, i in self.devices_indices_map(global_shape).items() if d in mine}
 
     def shard_shape(self, global_shape) -> tuple:
         shape = tuple(global_shape)
@@ -361,6 +366,9 @@ def put(value, sharding: Sharding, aval: runtime.Aval):
     sharding.check_shape(aval.shape, "device_put")
     if isinstance(value, runtime.Array) and getattr(value, "sharding", None) == sharding:
         return value
+    if isinstance(value, ShardedArray) and value.spans_processes():   # no host copy: an SPMD program moves it
+        from .api import jit
+        return jit(lambda v: v, out_shardings=sharding)(value)
     default = runtime.backend().device
     if sharding._devices == (default,):
         return runtime.Array(runtime.to_buffer(np.asarray(value), aval), aval)
@@ -379,16 +387,23 @@ class Shard(NamedTuple):
     data: object
 
 
-def _shards(self) -> list:
+def _shards(self, everywhere: bool = False) -> list:
+    """This process's shards; ``everywhere``: every device's (others' with data None)."""
     if type(self) is runtime.Array:
         return [Shard(self.device, (slice(None),) * self.ndim, 0, self)]
     devices, shape = self.device_tuple, self.shape
     indices = runtime.sharded.shard_indices(self.hlo, shape, len(devices))
+    bufs = dict(zip(runtime.sharded.addressable(devices), self.shard_buffers()))
     seen: dict = {}
     out = []
-    for device, index, buf in zip(devices, indices, self.shard_buffers()):
+    for position, (device, index) in enumerate(zip(devices, indices)):
         key = tuple((s.start, s.stop) for s in index)
         replica = seen[key] = seen.get(key, -1) + 1
+        buf = bufs.get(position)
+        if buf is None:
+            if everywhere:
+                out.append(Shard(device, index, replica, None))
+            continue
         aval = runtime.Aval.get(tuple(len(range(*s.indices(n))) for s, n in zip(index, shape)),
                                 self.dtype, self.weak_type)
         out.append(Shard(device, index, replica, ShardedArray(buf, aval, REPLICATED, (device,),
@@ -398,18 +413,25 @@ def _shards(self) -> list:
 
 runtime.Array.sharding = property(_array_sharding)
 runtime.Array.addressable_shards = property(_shards)
-runtime.Array.global_shards = property(_shards)
+runtime.Array.global_shards = property(lambda self: _shards(self, everywhere=True))
+runtime.Array.addressable_data = lambda self, index: self.addressable_shards[index].data
 runtime.Array.is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated_for(self.ndim))
-runtime.Array.is_fully_addressable = property(lambda self: True)
+runtime.Array.is_fully_addressable = property(lambda self: type(self) is runtime.Array or not self.spans_processes())
 runtime.Array.committed = property(lambda self: type(self) is not runtime.Array)
 
 
 def make_array_from_callback(shape, sharding, data_callback, dtype=None):
-    """A global array whose shard on each device is ``data_callback(index)`` (host data)."""
+    """A global array whose shard on each device is ``data_callback(index)`` (host data; called
+    for this process's devices only)."""
     shape = tuple(shape)
     sharding = resolve(sharding, "make_array_from_callback")
     sharding.check_shape(shape, "make_array_from_callback")
-    pieces = [(d, np.asarray(data_callback(i))) for d, i in sharding.devices_indices_map(shape).items()]
+    indices = sharding.addressable_devices_indices_map(shape)
+    if sharding.is_fully_replicated_for(len(shape)):      # one call for every device, as JAX
+        whole = np.asarray(data_callback((slice(None),) * len(shape)))
+        pieces = [(d, whole) for d in indices]
+    else:
+        pieces = [(d, np.asarray(data_callback(i))) for d, i in indices.items()]
     from .dispatch import runtime_aval
     from .ir.tracing import get_aval
     dt = pieces[0][1].dtype if dtype is None else np.dtype(dtype)
@@ -420,7 +442,8 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
 
 
 def _assemble(shape, sharding, aval, arrays):
-    """One global array from single-device Arrays, in ``sharding``'s device order."""
+    """One global array from single-device Arrays on this process's devices, in ``sharding``'s
+    device order."""
     want = sharding.shard_shape(shape)
     for a in arrays:
         if tuple(a.shape) != want:
@@ -430,7 +453,8 @@ def _assemble(shape, sharding, aval, arrays):
 
 
 def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None):
-    """A global array from one single-device Array per device of ``sharding``."""
+    """A global array from one single-device Array per device of ``sharding`` (of this process's
+    devices, when processes are joined)."""
     shape = tuple(shape)
     sharding = resolve(sharding, "make_array_from_single_device_arrays")
     sharding.check_shape(shape, "make_array_from_single_device_arrays")
@@ -440,15 +464,16 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
             raise ValueError("make_array_from_single_device_arrays: every array must be an Array on "
                              f"one device, got {type(a).__name__}")
         by_device[next(iter(a.devices()))] = a
-    missing = [d for d in sharding._devices if d not in by_device]
-    if missing or len(arrays) != len(sharding._devices):
+    wanted = sharding._addressable
+    missing = [d for d in wanted if d not in by_device]
+    if missing or len(arrays) != len(wanted):
         raise ValueError(f"make_array_from_single_device_arrays: {sharding} needs one array on each of "
-                         f"{list(sharding._devices)}; got arrays on {[next(iter(a.devices())) for a in arrays]}")
+                         f"{wanted}; got arrays on {[next(iter(a.devices())) for a in arrays]}")
     dtypes = {a.dtype for a in arrays}
     if len(dtypes) != 1:
         raise ValueError(f"make_array_from_single_device_arrays: the arrays have different dtypes {dtypes}")
     aval = runtime.Aval.get(shape, dtypes.pop(), False)
-    return _assemble(shape, sharding, aval, [by_device[d] for d in sharding._devices])
+    return _assemble(shape, sharding, aval, [by_device[d] for d in wanted])
 
 
 # ------------------------------------------------------------ the IR param

@@ -119,36 +119,45 @@ def default_device(new_val=None):
 
 # ------------------------------------------------------------- queries
 
+def _backend(backend: str | None):
+    from .runtime import backend as runtime_backend
+    b = runtime_backend()
+    if backend is not None and backend not in (b.platform, "cuda" if b.platform == "gpu" else b.platform):
+        raise RuntimeError(f"Backend '{backend}' is not in the list of known backends: {b.platform}")
+    return b
+
+
 def local_devices(process_index: int | None = None, backend: str | None = None, host_id: int | None = None):
-    """This process's devices (jaxprc runs one process)."""
-    from .runtime import default_backend, devices
-    if backend is not None and backend != default_backend():
-        raise RuntimeError(f"Backend '{backend}' is not in the list of known backends: {default_backend()}")
+    """The devices of process ``process_index`` (this process's by default)."""
+    b = _backend(backend)
     index = process_index if process_index is not None else host_id
-    if index not in (None, 0):
-        raise ValueError(f"process_index {index} is out of range: jaxprc runs a single process")
-    return devices()
+    if index is None:
+        return list(b.local_devices)
+    if not 0 <= index < process_count():
+        raise ValueError(f"Unknown process_index {index}: there are {process_count()} processes")
+    return [d for d in b.devices if d.process_index == index]
 
 
 def local_device_count(backend: str | None = None) -> int:
-    return len(local_devices(backend=backend))
+    return len(_backend(backend).local_devices)
 
 
 def device_count(backend: str | None = None) -> int:
-    return len(local_devices(backend=backend))
+    """The number of devices of every process together."""
+    return len(_backend(backend).devices)
 
 
 def process_index(backend: str | None = None) -> int:
-    """This process's index: 0 (jaxprc runs one process)."""
-    return 0
+    """This process's index among those ``jaxprc.distributed.initialize`` joined (0 alone)."""
+    return _backend(backend).process_index
 
 
 def process_count(backend: str | None = None) -> int:
-    return 1
+    return len(process_indices(backend))
 
 
 def process_indices(backend: str | None = None) -> list[int]:
-    return [0]
+    return sorted({d.process_index for d in _backend(backend).devices})
 
 
 host_id, host_count, host_ids = process_index, process_count, process_indices

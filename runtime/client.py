@@ -5,7 +5,9 @@ CPU always works. CUDA is used when a CUDA PJRT plugin package
 ``JAXPRC_PLATFORM=cpu|cuda`` forces a choice. ``JAXPRC_NUM_CPU_DEVICES=N`` (read when the
 client is created) gives the CPU client N devices (JAX's ``jax_num_cpu_devices``). The plugin's Python package
 imports ``jax``, so we only *locate* its shared library and load it through
-jaxlib's own plugin loading.
+jaxlib's own plugin loading. After ``jaxprc.distributed.initialize`` the client is made
+joined to the other processes (``distributed.py``): ``devices`` are then every process's
+devices, ``local_devices`` this process's.
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ import warnings
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # before jaxlib loads libjax_common
 
 from jaxlib import _jax, xla_client as xc  # noqa: E402
+
+from . import distributed  # noqa: E402
 
 _REPLICATED = xc.HloSharding.replicate()
 
@@ -47,8 +51,10 @@ class Backend:
     def __init__(self, client, platform: str):
         self.client = client
         self.platform = platform                      # "cpu" or "gpu" (JAX's names)
-        self.devices = list(client.devices())
-        self.device = self.devices[0]
+        self.devices = list(client.devices())               # every process's, in the global order
+        self.local_devices = list(client.local_devices())
+        self.process_index = client.process_index()
+        self.device = self.local_devices[0]
         self.sharding = DeviceSharding(self.device)
         self.device_list = xc.DeviceList((self.device,))
 
@@ -65,6 +71,11 @@ def backend() -> Backend:
             if _BACKEND is None:
                 _BACKEND = _make_backend(os.environ.get("JAXPRC_PLATFORM", "").strip().lower())
     return _BACKEND
+
+
+def backend_started() -> bool:
+    """Whether the client exists (then joining other processes is too late)."""
+    return _BACKEND is not None
 
 
 def devices() -> list:
@@ -93,7 +104,7 @@ def _make_backend(requested: str) -> Backend:
                 warnings.warn(f"A CUDA PJRT plugin is installed but no GPU could be used ({e}); "
                               "falling back to the CPU. Set JAXPRC_PLATFORM=cpu to silence this.",
                               RuntimeWarning, stacklevel=3)
-    return Backend(xc.make_cpu_client(**_cpu_device_count()), "cpu")
+    return Backend(xc.make_cpu_client(**_cpu_device_count(), **distributed.cpu_client_options()), "cpu")
 
 
 def _cpu_device_count() -> dict:
@@ -150,4 +161,5 @@ def _make_cuda_client(plugin_path: str):
         xc.load_pjrt_plugin_dynamically("cuda", plugin_path)
     if not xc.pjrt_plugin_initialized("cuda"):
         xc.initialize_pjrt_plugin("cuda")
-    return xc.make_c_api_client("cuda", xc.generate_pjrt_gpu_plugin_options())
+    options, dist_client = distributed.plugin_client_options(xc.generate_pjrt_gpu_plugin_options())
+    return xc.make_c_api_client("cuda", options, dist_client)

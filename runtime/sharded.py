@@ -9,6 +9,10 @@ jaxlib checks nothing when a multi-device program runs and segfaults on a
 wrong shard (§0.1, §0.2): ``SpmdExecutable`` compares every argument's devices,
 sharding, shape and dtype with what the program expects, and moves mismatched
 arguments, before each run.
+
+Several processes (``distributed.py``): ``devices`` are global, but a process holds, uploads
+and reads only the shards on its own devices (``addressable``); jaxlib's ``_arrays`` lists
+just those, in device-list order.
 """
 from __future__ import annotations
 
@@ -48,6 +52,12 @@ def shard_indices(hlo, shape, ndev: int) -> list:
     return out
 
 
+def addressable(devices) -> list[int]:
+    """Positions in ``devices`` of this process's devices."""
+    me = backend().process_index
+    return [i for i, d in enumerate(devices) if d.process_index == me]
+
+
 def _without_jax_import(fn, *args):
     """Run a jaxlib call that imports jax when installed (notes §0.4), making that import fail fast."""
     if "jax" in sys.modules:
@@ -83,25 +93,56 @@ class ShardedArray(Array):
         return set(self.device_tuple)
 
     def shard_buffers(self) -> list:
-        """The single-device ``ArrayImpl`` of each shard, in device-list order."""
+        """The single-device ``ArrayImpl`` of each of this process's shards, in device-list order."""
         return _without_jax_import(lambda: list(self._buf._arrays))
 
     def host_value(self) -> np.ndarray:
         if self._buf.is_deleted():
             raise DeletedArrayError(f"Array of type {self.dtype.name}{list(self.shape)} has been deleted.")
         dtype = device_aval(self.aval).dtype
+        mine = addressable(self.device_tuple)
+        if not mine:
+            raise _not_here()
         if len(self.device_tuple) == 1:
             out = _shard_to_numpy(self._buf, dtype)
         else:
-            out = np.empty(self.shape, dtype)
-            bufs = self.shard_buffers()
-            for index, shard in zip(shard_indices(self.hlo, self.shape, len(bufs)), bufs):
-                if index is not None and out[index].size:
-                    out[index] = _shard_to_numpy(shard, dtype)
+            indices = shard_indices(self.hlo, self.shape, len(self.device_tuple))
+            blocks = [None if index is None else tuple((s.start, s.stop) for s in index) for index in indices]
+            if set(blocks) - {blocks[i] for i in mine} - {None}:   # a block no device here holds
+                raise _not_here()
+            out, done = np.empty(self.shape, dtype), {None}
+            for i, shard in zip(mine, self.shard_buffers()):
+                if blocks[i] not in done:          # one copy of each block (replicas hold the same)
+                    done.add(blocks[i])
+                    if out[indices[i]].size:
+                        out[indices[i]] = _shard_to_numpy(shard, dtype)
         return out.astype(self.dtype) if dtype != self.dtype else out
+
+    def spans_processes(self) -> bool:
+        """Whether some shards are on other processes' devices."""
+        return len(addressable(self.device_tuple)) < len(self.device_tuple)
+
+    def _readable(self) -> bool:
+        """JAX's rule for printing values: every shard here, or a shard here that is the whole array."""
+        mine = len(addressable(self.device_tuple))
+        return mine == len(self.device_tuple) or (mine > 0 and self.hlo.is_replicated())
+
+    def __repr__(self):
+        if self._readable():
+            return super().__repr__()
+        return f"Array(shape={self.shape}, dtype={self.dtype.name}{', weak_type=True' if self.weak_type else ''})"
+
+    def __str__(self):
+        return super().__str__() if self._readable() else repr(self)
 
     def __reduce__(self):   # pickles as its host value, like a single-device Array
         return Array.__reduce__(self)
+
+
+def _not_here() -> RuntimeError:
+    return RuntimeError("Fetching value for `jax.Array` that spans non-addressable (non process local) "
+                        "devices is not possible. Use the array's `.addressable_shards` to inspect the "
+                        "addressable (process local) shards.")
 
 
 def _shard_to_numpy(buf, dtype) -> np.ndarray:
@@ -111,17 +152,20 @@ def _shard_to_numpy(buf, dtype) -> np.ndarray:
 
 
 def put_sharded(value, aval: Aval, hlo, devices, sharding=None) -> ShardedArray:
-    """Host value -> one global array with a shard of ``value`` on each of ``devices``."""
+    """Host value -> one global array with a shard of ``value`` on each of ``devices`` (this
+    process's part of them: the others upload theirs)."""
     host = np.asarray(value, device_aval(aval).dtype)
+    indices, mine = shard_indices(hlo, host.shape, len(devices)), addressable(devices)
     # fresh copies: replicated views of one host array made batched_device_put fail (bad_function_call)
-    shards = [np.array(host[i], order="C") for i in shard_indices(hlo, host.shape, len(devices))]
-    buf = _jax.batched_device_put(device_aval(aval), gspmd_sharding(devices, hlo), shards, list(devices),
-                                  force_copy=True, enable_x64=True)
+    shards = [np.array(host[indices[i]], order="C") for i in mine]
+    buf = _jax.batched_device_put(device_aval(aval), gspmd_sharding(devices, hlo), shards,
+                                  [devices[i] for i in mine], force_copy=True, enable_x64=True)
     return ShardedArray(buf, aval, hlo, devices, sharding)
 
 
 def assemble(aval: Aval, hlo, devices, shard_bufs, sharding=None) -> ShardedArray:
-    """One global array from single-device buffers (one per device, in ``devices``' order)."""
+    """One global array from single-device buffers (one per device of this process, in
+    ``devices``' order)."""
     buf = _jax.ArrayImpl(device_aval(aval), gspmd_sharding(devices, hlo), list(shard_bufs), True,
                          _skip_checks=True)
     return ShardedArray(buf, aval, hlo, devices, sharding)
@@ -176,6 +220,11 @@ class SpmdExecutable:
                 raise DeletedArrayError(f"argument {i} of '{self.name}' is an Array whose buffer has "
                                         "been deleted.")
             return x._buf
+        if isinstance(x, ShardedArray) and x.spans_processes():   # cannot be gathered here to re-lay out
+            raise ValueError(f"argument {i} of '{self.name}' is laid out as {x.hlo} over devices "
+                             f"{[d.id for d in x.device_tuple]}; the program takes it as {hlo} over "
+                             f"{[d.id for d in self.devices]}. An array spanning several processes "
+                             "must already have the sharding jit expects (reshard it with device_put).")
         host = np.asarray(x)
         if host.shape != aval.shape:
             raise TypeError(f"argument {i} of '{self.name}' has shape {host.shape}, the program "

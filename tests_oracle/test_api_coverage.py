@@ -22,6 +22,7 @@ ENFORCED = {
     "jax.numpy": "jaxprc.numpy", "jax.random": "jaxprc.random", "jax.scipy.special": "jaxprc.scipy.special",
     "jax.nn.initializers": "jaxprc.nn.initializers", "jax.numpy.linalg": "jaxprc.numpy.linalg",
     "jax.numpy.fft": "jaxprc.numpy.fft", "jax.scipy.linalg": "jaxprc.scipy.linalg",
+    "jax.distributed": "jaxprc.distributed",
     **{f"jax.scipy.stats.{m}": f"jaxprc.scipy.stats.{m}" for m in sorted(
         n for n in dir(jax.scipy.stats) if not n.startswith("_") and
         type(getattr(jax.scipy.stats, n)).__name__ == "module")},
@@ -35,8 +36,8 @@ _EFFECTS = "host callbacks, effects and tokens (issue 21)"
 
 OWNED = {
     "jax": {
-        **dict.fromkeys(["Shard", "reshard", "smap", "pmap", "make_array_from_process_local_data",
-                         "remove_size_one_mesh_axis_from_type", "distributed", "auto_pcast", "thread_guard"],
+        **dict.fromkeys(["Shard", "reshard", "smap", "pmap",
+                         "remove_size_one_mesh_axis_from_type", "auto_pcast", "thread_guard"],
                         _MULTI),
         "ffi": _EFFECTS,
     },
