@@ -171,12 +171,12 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [216, 309, 310]: jax [1.0, 0.7554919123649597, 0.9926964044570923], jaxprc [inf, 0.7554920315742493, 0",
     ('lax.igammac', 'd1'):
         "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [216, 309, 310]: jax [-1.0, -0.7554919123649597, -0.9926964044570923], jaxprc [-inf, -0.75549203157424",
-    ('numpy.cov', 'empty'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0]: jax [nan], jaxprc [-0.0]",
     ('numpy.frexp', 'bf16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [27, 28]: jax [9.183549615799121e-41, -9.183549615799121e-41], jaxprc [0.5, -0.5]",
+        "JAX is wrong on subnormals: it returns (x, 0) for 1e-40, so m is outside [0.5, 1); jaxprc "
+        "gives numpy's exact (0.5, -132) with m * 2**e == x (tests/test_numpy_more.py frexp_exact)",
     ('numpy.frexp', 'f32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [27, 28]: jax [0.5, -0.5], jaxprc [0.5444488525390625, -0.5444488525390625]",
+        "JAX is wrong on subnormals: it returns (0.5, -149) for every one (m * 2**e is 2**-150, not "
+        "x); jaxprc gives numpy's exact decomposition, m * 2**e == x (tests/test_numpy_more.py frexp_exact)",
     ('numpy.median', 'empty'):
         "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: TypeError, jaxprc accepts",
     ('numpy.nanmedian', 'empty'):
