@@ -177,20 +177,8 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
     ('numpy.frexp', 'f32'):
         "JAX is wrong on subnormals: it returns (0.5, -149) for every one (m * 2**e is 2**-150, not "
         "x); jaxprc gives numpy's exact decomposition, m * 2**e == x (tests/test_numpy_more.py frexp_exact)",
-    ('numpy.median', 'empty'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: TypeError, jaxprc accepts",
-    ('numpy.nanmedian', 'empty'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: IndexError, jaxprc accepts",
-    ('numpy.nanquantile', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: TypeError, jaxprc accepts",
-    ('numpy.nanquantile', 'weak'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', False)], 'rejected'], jaxprc [[('float32', False)], [('float32', False)]]",
     ('numpy.pow', 'i32'):
         "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [57, 59, 72]: jax [268435456, 1, 268435456], jaxprc [0, 0, 0]",
-    ('numpy.quantile', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: TypeError, jaxprc accepts",
-    ('numpy.quantile', 'weak'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', False)], 'rejected'], jaxprc [[('float32', False)], [('float32', False)]]",
     ('numpy.spacing', 'd1'):
         "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: NotImplementedError, jaxprc accepts",
     ('numpy.spacing', 'd2'):

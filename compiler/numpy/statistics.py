@@ -73,10 +73,17 @@ def _quantile(fn, a, q, axis, method, keepdims, squash_nans, weights=None):
     if qa.ndim > 1:
         raise ValueError(f"{located(fn)}: q must have rank <= 1, got shape {qa.shape}")
     if not dt.is_inexact(qa.dtype):
-        q = convert(q, dt.default_float_dtype())
-    qdtype = aval_of(q).dtype
+        # q's own dtype carries the interpolation (JAX's floor of it rejects integers).
+        raise TypeError(f"{located(fn)}: q must be a floating-point array, got {qa.dtype.name}")
+    qdtype = qa.dtype
     shape = aval_of(a).shape
     a, axes = _reduced_last(a, axis, fn)
+    if aval_of(a).shape[-1] == 0 and (0 not in qa.shape[:1] if not squash_nans else
+                                      int(np.prod(qa.shape + aval_of(a).shape[:-1])) > 0):
+        # No values to interpolate between: JAX's gather fails here (TypeError; IndexError for
+        # the NaN-ignoring variants, which skip it when there is nothing to compute).
+        raise (IndexError if squash_nans else TypeError)(
+            f"{located(fn)}: cannot take a quantile over an empty axis (the reduced size is 0)")
     if weights is not None:
         wshape = aval_of(weights).shape
         if wshape != shape:
