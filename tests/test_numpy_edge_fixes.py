@@ -137,3 +137,12 @@ def test_pow_is_power_and_negative_integer_exponents_truncate():
     expected = [0, 1, -1, 1, 0, 0, 0, 81]
     assert jaxprc.jit(jnp.pow)(base, exp).tolist() == expected
     assert jnp.power(base.astype(np.int8), exp.astype(np.int8)).tolist() == expected
+
+
+# ------------------------------------------------------------------ spacing
+def test_spacing_is_piecewise_constant_so_its_derivative_is_zero():
+    x = np.array([0., 1., -1., 1e-40, 3.4e38, np.inf], np.float32)
+    d1 = jaxprc.jit(jaxprc.vmap(jaxprc.grad(jnp.spacing)))(x)
+    d2 = jaxprc.jit(jaxprc.vmap(jaxprc.grad(jaxprc.grad(jnp.spacing))))(x)
+    assert np.asarray(d1).tolist() == [0.] * 6 and np.asarray(d2).tolist() == [0.] * 6
+    np.testing.assert_array_equal(jnp.spacing(x[:5]), np.spacing(x[:5]))

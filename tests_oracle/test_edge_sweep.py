@@ -180,9 +180,9 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
     ('numpy.pow', 'i32'):
         'jnp.pow is jnp.power (the same function): integer x ** negative integer: JAX returns wrapped garbage (2**-100 = 268435456, 3**-1 = 2111105451), jaxprc 1 / x**n truncated toward zero (0 unless |x| == 1)',
     ('numpy.spacing', 'd1'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: NotImplementedError, jaxprc accepts",
+        'JAX has no derivative rule for spacing (NotImplementedError); spacing is constant on each binade, jaxprc gives its derivative 0',
     ('numpy.spacing', 'd2'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: NotImplementedError, jaxprc accepts",
+        'JAX has no derivative rule for spacing (NotImplementedError); spacing is constant on each binade, jaxprc gives its derivative 0',
     ('numpy.unravel_index', 'bf16'):
         "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
     ('numpy.unravel_index', 'empty'):
