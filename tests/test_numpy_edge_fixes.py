@@ -146,3 +146,18 @@ def test_spacing_is_piecewise_constant_so_its_derivative_is_zero():
     d2 = jaxprc.jit(jaxprc.vmap(jaxprc.grad(jaxprc.grad(jnp.spacing))))(x)
     assert np.asarray(d1).tolist() == [0.] * 6 and np.asarray(d2).tolist() == [0.] * 6
     np.testing.assert_array_equal(jnp.spacing(x[:5]), np.spacing(x[:5]))
+
+
+# ------------------------------------------------------------------ unravel_index
+def test_unravel_index_is_divmod_arithmetic_with_clamping():
+    # As JAX's: any real dtype, traced sizes, out-of-range indices clamped.
+    idx = np.array([1, 3, 5, -1, -7, 100], np.int32)
+    rows, cols = jnp.unravel_index(idx, (2, 3))
+    assert rows.tolist() == [0, 1, 1, 1, 0, 1] and cols.tolist() == [1, 0, 2, 2, 0, 2]
+    rows, cols = jnp.unravel_index(np.array([1.5, 4.]), (2, 3))
+    assert rows.tolist() == [0., 1.] and cols.tolist() == [1.5, 1.]
+    assert jnp.unravel_index(np.zeros(0, np.int32), (2, 3))[0].shape == (0,)
+    out = jaxprc.jit(jaxprc.vmap(jnp.unravel_index))(np.arange(4, dtype=np.int32), np.array([2, 2, 3, 3], np.int32))
+    assert np.asarray(out[0]).tolist() == [0, 1, 2, 2]
+    with pytest.raises(ValueError, match="1D sequence"):
+        jnp.unravel_index(1, ((2, 3),))

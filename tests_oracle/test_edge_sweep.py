@@ -183,18 +183,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'JAX has no derivative rule for spacing (NotImplementedError); spacing is constant on each binade, jaxprc gives its derivative 0',
     ('numpy.spacing', 'd2'):
         'JAX has no derivative rule for spacing (NotImplementedError); spacing is constant on each binade, jaxprc gives its derivative 0',
-    ('numpy.unravel_index', 'bf16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
-    ('numpy.unravel_index', 'empty'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
-    ('numpy.unravel_index', 'f16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
-    ('numpy.unravel_index', 'f32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
-    ('numpy.unravel_index', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: ValueError",
-    ('numpy.unravel_index', 'weak'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', True)], [('int32', True)]], jaxprc ['rejected', 'rejected']",
     ('lax.asinh', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('lax.atan', 'd2'):
