@@ -161,3 +161,19 @@ def test_unravel_index_is_divmod_arithmetic_with_clamping():
     assert np.asarray(out[0]).tolist() == [0, 1, 2, 2]
     with pytest.raises(ValueError, match="1D sequence"):
         jnp.unravel_index(1, ((2, 3),))
+
+
+# ------------------------------------------------------------------ roll
+def test_roll_by_traced_and_non_integer_shifts():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    roll = jaxprc.jit(lambda a, s: jnp.roll(a, s, (0, 1)))
+    np.testing.assert_array_equal(roll(x, np.array([1, -3], np.int32)), np.roll(x, (1, -3), (0, 1)))
+    np.testing.assert_array_equal(roll(x, (np.int32(2), np.int32(5))), np.roll(x, (2, 5), (0, 1)))
+    np.testing.assert_array_equal(jnp.roll(x, np.array(2)), np.roll(x, 2))
+    np.testing.assert_array_equal(jnp.roll(x, 1.7), np.roll(x, 1))        # truncated to int32, as JAX
+    assert jnp.roll(np.zeros(0, np.float32), np.int32(3)).shape == (0,)
+    # The shift is an index: no derivative flows to it; the array's cotangent is rolled back.
+    da, ds = jaxprc.grad(lambda a, s: jnp.roll(a, s)[0, 0] * 3, (0, 1))(x, 2.)
+    assert float(ds) == 0 and np.asarray(da).ravel().tolist() == np.roll(np.eye(1, 12, 0, np.float32) * 3, 10).ravel().tolist()
+    with pytest.raises(ValueError, match="1D arrays"):
+        jnp.roll(x, np.ones((2, 2), np.int32), (0, 1))

@@ -227,20 +227,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'JAX has no derivative rule for nextafter (NotImplementedError); jaxprc gives one',
     ('numpy.power', 'i32'):
         'integer x ** negative integer: JAX returns wrapped garbage (2**-100 = 268435456, 3**-1 = 2111105451), jaxprc 1 / x**n truncated toward zero (0 unless |x| == 1)',
-    ('numpy.roll', 'bf16'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'd1'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'd2'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'empty'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'f16'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'f32'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'weak'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
     ('numpy.take', 'bf16'):
         'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
     ('numpy.take', 'd1'):
