@@ -177,3 +177,23 @@ def test_roll_by_traced_and_non_integer_shifts():
     assert float(ds) == 0 and np.asarray(da).ravel().tolist() == np.roll(np.eye(1, 12, 0, np.float32) * 3, 10).ravel().tolist()
     with pytest.raises(ValueError, match="1D arrays"):
         jnp.roll(x, np.ones((2, 2), np.int32), (0, 1))
+
+
+# ------------------------------------------------------------------ take
+def test_take_modes_empty_indices_and_index_dtypes():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx = np.array([[0, -1], [5, -9]], np.int32)
+    np.testing.assert_array_equal(jnp.take(x, idx, 1, mode="wrap"), np.take(x, idx, 1, mode="wrap"))
+    np.testing.assert_array_equal(jnp.take(x, idx, 0, None, "fill", fill_value=-1.), [[0, 8], [-1, -1]])
+    # JAX's order of checks: an empty index array (of any dtype) gives an empty result first.
+    assert jnp.take(x, np.zeros(0, np.float32)).shape == (0,)
+    assert jnp.take(x, np.zeros((0, 2), np.int32), 1).shape == (3, 0, 2)
+    assert jnp.take(np.zeros((2, 0)), np.zeros(0, np.int32), 1).shape == (2, 0)
+    with pytest.raises(IndexError, match="empty axis"):
+        jnp.take(np.zeros((2, 0)), np.int32(1), 1)
+    with pytest.raises(ValueError, match="integer type"):
+        jnp.take(x, np.float32(1))
+    with pytest.raises(NotImplementedError, match="raise"):
+        jnp.take(x, idx, mode="raise")
+    with pytest.raises(ValueError, match="Invalid mode"):
+        jnp.take(x, idx, mode="promise_in_bounds")

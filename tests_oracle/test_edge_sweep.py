@@ -227,18 +227,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'JAX has no derivative rule for nextafter (NotImplementedError); jaxprc gives one',
     ('numpy.power', 'i32'):
         'integer x ** negative integer: JAX returns wrapped garbage (2**-100 = 268435456, 3**-1 = 2111105451), jaxprc 1 / x**n truncated toward zero (0 unless |x| == 1)',
-    ('numpy.take', 'bf16'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'd1'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'd2'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'f16'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'f32'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'weak'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
 }
 
 
