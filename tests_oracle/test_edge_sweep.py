@@ -171,74 +171,18 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [216, 309, 310]: jax [1.0, 0.7554919123649597, 0.9926964044570923], jaxprc [inf, 0.7554920315742493, 0",
     ('lax.igammac', 'd1'):
         "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [216, 309, 310]: jax [-1.0, -0.7554919123649597, -0.9926964044570923], jaxprc [-inf, -0.75549203157424",
-    ('numpy.cov', 'empty'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [0]: jax [nan], jaxprc [-0.0]",
     ('numpy.frexp', 'bf16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [27, 28]: jax [9.183549615799121e-41, -9.183549615799121e-41], jaxprc [0.5, -0.5]",
+        "JAX is wrong on subnormals: it returns (x, 0) for 1e-40, so m is outside [0.5, 1); jaxprc "
+        "gives numpy's exact (0.5, -132) with m * 2**e == x (tests/test_numpy_more.py frexp_exact)",
     ('numpy.frexp', 'f32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [27, 28]: jax [0.5, -0.5], jaxprc [0.5444488525390625, -0.5444488525390625]",
-    ('numpy.geomspace', 'bf16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1917, 1923, 1926]: jax [0.78515625, 0.7265625, 0.69140625], jaxprc [0.7890625, 0.72265625, 0.6953125]",
-    ('numpy.geomspace', 'f16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1935, 2031, 2035]: jax [0.60986328125, 1.5498046875, 1.6396484375], jaxprc [0.609375, 1.55078125, 1.6",
-    ('numpy.geomspace', 'f32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1909, 1921, 1926]: jax [0.8804582357406616, 0.7429971098899841, 0.6922608613967896], jaxprc [0.880458",
-    ('numpy.geomspace', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [918, 926, 935]: jax [1.2899785041809082, 1.4445421695709229, 1.640670657157898], jaxprc [1.2899783849",
-    ('numpy.histogram', 'bf16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [194, 195, 204]: jax [1.0, 0.0, 1.0], jaxprc [0.0, 1.0, 0.0]",
-    ('numpy.histogram', 'f16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [2, 13, 23]: jax [-0.2998046875, -0.2998046875, 0.599609375], jaxprc [-0.300048828125, -0.300048828125",
-    ('numpy.histogram', 'f32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [4, 5, 14]: jax [0.0, 1.0, 0.0], jaxprc [1.0, 0.0, 1.0]",
-    ('numpy.histogram', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [4, 5]: jax [0.0, 1.0], jaxprc [1.0, 0.0]",
-    ('numpy.histogram_bin_edges', 'bf16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1, 4, 9]: jax [-0.3984375, -0.1005859375, 0.3984375], jaxprc [-0.400390625, -0.099609375, 0.40234375]",
-    ('numpy.histogram_bin_edges', 'f16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [2, 13, 23]: jax [-0.2998046875, -0.2998046875, 0.599609375], jaxprc [-0.300048828125, -0.300048828125",
-    ('numpy.histogram_bin_edges', 'f32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1, 4, 5]: jax [-0.3999999761581421, -0.10000000894069672, 0.0], jaxprc [-0.4000000059604645, -0.09999",
-    ('numpy.histogram_bin_edges', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [1, 4, 5]: jax [-0.3999999761581421, -0.10000000894069672, 0.0], jaxprc [-0.4000000059604645, -0.09999",
-    ('numpy.logspace', 'bf16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [117, 119, 124]: jax [2.234375, 2.453125, 3.09375], jaxprc [2.21875, 2.4375, 3.078125]",
-    ('numpy.logspace', 'f16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [410, 411, 413]: jax [4.08984375, 4.70703125, 6.2421875], jaxprc [4.09375, 4.71484375, 6.25]",
-    ('numpy.logspace', 'f32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [407, 410, 411]: jax [2.6826956272125244, 4.094914436340332, 4.7148661613464355], jaxprc [2.6826958656",
-    ('numpy.logspace', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [257, 260, 261]: jax [2.6826956272125244, 4.094914436340332, 4.7148661613464355], jaxprc [2.6826958656",
-    ('numpy.median', 'empty'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: TypeError, jaxprc accepts",
-    ('numpy.nanmedian', 'empty'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: IndexError, jaxprc accepts",
-    ('numpy.nanquantile', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: TypeError, jaxprc accepts",
-    ('numpy.nanquantile', 'weak'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', False)], 'rejected'], jaxprc [[('float32', False)], [('float32', False)]]",
+        "JAX is wrong on subnormals: it returns (0.5, -149) for every one (m * 2**e is 2**-150, not "
+        "x); jaxprc gives numpy's exact decomposition, m * 2**e == x (tests/test_numpy_more.py frexp_exact)",
     ('numpy.pow', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [57, 59, 72]: jax [268435456, 1, 268435456], jaxprc [0, 0, 0]",
-    ('numpy.quantile', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: TypeError, jaxprc accepts",
-    ('numpy.quantile', 'weak'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', False)], 'rejected'], jaxprc [[('float32', False)], [('float32', False)]]",
+        'jnp.pow is jnp.power (the same function): integer x ** negative integer: JAX returns wrapped garbage (2**-100 = 268435456, 3**-1 = 2111105451), jaxprc 1 / x**n truncated toward zero (0 unless |x| == 1)',
     ('numpy.spacing', 'd1'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: NotImplementedError, jaxprc accepts",
+        'JAX has no derivative rule for spacing (NotImplementedError); spacing is constant on each binade, jaxprc gives its derivative 0',
     ('numpy.spacing', 'd2'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax rejected: NotImplementedError, jaxprc accepts",
-    ('numpy.unravel_index', 'bf16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
-    ('numpy.unravel_index', 'empty'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
-    ('numpy.unravel_index', 'f16'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
-    ('numpy.unravel_index', 'f32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: TypeError",
-    ('numpy.unravel_index', 'i32'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax accepts, jaxprc rejected: ValueError",
-    ('numpy.unravel_index', 'weak'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): jax [[('float32', True)], [('int32', True)]], jaxprc ['rejected', 'rejected']",
+        'JAX has no derivative rule for spacing (NotImplementedError); spacing is constant on each binade, jaxprc gives its derivative 0',
     ('lax.asinh', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('lax.atan', 'd2'):
@@ -273,14 +217,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('numpy.atan', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
-    ('numpy.linspace', 'bf16'):
-        'not fixed yet: interpolation formula differs by an ulp (f32) and in low precision',
-    ('numpy.linspace', 'f16'):
-        'not fixed yet: interpolation formula differs by an ulp (f32) and in low precision',
-    ('numpy.linspace', 'f32'):
-        'not fixed yet: interpolation formula differs by an ulp (f32) and in low precision',
-    ('numpy.linspace', 'i32'):
-        'not fixed yet: interpolation formula differs by an ulp (f32) and in low precision',
     ('numpy.max', 'd1'):
         'not fixed yet: derivative of a max over one NaN element (JAX 0, jaxprc 1)',
     ('numpy.min', 'd1'):
@@ -290,33 +226,7 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
     ('numpy.nextafter', 'd2'):
         'JAX has no derivative rule for nextafter (NotImplementedError); jaxprc gives one',
     ('numpy.power', 'i32'):
-        'integer x ** negative integer: JAX returns garbage (e.g. 2**-100 = 268435456), jaxprc 0',
-    ('numpy.roll', 'bf16'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'd1'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'd2'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'empty'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'f16'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'f32'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.roll', 'weak'):
-        'not fixed yet: jaxprc rejects a traced shift, JAX accepts it',
-    ('numpy.take', 'bf16'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'd1'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'd2'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'f16'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'f32'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
-    ('numpy.take', 'weak'):
-        'not fixed yet: jaxprc accepts float indices (JAX rejects) and rejects an empty index array',
+        'integer x ** negative integer: JAX returns wrapped garbage (2**-100 = 268435456, 3**-1 = 2111105451), jaxprc 1 / x**n truncated toward zero (0 unless |x| == 1)',
 }
 
 

@@ -154,7 +154,6 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
              dtype=None, axis: int = 0):
     """``num`` evenly spaced samples over [start, stop]; start/stop may be traced arrays."""
     from . import ufuncs as uf
-    from .selection import where
     from .shape_ops import expand_dims
     num = operator.index(num)
     if num < 0:
@@ -168,15 +167,25 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     bshape = aval_of(uf.add(start, stop)).shape
     start, stop = broadcast_to_shape(start, bshape), broadcast_to_shape(stop, bshape)
     axis = axis % (len(bshape) + 1)
-    out_shape = bshape[:axis] + (num,) + bshape[axis:]
     div = (num - 1) if endpoint else num
-    idx = lax.broadcasted_iota(compute, out_shape, axis)
-    s, e = expand_dims(start, axis), expand_dims(stop, axis)
-    # With fewer than two points the step is undefined: NaN (as in JAX), unused by the samples.
-    step = uf.divide(uf.subtract(stop, start), div) if div > 0 else full(bshape, np.nan, compute)
-    out = uf.add(s, uf.multiply(idx, expand_dims(step, axis))) if div > 0 else broadcast_to_shape(s, out_shape)
-    if endpoint and num > 1:
-        out = where(uf.equal(idx, num - 1), e, out)
+    if num > 1:
+        # JAX's formula, so that the samples agree bit for bit: start * (1 - t) + stop * t with
+        # t = i / div computed in the real dtype; the endpoint is ``stop`` itself.
+        step = uf.divide(uf.subtract(stop, start), asarray(div, compute))
+        real = dt.finfo(compute).dtype
+        t = convert(uf.divide(lax.broadcasted_iota(real, bshape[:axis] + (div,) + bshape[axis:], axis),
+                              asarray(div, real)), compute)
+        out = uf.add(uf.multiply(expand_dims(start, axis), uf.subtract(asarray(1, compute), t)),
+                     uf.multiply(expand_dims(stop, axis), t))
+        if endpoint:
+            out = lax.concatenate([out, expand_dims(stop, axis)], axis)
+    elif num == 1:
+        # One sample: the step is undefined with the endpoint (NaN, as in JAX).
+        step = full((), np.nan, compute) if endpoint else uf.subtract(stop, start)
+        out = expand_dims(start, axis)
+    else:
+        step = full((), np.nan, compute)
+        out = zeros(bshape[:axis] + (0,) + bshape[axis:], compute)
     if out_dtype is not None:
         if dt.is_int(out_dtype):
             out = uf.floor(out)

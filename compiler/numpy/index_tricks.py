@@ -253,24 +253,16 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
 
 def unravel_index(indices, shape):
     """Coordinate arrays of the flat ``indices`` in an array of ``shape``; out-of-range
-    indices are clamped, as in JAX."""
+    indices are clamped, as in JAX. As JAX's, plain ``divmod`` arithmetic: the indices may be
+    of any real dtype and the sizes may be (traced) scalars."""
     idx = as_array(indices, "unravel_index")
-    if not dt.is_int(aval_of(idx).dtype):
-        raise TypeError(f"unravel_index: indices must be integers, got {aval_of(idx).dtype}")
-    try:
-        shape = tuple(operator.index(s) for s in (shape if np.ndim(shape) else (shape,)))
-    except TypeError:
-        raise ValueError("unravel_index: shape should be a scalar or 1D sequence.") from None
+    shape = list(shape) if np.ndim(shape) else [shape]
+    if any(np.ndim(s) != 0 for s in shape):
+        raise ValueError("unravel_index: shape should be a scalar or 1D sequence.")
     out = [None] * len(shape)
     rest = idx
     for i in reversed(range(len(shape))):
         rest, out[i] = uf.divmod(rest, shape[i])
     high = uf.greater(rest, 0)
-    low = uf.less(rest, -1) if not dt.is_unsigned(aval_of(idx).dtype) else None
-    res = []
-    for s, o in zip(shape, out):
-        o = where(high, s - 1, o)
-        if low is not None:
-            o = where(low, 0, o)
-        res.append(o)
-    return tuple(res)
+    low = uf.less(rest, -1) if not dt.is_unsigned(aval_of(idx).dtype) else False
+    return tuple(where(high, uf.subtract(s, 1), where(low, 0, o)) for s, o in zip(shape, out))

@@ -18,7 +18,7 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.tracing import ConcretizationTypeError, Tracer
 
-from .creation import as_array, asarray
+from .creation import as_array, asarray, zeros
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, is_constant, located
 
 _SLICE, _INT, _ARRAY, _NONE = "slice", "int", "array", "none"
@@ -172,7 +172,7 @@ def _normalized_indices(index, size):
 
 
 def gather_indices(x, dims, index_arrays, *, batch_position=0, mode=None, fill_value=None,
-                   count_negative_from_end=True):
+                   count_negative_from_end=True, unique_indices=False, indices_are_sorted=False):
     """``x`` indexed along ``dims`` by broadcast integer ``index_arrays``: one ``gather``.
 
     The index dimensions appear at ``batch_position`` among the remaining dimensions of ``x``.
@@ -203,7 +203,8 @@ def gather_indices(x, dims, index_arrays, *, batch_position=0, mode=None, fill_v
         out_shape = tuple(rest_shape[:batch_position]) + bshape + tuple(rest_shape[batch_position:])
         fill = fill_value if mode == lax.GatherScatterMode.FILL_OR_DROP and fill_value is not None else 0
         return lax.full(out_shape, fill, aval_of(x).dtype)
-    return lax.gather(x, indices, dnums, slice_sizes, mode=mode, fill_value=fill_value)
+    return lax.gather(x, indices, dnums, slice_sizes, mode=mode, fill_value=fill_value,
+                      unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
 
 def _advanced(x, entries, mode, fill_value):
@@ -244,19 +245,47 @@ def _gather_mode(mode, fill_value, dtype):
     return mode, fill_value
 
 
-def take(a, indices, axis=None, mode=None, fill_value=None):
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indices_are_sorted=False,
+         fill_value=None):
     """Elements of ``a`` at ``indices`` along ``axis`` (of the flattened array if None).
-    Out-of-bounds indices give ``fill_value`` (NaN for floats) unless ``mode="clip"``."""
+    Modes as JAX's: "fill" (the default; out-of-bounds gives ``fill_value``, NaN for floats),
+    "clip" (negative indices clamp to 0) and "wrap"."""
     from .shape_ops import ravel
+    from .ufuncs import mod
+    if out is not None:
+        raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
     a = as_array(a, "take")
+    if isinstance(indices, (list, tuple)):
+        indices = np.asarray(indices)
+    iaval = aval_of(indices, "take")
     if axis is None:
         a, axis = ravel(a), 0
     axis = canonical_axis(axis, aval_of(a).ndim, "take")
-    mode, fill_value = _gather_mode(mode, fill_value, aval_of(a).dtype)
-    if isinstance(indices, (list, tuple)):
-        indices = np.asarray(indices)
-    return gather_indices(a, [axis], [indices], batch_position=axis, mode=mode, fill_value=fill_value,
-                          count_negative_from_end=mode != lax.GatherScatterMode.CLIP)
+    shape = aval_of(a).shape
+    if mode is None or mode == "fill":
+        gather_mode = lax.GatherScatterMode.FILL_OR_DROP
+    elif mode == "raise":
+        raise NotImplementedError("The 'raise' mode to jnp.take is not supported.")
+    elif mode in ("wrap", "clip"):
+        gather_mode = lax.GatherScatterMode.CLIP
+    else:
+        raise ValueError(f"Invalid mode '{mode}' for np.take")
+    # Nothing to gather: JAX answers before looking at the indices' dtype.
+    if shape[axis] == 0:
+        if iaval.size:
+            raise IndexError("take: cannot do a non-empty jnp.take() from an empty axis.")
+        return a
+    if iaval.size == 0:
+        return zeros(shape[:axis] + iaval.shape + shape[axis + 1:], aval_of(a).dtype)
+    if not (dt.is_int(iaval.dtype) or dt.is_bool(iaval.dtype)):
+        raise ValueError(f"take: indices must have an integer type, got {iaval.dtype.name}")
+    if mode == "wrap":
+        indices = mod(indices, shape[axis])
+    if gather_mode == lax.GatherScatterMode.FILL_OR_DROP and fill_value is None:
+        fill_value = _default_fill(aval_of(a).dtype)
+    return gather_indices(a, [axis], [indices], batch_position=axis, mode=gather_mode, fill_value=fill_value,
+                          count_negative_from_end=mode in (None, "fill"), unique_indices=unique_indices,
+                          indices_are_sorted=indices_are_sorted)
 
 
 def take_along_axis(arr, indices, axis, mode=None, fill_value=None):

@@ -102,8 +102,10 @@ def ldexp(x1, x2, /):
 
 
 def spacing(x, /):
-    """Distance from ``x`` to the next representable number away from zero (signed like ``x``)."""
+    """Distance from ``x`` to the next representable number away from zero (signed like ``x``).
+    Constant on each binade, so its derivative is 0 (JAX defines none)."""
     x, dtype = _real_inexact("spacing", x)
+    x = lax.stop_gradient(x)
     if dtype == dt.float16:      # as numpy (and JAX) do for float16
         return uf.subtract(uf.nextafter(x, convert(np.inf, dtype)), x)
     step = uf.subtract(uf.nextafter(x, uf.copysign(convert(np.inf, dtype), x)), x)

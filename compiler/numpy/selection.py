@@ -7,7 +7,7 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import elementwise as ew
 
-from .creation import as_array, eye, zeros, zeros_like
+from .creation import as_array, eye, full, zeros, zeros_like
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, promote
 
 
@@ -146,10 +146,71 @@ def _precedes_in_sort_order(a, v, or_equal):
     return logical_or(less(a, v), logical_and(isnan(v), logical_not(isnan(a))))
 
 
-def searchsorted(a, v, side="left"):
-    """Insertion indices keeping ``a`` sorted: a count of the elements of ``a`` before each value."""
+_SEARCH_METHODS = ("compare_all", "scan", "scan_unrolled", "sort")
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    """Insertion indices keeping ``a`` (1-D, sorted) sorted. ``method`` picks JAX's algorithm,
+    which matters only when ``a`` is not sorted: 'scan' (binary search) and 'compare_all' (a
+    count of the elements before each value) give different answers there, as in JAX."""
+    a, v = as_array(a, "searchsorted"), as_array(v, "searchsorted")
+    if aval_of(a).ndim != 1:
+        raise ValueError("searchsorted: a should be 1-dimensional")
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: invalid argument side={side!r}, expected 'left' or 'right'")
+    if method not in _SEARCH_METHODS:
+        raise ValueError(f"searchsorted: invalid argument method={method!r}, expected one of "
+                         f"{list(_SEARCH_METHODS)}")
+    from .convolve import promote_no_broadcast
+    a, v = promote_no_broadcast("searchsorted", a, v, to_inexact=False)
+    if sorter is not None:
+        a = a[as_array(sorter, "searchsorted")]
+    n = aval_of(a).shape[0]
+    dtype = dt.int64 if n > np.iinfo(np.int32).max else dt.int32
+    if n == 0:
+        return zeros(aval_of(v).shape, dtype)
+    if method == "compare_all":
+        return _searchsorted_count(a, v, side, dtype)
+    if method == "sort":
+        return _searchsorted_sort(a, v, side, dtype)
+    return _searchsorted_bisect(a, v, side, dtype)
+
+
+def _searchsorted_count(a, v, side, dtype):
     from .reductions import sum
     from .shape_ops import expand_dims
-    a, v = as_array(a, "searchsorted"), as_array(v, "searchsorted")
     before = _precedes_in_sort_order(a, expand_dims(v, -1), or_equal=side != "left")
-    return sum(before, axis=-1, dtype=dt.default_int_dtype())
+    return sum(before, axis=-1, dtype=dtype)
+
+
+def _searchsorted_bisect(a, v, side, dtype):
+    """Binary search, one step per level (ceil(log2(n + 1)) gathers): JAX's 'scan' method."""
+    from .ufuncs import add, floor_divide, minimum, subtract
+    n = aval_of(a).shape[0]
+    low, high = zeros(aval_of(v).shape, dtype), full(aval_of(v).shape, n, dtype)
+    for _ in range(int(np.ceil(np.log2(n + 1)))):
+        mid = add(low, floor_divide(subtract(high, low), 2))
+        # mid == n only once low == high == n, where both branches keep it.
+        go_left = _precedes_in_sort_order(v, a[minimum(mid, n - 1)], or_equal=side == "left")
+        low, high = where(go_left, low, mid), where(go_left, mid, high)
+    return high
+
+
+def _searchsorted_sort(a, v, side, dtype):
+    """Ranks in a stable co-sort of ``a`` and ``v`` (queries first on the left side, last on
+    the right), less each query's rank among the queries: JAX's 'sort' method."""
+    from .shape_ops import ravel, reshape
+    from .ufuncs import subtract
+
+    def rank(x):
+        idx = lax.iota(dtype, aval_of(x).shape[0])
+        order = lax.sort((x, idx), 0, is_stable=True, num_keys=1)[1]
+        return zeros_like(idx).at[order].set(idx)
+
+    q = ravel(v)
+    m, n = aval_of(q).shape[0], aval_of(a).shape[0]
+    if side == "left":
+        index = rank(lax.concatenate([q, a], 0))[:m]
+    else:
+        index = rank(lax.concatenate([a, q], 0))[n:]
+    return reshape(subtract(index, rank(q)), aval_of(v).shape)

@@ -9,7 +9,7 @@ from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 
 from .creation import as_array
-from ._util import (aval_of, is_constant, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert,
+from ._util import (aval_of, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert,
                     located)
 
 
@@ -308,22 +308,29 @@ def flipud(m):
     return flip(m, 0)
 
 
+def _index_tuple(x):
+    """``x`` as a tuple of Python ints (one int or a sequence); TypeError if any is not one."""
+    try:
+        return (operator.index(x),)
+    except TypeError:
+        return tuple(map(operator.index, x))
+
+
 def roll(a, shift, axis=None):
-    """Elements shifted along ``axis`` with wrap-around: static shifts are slices and a
-    concatenate; an array shift is a dynamic slice of the axis repeated twice."""
+    """Elements shifted along ``axis`` with wrap-around: integer shifts are slices and a
+    concatenate; any other shift (traced, or a float: truncated to int32, as in JAX) is a
+    dynamic slice of the axis repeated twice."""
     a = as_array(a, "roll")
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), aval_of(a).shape)
-    if not is_constant(shift) and not isinstance(shift, (list, tuple)):
-        return _roll_dynamic(a, shift, axis)
-    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    shifts, axes = np.broadcast_arrays(np.asarray(shifts), np.asarray(axes))
-    for s, ax in zip(shifts.ravel(), axes.ravel()):
-        n = aval_of(a).shape[canonical_axis(int(ax), aval_of(a).ndim, "roll")]
-        if n == 0:
-            continue
-        k = int(s) % n
+    axes = tuple(canonical_axis(ax, aval_of(a).ndim, "roll") for ax in _index_tuple(axis))
+    try:
+        shifts = _index_tuple(shift)
+    except TypeError:
+        return _roll_dynamic(a, shift, axes)
+    for s, ax in zip(*np.broadcast_arrays(np.asarray(shifts), np.asarray(axes))):
+        n = aval_of(a).shape[ax]
+        k = int(s) % n if n else 0
         if k:
             a = concatenate([lax.slice_in_dim(a, n - k, n, 1, int(ax)),
                              lax.slice_in_dim(a, 0, n - k, 1, int(ax))], int(ax))
@@ -354,22 +361,22 @@ def pad(array, pad_width, mode="constant", *, constant_values=0):
     return array
 
 
-def _roll_dynamic(a, shift, axis):
-    """``roll`` by traced (or device) shifts, one per axis."""
+def _roll_dynamic(a, shift, axes):
+    """``roll`` by traced (or non-integer) shifts, one per axis, converted to int32 as in JAX."""
     from .ufuncs import mod
     shape = aval_of(a).shape
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    shifts = as_array(shift, "roll")
-    if aval_of(shifts).ndim > 1 or not dt.is_int(aval_of(shifts).dtype):
-        raise TypeError(f"roll: shift must be integers of rank 0 or 1, got {aval_of(shifts).str_short()}")
-    shifts = broadcast_to(shifts, (len(axes),))
-    for k, ax in enumerate(axes):
-        ax = canonical_axis(int(ax), len(shape), "roll")
+    from .creation import asarray
+    shifts = asarray(shift)          # (a sequence may hold traced scalars)
+    bshape = np.broadcast_shapes(aval_of(shifts).shape, (len(axes),))
+    if len(bshape) != 1 or aval_of(shifts).ndim > 1:
+        raise ValueError("roll: 'shift' and 'axis' arguments must be scalars or 1D arrays")
+    shifts = broadcast_to(convert(shifts, dt.int32), bshape)
+    for k, ax in enumerate(np.broadcast_to(np.asarray(axes), bshape)):
         n = shape[ax]
         if n == 0:
             continue
         start = mod(-lax.index_in_dim(shifts, k, keepdims=False), n)
-        a = lax.dynamic_slice_in_dim(concatenate([a, a], ax), start, n, ax)
+        a = lax.dynamic_slice_in_dim(concatenate([a, a], int(ax)), start, n, int(ax))
     return a
 
 

@@ -18,6 +18,7 @@ from jaxprc.ir.tracing import ConcretizationTypeError
 
 from . import ufuncs as uf
 from ._util import aval_of, broadcast_to_shape, canonical_axes, canonical_axis, convert, located, promote
+from ._dtypes import to_dtype
 from .creation import as_array, asarray, full, linspace, zeros
 from .indexing import take_along_axis
 from .reductions import (_keepdims, all, any, argmax, argmin, cumprod, cumsum, max, mean, min, std, sum,
@@ -72,10 +73,17 @@ def _quantile(fn, a, q, axis, method, keepdims, squash_nans, weights=None):
     if qa.ndim > 1:
         raise ValueError(f"{located(fn)}: q must have rank <= 1, got shape {qa.shape}")
     if not dt.is_inexact(qa.dtype):
-        q = convert(q, dt.default_float_dtype())
-    qdtype = aval_of(q).dtype
+        # q's own dtype carries the interpolation (JAX's floor of it rejects integers).
+        raise TypeError(f"{located(fn)}: q must be a floating-point array, got {qa.dtype.name}")
+    qdtype = qa.dtype
     shape = aval_of(a).shape
     a, axes = _reduced_last(a, axis, fn)
+    if aval_of(a).shape[-1] == 0 and (0 not in qa.shape[:1] if not squash_nans else
+                                      int(np.prod(qa.shape + aval_of(a).shape[:-1])) > 0):
+        # No values to interpolate between: JAX's gather fails here (TypeError; IndexError for
+        # the NaN-ignoring variants, which skip it when there is nothing to compute).
+        raise (IndexError if squash_nans else TypeError)(
+            f"{located(fn)}: cannot take a quantile over an empty axis (the reduced size is 0)")
     if weights is not None:
         wshape = aval_of(weights).shape
         if wshape != shape:
@@ -283,63 +291,72 @@ def _promote_inexact(fn, *args):
     return out, dtype
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
+def _cov_weights(w, name, n):
+    w = as_array(w, "cov")
+    if aval_of(w).ndim > 1:
+        raise RuntimeError(f"cov: cannot handle multidimensional {name}")
+    if aval_of(w).shape[0] != n:
+        raise RuntimeError(f"cov: incompatible numbers of samples and {name}")
+    return w
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, dtype=None):
     """Covariance matrix of the variables (rows if ``rowvar``) of ``m`` (and ``y``)."""
-    from .shape_ops import atleast_2d, concatenate
+    from .shape_ops import atleast_2d, concatenate, squeeze
     from .products import dot
     if y is not None:
-        (m, y), _ = _promote_inexact("cov", m, y)
+        from .convolve import promote_no_broadcast
+        m, y = promote_no_broadcast("cov", m, y)
+        if aval_of(y).ndim > 2:
+            raise ValueError("cov: y has more than 2 dimensions")
     else:
         (m,), _ = _promote_inexact("cov", m)
     if aval_of(m).ndim > 2:
         raise ValueError("cov: m has more than 2 dimensions")
+    dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
+    if dtype is not None and not dt.is_inexact(dtype):
+        raise ValueError(f"cov: dtype must be a subclass of float or complex; got dtype={dtype}")
     X = atleast_2d(m)
-    if not rowvar and aval_of(X).shape[0] != 1:
+    if not rowvar and aval_of(m).ndim != 1:
         X = transpose(X)
     if aval_of(X).shape[0] == 0:
-        return zeros((0, 0), aval_of(X).dtype)
+        return zeros((0, 0), dt.default_float_dtype())   # JAX's (and numpy's) empty result
     if y is not None:
-        if aval_of(y).ndim > 2:
-            raise ValueError("cov: y has more than 2 dimensions")
         Y = atleast_2d(y)
         if not rowvar and aval_of(Y).shape[0] != 1:
             Y = transpose(Y)
         X = concatenate([X, Y], axis=0)
+    nvars, n = aval_of(X).shape
+    if n == 0:
+        # No observations: the mean is undefined, so every covariance is NaN (as in JAX).
+        return full(() if nvars == 1 else (nvars, nvars), np.nan, aval_of(X).dtype)
     if ddof is None:
         ddof = 1 if not bias else 0
-    n = aval_of(X).shape[1]
     w = None
     if fweights is not None:
-        fw = as_array(fweights, "cov")
-        if aval_of(fw).ndim > 1 or aval_of(fw).shape[0] != n:
-            raise RuntimeError(f"cov: fweights must be 1-D with {n} entries")
+        fw = _cov_weights(fweights, "fweights", n)
         if not dt.is_int(aval_of(fw).dtype):
-            raise TypeError("cov: fweights must be integer")
-        w = fw
+            raise TypeError("cov: fweights must be integer.")
+        w = uf.abs(fw)          # numpy rejects negative weights; JAX (traced) takes their size
     if aweights is not None:
-        aw = as_array(aweights, "cov")
-        if aval_of(aw).ndim > 1 or aval_of(aw).shape[0] != n:
-            raise RuntimeError(f"cov: aweights must be 1-D with {n} entries")
+        aw = uf.abs(_cov_weights(aweights, "aweights", n))
         w = aw if w is None else uf.multiply(w, aw)
-    if w is None:
-        avg, w_sum = average(X, axis=1, returned=True)
-    else:
-        avg, w_sum = average(X, axis=1, weights=w, returned=True)
+    if dtype is not None:
+        X = convert(X, dtype)
+        w = None if w is None else convert(w, dtype)
+    avg, w_sum = average(X, axis=1, weights=w, returned=True)
     w_sum = w_sum[0]
     if w is None:
-        f = uf.subtract(w_sum, ddof)
+        f = n - ddof
     elif ddof == 0:
         f = w_sum
     elif aweights is None:
         f = uf.subtract(w_sum, ddof)
     else:
-        aw = convert(as_array(aweights, "cov"), aval_of(X).dtype)
         f = uf.subtract(w_sum, uf.divide(uf.multiply(ddof, sum(uf.multiply(w, aw))), w_sum))
     X = uf.subtract(X, avg[:, None])
     X_T = transpose(X) if w is None else transpose(uf.multiply(X, w))
-    c = dot(X, uf.conj(X_T))
-    from .shape_ops import squeeze
-    return squeeze(uf.true_divide(c, f))
+    return squeeze(uf.true_divide(dot(X, uf.conj(X_T)), f))
 
 
 def corrcoef(x, y=None, rowvar=True):

@@ -483,6 +483,13 @@ def power(x1, x2, /):
         acc = where(not_equal(bitwise_and(exponent, 1), 0), multiply(acc, base), acc)
         base = multiply(base, base)
         exponent = right_shift(exponent, 1)
+    if np.issubdtype(dtype, np.signedinteger):
+        # x ** -n is 1 / x**n truncated toward zero: 0 unless |x| == 1 (0 ** -n too, as in JAX).
+        # (numpy raises; JAX's bit loop returns wrapped garbage such as 2**-100 = 268435456.)
+        odd = not_equal(bitwise_and(x2, 1), 0)
+        one, zero = full_like(x1, 1, dtype=dtype), full_like(x1, 0, dtype=dtype)
+        recip = where(equal(x1, one), one, where(equal(x1, negative(one)), where(odd, negative(one), one), zero))
+        acc = where(less(x2, zero), recip, acc)
     return acc
 
 
