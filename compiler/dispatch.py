@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 
-from . import float_checks, runtime
+from . import float_checks, runtime, segmenting
 from .ir.dtypes import config as _config
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
 from .ir.host_callback import check_callbacks_bound
@@ -53,7 +53,11 @@ def to_device_buffer(x, aval: runtime.Aval):
 # --------------------------------------------------------------- compiling
 
 def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=()) -> runtime.Executable:
-    """Lower a ClosedJaxpr for the current backend and compile it."""
+    """Lower a ClosedJaxpr for the current backend and compile it (as several executables when
+    it is longer than XLA compiles safely: compiler/segmenting.py)."""
+    max_eqns = segmenting.max_segment_eqns()
+    if max_eqns is not None and len(cj.jaxpr.eqns) > max_eqns:
+        return segmenting.SegmentedExecutable(cj, name, donated_invars, max_eqns, compile_closed_jaxpr)
     lowered = lower_jaxpr(cj, name=name, donated_invars=donated_invars,
                           platform=runtime.default_backend())
     if lowered.host_callbacks:
