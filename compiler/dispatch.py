@@ -56,8 +56,9 @@ def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=()) -> runti
     """Lower a ClosedJaxpr for the current backend and compile it (as several executables when
     it is longer than XLA compiles safely: compiler/segmenting.py)."""
     max_eqns = segmenting.max_segment_eqns()
-    if max_eqns is not None and len(cj.jaxpr.eqns) > max_eqns:
-        return segmenting.SegmentedExecutable(cj, name, donated_invars, max_eqns, compile_closed_jaxpr)
+    long = max_eqns is not None and segmenting.needs_split(cj, max_eqns)
+    if long:
+        return segmenting.SegmentedExecutable(long, name, donated_invars, max_eqns, compile_closed_jaxpr)
     lowered = lower_jaxpr(cj, name=name, donated_invars=donated_invars,
                           platform=runtime.default_backend())
     if lowered.host_callbacks:

@@ -22,9 +22,12 @@ What stays the same as the unsplit program:
 - effects: segments run one after another and each waits for its host
   callbacks, so ordered and unordered callbacks run in program order, and the
   runtime token threads through the segments as through consecutive calls.
-Sharded programs (several devices) are not split: they go through
-``spmd.ShardedCall``. Neither is a long program inside one equation (a loop
-body, a nested ``jit``): only top-level equations are counted and split.
+Calls of nested ``jit`` functions (``jit(grad(f))`` of a jitted ``f``) count
+with their callees' equations: a program too long with them is inlined first
+(passes/inline.py), then split. A long program inside a loop body, ``cond``
+branch or custom rule is not split (one equation of the program that holds
+it). Sharded programs (several devices) are not split either: they go through
+``spmd.ShardedCall``.
 """
 from __future__ import annotations
 
@@ -34,8 +37,9 @@ from . import runtime
 from .ir.core import ClosedJaxpr, Jaxpr, Literal, Var
 from .ir.dtypes import config as _config
 from .lowering import match_donations
+from .passes.inline import call_primitives, inline
 
-__all__ = ["max_segment_eqns", "plan", "SegmentedExecutable"]
+__all__ = ["max_segment_eqns", "needs_split", "plan", "SegmentedExecutable"]
 
 DEFAULT_MAX_SEGMENT_EQNS = 5000
 
@@ -51,6 +55,31 @@ def max_segment_eqns() -> int | None:
         raise ValueError(f"jaxprc_max_segment_eqns must be a positive int (or 0 or None: never split "
                          f"programs), got {n!r}")
     return int(n)
+
+
+def flat_length(jaxpr: Jaxpr, sizes=None) -> int:
+    """The number of equations ``jaxpr`` has once its calls (nested ``jit``) are inlined."""
+    sizes = {} if sizes is None else sizes
+    n = 0
+    for e in jaxpr.eqns:
+        callee = e.params.get("jaxpr") if e.primitive in call_primitives else None
+        if callee is None or callee.consts:      # the inline pass keeps calls with consts
+            n += 1
+        else:
+            if id(callee) not in sizes:          # a callee shared by many calls is counted once
+                sizes[id(callee)] = flat_length(callee.jaxpr, sizes)
+            n += sizes[id(callee)]
+    return n
+
+
+def needs_split(cj: ClosedJaxpr, max_eqns: int) -> ClosedJaxpr | None:
+    """``cj`` as the segments are cut from (its calls inlined if they make it too long), or None
+    when it is short enough for one executable."""
+    if len(cj.jaxpr.eqns) > max_eqns:
+        return cj
+    if flat_length(cj.jaxpr) > max_eqns:
+        return inline(cj)
+    return None
 
 
 class Segment:

@@ -190,3 +190,13 @@ def test_option_off_compiles_whole(max_eqns):
     f = jx.jit(lambda x, y: chain(x, y))
     f(np.zeros(2, F32), F32(0.5))
     assert not isinstance(_entry(f), SegmentedExecutable)
+
+
+def test_nested_jit_counts_with_its_callee():
+    inner = jx.jit(lambda x, y: chain(x, y, n=60))
+    outer = lambda x, y: jx.grad(lambda x: jnp.sum(inner(x, y)))(x) + inner(x, y)
+    cj = jx.make_jaxpr(outer)(np.zeros(4, F32), F32(0.5))
+    assert len(cj.eqns) < 100
+    u, s, exe = _run_both(outer, np.linspace(0, 1, 4, dtype=F32), F32(0.5))
+    assert isinstance(exe, SegmentedExecutable) and len(exe.executables) >= 3
+    _same(u, s)
