@@ -200,3 +200,25 @@ def test_nested_jit_counts_with_its_callee():
     u, s, exe = _run_both(outer, np.linspace(0, 1, 4, dtype=F32), F32(0.5))
     assert isinstance(exe, SegmentedExecutable) and len(exe.executables) >= 3
     _same(u, s)
+
+
+def test_scaling_tool_runs_split_programs(monkeypatch):
+    """tools/scaling.py's run of one size, split in segments of 10 (its subprocess inherits the option)."""
+    from jaxprc.tools import scaling
+    monkeypatch.setenv("JAXPRC_MAX_SEGMENT_EQNS", "10")
+    times = scaling.run_size(40, ["make_jaxpr", "parse", "jit"], timeout=120)
+    assert sorted(times) == ["jit", "make_jaxpr", "parse"] and all(c >= 0 and w > 0 for c, w in times.values())
+    assert scaling.exponent(10, 1.0, 100, 10.0) == pytest.approx(1.0)
+
+
+@pytest.mark.skipif(os.environ.get("JAXPRC_BIG_PROGRAM_TESTS") != "1",
+                    reason="takes 1-2 minutes on 2 cores; JAXPRC_BIG_PROGRAM_TESTS=1 runs it "
+                           "(or: python -m jaxprc.tools.scaling --sizes 10000,50000 --steps jit)")
+def test_jit_of_50k_equation_chain():
+    """The default option: a 50,000-equation chain compiles (in 10 segments) and runs, in a fresh
+    process, with the value numpy computes (XLA alone dies of SIGSEGV on it)."""
+    from jaxprc.tools import scaling
+    t = time.perf_counter()
+    times = scaling.run_size(50000, ["jit"], timeout=600)
+    assert "jit" in times, times
+    print(f"50k chain: jit {times['jit'][1]:.1f} s wall, whole process {time.perf_counter() - t:.1f} s")
