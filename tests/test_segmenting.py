@@ -222,3 +222,18 @@ def test_jit_of_50k_equation_chain():
     times = scaling.run_size(50000, ["jit"], timeout=600)
     assert "jit" in times, times
     print(f"50k chain: jit {times['jit'][1]:.1f} s wall, whole process {time.perf_counter() - t:.1f} s")
+
+
+def test_float0_constant_empty_and_x64_results():
+    grads = jx.grad(lambda x, i: jnp.sum(chain(x, 0.5, n=60)) * i, argnums=(0, 1), allow_int=True)
+    u, s, exe = _run_both(lambda x, i: (grads(x, i), BIG, jnp.zeros((0,))), np.linspace(0, 1, 4, dtype=F32), 3)
+    assert isinstance(exe, SegmentedExecutable) and exe.dataless_outputs == [1]
+    _same(u, s)
+    jx.config.update("jax_enable_x64", True)
+    try:
+        for x in (np.linspace(0, 1, 4), np.zeros((0, 3))):
+            u, s, exe = _run_both(lambda x: chain(x, 0.5, n=60), x)
+            assert isinstance(exe, SegmentedExecutable) and s.dtype == np.float64
+            _same(u, s)
+    finally:
+        jx.config.update("jax_enable_x64", False)
