@@ -323,10 +323,10 @@ class _CompiledCall:
         self.out_tree = out_tree
         self.single_output = (out_tree.num_leaves == 1 and out_tree.num_nodes == 1
                               and not self.executable.dataless_outputs)
-        self._execute = self.executable.loaded.execute_sharded
-        self._handlers = self.executable.result_handlers
+        self._effectful = self.executable.effectful   # also a program split in segments (no .loaded)
+        self._execute = None if self._effectful else self.executable.loaded.execute_sharded
+        self._handlers = self.executable.result_handlers if not self._effectful else None
         self._out_aval = self.executable.out_avals[0] if self.single_output else None
-        self._effectful = self.executable.effectful
 
     def __call__(self, leaves):
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 
-from . import float_checks, runtime
+from . import float_checks, runtime, segmenting
 from .ir.dtypes import config as _config
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
 from .ir.host_callback import check_callbacks_bound
@@ -54,7 +54,12 @@ def to_device_buffer(x, aval: runtime.Aval):
 # --------------------------------------------------------------- compiling
 
 def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=()) -> runtime.Executable:
-    """Lower a ClosedJaxpr for the current backend and compile it."""
+    """Lower a ClosedJaxpr for the current backend and compile it (as several executables when
+    it is longer than XLA compiles safely: compiler/segmenting.py)."""
+    max_eqns = segmenting.max_segment_eqns()
+    long = max_eqns is not None and segmenting.needs_split(cj, max_eqns)
+    if long:
+        return segmenting.SegmentedExecutable(long, name, donated_invars, max_eqns, compile_closed_jaxpr)
     lowered = lower_jaxpr(cj, name=name, donated_invars=donated_invars,
                           platform=runtime.default_backend())
     if lowered.host_callbacks:

@@ -510,29 +510,35 @@ class Lowered:
         return self.as_text()
 
 
-def _donation_attrs(in_avals, out_avals, donated_invars, first_output: int = 0) -> list[dict]:
-    """``tf.aliasing_output = k`` for each donated input matched to an unaliased output of its type
-    (outputs of ``main`` numbered from ``first_output``: 1 after a runtime token); a warning
-    names the donated inputs no output can reuse (they stay alive, as in JAX)."""
+def match_donations(in_avals, out_avals, donated_invars) -> list:
+    """For each input, the output (index) whose buffer a donated input becomes, or None: each
+    donated input takes the first unmatched output of its shape and dtype. A warning names the
+    donated inputs no output can reuse (they stay alive, as in JAX)."""
     free = list(range(len(out_avals)))
-    attrs, unused = [], []
+    matches, unused = [], []
     for aval, donated in zip(in_avals, list(donated_invars) + [False] * len(in_avals)):
-        attr = {}
+        match = None
         if donated:
             match = next((k for k in free if out_avals[k].shape == aval.shape
                           and out_avals[k].dtype == aval.dtype), None)
             if match is not None:
                 free.remove(match)
-                attr["tf.aliasing_output"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
-                                                                 first_output + match)
             else:
                 unused.append(aval.str_short())
-        attrs.append(attr)
+        matches.append(match)
     if unused:
         warnings.warn(f"Some donated buffers were not usable: {', '.join(unused)}. No output has the "
                       "shape and dtype of these donated inputs, so they were not donated (and stay "
-                      "valid).", stacklevel=2)
-    return attrs
+                      "valid).", stacklevel=3)
+    return matches
+
+
+def _donation_attrs(in_avals, out_avals, donated_invars, first_output: int = 0) -> list[dict]:
+    """``tf.aliasing_output = k`` for each donated input matched to an output (``match_donations``;
+    outputs of ``main`` numbered from ``first_output``: 1 after a runtime token)."""
+    i32 = ir.IntegerType.get_signless(32)
+    return [{} if k is None else {"tf.aliasing_output": ir.IntegerAttr.get(i32, first_output + k)}
+            for k in match_donations(in_avals, out_avals, donated_invars)]
 
 
 @deep_entry

@@ -143,6 +143,9 @@ config = Config()
 config.jax_numpy_dtype_promotion = "standard"   # or "strict" (jaxprc.numpy_dtype_promotion)
 config.jax_numpy_rank_promotion = "allow"       # or "warn" / "raise" (jaxprc.numpy_rank_promotion)
 config.jax_default_matmul_precision = None      # a Precision for dots that name none
+# jit splits programs with more top-level equations into executables of at most this many
+# (compiler/segmenting.py: XLA's compile crashes on very long chains); 0 or None: never.
+config.jaxprc_max_segment_eqns = os.environ.get("JAXPRC_MAX_SEGMENT_EQNS", 5000)
 
 
 class TypePromotionError(ValueError):
