@@ -60,20 +60,23 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], cts_
 
     linear_eqns = []
     for eqn in jaxpr.eqns:          # forward: evaluate what does not depend on linear inputs
-        if any(isinstance(a, Var) and a in linear for a in eqn.invars):
-            linear.update(eqn.outvars)
-            linear_eqns.append(eqn)
+        for a in eqn.invars:
+            if type(a) is Var and a in linear:
+                break
+        else:
+            with source_info_of(eqn.source_info):
+                outs = eqn.primitive.bind(*[a if type(a) is Literal else primal_env[a] for a in eqn.invars],
+                                          **eqn.params)
+            for v, o in zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]):
+                primal_env[v] = o
             continue
-        with source_info_of(eqn.source_info):
-            outs = eqn.primitive.bind(*[a if isinstance(a, Literal) else primal_env[a] for a in eqn.invars],
-                                      **eqn.params)
-        for v, o in zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]):
-            primal_env[v] = o
+        linear.update(eqn.outvars)
+        linear_eqns.append(eqn)
 
     ct_env: dict[Var, Any] = {}
 
     def add_ct(v, ct):
-        if isinstance(v, Var) and v in linear and ct is not None and not isinstance(ct, Zero):
+        if type(v) is Var and v in linear and ct is not None and type(ct) is not Zero:
             ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
 
     for v, ct in zip(jaxpr.outvars, cts_out):

@@ -140,7 +140,7 @@ def batch_eval(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) -
     for eqn in jaxpr.eqns:
         vals, in_dims = zip(*map(read, eqn.invars)) if eqn.invars else ((), ())
         with source_info_of(eqn.source_info):
-            if all(d is not_mapped for d in in_dims) and eqn.primitive not in rules_for_unbatched:
+            if in_dims.count(not_mapped) == len(in_dims) and eqn.primitive not in rules_for_unbatched:
                 outs = eqn.primitive.bind(*vals, **eqn.params)
                 out_dims = [not_mapped] * len(eqn.outvars) if eqn.primitive.multiple_results else not_mapped
             else:
@@ -235,9 +235,12 @@ def align(args, dims, scalar_ok=frozenset()):
     materialised.
     """
     d0 = dims[0]
-    if d0 is not None and all(d == d0 for d in dims):      # the common case: already aligned
-        ndim = aval_of(args[0]).ndim
-        if all(aval_of(x).ndim == ndim for x in args):
+    if d0 is not None and dims.count(d0) == len(dims):      # the common case: already aligned
+        ndim = len(aval_of(args[0]).shape)
+        for x in args:
+            if len(aval_of(x).shape) != ndim:
+                break
+        else:
             return list(args), d0
     size = axis_size_of(args, dims)
     ranks = [aval_of(x).ndim - (d is not None) for x, d in zip(args, dims)]

@@ -99,20 +99,24 @@ def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -
     expected_params = set(params)
 
     def typing_rule(*avals, **given):
-        if set(given) != expected_params:
+        if (given or expected_params) and set(given) != expected_params:
             raise JaxprTypeError(f"{name} takes params {sorted(expected_params) or 'none'}, "
                                  f"got {sorted(given) or 'none'}")
         if len(avals) != arity:
             raise JaxprTypeError(f"{name} takes {arity} operand(s), got {len(avals)}: ({fmt_types(avals)})")
-        check_same_shapes_dtypes(name, avals)
-        dtype = avals[0].dtype
+        first = avals[0]
+        if avals.count(first) != arity:          # operand types equal (or identical): nothing to check
+            check_same_shapes_dtypes(name, avals)
+        dtype = first.dtype
         if not accepts(dtype):
             raise JaxprTypeError(f"{name} does not accept dtype {dt.short_name(dtype)} "
                                  f"(operands {fmt_types(avals)}); it expects {KIND_NAMES[accepts]}")
-        weak = all(a.weak_type for a in avals)
+        weak = first.weak_type and all(a.weak_type for a in avals)
         if out_dtype is not None:
             dtype = np.dtype(out_dtype(dtype))
-        return ShapedArray(avals[0].shape, dtype, weak)
+        elif weak == first.weak_type:
+            return first                # the operand's type (types are immutable): no new object
+        return ShapedArray(first.shape, dtype, weak)
 
     prim.def_abstract_eval(typing_rule)
     if not params:
