@@ -72,12 +72,23 @@ def _ndarray_aval(x: np.ndarray) -> ShapedArray:
     return ShapedArray(x.shape, _value_dtype(x))
 
 
+# (dtype, weak) -> the type of a scalar: scalars are typed at every use (types are immutable).
+_SCALAR_AVALS: dict = {}
+
+
+def _scalar_of(dtype: np.dtype, weak: bool) -> ShapedArray:
+    aval = _SCALAR_AVALS.get((dtype, weak))
+    if aval is None:
+        aval = _SCALAR_AVALS[(dtype, weak)] = ShapedArray((), dtype, weak)
+    return aval
+
+
 def _scalar_aval(x) -> ShapedArray:
-    return ShapedArray((), dt.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
+    return _scalar_of(dt.python_scalar_dtype(x), not isinstance(x, bool))
 
 
 def _generic_aval(x: np.generic) -> ShapedArray:
-    return ShapedArray((), _value_dtype(x))
+    return _scalar_of(_value_dtype(x), False)
 
 
 pytype_aval_mappings.update({np.ndarray: _ndarray_aval, bool: _scalar_aval, int: _scalar_aval,
@@ -247,6 +258,23 @@ class source_info_of:
         location = self.location = trace_state.location
         self.saved = location.source
         location.source = self.info
+
+    def __exit__(self, *exc):
+        self.location.source = self.saved
+
+
+class replayed_sources:
+    """For a pass replaying equations one by one: ``with replayed_sources() as location:``, then
+    ``location.source = eqn.source_info`` before each, so what it emits records that equation's
+    location (``source_info_of`` for each equation, without a context object per equation).
+    The location in force before the block is restored after it."""
+
+    __slots__ = ("location", "saved")
+
+    def __enter__(self) -> _Location:
+        location = self.location = trace_state.location
+        self.saved = location.source
+        return location
 
     def __exit__(self, *exc):
         self.location.source = self.saved
