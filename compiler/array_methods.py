@@ -5,10 +5,18 @@
 """
 from __future__ import annotations
 
+from jaxprc.ir.tracing import Tracer, get_aval
+
+
+_jnp = None
+
 
 def _numpy():
-    import jaxprc.numpy as jnp
-    return jnp
+    global _jnp        # imported at the first use (jaxprc.numpy imports this module)
+    if _jnp is None:
+        import jaxprc.numpy as jnp
+        _jnp = jnp
+    return _jnp
 
 
 def _binary(name: str, reflected: bool = False):
@@ -21,7 +29,8 @@ def _binary(name: str, reflected: bool = False):
 
 
 def _is_operand(x) -> bool:
-    from jaxprc.ir.tracing import get_aval
+    if type(x) is Tracer:
+        return True
     if isinstance(x, (list, tuple, dict, set, str)) or x is None:
         return False
     try:

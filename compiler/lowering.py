@@ -292,7 +292,8 @@ class ModuleContext:
         self.callees: dict = {}          # callee -> (symbol name, the callee kept alive)
         self.symbols: set[str] = {"main"}
         self._ir_types: dict = {}        # ShapedArray -> its MLIR type (types live in a context)
-        self._locations: dict = {}       # (primitive name, source info) -> MLIR location
+        self._locations: dict = {}       # (primitive, file, line, scope) -> MLIR location
+        self._rules: dict = {}           # primitive -> its lowering rule on this platform
         self.host_callbacks: list = []   # Python functions the module calls, by index
         self.token: ir.Value | None = None   # the ordered-effects token at the insertion point
 
@@ -303,11 +304,20 @@ class ModuleContext:
         return t
 
     def location(self, eqn) -> ir.Location:
-        key = (eqn.primitive.name, eqn.source_info)
+        # Keyed by what the location says, not by the SourceInfo object (one per equation):
+        # the equations of a loop body share their locations.
+        si = eqn.source_info
+        key = (eqn.primitive, None) if si is None else (eqn.primitive, si.file, si.line, si.scope)
         loc = self._locations.get(key)
         if loc is None:
             loc = self._locations[key] = _location(eqn)
         return loc
+
+    def rule(self, prim: Primitive) -> Callable:
+        rule = self._rules.get(prim)
+        if rule is None:
+            rule = self._rules[prim] = _rule_for(prim, self.platform)
+        return rule
 
     def unique_symbol(self, name: str) -> str:
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fn"
@@ -328,8 +338,8 @@ class LoweringRuleContext:
                  avals_in: Sequence[ShapedArray], avals_out: Sequence[ShapedArray]):
         self.module_context = module_context
         self.primitive = primitive
-        self.avals_in = list(avals_in)
-        self.avals_out = list(avals_out)
+        self.avals_in = avals_in if type(avals_in) is list else list(avals_in)
+        self.avals_out = avals_out if type(avals_out) is list else list(avals_out)
 
     @property
     def platform(self) -> str:
@@ -442,16 +452,36 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
 
     env.update(zip(jaxpr.constvars, consts))
     env.update(zip(jaxpr.invars, args))
+    typed_rules = _RESULT_TYPED_RULES
     for eqn in jaxpr.eqns:
         prim = eqn.primitive
-        rule = _rule_for(prim, mctx.platform)
-        avals_out = [v.aval for v in eqn.outvars]
+        rule = mctx.rule(prim)
+        outvars = eqn.outvars
+        avals_out = [v.aval for v in outvars]
         rctx = LoweringRuleContext(mctx, prim, [a.aval for a in eqn.invars], avals_out)
         with mctx.location(eqn):
             outs = rule(rctx, *map(read, eqn.invars), **eqn.params)
-        outs = _check_rule_results(mctx, eqn, outs, avals_out)
-        env.update(zip(eqn.outvars, outs))
+        if rule in typed_rules:
+            env[outvars[0]] = outs
+        else:
+            env.update(zip(outvars, _check_rule_results(mctx, eqn, outs, avals_out)))
     return [read(a) for a in jaxpr.outvars]
+
+
+# Rules made by ``result_typed_op``: one result, created with the equation's output type.
+_RESULT_TYPED_RULES: set = set()
+
+
+def result_typed_op(op_name: str) -> Callable:
+    """The lowering rule emitting the op ``op_name`` (``"stablehlo.add"``) on the operands, with
+    one result of the equation's output type. Created with that type known, the op needs no
+    type inference nor a Python op class (the generated builders ``hlo.add`` do both, at several
+    times the cost), and its result no type check."""
+    def rule(ctx: LoweringRuleContext, *operands, **_):
+        result_type = ctx.module_context.ir_type(ctx.avals_out[0])
+        return ir.Operation.create(op_name, results=[result_type], operands=operands).result
+    _RESULT_TYPED_RULES.add(rule)
+    return rule
 
 
 def _check_rule_results(mctx: ModuleContext, eqn, outs, avals_out) -> list[ir.Value]:

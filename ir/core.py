@@ -35,10 +35,10 @@ class ShapedArray:
     array_abstraction_level = 1
 
     def __init__(self, shape, dtype, weak_type: bool = False):
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = np.dtype(dtype)
-        self.weak_type = bool(weak_type)
-        self._hash = hash((self.shape, self.dtype, self.weak_type))
+        self.shape = shape = tuple(map(int, shape))
+        self.dtype = dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.weak_type = weak_type = bool(weak_type)
+        self._hash = hash((shape, dtype, weak_type))
 
     @property
     def ndim(self) -> int:
@@ -57,7 +57,7 @@ class ShapedArray:
         return self.update(weak_type=False) if self.weak_type else self
 
     def __eq__(self, other):
-        return (type(other) is ShapedArray and self.shape == other.shape
+        return self is other or (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
     def __hash__(self):
@@ -326,7 +326,7 @@ class Primitive:
 
 
 def _bind(prim, args, params):
-    """Replaced by ``tracing.bind`` when the tracing module loads (it imports this one)."""
+    """``Primitive.bind`` is replaced by ``tracing``'s when that module loads (it imports this one)."""
     raise RuntimeError("jaxprc.ir.tracing is not loaded")
 
 

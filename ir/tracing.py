@@ -26,7 +26,7 @@ from . import core
 from . import dtypes as dt
 from .deep import deep_entry
 from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprcError, Literal, Primitive, ShapedArray,
-                   SourceInfo, Var, out_avals_of)
+                   SourceInfo, Var)
 
 
 class ConcretizationTypeError(JaxprcError, TypeError):
@@ -72,12 +72,23 @@ def _ndarray_aval(x: np.ndarray) -> ShapedArray:
     return ShapedArray(x.shape, _value_dtype(x))
 
 
+# (dtype, weak) -> the type of a scalar: scalars are typed at every use (types are immutable).
+_SCALAR_AVALS: dict = {}
+
+
+def _scalar_of(dtype: np.dtype, weak: bool) -> ShapedArray:
+    aval = _SCALAR_AVALS.get((dtype, weak))
+    if aval is None:
+        aval = _SCALAR_AVALS[(dtype, weak)] = ShapedArray((), dtype, weak)
+    return aval
+
+
 def _scalar_aval(x) -> ShapedArray:
-    return ShapedArray((), dt.python_scalar_dtype(x), weak_type=not isinstance(x, bool))
+    return _scalar_of(dt.python_scalar_dtype(x), not isinstance(x, bool))
 
 
 def _generic_aval(x: np.generic) -> ShapedArray:
-    return ShapedArray((), _value_dtype(x))
+    return _scalar_of(_value_dtype(x), False)
 
 
 pytype_aval_mappings.update({np.ndarray: _ndarray_aval, bool: _scalar_aval, int: _scalar_aval,
@@ -252,6 +263,23 @@ class source_info_of:
         self.location.source = self.saved
 
 
+class replayed_sources:
+    """For a pass replaying equations one by one: ``with replayed_sources() as location:``, then
+    ``location.source = eqn.source_info`` before each, so what it emits records that equation's
+    location (``source_info_of`` for each equation, without a context object per equation).
+    The location in force before the block is restored after it."""
+
+    __slots__ = ("location", "saved")
+
+    def __enter__(self) -> _Location:
+        location = self.location = trace_state.location
+        self.saved = location.source
+        return location
+
+    def __exit__(self, *exc):
+        self.location.source = self.saved
+
+
 def user_source_info() -> SourceInfo | None:
     """Where new equations come from: a pass's override, else the innermost user frame."""
     return trace_state.location.source or _user_frame_info()
@@ -348,28 +376,39 @@ class JaxprBuilder:
         return v
 
     def add_eqn(self, prim: Primitive, args: Sequence[Any], params: dict):
-        invars = [self.to_atom(a) for a in args]
-        out_avals = out_avals_of(prim, [a.aval for a in invars], params)
-        outvars = [Var(a) for a in out_avals]
-        eqn = Eqn(prim, invars, outvars, params, self._location.source or _user_frame_info())
+        # Run for every equation traced: the common cases are written out (tracers of this
+        # trace as operands, one result) rather than through the general helpers.
+        invars = [a._var if type(a) is Tracer and a._builder is self else self.to_atom(a) for a in args]
+        rule = prim.abstract_eval_rule
+        if rule is None:
+            prim.abstract_eval()            # raises, naming the primitive
+        out = rule(*[a.aval for a in invars], **params)
+        return self._record(prim, invars, params, self._location.source or _user_frame_info(), out)
+
+    def _record(self, prim: Primitive, invars: list, params: dict, info, out):
+        """Append the equation with outputs of types ``out`` (one type, or a list when
+        ``prim.multiple_results``); returns its tracers (one tracer, or a list)."""
+        if not prim.multiple_results:
+            v = Var(out)
+            eqn = Eqn(prim, invars, (v,), params, info)
+            self.eqns.append(eqn)
+            self._producer[v] = eqn
+            return Tracer(self, v)
+        outvars = [Var(a) for a in out]
+        eqn = Eqn(prim, invars, outvars, params, info)
         self.eqns.append(eqn)
         for v in outvars:
             self._producer[v] = eqn
-        outs = [Tracer(self, v) for v in outvars]
-        return outs if prim.multiple_results else outs[0]
+        return [Tracer(self, v) for v in outvars]
 
     def copy_eqn(self, eqn: Eqn, args: Sequence[Any]):
         """Record ``eqn`` again on operands of exactly its operands' types (tracers of this trace
         or literals): its output types still hold, so its typing rule is not run again."""
         invars = [a if type(a) is Literal else a._var for a in args]
-        outvars = [Var(v.aval) for v in eqn.outvars]
         info = eqn.source_info if eqn.source_info is not None else user_source_info()
-        new = Eqn(eqn.primitive, invars, outvars, eqn.params, info)
-        self.eqns.append(new)
-        for v in outvars:
-            self._producer[v] = new
-        outs = [Tracer(self, v) for v in outvars]
-        return outs if eqn.primitive.multiple_results else outs[0]
+        prim = eqn.primitive
+        out = [v.aval for v in eqn.outvars] if prim.multiple_results else eqn.outvars[0].aval
+        return self._record(prim, invars, eqn.params, info, out)
 
     def build(self, outs: Sequence[Any]) -> ClosedJaxpr:
         outvars = []
@@ -582,4 +621,12 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence[Any], *args):
     return [a.val if type(a) is Literal else env[a] for a in jaxpr.outvars]
 
 
-core._bind = bind
+def _primitive_bind(prim: Primitive, *args, **params):
+    """``Primitive.bind``: ``bind`` with the common case, recording into a trace, one call shorter."""
+    builder = trace_state.builder
+    if builder is not None:
+        return builder.add_eqn(prim, args, params)
+    return bind(prim, args, params)
+
+
+core.Primitive.bind = _primitive_bind

@@ -18,11 +18,11 @@ def cse_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
     seen: dict = {}
     eqns = []
     for eqn in jaxpr.eqns:
-        invars = [rename.get(a, a) if type(a) is Var else a for a in eqn.invars]
-        params = map_subjaxprs(eqn.params, cse)
-        if params is not eqn.params or any(a is not b for a, b in zip(invars, eqn.invars)):
+        params = map_subjaxprs(eqn.params, cse) if eqn.params else eqn.params
+        invars = [rename.get(a, a) if type(a) is Var else a for a in eqn.invars] if rename else eqn.invars
+        if params is not eqn.params or invars != eqn.invars:     # (lists compare by identity first)
             eqn = eqn.replace(invars=invars, params=params)
-        key = (eqn.primitive, tuple(invars), tuple(sorted(params.items())))
+        key = (eqn.primitive, tuple(invars), tuple(sorted(params.items())) if params else ())
         try:
             earlier = seen.setdefault(key, eqn)
         except (TypeError, ImportError):   # unhashable params, or no structural hash yet

@@ -36,15 +36,17 @@ def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool],
     live = {v for v in outvars if isinstance(v, Var)}
     new_eqns = []
     for eqn in reversed(jaxpr.eqns):
-        used_outs = [v in live for v in eqn.outvars]
-        if not any(used_outs) and not eqn_effects(eqn):
+        if live.isdisjoint(eqn.outvars) and not eqn_effects(eqn):
             continue
         rule = dce_rules.get(eqn.primitive)
-        new_eqn = rule(used_outs, eqn)[1] if rule else eqn
-        if new_eqn is None:
-            continue
-        new_eqns.append(new_eqn)
-        live.update(v for v in new_eqn.invars if isinstance(v, Var))
+        if rule is not None:
+            eqn = rule([v in live for v in eqn.outvars], eqn)[1]
+            if eqn is None:
+                continue
+        new_eqns.append(eqn)
+        for v in eqn.invars:
+            if type(v) is Var:
+                live.add(v)
     used_inputs = [v in live or k for v, k in zip(jaxpr.invars, keep_inputs)]
     invars = [v for v, u in zip(jaxpr.invars, used_inputs) if u]
     return Jaxpr(jaxpr.constvars, invars, outvars, new_eqns[::-1]), used_inputs

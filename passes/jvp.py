@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
-from jaxprc.ir.tracing import get_aval, source_info_of, trace_to_jaxpr
+from jaxprc.ir.tracing import get_aval, replayed_sources, trace_to_jaxpr
 
 from . import emit
 from .registry import register_pass
@@ -98,12 +98,13 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
         primal_env[v], tangent_env[v] = c, Zero(tangent_aval(v.aval))
     for v, p, t in zip(jaxpr.invars, primals, tangents):
         primal_env[v], tangent_env[v] = p, t
-    for eqn in jaxpr.eqns:
-        prim = eqn.primitive
-        tangents_in = [read_tangent(a) for a in eqn.invars]
-        with source_info_of(eqn.source_info):    # what the rule emits keeps the user's line
-            if all(isinstance(t, Zero) for t in tangents_in):
-                outs = prim.bind(*[a if isinstance(a, Literal) else primal_env[a] for a in eqn.invars],
+    with replayed_sources() as location:
+        for eqn in jaxpr.eqns:
+            prim = eqn.primitive
+            tangents_in = [read_tangent(a) for a in eqn.invars]
+            location.source = eqn.source_info     # what the rule emits keeps the user's line
+            if all(type(t) is Zero for t in tangents_in):
+                outs = prim.bind(*[a if type(a) is Literal else primal_env[a] for a in eqn.invars],
                                  **eqn.params)
                 outs = outs if prim.multiple_results else [outs]
                 touts = [Zero(tangent_aval(v.aval)) for v in eqn.outvars]
@@ -116,8 +117,8 @@ def jvp_eval(jaxpr: Jaxpr, consts: Sequence[Any], primals: Sequence[Any], tangen
                 outs, touts = rule([read_primal(a) for a in eqn.invars], tangents_in, **eqn.params)
                 if not prim.multiple_results:
                     outs, touts = [outs], [touts]
-        for v, p, t in zip(eqn.outvars, outs, touts):
-            primal_env[v], tangent_env[v] = p, t
+            for v, p, t in zip(eqn.outvars, outs, touts):
+                primal_env[v], tangent_env[v] = p, t
     return ([read_primal(a) if isinstance(a, Literal) else primal_env[a] for a in jaxpr.outvars],
             [read_tangent(a) for a in jaxpr.outvars])
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
-from jaxprc.ir.tracing import source_info_of, trace_to_jaxpr
+from jaxprc.ir.tracing import replayed_sources, trace_to_jaxpr
 
 from .jvp import Zero, add_tangents, instantiate_zeros, literal_value
 from .registry import register_pass
@@ -59,38 +59,43 @@ def backward_pass(jaxpr: Jaxpr, consts: Sequence[Any], args: Sequence[Any], cts_
         return UndefinedPrimal(a.aval) if a in linear else primal_env[a]
 
     linear_eqns = []
-    for eqn in jaxpr.eqns:          # forward: evaluate what does not depend on linear inputs
-        if any(isinstance(a, Var) and a in linear for a in eqn.invars):
+    with replayed_sources() as location:
+        for eqn in jaxpr.eqns:          # forward: evaluate what does not depend on linear inputs
+            for a in eqn.invars:
+                if type(a) is Var and a in linear:
+                    break
+            else:
+                location.source = eqn.source_info
+                outs = eqn.primitive.bind(*[a if type(a) is Literal else primal_env[a] for a in eqn.invars],
+                                          **eqn.params)
+                for v, o in zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]):
+                    primal_env[v] = o
+                continue
             linear.update(eqn.outvars)
             linear_eqns.append(eqn)
-            continue
-        with source_info_of(eqn.source_info):
-            outs = eqn.primitive.bind(*[a if isinstance(a, Literal) else primal_env[a] for a in eqn.invars],
-                                      **eqn.params)
-        for v, o in zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]):
-            primal_env[v] = o
 
     ct_env: dict[Var, Any] = {}
 
     def add_ct(v, ct):
-        if isinstance(v, Var) and v in linear and ct is not None and not isinstance(ct, Zero):
+        if type(v) is Var and v in linear and ct is not None and type(ct) is not Zero:
             ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
 
     for v, ct in zip(jaxpr.outvars, cts_out):
         add_ct(v, ct)
-    for eqn in reversed(linear_eqns):
-        cts = [ct_env.pop(v, None) for v in eqn.outvars]
-        if all(ct is None for ct in cts):
-            continue
-        cts = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
-        rule = transpose_rules.get(eqn.primitive)
-        if rule is None:
-            raise NotImplementedError(
-                f"Transpose rule for '{eqn.primitive.name}' not implemented (transpose pass): it is "
-                "not linear in its inputs, or its rule is missing, so reverse-mode differentiation "
-                "through it is unavailable.")
-        ct_arg = cts if eqn.primitive.multiple_results else cts[0]
-        with source_info_of(eqn.source_info):    # the transposed ops keep the user's line
+    with replayed_sources() as location:
+        for eqn in reversed(linear_eqns):
+            cts = [ct_env.pop(v, None) for v in eqn.outvars]
+            if all(ct is None for ct in cts):
+                continue
+            cts = [Zero(v.aval) if ct is None else ct for v, ct in zip(eqn.outvars, cts)]
+            rule = transpose_rules.get(eqn.primitive)
+            if rule is None:
+                raise NotImplementedError(
+                    f"Transpose rule for '{eqn.primitive.name}' not implemented (transpose pass): it is "
+                    "not linear in its inputs, or its rule is missing, so reverse-mode differentiation "
+                    "through it is unavailable.")
+            ct_arg = cts if eqn.primitive.multiple_results else cts[0]
+            location.source = eqn.source_info       # the transposed ops keep the user's line
             cts_in = rule(ct_arg, *map(read_primal, eqn.invars), **eqn.params)
             for a, ct in zip(eqn.invars, cts_in):
                 add_ct(a, ct)

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray
-from jaxprc.ir.tracing import Tracer, get_aval, source_info_of, trace_to_jaxpr
+from jaxprc.ir.tracing import Tracer, get_aval, replayed_sources, trace_to_jaxpr
 from jaxprc.passes.registry import register_pass
 
 from . import emit
@@ -137,10 +137,11 @@ def batch_eval(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) -
         env[v] = (c, not_mapped)
     for v, x, d in zip(jaxpr.invars, args, dims):
         env[v] = (x, d)
-    for eqn in jaxpr.eqns:
-        vals, in_dims = zip(*map(read, eqn.invars)) if eqn.invars else ((), ())
-        with source_info_of(eqn.source_info):
-            if all(d is not_mapped for d in in_dims) and eqn.primitive not in rules_for_unbatched:
+    with replayed_sources() as location:
+        for eqn in jaxpr.eqns:
+            vals, in_dims = zip(*map(read, eqn.invars)) if eqn.invars else ((), ())
+            location.source = eqn.source_info
+            if in_dims.count(not_mapped) == len(in_dims) and eqn.primitive not in rules_for_unbatched:
                 outs = eqn.primitive.bind(*vals, **eqn.params)
                 out_dims = [not_mapped] * len(eqn.outvars) if eqn.primitive.multiple_results else not_mapped
             else:
@@ -149,10 +150,10 @@ def batch_eval(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) -
                     raise NotImplementedError(f"Batching rule for '{eqn.primitive.name}' not implemented "
                                               "(the vmap pass has no rule for this primitive)")
                 outs, out_dims = rule(list(vals), list(in_dims), **eqn.params)
-        if not eqn.primitive.multiple_results:
-            outs, out_dims = [outs], [out_dims]
-        for v, x, d in zip(eqn.outvars, outs, out_dims):
-            env[v] = (x, d)
+            if not eqn.primitive.multiple_results:
+                outs, out_dims = [outs], [out_dims]
+            for v, x, d in zip(eqn.outvars, outs, out_dims):
+                env[v] = (x, d)
     outs, out_dims = zip(*map(read, jaxpr.outvars)) if jaxpr.outvars else ((), ())
     return list(outs), list(out_dims)
 
@@ -235,9 +236,12 @@ def align(args, dims, scalar_ok=frozenset()):
     materialised.
     """
     d0 = dims[0]
-    if d0 is not None and all(d == d0 for d in dims):      # the common case: already aligned
-        ndim = aval_of(args[0]).ndim
-        if all(aval_of(x).ndim == ndim for x in args):
+    if d0 is not None and dims.count(d0) == len(dims):      # the common case: already aligned
+        ndim = len(aval_of(args[0]).shape)
+        for x in args:
+            if len(aval_of(x).shape) != ndim:
+                break
+        else:
             return list(args), d0
     size = axis_size_of(args, dims)
     ranks = [aval_of(x).ndim - (d is not None) for x, d in zip(args, dims)]

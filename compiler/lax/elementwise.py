@@ -20,7 +20,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import Bool, DType, Int
 from jaxprc.ir.tree_util import tree_map
-from jaxprc.lowering import param_name
+from jaxprc.lowering import param_name, result_typed_op
 from jaxprc.passes import emit
 from jaxprc.passes.jvp import aval_of, tangent_aval
 
@@ -99,20 +99,24 @@ def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -
     expected_params = set(params)
 
     def typing_rule(*avals, **given):
-        if set(given) != expected_params:
+        if (given or expected_params) and set(given) != expected_params:
             raise JaxprTypeError(f"{name} takes params {sorted(expected_params) or 'none'}, "
                                  f"got {sorted(given) or 'none'}")
         if len(avals) != arity:
             raise JaxprTypeError(f"{name} takes {arity} operand(s), got {len(avals)}: ({fmt_types(avals)})")
-        check_same_shapes_dtypes(name, avals)
-        dtype = avals[0].dtype
+        first = avals[0]
+        if avals.count(first) != arity:          # operand types equal (or identical): nothing to check
+            check_same_shapes_dtypes(name, avals)
+        dtype = first.dtype
         if not accepts(dtype):
             raise JaxprTypeError(f"{name} does not accept dtype {dt.short_name(dtype)} "
                                  f"(operands {fmt_types(avals)}); it expects {KIND_NAMES[accepts]}")
-        weak = all(a.weak_type for a in avals)
+        weak = first.weak_type and all(a.weak_type for a in avals)
         if out_dtype is not None:
             dtype = np.dtype(out_dtype(dtype))
-        return ShapedArray(avals[0].shape, dtype, weak)
+        elif weak == first.weak_type:
+            return first                # the operand's type (types are immutable): no new object
+        return ShapedArray(first.shape, dtype, weak)
 
     prim.def_abstract_eval(typing_rule)
     if not params:
@@ -755,36 +759,27 @@ batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_convert_type_batc
 
 # =============================================================== lowering rules
 
-def _lower_unary(op):
-    return lambda ctx, x, **_: op(x)
-
-
-def _lower_binary(op):
-    return lambda ctx, x, y, **_: op(x, y)
-
-
+# Ops of one result typed like the equation's output, by their MLIR names (built directly).
 for _prim, _op in [
-    (neg_p, hlo.negate), (floor_p, hlo.floor), (ceil_p, hlo.ceil), (is_finite_p, hlo.is_finite),
-    (exp_p, hlo.exponential), (log_p, hlo.log), (log1p_p, hlo.log_plus_one),
-    (expm1_p, hlo.exponential_minus_one), (tanh_p, hlo.tanh),
-    (sin_p, hlo.sine), (cos_p, hlo.cosine), (tan_p, hlo.tan), (asin_p, chlo.asin), (acos_p, chlo.acos),
-    (atan_p, chlo.atan), (sinh_p, chlo.sinh), (cosh_p, chlo.cosh), (asinh_p, chlo.asinh),
-    (acosh_p, chlo.acosh), (atanh_p, chlo.atanh), (sqrt_p, hlo.sqrt), (rsqrt_p, hlo.rsqrt),
-    (cbrt_p, hlo.cbrt), (erf_p, chlo.erf), (erfc_p, chlo.erfc), (erf_inv_p, chlo.erf_inv),
-    (lgamma_p, chlo.lgamma), (digamma_p, chlo.digamma), (real_p, hlo.real), (imag_p, hlo.imag),
-    (not_p, hlo.not_), (population_count_p, hlo.popcnt), (clz_p, hlo.count_leading_zeros),
+    (neg_p, "stablehlo.negate"), (floor_p, "stablehlo.floor"), (ceil_p, "stablehlo.ceil"),
+    (is_finite_p, "stablehlo.is_finite"), (exp_p, "stablehlo.exponential"), (log_p, "stablehlo.log"),
+    (log1p_p, "stablehlo.log_plus_one"), (expm1_p, "stablehlo.exponential_minus_one"),
+    (tanh_p, "stablehlo.tanh"), (sin_p, "stablehlo.sine"), (cos_p, "stablehlo.cosine"),
+    (tan_p, "stablehlo.tan"), (asin_p, "chlo.asin"), (acos_p, "chlo.acos"), (atan_p, "chlo.atan"),
+    (sinh_p, "chlo.sinh"), (cosh_p, "chlo.cosh"), (asinh_p, "chlo.asinh"), (acosh_p, "chlo.acosh"),
+    (atanh_p, "chlo.atanh"), (sqrt_p, "stablehlo.sqrt"), (rsqrt_p, "stablehlo.rsqrt"),
+    (cbrt_p, "stablehlo.cbrt"), (erf_p, "chlo.erf"), (erfc_p, "chlo.erfc"), (erf_inv_p, "chlo.erf_inv"),
+    (lgamma_p, "chlo.lgamma"), (digamma_p, "chlo.digamma"), (real_p, "stablehlo.real"),
+    (imag_p, "stablehlo.imag"), (not_p, "stablehlo.not"), (population_count_p, "stablehlo.popcnt"),
+    (clz_p, "stablehlo.count_leading_zeros"),
+    (add_p, "stablehlo.add"), (sub_p, "stablehlo.subtract"), (mul_p, "stablehlo.multiply"),
+    (div_p, "stablehlo.divide"), (rem_p, "stablehlo.remainder"), (pow_p, "stablehlo.power"),
+    (atan2_p, "stablehlo.atan2"), (nextafter_p, "chlo.next_after"), (complex_p, "stablehlo.complex"),
+    (and_p, "stablehlo.and"), (or_p, "stablehlo.or"), (xor_p, "stablehlo.xor"),
+    (shift_left_p, "stablehlo.shift_left"), (shift_right_arithmetic_p, "stablehlo.shift_right_arithmetic"),
+    (shift_right_logical_p, "stablehlo.shift_right_logical"),
 ]:
-    mlir.register_lowering(_prim, _lower_unary(_op))
-
-for _prim, _op in [
-    (add_p, hlo.add), (sub_p, hlo.subtract), (mul_p, hlo.multiply), (div_p, hlo.divide),
-    (rem_p, hlo.remainder), (pow_p, hlo.power), (atan2_p, hlo.atan2), (nextafter_p, chlo.next_after),
-    (complex_p, hlo.complex),
-    (and_p, hlo.and_), (or_p, hlo.or_), (xor_p, hlo.xor), (shift_left_p, hlo.shift_left),
-    (shift_right_arithmetic_p, hlo.shift_right_arithmetic),
-    (shift_right_logical_p, hlo.shift_right_logical),
-]:
-    mlir.register_lowering(_prim, _lower_binary(_op))
+    mlir.register_lowering(_prim, result_typed_op(_op))
 
 
 def _max_min_lowering(ctx, x, y):

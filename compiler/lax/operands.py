@@ -109,5 +109,16 @@ def broadcast_size1(args):
 
 
 def nary(prim, name: str, *args, **params):
+    shape = None
+    for a in args:          # the common case, typed operands of one shape: nothing to normalise
+        if type(a) in _PY_SCALARS:
+            break
+        s = aval(a).shape
+        if shape is None:
+            shape = s
+        elif s != shape:
+            break
+    else:
+        return prim.bind(*args, **params)
     args = broadcast_size1(broadcast_rank0(match_python_scalars(name, args)))
     return prim.bind(*args, **params)

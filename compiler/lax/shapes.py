@@ -71,11 +71,12 @@ def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions):
     if len(broadcast_dimensions) != x.ndim:
         raise type_error("broadcast_in_dim", [x], f"one broadcast dimension per operand dimension "
                          f"({x.ndim})", **params)
-    if any(not 0 <= d < len(shape) for d in broadcast_dimensions) or \
-            any(a >= b for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:])):
+    if broadcast_dimensions and (
+            not 0 <= broadcast_dimensions[0] or not broadcast_dimensions[-1] < len(shape) or
+            any(a >= b for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:]))):
         raise type_error("broadcast_in_dim", [x], f"strictly increasing broadcast_dimensions in "
                          f"[0, {len(shape)})", **params)
-    if any(s < 0 for s in shape):
+    if shape and min(shape) < 0:
         raise type_error("broadcast_in_dim", [x], "a shape of non-negative sizes", **params)
     for k, d in enumerate(broadcast_dimensions):
         if x.shape[k] not in (1, shape[d]):

@@ -21,6 +21,7 @@ from jaxprc.runtime import Array
 
 _PY_KIND = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
 _VALUE_TYPES = (Tracer, Array)   # values already in jaxprc, as opposed to host constants
+_INEXACT = frozenset(d for d in dt.ALL_DTYPES if dt.is_inexact(d))
 
 
 def located(fn: str) -> str:
@@ -122,10 +123,10 @@ def promote(fn: str, *args, to_inexact: bool = False):
     boolean results become the default float dtype (weakness kept), as
     jax.numpy's transcendental functions do.
     """
-    if len(args) == 1 and type(args[0]) is Array:      # the common eager unary op: a dict-free path
-        dtype, weak = args[0].aval.dtype, args[0].aval.weak_type
-        if not to_inexact or dt.is_inexact(dtype):
-            return list(args), dtype, weak
+    if len(args) == 1 and type(args[0]) in _VALUE_TYPES:   # the common unary op: a dict-free path
+        aval = args[0].aval
+        if not to_inexact or aval.dtype in _INEXACT:
+            return list(args), aval.dtype, aval.weak_type
     try:
         avals = [get_aval(a) for a in args]
     except TypeError:
