@@ -120,7 +120,14 @@ _IR_ELEMENT_TYPES = {
     dt.complex64: lambda: ir.ComplexType.get(ir.F32Type.get()),
     dt.complex128: lambda: ir.ComplexType.get(ir.F64Type.get()),
     dt.float0: lambda: ir.IntegerType.get_signless(1),   # float0 values are all-false booleans, as in JAX
+    # float8_e4m3fn -> f8E4M3FN..., int4 -> i4, uint4 -> ui4
+    **{d: getattr(ir, "Float" + d.name[5:].replace("_", "").upper() + "Type").get for d in dt.NARROW_FLOATS},
+    **{d: (lambda b=int(d.name[3:]): ir.IntegerType.get_signless(b)) for d in dt.NARROW_INTS[1:]},
+    **{d: (lambda b=int(d.name[4:]): ir.IntegerType.get_unsigned(b)) for d in dt.NARROW_UINTS[1:]},
 }
+# StableHLO's 1-bit integer is the boolean, and it has no unsigned one: int1/uint1 have no element type.
+_NO_ELEMENT_TYPE = {d: f"StableHLO has no 1-bit integers but the boolean i1: use bool or {d.name[:-1]}8"
+                    for d in (dt.NARROW_INTS[0], dt.NARROW_UINTS[0])}
 
 
 def dtype_to_ir_type(dtype) -> ir.Type:
@@ -128,7 +135,9 @@ def dtype_to_ir_type(dtype) -> ir.Type:
     try:
         return _IR_ELEMENT_TYPES[np.dtype(dtype)]()
     except KeyError:
-        raise TypeError(f"lowering: dtype {np.dtype(dtype)} has no StableHLO element type") from None
+        why = _NO_ELEMENT_TYPE.get(np.dtype(dtype))
+        raise TypeError(f"lowering: dtype {np.dtype(dtype)} has no StableHLO element type"
+                        + (f" ({why})" if why else "")) from None
 
 
 def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:

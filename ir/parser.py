@@ -164,7 +164,7 @@ def parse_scalar(token, dtype: np.dtype):
     if dt.is_int(dtype):
         if kind != "INT":
             _fail(token, f"'{text}' is not an integer", f"an integer for dtype {dt.short_name(dtype)}")
-        info = np.iinfo(dtype)
+        info = dt.iinfo(dtype)
         if not info.min <= _int(token, text) <= info.max:
             _fail(token, f"{text} is out of range for {dt.short_name(dtype)}",
                   f"an integer in [{info.min}, {info.max}]")

@@ -48,6 +48,11 @@ _ELEMENT_DTYPES = {
     "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
     "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64,
     "complex<f32>": np.complex64, "complex<f64>": np.complex128,
+    "i2": ml_dtypes.int2, "i4": ml_dtypes.int4, "ui1": ml_dtypes.uint1, "ui2": ml_dtypes.uint2,
+    "ui4": ml_dtypes.uint4,
+    # f8E4M3FN -> float8_e4m3fn, ... (the narrow floats)
+    **{"f" + n[5:].replace("_", "").upper(): getattr(ml_dtypes, n) for n in dir(ml_dtypes)
+       if n.startswith(("float8_", "float6_", "float4_"))},
 }
 
 
