@@ -47,14 +47,7 @@ OWNED = {
     },
 }
 
-_NARROW = ("the narrow ml_dtypes types (float8/6/4, int/uint 1/2/4): jaxprc's IR, lowering and runtime "
-           "have no such element types yet")
-
 NOT_APPLICABLE = {
-    "jax.numpy": dict.fromkeys(
-        ["float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
-         "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2",
-         "int4", "uint1", "uint2", "uint4"], _NARROW),
     "jax": {
         **dict.fromkeys(["default_prng_impl", "enable_custom_prng", "legacy_prng_key", "threefry_partitionable",
                          "debug_key_reuse"], "PRNG implementation switches: jaxprc's keys are threefry2x32, "
@@ -74,9 +67,6 @@ NOT_APPLICABLE = {
                         "JAX-internal or not yet ported submodules and helpers"),
     },
     "jax.lax": {
-        "DotAlgorithm": "explicit dot algorithms: precision takes Precision values and DotAlgorithmPresets",
-        **dict.fromkeys(["AccuracyMode", "Tolerance"],
-                        "the accuracy= option of transcendental ops: not implemented"),
         "shape_as_value": "dynamic shapes: jaxprc's shapes are static",
     },
 }
