@@ -112,7 +112,7 @@ def issubdtype(arg1, arg2) -> bool:
             np.integer, np.signedinteger, np.unsignedinteger):
         # numpy sees ml_dtypes' types (bfloat16, float8_*, int4...) as voids: their kinds are ours
         kind = dt.kind(a)
-        if a.kind == "V" and kind != "other":
+        if a.isbuiltin == 2 and kind != "other":
             return arg2 in {"float": (np.generic, np.number, np.inexact, np.floating),
                             "int": (np.generic, np.number, np.integer, np.signedinteger),
                             "uint": (np.generic, np.number, np.integer, np.unsignedinteger)}[kind]
