@@ -181,3 +181,10 @@ def test_dot_algorithm():
     np.testing.assert_array_equal(jnp.matmul(a, a.T, precision="F16_F16_F16"), a @ a.T)
     with pytest.raises(ValueError, match="DotAlgorithm value"):
         lax.dot(a, a.T, precision="NOT_A_PRESET")
+
+
+def test_shape_as_value():
+    assert lax.shape_as_value((2, 3)).dtype == np.int32 and list(lax.shape_as_value((2, 3))) == [2, 3]
+    assert lax.shape_as_value((2 ** 31, 1)).dtype == np.int64
+    empty = lax.shape_as_value(())
+    assert empty.shape == (0,) and empty.dtype == np.int32

@@ -66,9 +66,6 @@ NOT_APPLICABLE = {
                          "memory", "custom_batching", "fwd_and_bwd", "make_user_context"],
                         "JAX-internal or not yet ported submodules and helpers"),
     },
-    "jax.lax": {
-        "shape_as_value": "dynamic shapes: jaxprc's shapes are static",
-    },
 }
 
 

@@ -142,3 +142,11 @@ def test_dot_algorithm_lowers_as_jax():
         jax.jit(lambda u: jlax.dot(u, u.T, precision=jlax.DotAlgorithm(np.float16, np.float16, np.float32)))(a)
     with pytest.raises(ValueError, match="not supported by dot_general on CPU"):
         jaxprc.jit(lambda u: xlax.dot(u, u.T, precision=xlax.DotAlgorithm(np.float16, np.float16, np.float32)))(a)
+
+
+def test_shape_as_value_matches_jax():
+    for shape in ((), (2, 3), (2 ** 31, 1), (0, 5)):
+        want, got = jlax.shape_as_value(shape), xlax.shape_as_value(shape)
+        assert type(got).__module__.startswith("numpy") == type(want).__module__.startswith("numpy")
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
