@@ -120,6 +120,7 @@ _IR_ELEMENT_TYPES = {
     dt.complex64: lambda: ir.ComplexType.get(ir.F32Type.get()),
     dt.complex128: lambda: ir.ComplexType.get(ir.F64Type.get()),
     dt.float0: lambda: ir.IntegerType.get_signless(1),   # float0 values are all-false booleans, as in JAX
+    dt.token: lambda: ir.IntegerType.get_signless(1),    # (at a program's boundary: _emit_function)
     # float8_e4m3fn -> f8E4M3FN..., int4 -> i4, uint4 -> ui4
     **{d: getattr(ir, "Float" + d.name[5:].replace("_", "").upper() + "Type").get for d in dt.NARROW_FLOATS},
     **{d: (lambda b=int(d.name[3:]): ir.IntegerType.get_signless(b)) for d in dt.NARROW_INTS[1:]},
@@ -140,8 +141,16 @@ def dtype_to_ir_type(dtype) -> ir.Type:
                         + (f" ({why})" if why else "")) from None
 
 
-def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
-    """The MLIR tensor type of a ShapedArray."""
+def aval_to_ir_type(aval: ShapedArray) -> ir.Type:
+    """The MLIR tensor type of a ShapedArray (``!stablehlo.token`` for a token)."""
+    if aval.dtype == dt.token:
+        return hlo.TokenType.get()
+    return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+
+
+def _boundary_type(aval: ShapedArray) -> ir.Type:
+    """The type of a public function's argument or result: tokens travel as booleans (jaxlib
+    moves no token values between executions), everything else as itself."""
     return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
 
 
@@ -384,8 +393,9 @@ def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility
     takes and returns a leading ``bool[0]`` array (RUNTIME_TOKEN): the runtime passes each
     execution the one the previous execution with ordered effects returned, so XLA starts it
     only when that one is done."""
-    in_types = [aval_to_ir_type(a) for a in cj.in_avals]
-    out_types = [aval_to_ir_type(a) for a in cj.out_avals]
+    public = visibility == "public"
+    to_type = _boundary_type if public else aval_to_ir_type
+    in_types, out_types = [to_type(a) for a in cj.in_avals], [to_type(a) for a in cj.out_avals]
     if runtime_token:
         token_type = aval_to_ir_type(RUNTIME_TOKEN)
         in_types, out_types = [token_type] + in_types, [token_type] + out_types
@@ -398,7 +408,12 @@ def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility
             fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
         with ir.InsertionPoint(fn.add_entry_block()):
             args = list(fn.arguments)
-            outs = lower_closed_jaxpr_inline(mctx, cj, args[1:] if runtime_token else args)
+            args = args[1:] if runtime_token else args
+            if public:                  # tokens in: fresh ones; tokens out: booleans
+                args = [hlo.create_token() if a.dtype == dt.token else v for a, v in zip(cj.in_avals, args)]
+            outs = lower_closed_jaxpr_inline(mctx, cj, args)
+            if public:
+                outs = [full((), False, dt.bool_) if a.dtype == dt.token else v for a, v in zip(cj.out_avals, outs)]
             if runtime_token:
                 outs = [full((0,), False, dt.bool_)] + outs
             func.return_(outs)

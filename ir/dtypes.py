@@ -20,6 +20,9 @@ bfloat16 = np.dtype(ml_dtypes.bfloat16)
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 # The tangent type of integer and boolean values, as in JAX: a zero-size void.
 float0 = np.dtype([("float0", np.void, 0)])
+# The type of XLA tokens (lax.create_token, lax.after_all): 0-d values that order side effects and
+# hold no data. Printed ``token[]``; at a program's boundary they travel as booleans, like float0.
+token = np.dtype([("token", np.void, 0)])
 # The narrow ml_dtypes types JAX exports (8/6/4-bit floats, 1/2/4-bit integers): numpy sees them
 # as voids, so their kinds come from these tuples, not from np.issubdtype.
 NARROW_FLOAT_NAMES = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3b11fnuz", "float8_e4m3fnuz", "float8_e5m2fnuz",
@@ -35,7 +38,7 @@ SHORT_NAMES = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
     uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
     float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
-    complex64: "c64", complex128: "c128", float0: "float0",
+    complex64: "c64", complex128: "c128", float0: "float0", token: "token",
     # "f8e4m3fn" for float8_e4m3fn..., "i4" for int4, "u2" for uint2...
     **{d: d.name.replace("float", "f").replace("_", "") for d in NARROW_FLOATS},
     **{d: "i" + d.name[3:] for d in NARROW_INTS}, **{d: "u" + d.name[4:] for d in NARROW_UINTS},

@@ -178,7 +178,7 @@ class DType(Checker):
     def problem(self, value):
         if isinstance(value, type) and issubclass(value, np.generic):
             value = np.dtype(value)
-        if not isinstance(value, np.dtype) or value not in dt.ALL_DTYPES:
+        if not isinstance(value, np.dtype) or value not in dt.ALL_DTYPES or value == dt.token:
             return "not a dtype"
         if self.accepts is not None and not self.accepts(value):
             return "a dtype of another kind"

@@ -62,6 +62,25 @@ def carries_no_data(dtype) -> bool:
     return dtype.kind == "V" and dtype.itemsize == 0
 
 
+# The dtype of XLA tokens (the IR's ``token``, jaxprc.ir.dtypes, which this layer cannot import).
+TOKEN_DTYPE = np.dtype([("token", np.void, 0)])
+
+
+class Token:
+    """The host value of a token (``lax.create_token``): tokens hold no data and jaxlib moves
+    none between executions, so outside a program a token is this marker, as JAX's Token."""
+    __slots__ = ()
+    shape, dtype = (), TOKEN_DTYPE
+
+    def __repr__(self):
+        return "Token()"
+
+
+def host_value_without_data(aval) -> object:
+    """The host value of a result that carries no data: a Token, or numpy zeros (float0)."""
+    return Token() if aval.dtype == TOKEN_DTYPE else np.zeros(aval.shape, aval.dtype)
+
+
 def device_aval(aval: Aval) -> Aval:
     """The type a value of ``aval`` has on the device."""
     return Aval.get(aval.shape, np.bool_) if carries_no_data(aval.dtype) else aval

@@ -16,7 +16,8 @@ from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import stablehlo
 
-from .array import Array, Aval, DeletedArrayError, carries_no_data, device_aval, device_put
+from .array import (Array, Aval, DeletedArrayError, carries_no_data, device_aval, device_put,
+                    host_value_without_data)
 from . import compile_cache, effects
 from .client import backend
 
@@ -220,7 +221,7 @@ class Executable:
         """Arrays for the handled results of one run (host zeros where they carry no data)."""
         results = list(map(Array, outs))
         for i in self.dataless_outputs:
-            results[i] = np.zeros(self.out_avals[i].shape, self.out_avals[i].dtype)
+            results[i] = host_value_without_data(self.out_avals[i])
         return results
 
     def runtime_error(self, e: Exception, buffers=()) -> Exception:

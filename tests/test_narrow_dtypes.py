@@ -188,3 +188,34 @@ def test_shape_as_value():
     assert lax.shape_as_value((2 ** 31, 1)).dtype == np.int64
     empty = lax.shape_as_value(())
     assert empty.shape == (0,) and empty.dtype == np.int32
+
+
+# ------------------------------------------------------------------ tokens
+
+def test_tokens():
+    t = lax.create_token()
+    assert repr(t) == "Token()" and repr(lax.after_all(t, t)) == "Token()"
+    f = jx.jit(lambda t, x: (lax.after_all(t, lax.create_token()), x + 1))
+    t2, y = f(t, 1.0)
+    assert isinstance(t2, type(t)) and float(y) == 2.0
+    cj = jx.make_jaxpr(f)(t, 1.0)
+    assert "token[]" in str(cj) and "after_all" in str(cj)
+    assert_round_trip(cj)
+    text = f.lower(t, 1.0).as_text()
+    assert "stablehlo.after_all" in text and "!stablehlo.token" in text
+    # through control flow, and past differentiation (tokens have no tangents)
+    loop = jx.jit(lambda t: lax.fori_loop(0, 3, lambda i, c: lax.after_all(c, lax.create_token()), t))
+    assert repr(loop(t)) == "Token()"
+    assert jx.grad(lambda x: (lax.create_token(), x * 2.0)[1])(1.0) == 2.0
+    assert repr(jx.vmap(lambda x: (lax.create_token(), x), out_axes=(None, 0))(np.ones(2))[0]) == "Token()"
+
+
+def test_token_errors():
+    with pytest.raises(TypeError, match="Arguments to after_all must be tokens"):
+        lax.after_all(1.0)
+    with pytest.raises(Exception, match="tokens cannot be broadcast or batched"):
+        jx.vmap(lambda x: (lax.create_token(), x))(np.ones(2))
+    with pytest.raises(Exception, match="tokens are 0-d"):
+        parse("{ lambda ; a:token[2]. let  in (a,) }")
+    with pytest.raises(Exception, match="after_all"):
+        parse("{ lambda ; a:f32[]. let b:token[] = after_all a in (b,) }")

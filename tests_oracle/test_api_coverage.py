@@ -43,7 +43,7 @@ OWNED = {
     "jax.lax": {
         **dict.fromkeys(["pbroadcast", "pcast", "precv", "psend", "pshuffle", "pswapaxes", "ragged_all_to_all"],
                         _MULTI),
-        **dict.fromkeys(["create_token", "after_all", "dce_sink"], _EFFECTS),
+        "dce_sink": _EFFECTS,
     },
 }
 

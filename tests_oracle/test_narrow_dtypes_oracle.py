@@ -150,3 +150,17 @@ def test_shape_as_value_matches_jax():
         assert type(got).__module__.startswith("numpy") == type(want).__module__.startswith("numpy")
         assert np.asarray(got).dtype == np.asarray(want).dtype
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_tokens_as_jax():
+    for lax in (jlax, xlax):
+        t = lax.create_token()
+        f = (jax if lax is jlax else jaxprc).jit(lambda t, x: (lax.after_all(t, lax.create_token()), x + 1))
+        t2, y = f(t, 1.0)
+        assert type(t2).__name__ == "Token" and float(y) == 2.0
+        text = f.lower(t, 1.0).as_text()
+        # (jaxprc's entry takes the token as a boolean and starts a fresh chain: one more create_token)
+        assert text.count("stablehlo.create_token") == (1 if lax is jlax else 2)
+        assert text.count("stablehlo.after_all") == 1
+        with pytest.raises(TypeError, match="Arguments to after_all must be tokens"):
+            lax.after_all(1.0)

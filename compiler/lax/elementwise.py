@@ -60,7 +60,7 @@ def _kinds(*preds):
 
 IS_BOOL, IS_INT, IS_UINT = dt.is_bool, dt.is_signed, dt.is_unsigned
 IS_FLOAT, IS_COMPLEX = dt.is_float, dt.is_complex
-ANY = lambda d: d != dt.float0
+ANY = lambda d: d != dt.float0 and d != dt.token
 NUM = _kinds(IS_INT, IS_UINT, IS_FLOAT, IS_COMPLEX)
 INEXACT = _kinds(IS_FLOAT, IS_COMPLEX)
 INTEGRAL = _kinds(IS_INT, IS_UINT)
