@@ -115,6 +115,16 @@ def finfo(dtype):
     return ml_dtypes.finfo(d) if d == bfloat16 or d in NARROW_FLOATS else np.finfo(d)
 
 
+def bit_width(dtype) -> int:
+    """Bits per element as XLA stores them (int4 and float4_e2m1fn: 4, float6_*: 6, bool: 8)."""
+    d = np.dtype(dtype)
+    if d in NARROW_FLOATS:
+        return int(finfo(d).bits)
+    if d in NARROW_INTS or d in NARROW_UINTS:
+        return int(iinfo(d).bits)
+    return 8 * d.itemsize
+
+
 def supports_inf(dtype) -> bool:
     """Whether an inexact dtype has infinities (the fn/fnuz/fnu narrow floats have none)."""
     if not is_inexact(dtype):

@@ -99,6 +99,15 @@ def test_dtype_queries():
     np.testing.assert_array_equal(np.asarray(jnp.array([7, 8], jnp.int4)).astype(int), [7, -8])   # wraps
 
 
+def test_bitcasts_by_bit_width():
+    u8 = np.array([0x21, 0xF3], np.uint8)
+    halves = lax.bitcast_convert_type(u8, jnp.int4)                  # 8 bits -> two 4-bit elements
+    assert halves.shape == (2, 2) and np.asarray(halves).astype(int).tolist() == [[1, 2], [3, -1]]
+    np.testing.assert_array_equal(lax.bitcast_convert_type(halves, np.uint8), u8)
+    f8 = lax.bitcast_convert_type(u8, jnp.float8_e4m3fn)
+    assert f8.shape == (2,) and np.array_equal(np.asarray(f8).view(np.uint8), u8)
+
+
 def test_reductions_without_infinities():
     x = jnp.asarray(np.array([-3.0, -1.0], ml_dtypes.float8_e4m3fn))     # e4m3fn has no -inf
     assert float(jnp.max(x)) == -1.0 and float(jnp.min(x)) == -3.0

@@ -164,3 +164,17 @@ def test_tokens_as_jax():
         assert text.count("stablehlo.after_all") == 1
         with pytest.raises(TypeError, match="Arguments to after_all must be tokens"):
             lax.after_all(1.0)
+
+
+def test_bitcasts_match_jax():
+    u8 = np.arange(0, 240, 40, dtype=np.uint8)
+
+    def both(np_mod, lax):       # one program per library: every type there and back
+        def f(x):
+            there = [lax.bitcast_convert_type(x, getattr(np_mod, name)) for name in COMPUTED]
+            return there + [lax.bitcast_convert_type(t, np.uint8) for t in there]
+        return f
+    for k, (got, want) in enumerate(zip(jaxprc.jit(both(xnp, xlax))(u8), jax.jit(both(jnp, jlax))(u8))):
+        got, want = np.asarray(got), np.asarray(want)
+        assert got.shape == want.shape and got.dtype == want.dtype, COMPUTED[k % len(COMPUTED)]
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), COMPUTED[k % len(COMPUTED)]

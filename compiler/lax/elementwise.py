@@ -245,7 +245,7 @@ bitcast_convert_type_p.def_params(new_dtype=DType())
 
 @bitcast_convert_type_p.def_abstract_eval
 def _bitcast_convert_type_rule(x, *, new_dtype):
-    old, new = x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    old, new = dt.bit_width(x.dtype), dt.bit_width(new_dtype)
     if old == new:
         return ShapedArray(x.shape, new_dtype)
     if old > new:                      # one element becomes a trailing axis of smaller ones
@@ -768,7 +768,7 @@ batching.defbroadcasting(select_n_p, scalar_ok={0})
 def _bitcast_convert_type_batch(args, dims, *, new_dtype):
     (x,), (d,) = args, dims
     aval = aval_of(x)
-    if aval.dtype.itemsize != np.dtype(new_dtype).itemsize and d == aval.ndim - 1:
+    if dt.bit_width(aval.dtype) != dt.bit_width(new_dtype) and d == aval.ndim - 1:
         x, d = batching.moveaxis(x, d, 0), 0     # the trailing axis is where elements split or merge
     return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
 
