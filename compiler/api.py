@@ -264,8 +264,8 @@ def device_put(x, device=None):
         if isinstance(leaf, Array) and target is None:
             return leaf
         aval = leaf.aval if isinstance(leaf, Array) else runtime_aval(get_aval(leaf))
-        if runtime.carries_no_data(aval.dtype):       # float0 stays a host value, as in JAX
-            return np.zeros(aval.shape, aval.dtype)
+        if runtime.carries_no_data(aval.dtype):       # float0 and tokens stay host values, as in JAX
+            return runtime.array.host_value_without_data(aval)
         if target is not None:             # a device or sharding (jaxprc/sharding.py)
             return sharding.put(leaf, sharding.resolve(target, "device_put"), aval)
         return Array(runtime.to_buffer(leaf, aval), aval)

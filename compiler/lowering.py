@@ -120,7 +120,15 @@ _IR_ELEMENT_TYPES = {
     dt.complex64: lambda: ir.ComplexType.get(ir.F32Type.get()),
     dt.complex128: lambda: ir.ComplexType.get(ir.F64Type.get()),
     dt.float0: lambda: ir.IntegerType.get_signless(1),   # float0 values are all-false booleans, as in JAX
+    dt.token: lambda: ir.IntegerType.get_signless(1),    # (at a program's boundary: _emit_function)
+    # float8_e4m3fn -> f8E4M3FN..., int4 -> i4, uint4 -> ui4
+    **{d: getattr(ir, "Float" + d.name[5:].replace("_", "").upper() + "Type").get for d in dt.NARROW_FLOATS},
+    **{d: (lambda b=int(d.name[3:]): ir.IntegerType.get_signless(b)) for d in dt.NARROW_INTS[1:]},
+    **{d: (lambda b=int(d.name[4:]): ir.IntegerType.get_unsigned(b)) for d in dt.NARROW_UINTS[1:]},
 }
+# StableHLO's 1-bit integer is the boolean, and it has no unsigned one: int1/uint1 have no element type.
+_NO_ELEMENT_TYPE = {d: f"StableHLO has no 1-bit integers but the boolean i1: use bool or {d.name[:-1]}8"
+                    for d in (dt.NARROW_INTS[0], dt.NARROW_UINTS[0])}
 
 
 def dtype_to_ir_type(dtype) -> ir.Type:
@@ -128,11 +136,21 @@ def dtype_to_ir_type(dtype) -> ir.Type:
     try:
         return _IR_ELEMENT_TYPES[np.dtype(dtype)]()
     except KeyError:
-        raise TypeError(f"lowering: dtype {np.dtype(dtype)} has no StableHLO element type") from None
+        why = _NO_ELEMENT_TYPE.get(np.dtype(dtype))
+        raise TypeError(f"lowering: dtype {np.dtype(dtype)} has no StableHLO element type"
+                        + (f" ({why})" if why else "")) from None
 
 
-def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
-    """The MLIR tensor type of a ShapedArray."""
+def aval_to_ir_type(aval: ShapedArray) -> ir.Type:
+    """The MLIR tensor type of a ShapedArray (``!stablehlo.token`` for a token)."""
+    if aval.dtype == dt.token:
+        return hlo.TokenType.get()
+    return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+
+
+def _boundary_type(aval: ShapedArray) -> ir.Type:
+    """The type of a public function's argument or result: tokens travel as booleans (jaxlib
+    moves no token values between executions), everything else as itself."""
     return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
 
 
@@ -385,8 +403,9 @@ def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility
     takes and returns a leading ``bool[0]`` array (RUNTIME_TOKEN): the runtime passes each
     execution the one the previous execution with ordered effects returned, so XLA starts it
     only when that one is done."""
-    in_types = [aval_to_ir_type(a) for a in cj.in_avals]
-    out_types = [aval_to_ir_type(a) for a in cj.out_avals]
+    public = visibility == "public"
+    to_type = _boundary_type if public else aval_to_ir_type
+    in_types, out_types = [to_type(a) for a in cj.in_avals], [to_type(a) for a in cj.out_avals]
     if runtime_token:
         token_type = aval_to_ir_type(RUNTIME_TOKEN)
         in_types, out_types = [token_type] + in_types, [token_type] + out_types
@@ -399,7 +418,12 @@ def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility
             fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
         with ir.InsertionPoint(fn.add_entry_block()):
             args = list(fn.arguments)
-            outs = lower_closed_jaxpr_inline(mctx, cj, args[1:] if runtime_token else args)
+            args = args[1:] if runtime_token else args
+            if public:                  # tokens in: fresh ones; tokens out: booleans
+                args = [hlo.create_token() if a.dtype == dt.token else v for a, v in zip(cj.in_avals, args)]
+            outs = lower_closed_jaxpr_inline(mctx, cj, args)
+            if public:
+                outs = [full((), False, dt.bool_) if a.dtype == dt.token else v for a, v in zip(cj.out_avals, outs)]
             if runtime_token:
                 outs = [full((0,), False, dt.bool_)] + outs
             func.return_(outs)
@@ -472,14 +496,16 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
 _RESULT_TYPED_RULES: set = set()
 
 
-def result_typed_op(op_name: str) -> Callable:
+def result_typed_op(op_name: str, attributes: Callable | None = None) -> Callable:
     """The lowering rule emitting the op ``op_name`` (``"stablehlo.add"``) on the operands, with
-    one result of the equation's output type. Created with that type known, the op needs no
-    type inference nor a Python op class (the generated builders ``hlo.add`` do both, at several
-    times the cost), and its result no type check."""
-    def rule(ctx: LoweringRuleContext, *operands, **_):
+    one result of the equation's output type (and the attributes ``attributes(**params)`` gives,
+    if any). Created with that type known, the op needs no type inference nor a Python op class
+    (the generated builders ``hlo.add`` do both, at several times the cost), and its result no
+    type check."""
+    def rule(ctx: LoweringRuleContext, *operands, **params):
         result_type = ctx.module_context.ir_type(ctx.avals_out[0])
-        return ir.Operation.create(op_name, results=[result_type], operands=operands).result
+        return ir.Operation.create(op_name, results=[result_type], operands=operands,
+                                   attributes=attributes(**params) if attributes else None).result
     _RESULT_TYPED_RULES.add(rule)
     return rule
 

@@ -22,7 +22,7 @@ from . import dtypes as dt
 from .core import ClosedJaxpr, Jaxpr, JaxprTypeError, ShapedArray, Thunk
 
 __all__ = ["ParamError", "Checker", "Int", "Bool", "Str", "Scalar", "Is", "Tuple", "Enum", "Record",
-           "DType", "ClosedJaxprParam", "Rule", "Aval", "Callable", "OneOf", "check_params"]
+           "DType", "ClosedJaxprParam", "Rule", "Aval", "Callable", "OneOf", "Optional", "check_params"]
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
@@ -178,7 +178,7 @@ class DType(Checker):
     def problem(self, value):
         if isinstance(value, type) and issubclass(value, np.generic):
             value = np.dtype(value)
-        if not isinstance(value, np.dtype) or value not in dt.ALL_DTYPES:
+        if not isinstance(value, np.dtype) or value not in dt.ALL_DTYPES or value == dt.token:
             return "not a dtype"
         if self.accepts is not None and not self.accepts(value):
             return "a dtype of another kind"
@@ -242,6 +242,24 @@ class OneOf(Checker):
         return " or ".join(map(str, self.alternatives))
 
 
+class Optional(Checker):
+    """A param an equation may leave out (as JAX leaves ``accuracy=None`` out of ``exp``): absent
+    means the default, so programs without it print and parse as before."""
+
+    def __init__(self, checker: Checker):
+        self.checker = checker
+
+    def problem(self, value):
+        return self.checker.problem(value)
+
+    def __str__(self):
+        return f"{self.checker} (optional)"
+
+
+def required_params(schema: dict) -> set:
+    return {name for name, checker in schema.items() if not isinstance(checker, Optional)}
+
+
 def _show(value, limit: int = 60) -> str:
     """A param value for a message, cut short (a jaxpr's repr is its whole text)."""
     if isinstance(value, (ClosedJaxpr, Jaxpr)):
@@ -262,10 +280,10 @@ def check_params(prim, params: dict) -> None:
     if extra := sorted(given - expected):
         raise ParamError(f"{prim.name} got unexpected param(s) {', '.join(map(repr, extra))}", takes,
                          extra[0])
-    if missing := sorted(expected - given):
+    if missing := sorted(required_params(schema) - given):
         raise ParamError(f"{prim.name} lacks param(s) {', '.join(map(repr, missing))}", takes)
-    for name, checker in schema.items():
-        value = params[name]
+    for name in given:
+        checker, value = schema[name], params[name]
         if (why := checker.problem(value)) is not None:
             raise ParamError(f"{prim.name}: param {name}={_show(value)}: {why}",
                              f"{name} to be {checker}", name)

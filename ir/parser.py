@@ -142,6 +142,8 @@ def parse_type(token) -> ShapedArray:
     shape = tuple(_int(token, d) for d in dims)
     if any(d >= 2**63 for d in shape) or math.prod(shape) >= 2**63:   # sizes are int64 in XLA
         _fail(token, f"type '{text}' is too large", "fewer than 2**63 elements")
+    if dtype == dt.token and (shape or weak):
+        _fail(token, f"a token of type '{text}'", "token[] (tokens are 0-d and strongly typed)")
     return ShapedArray(shape, dtype, weak)
 
 
@@ -164,7 +166,7 @@ def parse_scalar(token, dtype: np.dtype):
     if dt.is_int(dtype):
         if kind != "INT":
             _fail(token, f"'{text}' is not an integer", f"an integer for dtype {dt.short_name(dtype)}")
-        info = np.iinfo(dtype)
+        info = dt.iinfo(dtype)
         if not info.min <= _int(token, text) <= info.max:
             _fail(token, f"{text} is out of range for {dt.short_name(dtype)}",
                   f"an integer in [{info.min}, {info.max}]")

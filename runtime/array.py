@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import sys
 
-import ml_dtypes
 import numpy as np
 from jaxlib import _jax
 
 from .client import backend
 
-_BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def no_buffer_format(dtype) -> bool:
+    """ml_dtypes' types (bfloat16, float8_*, int4...) have no PEP-3118 format: numpy would read
+    their device memory as a 0-d object array, so they come to the host by an explicit copy.
+    (Their numpy kinds vary, 'V' or 'f'; all are user-defined numpy dtypes.)"""
+    return dtype.isbuiltin == 2
 
 
 class Aval:
@@ -55,6 +60,25 @@ def carries_no_data(dtype) -> bool:
     """A zero-size void dtype (JAX's float0, the tangent type of integers): no device form of its
     own. Devices hold such values as booleans; they come back to the host as numpy zeros."""
     return dtype.kind == "V" and dtype.itemsize == 0
+
+
+# The dtype of XLA tokens (the IR's ``token``, jaxprc.ir.dtypes, which this layer cannot import).
+TOKEN_DTYPE = np.dtype([("token", np.void, 0)])
+
+
+class Token:
+    """The host value of a token (``lax.create_token``): tokens hold no data and jaxlib moves
+    none between executions, so outside a program a token is this marker, as JAX's Token."""
+    __slots__ = ()
+    shape, dtype = (), TOKEN_DTYPE
+
+    def __repr__(self):
+        return "Token()"
+
+
+def host_value_without_data(aval) -> object:
+    """The host value of a result that carries no data: a Token, or numpy zeros (float0)."""
+    return Token() if aval.dtype == TOKEN_DTYPE else np.zeros(aval.shape, aval.dtype)
 
 
 def device_aval(aval: Aval) -> Aval:
@@ -192,9 +216,9 @@ def to_numpy(a: Array) -> np.ndarray:
         raise DeletedArrayError(
             f"Array of type {a.dtype.name}{list(a.shape)} has been deleted: its buffer was "
             "donated to a jitted computation (donate_argnums) or freed with .delete().")
-    # bfloat16 has no PEP-3118 format (numpy would give a 0-d object array), and device memory
-    # is not host-addressable: both take an explicit copy.
-    if a.aval.dtype == _BFLOAT16 or backend().platform != "cpu":
+    # ml_dtypes' types have no buffer format, and device memory is not host-addressable: both
+    # take an explicit copy.
+    if no_buffer_format(a.aval.dtype) or backend().platform != "cpu":
         return _copy_to_host(buf)
     return np.asarray(buf)
 
@@ -226,8 +250,15 @@ def to_buffer(x, aval: Aval):
     if not host.flags.c_contiguous:
         host, owned = np.ascontiguousarray(host), True
     b = backend()
-    return _jax.batched_device_put(aval, b.sharding, [host], [b.device],
-                                   force_copy=not owned, enable_x64=True)
+    try:
+        return _jax.batched_device_put(aval, b.sharding, [host], [b.device],
+                                       force_copy=not owned, enable_x64=True)
+    except _jax.JaxRuntimeError as e:
+        if "Unknown NumPy dtype" not in str(e):
+            raise
+        # float6_* (ml_dtypes has them; XLA's runtime does not)
+        raise TypeError(f"{aval.dtype.name} arrays cannot be placed on the {b.platform} device: "
+                        "XLA's runtime has no buffers of that type") from None
 
 
 def _from_host(value: np.ndarray, weak_type: bool) -> Array:

@@ -16,7 +16,8 @@ from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import stablehlo
 
-from .array import Array, Aval, DeletedArrayError, carries_no_data, device_aval, device_put
+from .array import (Array, Aval, DeletedArrayError, carries_no_data, device_aval, device_put,
+                    host_value_without_data)
 from . import compile_cache, effects
 from .client import backend
 
@@ -48,6 +49,11 @@ _ELEMENT_DTYPES = {
     "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
     "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64,
     "complex<f32>": np.complex64, "complex<f64>": np.complex128,
+    "i2": ml_dtypes.int2, "i4": ml_dtypes.int4, "ui1": ml_dtypes.uint1, "ui2": ml_dtypes.uint2,
+    "ui4": ml_dtypes.uint4,
+    # f8E4M3FN -> float8_e4m3fn, ... (the narrow floats)
+    **{"f" + n[5:].replace("_", "").upper(): getattr(ml_dtypes, n) for n in dir(ml_dtypes)
+       if n.startswith(("float8_", "float6_", "float4_"))},
 }
 
 
@@ -215,7 +221,7 @@ class Executable:
         """Arrays for the handled results of one run (host zeros where they carry no data)."""
         results = list(map(Array, outs))
         for i in self.dataless_outputs:
-            results[i] = np.zeros(self.out_avals[i].shape, self.out_avals[i].dtype)
+            results[i] = host_value_without_data(self.out_avals[i])
         return results
 
     def runtime_error(self, e: Exception, buffers=()) -> Exception:

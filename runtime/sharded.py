@@ -22,7 +22,7 @@ import sys
 import numpy as np
 from jaxlib import _jax, xla_client as xc
 
-from .array import _BFLOAT16, Array, Aval, DeletedArrayError, _copy_to_host, device_aval
+from .array import Array, Aval, DeletedArrayError, _copy_to_host, device_aval, no_buffer_format
 from .client import backend
 from .executable import JaxRuntimeError, XlaCompileError, XlaRuntimeError, _parse
 
@@ -146,7 +146,7 @@ def _not_here() -> RuntimeError:
 
 
 def _shard_to_numpy(buf, dtype) -> np.ndarray:
-    if dtype == _BFLOAT16 or backend().platform != "cpu":
+    if no_buffer_format(dtype) or backend().platform != "cpu":
         return _copy_to_host(buf)
     return np.asarray(buf)
 

@@ -974,6 +974,10 @@ def test_top_k_numerics_bits_rng_and_barrier():
     outs = run(lambda v, w: P["optimization_barrier"].bind(v, w), y, a)
     check(outs[0], y, F32, scale=0)
     check(outs[1], a, np.int32)
+    # tokens hold no data: one comes out of the program (as a boolean) beside the value
+    outs = run(lambda v: (P["after_all"].bind(P["create_token"].bind(), P["create_token"].bind()), v * 2.0), y)
+    assert len(outs) == 2
+    check(outs[1], y * 2, F32, scale=0)
     # rng_bit_generator: XLA's generators; the values JAX 0.10.2 prints for this key
     from jaxprc.lax import RandomAlgorithm
     key = np.array([1, 2, 3, 4], np.uint32)

@@ -18,7 +18,7 @@ from jaxprc import lax
 from jaxprc.ad_checkpoint import checkpoint_name
 from jaxprc.ir import ClosedJaxpr, JaxprTypeError, ParseError, parse, pp_jaxpr, verify
 from jaxprc.ir.core import Primitive, ShapedArray
-from jaxprc.ir.params import Int, OneOf, ParamError, Tuple, check_params
+from jaxprc.ir.params import Int, OneOf, ParamError, Tuple, check_params, required_params
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 F32 = np.float32
@@ -138,6 +138,10 @@ CORPUS = {
                  [(3,)]),
     "sharding": (lambda x: jx.lax.with_sharding_constraint(x, _one_device_sharding()), [(3,)]),
     "random_gamma": (lambda x: lax.random_gamma_p.bind(jnp.zeros((2,), np.uint32), x, log_space=True), [(3,)]),
+    "accuracy": (lambda x: [f(x, accuracy=lax.Tolerance(atol=1e-3, ulps=2) if i % 2 else lax.AccuracyMode.HIGHEST)
+                            for i, f in enumerate((lax.exp, lax.exp2, lax.log, lax.log1p, lax.expm1, lax.tanh,
+                                                   lax.logistic, lax.sin, lax.cos, lax.tan, lax.sqrt, lax.rsqrt,
+                                                   lax.cbrt))], [(3,)]),
 }
 
 
@@ -165,8 +169,12 @@ def test_corpus_covers_every_primitive_with_params(corpus):
 def test_corpus_params_are_exactly_the_schema(corpus):
     for cj in corpus.values():
         verify(cj)
-        for eqn in cj.eqns:
-            assert set(eqn.params) == set(eqn.primitive.param_schema), eqn.primitive.name
+        for eqn in cj.eqns:      # (optional params, such as exp's accuracy, may be left out)
+            schema = eqn.primitive.param_schema
+            assert required_params(schema) <= set(eqn.params) <= set(schema), eqn.primitive.name
+    given = {(e.primitive.name, p) for cj in corpus.values() for e in cj.eqns for p in e.params}
+    every = {(p.name, n) for p in builtin_primitives() for n in (p.param_schema or ())}
+    assert every - given == set()       # every param, optional ones included, appears somewhere
 
 
 def _wrong_kind(checker):

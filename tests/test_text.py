@@ -191,6 +191,8 @@ def _structural_cases():
         "reduce_precision": (lambda x: lax.reduce_precision(x, 5, 10), [X3]),
         "mulhi": (lambda x, y: lax.mulhi(x, y), [sa((3,), i32), sa((3,), i32)]),
         "optimization_barrier": (lambda x, y: lax.optimization_barrier((x, y)), [X3, x23]),
+        "create_token": (lambda: lax.create_token(), []),
+        "after_all": (lambda x: lax.after_all(lax.create_token(), lax.create_token()), [X3]),
         "rng_bit_generator": (lambda k: lax.rng_bit_generator(k, (2, 3), np.uint8, lax.RandomAlgorithm.RNG_PHILOX),
                               [sa((4,), np.dtype(np.uint32))]),
         "rng_uniform": (lambda a, b: lax.rng_uniform(a, b, (4,)), [sa(()), sa(())]),

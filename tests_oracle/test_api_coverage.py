@@ -44,18 +44,11 @@ OWNED = {
     "jax.lax": {
         **dict.fromkeys(["pbroadcast", "pcast", "precv", "psend", "pshuffle", "pswapaxes", "ragged_all_to_all"],
                         _MULTI),
-        **dict.fromkeys(["create_token", "after_all", "dce_sink"], _EFFECTS),
+        "dce_sink": _EFFECTS,
     },
 }
 
-_NARROW = ("the narrow ml_dtypes types (float8/6/4, int/uint 1/2/4): jaxprc's IR, lowering and runtime "
-           "have no such element types yet")
-
 NOT_APPLICABLE = {
-    "jax.numpy": dict.fromkeys(
-        ["float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz",
-         "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int1", "int2",
-         "int4", "uint1", "uint2", "uint4"], _NARROW),
     "jax": {
         **dict.fromkeys(["default_prng_impl", "enable_custom_prng", "legacy_prng_key", "threefry_partitionable",
                          "debug_key_reuse"], "PRNG implementation switches: jaxprc's keys are threefry2x32, "
@@ -73,12 +66,6 @@ NOT_APPLICABLE = {
         **dict.fromkeys(["api_util", "lib", "stages", "typing", "monitoring", "profiler", "dlpack", "ds", "export",
                          "memory", "custom_batching", "fwd_and_bwd", "make_user_context"],
                         "JAX-internal or not yet ported submodules and helpers"),
-    },
-    "jax.lax": {
-        "DotAlgorithm": "explicit dot algorithms: precision takes Precision values and DotAlgorithmPresets",
-        **dict.fromkeys(["AccuracyMode", "Tolerance"],
-                        "the accuracy= option of transcendental ops: not implemented"),
-        "shape_as_value": "dynamic shapes: jaxprc's shapes are static",
     },
 }
 

@@ -31,6 +31,8 @@ from .convolution import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403
 from .random_gamma import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
+from .accuracy import AccuracyMode, Tolerance  # noqa: F401
+from .tokens import *  # noqa: F401,F403
 from . import operands  # noqa: F401
 from . import linalg  # noqa: F401  (jaxprc.lax.linalg, as jax.lax.linalg; only its primitives are exported here)
 from .linalg import (cholesky_p, eig_p, eigh_p, hessenberg_p, householder_product_p, lu_p, lu_pivots_to_permutation_p,  # noqa: F401

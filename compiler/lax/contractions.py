@@ -15,7 +15,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
-from jaxprc.ir.params import DType, Enum, OneOf, Tuple
+from jaxprc.ir.params import Bool, DType, Enum, Int, OneOf, Record, Tuple
 from .elementwise import ANY
 from jaxprc.lowering import param_name
 from jaxprc.passes.jvp import aval_of
@@ -24,8 +24,8 @@ from jaxprc.passes.vmap import shift
 from .operands import aval, ints
 from .shapes import DIMS, type_error as _type_error
 
-__all__ = ["dot_general", "dot", "Precision", "PrecisionLike", "DotDimensionNumbers", "DotAlgorithmPreset",
-           "dot_general_p"]
+__all__ = ["dot_general", "dot", "Precision", "PrecisionLike", "DotDimensionNumbers", "DotAlgorithm",
+           "DotAlgorithmPreset", "dot_general_p"]
 
 
 # -------------------------------------------------------------- primitive
@@ -125,6 +125,27 @@ class DotAlgorithmPreset(enum.Enum):
         return {"F16": dt.float16, "BF16": dt.bfloat16, "F64": dt.float64}.get(self._parts()[1], dt.float32)
 
 
+@param_type
+class DotAlgorithm(typing.NamedTuple):
+    """An explicit dot algorithm, given as ``precision=``: the types the operands are rounded to,
+    the accumulation type, how many components each operand is split into and how many products
+    are taken (1, 1, 1 without decomposition), and whether accumulation may be less precise.
+    XLA's CPU backend implements none beyond the presets, so lowering one for CPU raises."""
+    lhs_precision_type: typing.Any
+    rhs_precision_type: typing.Any
+    accumulation_type: typing.Any
+    lhs_component_count: int = 1
+    rhs_component_count: int = 1
+    num_primitive_operations: int = 1
+    allow_imprecise_accumulation: bool = False
+
+    def _canonical(self) -> "DotAlgorithm":
+        """The same algorithm with numpy dtypes (as the IR prints and parses them)."""
+        return self._replace(lhs_precision_type=np.dtype(self.lhs_precision_type),
+                             rhs_precision_type=np.dtype(self.rhs_precision_type),
+                             accumulation_type=np.dtype(self.accumulation_type))
+
+
 # The presets XLA's CPU backend implements (it would silently ignore the others, so they are refused).
 _CPU_PRESETS = {DotAlgorithmPreset.DEFAULT, DotAlgorithmPreset.F16_F16_F16, DotAlgorithmPreset.F32_F32_F32,
                 DotAlgorithmPreset.F64_F64_F64, DotAlgorithmPreset.BF16_BF16_F32,
@@ -142,12 +163,16 @@ _PRECISION_STRINGS = {"highest": "HIGHEST", "float32": "HIGHEST", "high": "HIGH"
 
 
 def canonicalize_precision(precision):
-    """None, a DotAlgorithmPreset, or one Precision per operand: a single value (enum or string)
-    applies to both."""
+    """None, a DotAlgorithmPreset (or its name), a DotAlgorithm, or one Precision per operand: a
+    single value (enum or string) applies to both."""
     if precision is None or isinstance(precision, DotAlgorithmPreset):
         return precision
+    if isinstance(precision, DotAlgorithm):
+        return precision._canonical()
     if isinstance(precision, str) and precision in _PRECISION_STRINGS:
         return Precision(precision), Precision(precision)
+    if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
+        return DotAlgorithmPreset[precision]
     if isinstance(precision, Precision):
         return precision, precision
     if isinstance(precision, (list, tuple)) and len(precision) == 2:
@@ -157,12 +182,17 @@ def canonicalize_precision(precision):
             return tuple(Precision(p) for p in precision)
     raise ValueError("Precision argument must be one of:\n- None,\n"
                      f"- a string in {list(_PRECISION_STRINGS)},\n- a lax.Precision value,\n"
-                     f"- a tuple of two lax.Precision values or strings;\nbut got {precision}.")
+                     "- a tuple of two lax.Precision values or strings,\n"
+                     "- a lax.DotAlgorithmPreset or the name of one of these presets, or\n"
+                     f"- a lax.DotAlgorithm value;\nbut got {precision}.")
 
 
 dot_general_p.def_params(
     dimension_numbers=Tuple(Tuple(DIMS, length=2), length=2),   # ((lhs, rhs) contract, (lhs, rhs) batch)
-    precision=OneOf(None, Enum(Precision), Tuple(Enum(Precision), length=2), Enum(DotAlgorithmPreset)),
+    precision=OneOf(None, Enum(Precision), Tuple(Enum(Precision), length=2), Enum(DotAlgorithmPreset),
+                    Record(DotAlgorithm, lhs_precision_type=DType(), rhs_precision_type=DType(),
+                           accumulation_type=DType(), lhs_component_count=Int(1), rhs_component_count=Int(1),
+                           num_primitive_operations=Int(1), allow_imprecise_accumulation=Bool())),
     preferred_element_type=OneOf(None, DType()))
 
 
@@ -272,7 +302,7 @@ batching.primitive_batchers[dot_general_p] = _dot_general_batch_rule
 def _precision_attr(precision):
     if precision is None:
         return None
-    if isinstance(precision, DotAlgorithmPreset):
+    if isinstance(precision, (DotAlgorithmPreset, DotAlgorithm)):
         precision = Precision.DEFAULT
     pair = precision if isinstance(precision, tuple) else (precision, precision)
     return ir.ArrayAttr.get([hlo.PrecisionAttr.get(param_name(p).split(".")[-1]) for p in pair])
@@ -291,7 +321,7 @@ def _dot_general_lowering(ctx, lhs, rhs, *, dimension_numbers, precision=None, p
         prod = hlo.dot_general(mlir.aval_to_ir_type(out_aval.update(dtype=dt.int32)), i32(lhs, lhs_aval),
                                i32(rhs, rhs_aval), dnums)
         return mlir.compare(prod, mlir.full(out_aval.shape, 0, dt.int32), "NE", dt.int32)
-    if isinstance(precision, DotAlgorithmPreset):
+    if isinstance(precision, (DotAlgorithmPreset, DotAlgorithm)):
         return _preset_dot(ctx, lhs, rhs, dnums, precision)
     return hlo.dot_general(mlir.aval_to_ir_type(out_aval), lhs, rhs, dnums,
                            precision_config=_precision_attr(precision))
@@ -302,10 +332,13 @@ def _compute_type(dtype, supported):
 
 
 def _preset_dot(ctx, lhs, rhs, dnums, preset):
-    """A dot with an algorithm preset: operands converted to its storage types, accumulated in its
-    accumulation type (or the output's, when that is one the preset allows), converted back."""
+    """A dot with an algorithm (a preset or a DotAlgorithm): operands converted to its storage
+    types, accumulated in its accumulation type (or the output's, when that is one the preset
+    allows), converted back."""
     if ctx.platform == "cpu" and preset not in _CPU_PRESETS:
         raise ValueError(f"The precision '{preset}' is not supported by dot_general on CPU")
+    if isinstance(preset, DotAlgorithm):
+        return _algorithm_dot(ctx, lhs, rhs, dnums, preset)
     (lhs_aval, rhs_aval), out_aval = ctx.avals_in, ctx.avals_out[0]
     lt = _compute_type(lhs_aval.dtype, preset.supported_lhs_types)
     rt = _compute_type(rhs_aval.dtype, preset.supported_rhs_types)
@@ -313,8 +346,7 @@ def _preset_dot(ctx, lhs, rhs, dnums, preset):
         acc = _compute_type(out_aval.dtype, (dt.float32, dt.bfloat16))
     else:
         acc = out_aval.dtype if preset.accumulation_type is None else preset.accumulation_type
-    convert = lambda v, a, t: v if a.dtype == t else hlo.convert(mlir.aval_to_ir_type(a.update(dtype=t)), v)  # noqa
-    lhs, rhs = convert(lhs, lhs_aval, lt), convert(rhs, rhs_aval, rt)
+    lhs, rhs = _convert(lhs, lhs_aval, lt), _convert(rhs, rhs_aval, rt)
     algorithm = None
     if preset is not DotAlgorithmPreset.DEFAULT:
         lhs_acc, _, passes = preset._parts()
@@ -324,7 +356,23 @@ def _preset_dot(ctx, lhs, rhs, dnums, preset):
         algorithm = hlo.DotAlgorithm.get(ir_type[lhs_acc].get(), ir_type[lhs_acc].get(), acc_ir, 1, 1, passes, False)
     out = hlo.dot_general(mlir.aval_to_ir_type(out_aval.update(dtype=acc)), lhs, rhs, dnums,
                           precision_config=_precision_attr(preset), algorithm=algorithm)
-    return convert(out, out_aval.update(dtype=acc), out_aval.dtype)
+    return _convert(out, out_aval.update(dtype=acc), out_aval.dtype)
+
+
+def _convert(value, aval, dtype):
+    return value if aval.dtype == dtype else hlo.convert(mlir.aval_to_ir_type(aval.update(dtype=dtype)), value)
+
+
+def _algorithm_dot(ctx, lhs, rhs, dnums, algorithm):
+    (lhs_aval, rhs_aval), out_aval = ctx.avals_in, ctx.avals_out[0]
+    lt, rt, acc = algorithm.lhs_precision_type, algorithm.rhs_precision_type, algorithm.accumulation_type
+    attr = hlo.DotAlgorithm.get(mlir.dtype_to_ir_type(lt), mlir.dtype_to_ir_type(rt), mlir.dtype_to_ir_type(acc),
+                                algorithm.lhs_component_count, algorithm.rhs_component_count,
+                                algorithm.num_primitive_operations, algorithm.allow_imprecise_accumulation)
+    out = hlo.dot_general(mlir.aval_to_ir_type(out_aval.update(dtype=acc)), _convert(lhs, lhs_aval, lt),
+                          _convert(rhs, rhs_aval, rt), dnums, precision_config=_precision_attr(algorithm),
+                          algorithm=attr)
+    return _convert(out, out_aval.update(dtype=acc), out_aval.dtype)
 
 
 mlir.register_lowering(dot_general_p, _dot_general_lowering)

@@ -14,7 +14,8 @@ from jaxprc.ir import dtypes as dt
 from . import operands as ops
 
 __all__ = ["reciprocal", "broadcast_shapes", "broadcast_like", "batch_matmul", "split", "stack",
-           "unstack", "tile", "empty", "dtype", "index_take", "scatter_sub", "scatter_apply", "scaled_dot"]
+           "unstack", "tile", "empty", "dtype", "index_take", "scatter_sub", "scatter_apply", "scaled_dot",
+           "shape_as_value"]
 
 
 def reciprocal(x):
@@ -205,3 +206,13 @@ def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=No
     out_type = dt.bfloat16 if preferred_element_type is None else preferred_element_type
     return lax.dot_general(scaled(lhs, lhs_scale, lc), scaled(rhs, rhs_scale, rc), dimension_numbers,
                            preferred_element_type=out_type)
+
+
+def shape_as_value(shape):
+    """A (static) shape as a value: a numpy int32 array, int64 when a size needs it; the empty
+    shape gives an empty int32 array (a device array), as JAX gives them."""
+    shape = ops.ints(shape)
+    dtype = dt.int32 if all(d <= dt.iinfo(dt.int32).max for d in shape) else dt.int64
+    if not shape:
+        return lax.full((0,), 0, dtype)
+    return np.asarray(shape, dtype)

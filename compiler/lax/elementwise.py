@@ -25,6 +25,7 @@ from jaxprc.passes import emit
 from jaxprc.passes.jvp import aval_of, tangent_aval
 
 from . import operands as _ops
+from .accuracy import ACCURACY, AccuracyMode, accuracy_attr, check_accuracy
 
 __all__ = [
     # builders
@@ -59,7 +60,7 @@ def _kinds(*preds):
 
 IS_BOOL, IS_INT, IS_UINT = dt.is_bool, dt.is_signed, dt.is_unsigned
 IS_FLOAT, IS_COMPLEX = dt.is_float, dt.is_complex
-ANY = lambda d: d != dt.float0
+ANY = lambda d: d != dt.float0 and d != dt.token
 NUM = _kinds(IS_INT, IS_UINT, IS_FLOAT, IS_COMPLEX)
 INEXACT = _kinds(IS_FLOAT, IS_COMPLEX)
 INTEGRAL = _kinds(IS_INT, IS_UINT)
@@ -88,7 +89,7 @@ def check_same_shapes_dtypes(name: str, avals) -> None:
             f"{name} requires operands of equal dtypes (promotion is explicit), got ({fmt_types(avals)})")
 
 
-def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -> Primitive:
+def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=(), optional=()) -> Primitive:
     """A primitive mapping ``arity`` equal-typed operands to one value of the same shape.
 
     ``out_dtype(in_dtype)`` gives the result dtype when it differs (comparisons,
@@ -97,9 +98,10 @@ def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -
     """
     prim = Primitive(name)
     expected_params = set(params)
+    allowed_params = expected_params | set(optional)    # ``optional``: params an equation may leave out
 
     def typing_rule(*avals, **given):
-        if (given or expected_params) and set(given) != expected_params:
+        if not expected_params <= set(given) <= allowed_params:
             raise JaxprTypeError(f"{name} takes params {sorted(expected_params) or 'none'}, "
                                  f"got {sorted(given) or 'none'}")
         if len(avals) != arity:
@@ -119,7 +121,7 @@ def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=()) -
         return ShapedArray(first.shape, dtype, weak)
 
     prim.def_abstract_eval(typing_rule)
-    if not params:
+    if not params and not optional:
         prim.def_params()       # those with params declare their schema below
     batching.defbroadcasting(prim)
     return prim
@@ -144,16 +146,18 @@ floor_p = elementwise("floor", 1, IS_FLOAT)
 ceil_p = elementwise("ceil", 1, IS_FLOAT)
 round_p = elementwise("round", 1, IS_FLOAT, params=("rounding_method",))  # 0: away from 0, 1: to even
 is_finite_p = elementwise("is_finite", 1, IS_FLOAT, _to_bool)
-exp_p = elementwise("exp", 1, INEXACT)
-exp2_p = elementwise("exp2", 1, INEXACT)
-log_p = elementwise("log", 1, INEXACT)
-log1p_p = elementwise("log1p", 1, INEXACT)
-expm1_p = elementwise("expm1", 1, INEXACT)
-tanh_p = elementwise("tanh", 1, INEXACT)
-logistic_p = elementwise("logistic", 1, INEXACT)
-sin_p = elementwise("sin", 1, INEXACT)
-cos_p = elementwise("cos", 1, INEXACT)
-tan_p = elementwise("tan", 1, INEXACT)
+# The ops JAX gives ``accuracy=`` (lax.Tolerance / lax.AccuracyMode): an optional param.
+_ACC = ("accuracy",)
+exp_p = elementwise("exp", 1, INEXACT, optional=_ACC)
+exp2_p = elementwise("exp2", 1, INEXACT, optional=_ACC)
+log_p = elementwise("log", 1, INEXACT, optional=_ACC)
+log1p_p = elementwise("log1p", 1, INEXACT, optional=_ACC)
+expm1_p = elementwise("expm1", 1, INEXACT, optional=_ACC)
+tanh_p = elementwise("tanh", 1, INEXACT, optional=_ACC)
+logistic_p = elementwise("logistic", 1, INEXACT, optional=_ACC)
+sin_p = elementwise("sin", 1, INEXACT, optional=_ACC)
+cos_p = elementwise("cos", 1, INEXACT, optional=_ACC)
+tan_p = elementwise("tan", 1, INEXACT, optional=_ACC)
 asin_p = elementwise("asin", 1, INEXACT)
 acos_p = elementwise("acos", 1, INEXACT)
 atan_p = elementwise("atan", 1, INEXACT)
@@ -162,9 +166,9 @@ cosh_p = elementwise("cosh", 1, INEXACT)
 asinh_p = elementwise("asinh", 1, INEXACT)
 acosh_p = elementwise("acosh", 1, INEXACT)
 atanh_p = elementwise("atanh", 1, INEXACT)
-sqrt_p = elementwise("sqrt", 1, INEXACT)
-rsqrt_p = elementwise("rsqrt", 1, INEXACT)
-cbrt_p = elementwise("cbrt", 1, IS_FLOAT)
+sqrt_p = elementwise("sqrt", 1, INEXACT, optional=_ACC)
+rsqrt_p = elementwise("rsqrt", 1, INEXACT, optional=_ACC)
+cbrt_p = elementwise("cbrt", 1, IS_FLOAT, optional=_ACC)
 square_p = elementwise("square", 1, NUM)
 abs_p = elementwise("abs", 1, NUM, _real_dtype)
 erf_p = elementwise("erf", 1, IS_FLOAT)
@@ -245,7 +249,7 @@ bitcast_convert_type_p.def_params(new_dtype=DType())
 
 @bitcast_convert_type_p.def_abstract_eval
 def _bitcast_convert_type_rule(x, *, new_dtype):
-    old, new = x.dtype.itemsize, np.dtype(new_dtype).itemsize
+    old, new = dt.bit_width(x.dtype), dt.bit_width(new_dtype)
     if old == new:
         return ShapedArray(x.shape, new_dtype)
     if old > new:                      # one element becomes a trailing axis of smaller ones
@@ -303,6 +307,16 @@ def _unop(prim):
     return op
 
 
+def _unop_with_accuracy(prim):
+    def op(x, *, accuracy=None):
+        params = {} if check_accuracy(prim.name, accuracy) is None else {"accuracy": accuracy}
+        return prim.bind(x, **params)
+    op.__name__ = op.__qualname__ = prim.name
+    op.__doc__ = (f"Elementwise ``{prim.name}``; ``accuracy`` (a lax.Tolerance or lax.AccuracyMode) "
+                  "asks the compiler for an implementation of that accuracy.")
+    return op
+
+
 def _binop(prim, name=None):
     name = name or prim.name
 
@@ -314,11 +328,13 @@ def _binop(prim, name=None):
 
 
 neg, sign, floor, ceil = map(_unop, (neg_p, sign_p, floor_p, ceil_p))
-is_finite, exp, exp2, log, log1p, expm1 = map(_unop, (is_finite_p, exp_p, exp2_p, log_p, log1p_p, expm1_p))
-tanh, logistic, sin, cos, tan = map(_unop, (tanh_p, logistic_p, sin_p, cos_p, tan_p))
+is_finite = _unop(is_finite_p)
+exp, exp2, log, log1p, expm1 = map(_unop_with_accuracy, (exp_p, exp2_p, log_p, log1p_p, expm1_p))
+tanh, logistic, sin, cos, tan = map(_unop_with_accuracy, (tanh_p, logistic_p, sin_p, cos_p, tan_p))
 asin, acos, atan, sinh, cosh = map(_unop, (asin_p, acos_p, atan_p, sinh_p, cosh_p))
 asinh, acosh, atanh = map(_unop, (asinh_p, acosh_p, atanh_p))
-sqrt, rsqrt, cbrt, square, abs = map(_unop, (sqrt_p, rsqrt_p, cbrt_p, square_p, abs_p))
+sqrt, rsqrt, cbrt = map(_unop_with_accuracy, (sqrt_p, rsqrt_p, cbrt_p))
+square, abs = map(_unop, (square_p, abs_p))
 erf, erfc, erf_inv, lgamma, digamma = map(_unop, (erf_p, erfc_p, erf_inv_p, lgamma_p, digamma_p))
 real, imag = map(_unop, (real_p, imag_p))
 population_count, clz = map(_unop, (population_count_p, clz_p))
@@ -447,16 +463,23 @@ def _defjvp_unary(prim, tangent):
 
 
 _SQRT_PI = math.sqrt(math.pi)
-_defjvp_unary(exp_p, lambda t, x, ans: mul(t, ans))
-_defjvp_unary(exp2_p, lambda t, x, ans: mul(t, mul(ans, math.log(2.0))))
-_defjvp_unary(log_p, lambda t, x, ans: div(t, x))
-_defjvp_unary(log1p_p, lambda t, x, ans: div(t, add(x, 1.0)))
-_defjvp_unary(expm1_p, lambda t, x, ans: mul(t, add(ans, 1.0)))
-_defjvp_unary(tanh_p, lambda t, x, ans: mul(add(t, mul(t, ans)), sub(1.0, ans)))
-_defjvp_unary(logistic_p, lambda t, x, ans: mul(t, mul(ans, sub(1.0, ans))))
-_defjvp_unary(sin_p, lambda t, x, ans: mul(t, cos(x)))
-_defjvp_unary(cos_p, lambda t, x, ans: mul(t, neg(sin(x))))
-_defjvp_unary(tan_p, lambda t, x, ans: mul(t, add(1.0, mul(ans, ans))))
+# (``accuracy``, when given, reaches the tangent's own transcendental ops as in JAX; with
+# AccuracyMode.HIGHEST expm1, tanh and logistic take forms that keep precision in the tails.)
+_HIGHEST = lambda accuracy: accuracy is AccuracyMode.HIGHEST
+_defjvp_unary(exp_p, lambda t, x, ans, **_: mul(t, ans))
+_defjvp_unary(exp2_p, lambda t, x, ans, **_: mul(t, mul(ans, math.log(2.0))))
+_defjvp_unary(log_p, lambda t, x, ans, **_: div(t, x))
+_defjvp_unary(log1p_p, lambda t, x, ans, **_: div(t, add(x, 1.0)))
+_defjvp_unary(expm1_p, lambda t, x, ans, accuracy=None: mul(t, exp(x, accuracy=accuracy))
+              if _HIGHEST(accuracy) else mul(t, add(ans, 1.0)))
+_defjvp_unary(tanh_p, lambda t, x, ans, accuracy=None: mul(t, mul(4.0, mul(
+    logistic(mul(2.0, x), accuracy=accuracy), logistic(mul(-2.0, x), accuracy=accuracy))))
+              if _HIGHEST(accuracy) else mul(add(t, mul(t, ans)), sub(1.0, ans)))
+_defjvp_unary(logistic_p, lambda t, x, ans, accuracy=None: mul(t, mul(ans, logistic(neg(x), accuracy=accuracy)))
+              if _HIGHEST(accuracy) else mul(t, mul(ans, sub(1.0, ans))))
+_defjvp_unary(sin_p, lambda t, x, ans, accuracy=None: mul(t, cos(x, accuracy=accuracy)))
+_defjvp_unary(cos_p, lambda t, x, ans, accuracy=None: mul(t, neg(sin(x, accuracy=accuracy))))
+_defjvp_unary(tan_p, lambda t, x, ans, **_: mul(t, add(1.0, mul(ans, ans))))
 _defjvp_unary(asin_p, lambda t, x, ans: mul(t, rsqrt(sub(1.0, mul(x, x)))))
 _defjvp_unary(acos_p, lambda t, x, ans: mul(t, neg(rsqrt(sub(1.0, mul(x, x))))))
 _defjvp_unary(atan_p, lambda t, x, ans: div(t, add(1.0, mul(x, x))))
@@ -465,9 +488,9 @@ _defjvp_unary(cosh_p, lambda t, x, ans: mul(t, sinh(x)))
 _defjvp_unary(asinh_p, lambda t, x, ans: mul(t, rsqrt(add(mul(x, x), 1.0))))
 _defjvp_unary(acosh_p, lambda t, x, ans: mul(t, rsqrt(sub(square(x), 1.0))))
 _defjvp_unary(atanh_p, lambda t, x, ans: mul(div(1.0, add(x, 1.0)), div(t, sub(1.0, x))))
-_defjvp_unary(sqrt_p, lambda t, x, ans: mul(t, div(0.5, ans)))
-_defjvp_unary(rsqrt_p, lambda t, x, ans: mul(t, mul(-0.5, div(ans, x))))
-_defjvp_unary(cbrt_p, lambda t, x, ans: mul(t, mul(integer_pow(ans, -2), 1.0 / 3.0)))
+_defjvp_unary(sqrt_p, lambda t, x, ans, **_: mul(t, div(0.5, ans)))
+_defjvp_unary(rsqrt_p, lambda t, x, ans, **_: mul(t, mul(-0.5, div(ans, x))))
+_defjvp_unary(cbrt_p, lambda t, x, ans, **_: mul(t, mul(integer_pow(ans, -2), 1.0 / 3.0)))
 _defjvp_unary(square_p, lambda t, x, ans: mul(t, mul(x, 2.0)))
 
 
@@ -749,7 +772,7 @@ batching.defbroadcasting(select_n_p, scalar_ok={0})
 def _bitcast_convert_type_batch(args, dims, *, new_dtype):
     (x,), (d,) = args, dims
     aval = aval_of(x)
-    if aval.dtype.itemsize != np.dtype(new_dtype).itemsize and d == aval.ndim - 1:
+    if dt.bit_width(aval.dtype) != dt.bit_width(new_dtype) and d == aval.ndim - 1:
         x, d = batching.moveaxis(x, d, 0), 0     # the trailing axis is where elements split or merge
     return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
 
@@ -759,16 +782,17 @@ batching.primitive_batchers[bitcast_convert_type_p] = _bitcast_convert_type_batc
 
 # =============================================================== lowering rules
 
-# Ops of one result typed like the equation's output, by their MLIR names (built directly).
+# Ops of one result typed like the equation's output, by their MLIR names (built directly);
+# those JAX gives ``accuracy=`` carry it as their ``result_accuracy`` attribute.
+def _accuracy_attributes(accuracy=None):
+    return None if accuracy is None else {"result_accuracy": accuracy_attr(accuracy)}
+
+
 for _prim, _op in [
     (neg_p, "stablehlo.negate"), (floor_p, "stablehlo.floor"), (ceil_p, "stablehlo.ceil"),
-    (is_finite_p, "stablehlo.is_finite"), (exp_p, "stablehlo.exponential"), (log_p, "stablehlo.log"),
-    (log1p_p, "stablehlo.log_plus_one"), (expm1_p, "stablehlo.exponential_minus_one"),
-    (tanh_p, "stablehlo.tanh"), (sin_p, "stablehlo.sine"), (cos_p, "stablehlo.cosine"),
-    (tan_p, "stablehlo.tan"), (asin_p, "chlo.asin"), (acos_p, "chlo.acos"), (atan_p, "chlo.atan"),
+    (is_finite_p, "stablehlo.is_finite"), (asin_p, "chlo.asin"), (acos_p, "chlo.acos"), (atan_p, "chlo.atan"),
     (sinh_p, "chlo.sinh"), (cosh_p, "chlo.cosh"), (asinh_p, "chlo.asinh"), (acosh_p, "chlo.acosh"),
-    (atanh_p, "chlo.atanh"), (sqrt_p, "stablehlo.sqrt"), (rsqrt_p, "stablehlo.rsqrt"),
-    (cbrt_p, "stablehlo.cbrt"), (erf_p, "chlo.erf"), (erfc_p, "chlo.erfc"), (erf_inv_p, "chlo.erf_inv"),
+    (atanh_p, "chlo.atanh"), (erf_p, "chlo.erf"), (erfc_p, "chlo.erfc"), (erf_inv_p, "chlo.erf_inv"),
     (lgamma_p, "chlo.lgamma"), (digamma_p, "chlo.digamma"), (real_p, "stablehlo.real"),
     (imag_p, "stablehlo.imag"), (not_p, "stablehlo.not"), (population_count_p, "stablehlo.popcnt"),
     (clz_p, "stablehlo.count_leading_zeros"),
@@ -781,6 +805,17 @@ for _prim, _op in [
 ]:
     mlir.register_lowering(_prim, result_typed_op(_op))
 
+for _prim, _op in [
+    (exp_p, "stablehlo.exponential"), (log_p, "stablehlo.log"), (log1p_p, "stablehlo.log_plus_one"),
+    (expm1_p, "stablehlo.exponential_minus_one"), (tanh_p, "stablehlo.tanh"), (sin_p, "stablehlo.sine"),
+    (cos_p, "stablehlo.cosine"), (tan_p, "stablehlo.tan"), (sqrt_p, "stablehlo.sqrt"),
+    (rsqrt_p, "stablehlo.rsqrt"), (cbrt_p, "stablehlo.cbrt"),
+]:
+    mlir.register_lowering(_prim, result_typed_op(_op, _accuracy_attributes))
+for _prim in (exp_p, exp2_p, log_p, log1p_p, expm1_p, tanh_p, logistic_p, sin_p, cos_p, tan_p, sqrt_p, rsqrt_p,
+              cbrt_p):
+    _prim.def_params(accuracy=ACCURACY)
+
 
 def _max_min_lowering(ctx, x, y):
     return mlir.max_min(ctx.primitive.name, ctx.avals_in[0].dtype)(x, y)
@@ -789,7 +824,7 @@ def _max_min_lowering(ctx, x, y):
 mlir.register_lowering(max_p, _max_min_lowering)
 
 
-def _logistic_lowering(ctx, x):
+def _logistic_lowering(ctx, x, accuracy=None):     # (JAX's lowering leaves accuracy out too)
     """1 / (1 + exp(-x)), as JAX lowers it: XLA's own logistic rounds differently (bf16 above all)."""
     one = mlir.full(ctx.avals_in[0].shape, 1, ctx.avals_in[0].dtype)
     return hlo.divide(one, hlo.add(one, hlo.exponential(hlo.negate(x))))
@@ -830,9 +865,10 @@ def _square_lowering(ctx, x):
     return hlo.multiply(x, x)
 
 
-def _exp2_lowering(ctx, x):
+def _exp2_lowering(ctx, x, accuracy=None):
     aval = ctx.avals_in[0]
-    return hlo.exponential(hlo.multiply(mlir.full(aval.shape, np.log(2), aval.dtype), x))
+    return hlo.exponential(hlo.multiply(mlir.full(aval.shape, np.log(2), aval.dtype), x),
+                           result_accuracy=accuracy_attr(accuracy))
 
 
 def _round_lowering(ctx, x, *, rounding_method=0):

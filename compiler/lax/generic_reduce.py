@@ -75,9 +75,9 @@ def _identity(kind, dtype):
         return None
     if dt.is_bool(dtype):
         return np.array(kind == "min", dtype)
-    if dt.is_float(dtype):
+    if dt.supports_inf(dtype):
         return np.array(-np.inf if kind == "max" else np.inf, dtype)
-    info = dt.iinfo(dtype)
+    info = dt.finfo(dtype) if dt.is_float(dtype) else dt.iinfo(dtype)
     return np.array(info.min if kind == "max" else info.max, dtype)
 
 

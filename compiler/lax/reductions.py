@@ -189,12 +189,12 @@ def _identity_value(kind: str, dtype):
     if kind in ("max", "min"):
         if dtype == dt.bool_:
             return kind == "min"
-        if dt.is_inexact(dtype):
+        if dt.supports_inf(dtype):
             return -np.inf if kind == "max" else np.inf
-        info = np.iinfo(dtype)
+        info = dt.finfo(dtype) if dt.is_float(dtype) else dt.iinfo(dtype)   # (no infinities: the extremes)
         return info.min if kind == "max" else info.max
     if kind == "and":
-        return True if dtype == dt.bool_ else -1 if dt.is_signed(dtype) else np.iinfo(dtype).max
+        return True if dtype == dt.bool_ else -1 if dt.is_signed(dtype) else dt.iinfo(dtype).max
     return {"sum": 0, "prod": 1, "or": 0, "xor": 0}[kind]
 
 

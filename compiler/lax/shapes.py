@@ -68,6 +68,8 @@ broadcast_in_dim_p.def_params(shape=SIZES, broadcast_dimensions=DIMS)
 @broadcast_in_dim_p.def_abstract_eval
 def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions):
     params = dict(shape=shape, broadcast_dimensions=broadcast_dimensions)
+    if x.dtype == dt.token:        # (a vmapped function returning a token lands here)
+        raise type_error("broadcast_in_dim", [x], "an array (tokens cannot be broadcast or batched)", **params)
     if len(broadcast_dimensions) != x.ndim:
         raise type_error("broadcast_in_dim", [x], f"one broadcast dimension per operand dimension "
                          f"({x.ndim})", **params)

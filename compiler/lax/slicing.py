@@ -795,9 +795,9 @@ def default_fill_value(dtype):
     if dt.is_inexact(dtype):
         return np.nan
     if dt.is_signed(dtype):
-        return np.iinfo(dtype).min
+        return dt.iinfo(dtype).min
     if dt.is_unsigned(dtype):
-        return np.iinfo(dtype).max
+        return dt.iinfo(dtype).max
     return True
 
 

@@ -40,6 +40,11 @@ int8, int16, int32, int64 = map(ScalarType, (dt.int8, dt.int16, dt.int32, dt.int
 uint8, uint16, uint32, uint64 = map(ScalarType, (dt.uint8, dt.uint16, dt.uint32, dt.uint64))
 float16, bfloat16, float32, float64 = map(ScalarType, (dt.float16, dt.bfloat16, dt.float32, dt.float64))
 complex64, complex128 = ScalarType(dt.complex64), ScalarType(dt.complex128)
+# The narrow ml_dtypes types, by JAX's names.
+(float8_e4m3fn, float8_e5m2, float8_e4m3b11fnuz, float8_e4m3fnuz, float8_e5m2fnuz, float8_e3m4, float8_e4m3,
+ float8_e8m0fnu, float6_e2m3fn, float6_e3m2fn, float4_e2m1fn) = map(ScalarType, dt.NARROW_FLOATS)
+int1, int2, int4 = map(ScalarType, dt.NARROW_INTS)
+uint1, uint2, uint4 = map(ScalarType, dt.NARROW_UINTS)
 # Names numpy users reach for; like JAX's, they mean the 64-bit types (narrowed without x64).
 int_, uint, float_, complex_ = int64, uint64, float64, complex128
 dtype = np.dtype
@@ -105,8 +110,12 @@ def issubdtype(arg1, arg2) -> bool:
     if isinstance(arg2, type) and issubclass(arg2, np.generic) and arg2 in (
             np.generic, np.number, np.inexact, np.floating, np.complexfloating,
             np.integer, np.signedinteger, np.unsignedinteger):
-        if a == dt.bfloat16:             # numpy does not know bfloat16 is a floating type
-            return arg2 in (np.generic, np.number, np.inexact, np.floating)
+        # numpy sees ml_dtypes' types (bfloat16, float8_*, int4...) as voids: their kinds are ours
+        kind = dt.kind(a)
+        if a.isbuiltin == 2 and kind != "other":
+            return arg2 in {"float": (np.generic, np.number, np.inexact, np.floating),
+                            "int": (np.generic, np.number, np.integer, np.signedinteger),
+                            "uint": (np.generic, np.number, np.integer, np.unsignedinteger)}[kind]
         return np.issubdtype(a, arg2)
     return a == to_dtype(arg2)
 
