@@ -34,3 +34,4 @@ from . import sharding  # noqa: E402,F401
 from .sharding import (NamedSharding, PartitionSpec as P, make_array_from_callback,  # noqa: E402,F401
                        make_array_from_single_device_arrays, make_mesh, set_mesh)
 from .lax.parallel import shard_map  # noqa: E402,F401
+from .pmap import pmap  # noqa: E402,F401
