@@ -20,6 +20,7 @@ from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray
 from .ir.host_callback import check_callbacks_bound
 from .ir.tracing import get_aval, pytype_aval_mappings
 from .lowering import lower_jaxpr
+from .runtime.sharded import ShardedArray
 
 __all__ = ["apply_primitive", "compile_closed_jaxpr", "runtime_aval", "shaped_aval", "to_device_buffer"]
 
@@ -79,8 +80,16 @@ class _PrimitiveExecutable:
         self.out_aval = self.executable.out_avals[0] if len(outvars) == 1 else None
 
 
+class _OnDevices(Exception):
+    """An operand lives on other devices than the default one: the op runs there (SPMD)."""
+
+
 def _runtime_aval_of(x) -> runtime.Aval:
-    return x.aval if type(x) is Array else runtime_aval(get_aval(x))
+    if type(x) is Array:
+        return x.aval
+    if isinstance(x, ShardedArray):
+        raise _OnDevices
+    return runtime_aval(get_aval(x))
 
 
 class _EagerImpl:
@@ -98,7 +107,11 @@ class _EagerImpl:
         self.prim, self.cache = prim, {}
 
     def __call__(self, *args, **params):
-        key = tuple([x.aval if type(x) is Array else _runtime_aval_of(x) for x in args])
+        try:
+            key = tuple([x.aval if type(x) is Array else _runtime_aval_of(x) for x in args])
+        except _OnDevices:
+            from .spmd import apply_on_devices
+            return apply_on_devices(self.prim, args, params)
         if params:
             key += tuple(params.items())
         try:

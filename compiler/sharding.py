@@ -361,10 +361,29 @@ def put(value, sharding: Sharding, aval: runtime.Aval):
     sharding.check_shape(aval.shape, "device_put")
     if isinstance(value, runtime.Array) and getattr(value, "sharding", None) == sharding:
         return value
+    current = getattr(value, "sharding", None)
+    if isinstance(value, ShardedArray) and current is not None and current._devices == sharding._devices:
+        return _reshard(sharding)(value)
     default = runtime.backend().device
     if sharding._devices == (default,):
         return runtime.Array(runtime.to_buffer(np.asarray(value), aval), aval)
     return put_sharded(np.asarray(value), aval, sharding._hlo(len(aval.shape)), sharding._devices, sharding)
+
+
+_RESHARD: dict = {}     # target sharding -> its resharding program
+
+
+def _reshard(sharding):
+    """A program that lays its argument out as ``sharding`` on the same devices: XLA moves the
+    pieces between devices (collectives), nothing goes through the host."""
+    fn = _RESHARD.get(sharding)
+    if fn is None:
+        from .api import jit
+
+        def reshard(x):
+            return x
+        fn = _RESHARD[sharding] = jit(reshard, out_shardings=sharding)
+    return fn
 
 
 def _array_sharding(self):
