@@ -38,8 +38,8 @@ from .control_flow.common import (_front_dims, _new_vars, _nonzero_tangents, _pi
                                   _transpose_call_outputs, check_operand_types, check_subjaxpr)
 
 __all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p", "all_to_all_p",
-           "ppermute_p", "axis_index_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "all_to_all",
-           "ppermute", "axis_index", "axis_size"]
+           "ppermute_p", "axis_index_p", "pbroadcast_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "all_to_all",
+           "ppermute", "axis_index", "axis_size", "pbroadcast"]
 
 
 # ------------------------------------------------------------ axis environment
@@ -737,3 +737,92 @@ def _axis_index_lowering(ctx, *, axis_name):
 
 
 mlir.register_lowering(axis_index_p, _axis_index_lowering)
+
+
+# ------------------------------------------------------------------ pbroadcast
+
+pbroadcast_p = Primitive("pbroadcast")     # every device along the axes gets the source's value
+pbroadcast_p.def_params(axes=Tuple(Str()), source=Int(min=0))
+
+
+def _pbroadcast_rule(x, *, axes, source):
+    if not axes:
+        raise JaxprTypeError("pbroadcast: needs at least one axis name")
+    return x
+
+
+pbroadcast_p.def_abstract_eval(_pbroadcast_rule)
+ad.defjvp_linear(pbroadcast_p)
+
+
+def pbroadcast(x, axis_name, source):
+    """``x`` of the device at index ``source`` along ``axis_name``, on every device along it
+    (XLA's CollectiveBroadcast)."""
+    axes = _axes(axis_name, "pbroadcast")
+    n = axis_size(axis_name)
+    if not isinstance(source, (int, np.integer)) or not 0 <= source < n:
+        raise ValueError(f"pbroadcast: source {source!r} must be an index in [0, {n}) along {axis_name!r}")
+    return _tree_map(lambda v: pbroadcast_p.bind(v, axes=axes, source=int(source)), x)
+
+
+def _linear_index(axes):
+    """The index of this device along ``axes`` (the first axis slowest), in the body being traced."""
+    from jaxprc import lax
+    index = None
+    for a in axes:
+        i = axis_index_p.bind(axis_name=a)
+        index = i if index is None else lax.add(lax.mul(index, lax.full((), _axis_env()[a], np.int32)), i)
+    return index
+
+
+def _is_source(axes, source):
+    from jaxprc import lax
+    return lax.eq(_linear_index(axes), lax.full((), source, np.int32))
+
+
+def _pbroadcast_transpose(ct, x, *, axes, source):
+    """The source gets the sum of every device's cotangent, the others nothing."""
+    from jaxprc import lax
+    if isinstance(ct, Zero):
+        return [ct]
+    total = psum_p.bind(ct, axes=axes)
+    return [lax.select(lax.broadcast_in_dim(_is_source(axes, source), ct.aval.shape, ()), total,
+                       lax.full(ct.aval.shape, 0, ct.aval.dtype))]
+
+
+ad.primitive_transposes[pbroadcast_p] = _pbroadcast_transpose
+
+
+def _pbroadcast_batch(args, dims, *, axes, source):
+    from jaxprc import lax
+    (x,), (d,) = args, dims
+    if not _vmapped("pbroadcast", axes):
+        return pbroadcast_p.bind(x, axes=axes, source=source), d
+    if d is batching.not_mapped:          # the same value in every example already
+        return x, d
+    picked = lax.index_in_dim(x, source, d, keepdims=True)
+    return lax.broadcast_in_dim(picked, x.aval.shape, tuple(range(x.aval.ndim))), d
+
+
+batching.primitive_batchers[pbroadcast_p] = _pbroadcast_batch
+rules_for_unbatched.add(pbroadcast_p)
+
+
+def _pbroadcast_lowering(ctx, x, *, axes, source):
+    """The sum over ``axes`` of the source's value and zeros elsewhere (JAX's definition of
+    pbroadcast): XLA's CPU backend has no collective-broadcast."""
+    from jaxprc import lax
+    names, sizes = _mesh_of(ctx, "pbroadcast")
+
+    def fn(v):
+        saved = _axis_env()
+        _ENV.axes = {**saved, **dict(zip(names, sizes))}
+        try:
+            keep = lax.broadcast_in_dim(_is_source(axes, source), v.aval.shape, ())
+            return psum_p.bind(lax.select(keep, v, lax.full(v.aval.shape, 0, v.aval.dtype)), axes=axes)
+        finally:
+            _ENV.axes = saved
+    return mlir.lower_fun(fn, multiple_results=False)(ctx, x)
+
+
+mlir.register_lowering(pbroadcast_p, _pbroadcast_lowering)
