@@ -186,6 +186,31 @@ def resharding_on_devices():
 
 
 @check
+def partial_manual_shard_map():
+    auto = jx.make_mesh((4, 2), ("x", "y"), axis_types=(jx.sharding.AxisType.Auto,) * 2)
+    A = np.arange(32, dtype=np.float32).reshape(8, 4)
+    f = jx.shard_map(lambda a: (lax.psum(a, "x"), a * lax.axis_index("x"), jnp.sin(a) @ jnp.ones((4, 3))),
+                     mesh=auto, in_specs=P("x"), out_specs=(P(), P("x"), P("x")), axis_names={"x"})
+    s, t, u = jx.jit(f)(A)
+    assert np.allclose(np.asarray(s), A.reshape(4, 2, 4).sum(0))
+    assert np.array_equal(np.asarray(t), A * np.repeat(np.arange(4), 2)[:, None])
+    assert np.allclose(np.asarray(u), np.sin(A) @ np.ones((4, 3)), atol=1e-5)
+    text = jx.jit(f).lower(A).as_text()
+    assert 'manual_axes={"x"}' in text and 'manual_axes={"y"}' in text     # axis_index: all manual
+    g = jx.grad(lambda a: (f(a)[0] ** 2).sum() + f(a)[2].sum())(A)
+    assert np.allclose(np.asarray(g), np.tile(2 * A.reshape(4, 2, 4).sum(0), (4, 1)) + np.cos(A) * 3, rtol=1e-5)
+    assert_round_trip(jx.make_jaxpr(jx.grad(lambda a: (f(a)[0] ** 2).sum()))(A))
+    v = jx.vmap(f)(np.stack([A, A + 1]))
+    assert np.allclose(np.asarray(v[0][1]), (A + 1).reshape(4, 2, 4).sum(0))
+    raises(ValueError, lambda: jx.shard_map(lambda a: a, mesh=auto, in_specs=P("y"), out_specs=P("y"),
+                                            axis_names={"x"})(A), "manual axes")
+    raises(ValueError, lambda: jx.shard_map(lambda a: a, mesh=auto, in_specs=P("x"), out_specs=P("x"),
+                                            axis_names={"z"})(A), "not in the mesh")
+    raises(NameError, lambda: jx.shard_map(lambda a: lax.psum(a, "y"), mesh=auto, in_specs=P("x"),
+                                           out_specs=P("x"), axis_names={"x"})(A), "'y'")
+
+
+@check
 def visualize_array_sharding():
     import io
     from contextlib import redirect_stdout

@@ -209,10 +209,23 @@ def run_mnist(lib: str, body: str):
     return env["results"], env["final"]
 
 
+def partial_manual(lib):
+    """shard_map manual over "x" only; XLA partitions along "y"."""
+    lax, jnp = lib.lax, lib.numpy
+    mesh = lib.make_mesh((4, 2), ("x", "y"), axis_types=(lib.sharding.AxisType.Auto,) * 2)
+    P = lib.sharding.PartitionSpec
+    A = np.arange(32, dtype=np.float32).reshape(8, 4) / 9
+    f = lib.shard_map(lambda a: (lax.psum(a, "x"), a * lax.axis_index("x"), jnp.sin(a) @ jnp.ones((4, 3))),
+                      mesh=mesh, in_specs=P("x"), out_specs=(P(), P("x"), P("x")), axis_names={"x"})
+    grad = lib.grad(lambda a: (f(a)[0] ** 2).sum() + (f(a)[1] * f(a)[2][:, :1]).sum())(A)
+    return lib.jit(f)(A), grad
+
+
 def main():
     assert jax.device_count() == jx.device_count() == 8
     for name in cases(jax):
         same(cases(jax)[name](), cases(jx)[name](), name, rtol=2e-5)
+    same(partial_manual(jax), partial_manual(jx), "partially manual shard_map", rtol=2e-5)
     for name, body in (("pmap", MNIST_PMAP), ("NamedSharding", MNIST_SHARDED)):
         (ja, jp), (xa, xp) = run_mnist("jax", body), run_mnist("jaxprc", body)
         for (jt, js), (xt, xs) in zip(ja, xa):
