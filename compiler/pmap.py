@@ -42,6 +42,9 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     axis_name = _DEFAULT_AXIS if axis_name is None else axis_name
     if not isinstance(axis_name, str):
         raise TypeError(f"pmap: axis_name must be a string in jaxprc, got {axis_name!r}")
+    if backend is not None and backend != runtime.default_backend():
+        raise ValueError(f"pmap: backend {backend!r} is not this process's backend "
+                         f"{runtime.default_backend()!r}")
     if devices is not None:
         devices = tuple(devices)
         if not devices:

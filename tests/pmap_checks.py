@@ -95,6 +95,8 @@ def pmap_axes_and_arguments():
     raises(ValueError, lambda: jx.pmap(lambda v: v, in_axes=2)(X), "axis 2")
     raises(ValueError, lambda: jx.pmap(lambda v, w: v + w)(X, X[:4]), "inconsistent")
     raises(TypeError, lambda: jx.pmap(lambda v: v, in_axes=0.5)(X), "in_axes")
+    raises(ValueError, lambda: jx.pmap(lambda v: v, backend="tpu"), "backend")
+    assert np.array_equal(np.asarray(jx.pmap(lambda v: v, backend="cpu")(X)), X)
     raises(NameError, lambda: jx.pmap(lambda v: lax.psum(v, "j"), "i")(X), "'j'")
 
 

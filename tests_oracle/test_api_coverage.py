@@ -35,13 +35,13 @@ _EFFECTS = "host callbacks, effects and tokens (issue 21)"
 
 OWNED = {
     "jax": {
-        **dict.fromkeys(["Shard", "reshard", "smap", "pmap", "make_array_from_process_local_data",
+        **dict.fromkeys(["Shard", "reshard", "smap", "make_array_from_process_local_data",
                          "remove_size_one_mesh_axis_from_type", "distributed", "auto_pcast", "thread_guard"],
                         _MULTI),
         "ffi": _EFFECTS,
     },
     "jax.lax": {
-        **dict.fromkeys(["pbroadcast", "pcast", "precv", "psend", "pshuffle", "pswapaxes", "ragged_all_to_all"],
+        **dict.fromkeys(["pcast", "precv", "psend", "pshuffle", "pswapaxes", "ragged_all_to_all"],
                         _MULTI),
         **dict.fromkeys(["create_token", "after_all", "dce_sink"], _EFFECTS),
     },
