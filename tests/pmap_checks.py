@@ -213,6 +213,16 @@ def partial_manual_shard_map():
 
 
 @check
+def many_collective_runs_queued():
+    """Many independent runs of a program with an all-reduce: XLA's CPU collectives deadlock (and
+    abort the process) when their parts fill the thread pool; jaxprc runs them one at a time."""
+    f = jx.pmap(lambda v: v * lax.psum(v, "i"), "i")
+    a = jx.device_put(X, NamedSharding(jx.sharding.Mesh(np.array(jx.devices()), ("i",)), P("i")))
+    outs = [f(a) for _ in range(300)] + [jnp.sum(a) for _ in range(20)]
+    assert np.allclose(np.asarray(outs[0]), X * X.sum()) and float(outs[-1]) == X.sum()
+
+
+@check
 def visualize_array_sharding():
     import io
     from contextlib import redirect_stdout
