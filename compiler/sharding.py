@@ -341,14 +341,18 @@ def resolve(sharding, what: str):
 def named_from_hlo(mesh: Mesh, hlo, ndim: int):
     """The NamedSharding over ``mesh`` whose tile assignment is ``hlo`` (None if none is): the
     layout XLA chose for a result, in JAX's terms (a spec entry per dimension, as JAX gives)."""
+    # JAX's spelling: a mesh with Explicit axes types every dimension, an Auto mesh drops trailing Nones
+    full = any(t is not AxisType.Auto for t in mesh.axis_types)
     if hlo.is_replicated():
-        return NamedSharding(mesh, PartitionSpec(*[None] * ndim))
+        return NamedSharding(mesh, PartitionSpec(*[None] * (ndim if full else 0)))
     names, sizes = mesh.axis_names, mesh.axis_sizes
     for placement in itertools.product(range(-1, ndim), repeat=len(names)):
         groups = [[a for a, d in zip(names, placement) if d == dim] for dim in range(ndim)]
         for orders in itertools.product(*[itertools.permutations(g) for g in groups]):
             if _named_hlo(names, sizes, orders) == hlo:
                 spec = [None if not o else o[0] if len(o) == 1 else tuple(o) for o in orders]
+                while not full and spec and spec[-1] is None:
+                    spec.pop()
                 return NamedSharding(mesh, PartitionSpec(*spec))
     return None
 
