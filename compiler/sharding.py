@@ -14,7 +14,7 @@ import threading
 from typing import NamedTuple
 
 import numpy as np
-from jaxlib import xla_client as xc
+from jaxlib import _jax, xla_client as xc
 
 from . import runtime
 from .ir.core import param_type
@@ -368,10 +368,35 @@ def put(value, sharding: Sharding, aval: runtime.Aval):
     current = getattr(value, "sharding", None)
     if isinstance(value, ShardedArray) and current is not None and current._devices == sharding._devices:
         return _reshard(sharding)(value)
+    if isinstance(value, runtime.Array):
+        moved = _copy_to_devices(value, sharding, aval)
+        if moved is not None:
+            return moved
     default = runtime.backend().device
     if sharding._devices == (default,):
         return runtime.Array(runtime.to_buffer(np.asarray(value), aval), aval)
     return put_sharded(np.asarray(value), aval, sharding._hlo(len(aval.shape)), sharding._devices, sharding)
+
+
+def _copy_to_devices(value, sharding: Sharding, aval: runtime.Aval):
+    """``value``'s shards copied device to device onto ``sharding``'s devices when the layout is
+    the same tiling there (jaxlib's copy path, as JAX's device_put); None when it is not."""
+    default = runtime.backend().device
+    sharded = isinstance(value, ShardedArray)
+    src_devices, src_hlo = (value.device_tuple, value.hlo) if sharded else ((default,), REPLICATED)
+    dst_devices, dst_hlo = sharding._devices, sharding._hlo(len(aval.shape))
+    if len(src_devices) != len(dst_devices) or src_hlo != dst_hlo:
+        return None
+    if value._buf.is_deleted():
+        raise runtime.DeletedArrayError(f"device_put: the Array of type {aval.dtype.name}{list(aval.shape)} "
+                                        "has been deleted.")
+    single = dst_devices == (default,)
+    target = runtime.backend().sharding if single else runtime.sharded.gspmd_sharding(dst_devices, dst_hlo)
+    (buf,) = _jax.batched_copy_array_to_devices_with_sharding(
+        [value._buf], [xc.DeviceList(dst_devices)], [target], [xc.ArrayCopySemantics.ALWAYS_COPY])
+    if single:
+        return runtime.Array(buf, aval)
+    return ShardedArray(buf, aval, dst_hlo, dst_devices, sharding)
 
 
 _RESHARD: dict = {}     # target sharding -> its resharding program

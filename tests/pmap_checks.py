@@ -180,6 +180,16 @@ def resharding_on_devices():
         assert b.sharding == target
         for shard in b.addressable_shards:
             assert np.array_equal(np.asarray(shard.data), A[shard.index]), spec
+    # the same tiling on other devices: copied device to device
+    d = jx.devices()
+    m1, m2 = jx.sharding.Mesh(np.array(d[:4]), ("x",)), jx.sharding.Mesh(np.array(d[4:]), ("x",))
+    s1 = jx.device_put(A, NamedSharding(m1, P("x")))
+    with no_host_copies():
+        s2 = jx.device_put(s1, NamedSharding(m2, P("x")))
+        on3 = jx.device_put(jx.device_put(A, d[2]), d[3])
+    assert sorted(x.id for x in s2.devices()) == [4, 5, 6, 7] and on3.devices() == {d[3]}
+    assert np.array_equal(np.asarray(s2), A) and np.array_equal(np.asarray(on3), A)
+    assert np.array_equal(np.asarray(jx.device_put(on3, d[0])), A)
     with no_host_copies():
         c = jx.lax.with_sharding_constraint(a, NamedSharding(jx.make_mesh((4, 2), ("x", "y"),
                                                                           axis_types=(jx.sharding.AxisType.Auto,) * 2),
