@@ -233,6 +233,24 @@ def many_collective_runs_queued():
 
 
 @check
+def check_vma():
+    """out_specs may leave out only axes the result does not vary over (JAX's check_vma)."""
+    auto = jx.make_mesh((4, 2), ("x", "y"), axis_types=(jx.sharding.AxisType.Auto,) * 2)
+    A = np.arange(32, dtype=np.float32).reshape(8, 4)
+    sm = lambda f, i, o, **kw: jx.jit(jx.shard_map(f, mesh=auto, in_specs=i, out_specs=o, **kw))(A)  # noqa: E731
+    raises(ValueError, lambda: sm(lambda a: a * 2, P("x"), P()), "replicated across mesh axes ['x']")
+    raises(ValueError, lambda: sm(lambda a: lax.psum(a, "x"), P("x", "y"), P()), "['y']")
+    raises(ValueError, lambda: sm(lambda a: a + lax.axis_index("x"), P(), P(None, "y")), "varying over ['x']")
+    raises(ValueError, lambda: sm(lambda a: (a, jx.jit(jnp.sin)(a)), P("x"), (P("x"), P())), "out_specs[1]")
+    assert np.array_equal(np.asarray(sm(lambda a: a * 2, P("x"), P(), check_vma=False)), A[:2] * 2)
+    assert np.array_equal(np.asarray(sm(lambda a: lax.psum(a, ("x", "y")), P("x", "y"), P())),
+                          A.reshape(4, 2, 2, 2).sum((0, 2)))
+    assert np.array_equal(np.asarray(sm(lambda a: jnp.sin(a) * 0 + a, P(), P())), A)
+    one = jx.make_mesh((1,), ("i",))      # axes of size 1 are not checked (JAX drops them from types)
+    assert np.array_equal(np.asarray(jx.shard_map(lambda a: a, mesh=one, in_specs=P("i"), out_specs=P())(A)), A)
+
+
+@check
 def visualize_array_sharding():
     import io
     from contextlib import redirect_stdout

@@ -233,12 +233,37 @@ def result_specs(lib):
     return out
 
 
+def vma_verdicts(lib):
+    """Whether shard_map (check_vma=True) accepts each out_specs, on an Auto mesh."""
+    lax, jnp, P = lib.lax, lib.numpy, lib.P
+    mesh = lib.make_mesh((4, 2), ("x", "y"), axis_types=(lib.sharding.AxisType.Auto,) * 2)
+    ring = [(i, (i + 1) % 4) for i in range(4)]
+    cases = [(lambda a: a, P("x"), P()), (lambda a: lax.psum(a, "x"), P("x"), P()),
+             (lambda a: lax.psum(a, "x"), P("x", "y"), P()), (lambda a: lax.psum(a, ("x", "y")), P("x", "y"), P()),
+             (lambda a: a * 0 + lax.axis_index("y"), P(), P()), (lambda a: lax.ppermute(a, "x", ring), P(), P()),
+             (lambda a: lax.all_gather(a, "x", tiled=True), P("x"), P()),
+             (lambda a: lib.jit(lambda b: lax.pmax(b * 2, "x"))(a), P("x"), P()),
+             (lambda a: lib.jit(lambda b: b * 2)(a), P("x"), P()), (lambda a: jnp.sin(a), P(), P()),
+             (lambda a: lax.psum(a, "x"), P("x", "y"), P(None, "y")),
+             (lambda a: (lax.pmin(a, "x"), a), P("x"), (P(), P("x"))), (lambda a: (lax.pmin(a, "x"), a), P("x"), P())]
+    out = []
+    for f, i, o in cases:
+        try:
+            lib.jit(lib.shard_map(f, mesh=mesh, in_specs=i, out_specs=o))(np.ones((8, 4), np.float32))
+            out.append(True)
+        except ValueError as e:
+            assert "out_specs" in str(e), e
+            out.append(False)
+    return out
+
+
 def main():
     assert jax.device_count() == jx.device_count() == 8
     for name in cases(jax):
         same(cases(jax)[name](), cases(jx)[name](), name, rtol=2e-5)
     same(partial_manual(jax), partial_manual(jx), "partially manual shard_map", rtol=2e-5)
     assert result_specs(jax) == result_specs(jx), (result_specs(jax), result_specs(jx))
+    assert vma_verdicts(jax) == vma_verdicts(jx), (vma_verdicts(jax), vma_verdicts(jx))
     for name, body in (("pmap", MNIST_PMAP), ("NamedSharding", MNIST_SHARDED)):
         (ja, jp), (xa, xp) = run_mnist("jax", body), run_mnist("jaxprc", body)
         for (jt, js), (xt, xs) in zip(ja, xa):

@@ -36,6 +36,7 @@ from jaxprc.spmd import _sdy_attr
 from jaxprc.lowering import add_region, max_min, scalar_type
 from jaxlib.mlir.dialects import sdy
 
+from .vma import check_out_specs
 from .control_flow.common import (_front_dims, _new_vars, _nonzero_tangents, _pick, _split_outs,
                                   _transpose_call_outputs, check_operand_types, check_subjaxpr)
 
@@ -376,6 +377,10 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
         o_specs = [_spec_dims(s if s is not None else (), a.ndim, "shard_map out_specs")
                    for a, s in zip(jaxpr.out_avals, broadcast(out_specs, out_tree, "shard_map out_specs"))]
         _only_manual(o_specs, manual, "out_specs")
+        if check_vma:
+            from jaxprc.tree_util import keystr, tree_flatten_with_path
+            paths = [keystr(p) for p, _ in tree_flatten_with_path(out_tree.unflatten([0] * out_tree.num_leaves))[0]]
+            check_out_specs(f, m, jaxpr.jaxpr, _replicated(consts) + tuple(specs), o_specs, manual, paths)
         param = ShardingParam.of(shd.NamedSharding(m, shd.PartitionSpec()))
         outs = shard_map_p.bind(*consts, *leaves, jaxpr=jaxpr, mesh=param,
                                 in_specs=_replicated(consts) + tuple(specs),
