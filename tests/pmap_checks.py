@@ -246,6 +246,14 @@ def check_vma():
     assert np.array_equal(np.asarray(sm(lambda a: lax.psum(a, ("x", "y")), P("x", "y"), P())),
                           A.reshape(4, 2, 2, 2).sum((0, 2)))
     assert np.array_equal(np.asarray(sm(lambda a: jnp.sin(a) * 0 + a, P(), P())), A)
+    cast = lambda a: lax.pcast(a, "x", to="varying")      # noqa: E731
+    raises(ValueError, lambda: sm(cast, P(), P()), "varying over ['x']")
+    assert np.array_equal(np.asarray(sm(lambda a: cast(a) * lax.axis_index("x"), P(), P("x"))),
+                          np.concatenate([A * i for i in range(4)]))
+    g = jx.grad(lambda a: (jx.shard_map(lambda b: cast(b) * lax.axis_index("x"), mesh=auto, in_specs=P(),
+                                        out_specs=P("x"))(a) ** 2).sum())(A)
+    assert np.allclose(np.asarray(g), 2 * A * sum(i * i for i in range(4)))
+    raises(NotImplementedError, lambda: sm(lambda a: lax.pcast(a, "x", to="reduced"), P(), P()), "reduced")
     one = jx.make_mesh((1,), ("i",))      # axes of size 1 are not checked (JAX drops them from types)
     assert np.array_equal(np.asarray(jx.shard_map(lambda a: a, mesh=one, in_specs=P("i"), out_specs=P())(A)), A)
 

@@ -135,7 +135,7 @@ CORPUS = {
                             lax.ppermute_p.bind(x, axes=("i",), perm=((0, 0),)), lax.axis_index_p.bind(axis_name="i"),
                             lax.psum_scatter_p.bind(x, axes=("i",), axis_size=1, scatter_dimension=0, tiled=True),
                             lax.all_to_all_p.bind(x, axes=("i",), axis_size=1, split_axis=0, concat_axis=0),
-                            lax.pbroadcast_p.bind(x, axes=("i",), source=0)),
+                            lax.pbroadcast_p.bind(x, axes=("i",), source=0), lax.pvary_p.bind(x, axes=("i",))),
                  [(3,)]),
     "sharding": (lambda x: jx.lax.with_sharding_constraint(x, _one_device_sharding()), [(3,)]),
     "random_gamma": (lambda x: lax.random_gamma_p.bind(jnp.zeros((2,), np.uint32), x, log_space=True), [(3,)]),

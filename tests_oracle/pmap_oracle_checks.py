@@ -233,6 +233,20 @@ def result_specs(lib):
     return out
 
 
+def pcast_case(lib):
+    """A replicated argument cast to varying: values, the gradient, and a loop carry (JAX needs the
+    cast there under check_vma)."""
+    lax, jnp, P = lib.lax, lib.numpy, lib.P
+    mesh = lib.make_mesh((4, 2), ("x", "y"), axis_types=(lib.sharding.AxisType.Auto,) * 2)
+    f = lib.shard_map(lambda a: lax.pcast(a, "x", to="varying") * (lax.axis_index("x") + 1), mesh=mesh,
+                      in_specs=P(), out_specs=P("x"))
+    loop = lib.shard_map(lambda a, b: lax.fori_loop(0, 3, lambda i, c: c + b, lax.pcast(a, "x", to="varying")),
+                         mesh=mesh, in_specs=(P(), P("x")), out_specs=P("x"))
+    A = np.arange(8, dtype=np.float32) / 3
+    ct = np.arange(32, dtype=np.float32)
+    return f(A), lib.vjp(f, A)[1](ct), loop(A, np.ones(32, np.float32))
+
+
 def vma_verdicts(lib):
     """Whether shard_map (check_vma=True) accepts each out_specs, on an Auto mesh."""
     lax, jnp, P = lib.lax, lib.numpy, lib.P
@@ -264,6 +278,7 @@ def main():
     same(partial_manual(jax), partial_manual(jx), "partially manual shard_map", rtol=2e-5)
     assert result_specs(jax) == result_specs(jx), (result_specs(jax), result_specs(jx))
     assert vma_verdicts(jax) == vma_verdicts(jx), (vma_verdicts(jax), vma_verdicts(jx))
+    same(pcast_case(jax), pcast_case(jx), "lax.pcast(to='varying')")
     for name, body in (("pmap", MNIST_PMAP), ("NamedSharding", MNIST_SHARDED)):
         (ja, jp), (xa, xp) = run_mnist("jax", body), run_mnist("jaxprc", body)
         for (jt, js), (xt, xs) in zip(ja, xa):

@@ -41,7 +41,7 @@ OWNED = {
         "ffi": _EFFECTS,
     },
     "jax.lax": {
-        **dict.fromkeys(["pcast", "precv", "psend", "pshuffle", "pswapaxes", "ragged_all_to_all"],
+        **dict.fromkeys(["precv", "psend", "pshuffle", "pswapaxes", "ragged_all_to_all"],
                         _MULTI),
         **dict.fromkeys(["create_token", "after_all", "dce_sink"], _EFFECTS),
     },

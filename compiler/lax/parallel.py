@@ -42,7 +42,7 @@ from .control_flow.common import (_front_dims, _new_vars, _nonzero_tangents, _pi
 
 __all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p", "all_to_all_p",
            "ppermute_p", "axis_index_p", "pbroadcast_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "all_to_all",
-           "ppermute", "axis_index", "axis_size", "pbroadcast"]
+           "ppermute", "axis_index", "axis_size", "pbroadcast", "pvary_p", "pcast"]
 
 
 # ------------------------------------------------------------ axis environment
@@ -872,3 +872,39 @@ def _pbroadcast_lowering(ctx, x, *, axes, source):
 
 
 mlir.register_lowering(pbroadcast_p, _pbroadcast_lowering)
+
+
+# ------------------------------------------------------------------ pcast
+
+pvary_p = Primitive("pvary")     # the same values, typed as varying over ``axes`` (lax.pcast to="varying")
+pvary_p.def_params(axes=Tuple(Str()))
+pvary_p.def_abstract_eval(_same_type("pvary"))
+pvary_p.def_impl(lambda x, *, axes: x)
+ad.defjvp_linear(pvary_p)
+# In the per-device view of shard_map's transpose a replicated argument's cotangents are summed
+# over its copies, which is JAX's psum transpose of pvary: here the cotangent passes as it is.
+ad.primitive_transposes[pvary_p] = lambda ct, x, *, axes: [ct]
+def _pvary_batch(args, dims, *, axes):
+    rest = tuple(a for a in axes if a != _batching_name())      # the vmapped axis needs no type
+    return (pvary_p.bind(args[0], axes=rest) if rest else args[0]), dims[0]
+
+
+batching.primitive_batchers[pvary_p] = _pvary_batch
+mlir.register_lowering(pvary_p, lambda ctx, x, *, axes: x)
+
+
+def pcast(x, axis_name, *, to: str):
+    """``x`` typed as varying over ``axis_name`` (``to="varying"``): what check_vma needs, say for a
+    loop carry that starts replicated and becomes per-device. Its values are unchanged."""
+    if to not in ("varying", "reduced", "unreduced"):
+        raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {{'reduced', 'unreduced', "
+                         f"'varying'}}, got {to!r}")
+    if to != "varying":
+        raise NotImplementedError(f"lax.pcast(to={to!r}): jaxprc has no reduced/unreduced array types; "
+                                  "only to='varying' is supported")
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
+    if not axis_name:
+        return x
+    axes = _axes(axis_name, "pcast")
+    return _tree_map(lambda v: pvary_p.bind(v, axes=axes), x)
