@@ -58,6 +58,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             raise TypeError(f"pmap {what} must be an int, None, or (nested) container with those "
                             f"types as leaves, but got {axes}.")
     cache: dict = {}
+    per_tree: dict = {}      # (argument structure, static positions) -> (in_axes per leaf, donated leaves)
 
     @functools.wraps(fun)
     def pmapped(*args, **kwargs):
@@ -79,14 +80,18 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         dyn_in_axes = (tuple(in_axes[i] for i in dyn_pos) if static and isinstance(in_axes, tuple)
                        else in_axes)
         flat, in_tree = tree_flatten((tuple(dyn), kwargs))
-        axes = [_canonical(a, x) for a, x in zip(_flatten_axes("pmap in_axes", in_tree, (dyn_in_axes, 0)), flat)]
+        tree_key = (in_tree, len(args))
+        if tree_key not in per_tree:
+            per_tree[tree_key] = (_flatten_axes("pmap in_axes", in_tree, (dyn_in_axes, 0)),
+                                  tuple(j for j, leaf in enumerate(_leaf_owners(in_tree)) if leaf in donate))
+        leaf_axes, donated = per_tree[tree_key]
+        axes = [_canonical(a, x) for a, x in zip(leaf_axes, flat)]
         size = _mapped_size(flat, axes)
         if axis_size is not None and axis_size != size:
             raise ValueError(f"Specified axis_size {axis_size} doesn't match received axis_size {size}.")
         if any(n not in getattr(_ENV, "vmap_names", ()) for n in _axis_env()):
             raise NotImplementedError("pmap inside pmap or shard_map is not supported")
         traced = any(isinstance(x, Tracer) for x in flat)
-        donated = tuple(j for j, leaf in enumerate(_leaf_owners(in_tree)) if leaf in donate)
         try:
             key = (in_tree, tuple(axes), size, statics, traced, donated)
             hash(key)
