@@ -36,3 +36,4 @@ from .sharding import (NamedSharding, PartitionSpec as P, make_array_from_callba
 from .lax.parallel import shard_map  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
 from .process_local import make_array_from_process_local_data  # noqa: E402,F401
+from .pmap import pmap  # noqa: E402,F401

@@ -129,3 +129,8 @@ def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: boo
 
 
 from .debugger import breakpoint  # noqa: E402  (it stages its stop with callback above)
+
+
+from .sharding_view import visualize_array_sharding, visualize_sharding  # noqa: E402
+
+__all__ += ["visualize_array_sharding", "visualize_sharding"]

@@ -85,32 +85,16 @@ class _PrimitiveExecutable:
         self.out_aval = self.executable.out_avals[0] if len(outvars) == 1 else None
 
 
-class _SpansProcesses(Exception):
-    """An argument has shards on other processes' devices: it cannot be gathered here."""
+class _OnDevices(Exception):
+    """An operand lives on other devices than the default one: the op runs there (SPMD)."""
 
 
 def _runtime_aval_of(x) -> runtime.Aval:
     if type(x) is Array:
         return x.aval
-    if isinstance(x, ShardedArray) and x.spans_processes():
-        raise _SpansProcesses
+    if isinstance(x, ShardedArray):
+        raise _OnDevices
     return runtime_aval(get_aval(x))
-
-
-def _spmd_apply(prim: Primitive, args, params: dict):
-    """``prim`` run as a jit program: over global arrays it runs partitioned on every process
-    (the way JAX runs every eager op)."""
-    try:
-        fn = _spmd_program(prim, tuple(params.items()))
-    except TypeError:   # an unhashable param: not cached
-        fn = _spmd_program.__wrapped__(prim, tuple(params.items()))
-    return fn(*args)
-
-
-@functools.lru_cache(maxsize=None)
-def _spmd_program(prim: Primitive, params: tuple):
-    from .api import jit
-    return jit(lambda *args: prim.bind(*args, **dict(params)))
 
 
 class _EagerImpl:
@@ -130,8 +114,9 @@ class _EagerImpl:
     def __call__(self, *args, **params):
         try:
             key = tuple([x.aval if type(x) is Array else _runtime_aval_of(x) for x in args])
-        except _SpansProcesses:
-            return _spmd_apply(self.prim, args, params)
+        except _OnDevices:
+            from .spmd import apply_on_devices
+            return apply_on_devices(self.prim, args, params)
         if params:
             key += tuple(params.items())
         try:

@@ -14,7 +14,7 @@ import threading
 from typing import NamedTuple
 
 import numpy as np
-from jaxlib import xla_client as xc
+from jaxlib import _jax, xla_client as xc
 
 from . import runtime
 from .ir.core import param_type
@@ -346,14 +346,18 @@ def resolve(sharding, what: str):
 def named_from_hlo(mesh: Mesh, hlo, ndim: int):
     """The NamedSharding over ``mesh`` whose tile assignment is ``hlo`` (None if none is): the
     layout XLA chose for a result, in JAX's terms (a spec entry per dimension, as JAX gives)."""
+    # JAX's spelling: a mesh with Explicit axes types every dimension, an Auto mesh drops trailing Nones
+    full = any(t is not AxisType.Auto for t in mesh.axis_types)
     if hlo.is_replicated():
-        return NamedSharding(mesh, PartitionSpec(*[None] * ndim))
+        return NamedSharding(mesh, PartitionSpec(*[None] * (ndim if full else 0)))
     names, sizes = mesh.axis_names, mesh.axis_sizes
     for placement in itertools.product(range(-1, ndim), repeat=len(names)):
         groups = [[a for a, d in zip(names, placement) if d == dim] for dim in range(ndim)]
         for orders in itertools.product(*[itertools.permutations(g) for g in groups]):
             if _named_hlo(names, sizes, orders) == hlo:
                 spec = [None if not o else o[0] if len(o) == 1 else tuple(o) for o in orders]
+                while not full and spec and spec[-1] is None:
+                    spec.pop()
                 return NamedSharding(mesh, PartitionSpec(*spec))
     return None
 
@@ -369,10 +373,54 @@ def put(value, sharding: Sharding, aval: runtime.Aval):
     if isinstance(value, ShardedArray) and value.spans_processes():   # no host copy: an SPMD program moves it
         from .api import jit
         return jit(lambda v: v, out_shardings=sharding)(value)
+    current = getattr(value, "sharding", None)
+    if isinstance(value, ShardedArray) and current is not None and current._devices == sharding._devices:
+        return _reshard(sharding)(value)
+    if isinstance(value, runtime.Array):
+        moved = _copy_to_devices(value, sharding, aval)
+        if moved is not None:
+            return moved
     default = runtime.backend().device
     if sharding._devices == (default,):
         return runtime.Array(runtime.to_buffer(np.asarray(value), aval), aval)
     return put_sharded(np.asarray(value), aval, sharding._hlo(len(aval.shape)), sharding._devices, sharding)
+
+
+def _copy_to_devices(value, sharding: Sharding, aval: runtime.Aval):
+    """``value``'s shards copied device to device onto ``sharding``'s devices when the layout is
+    the same tiling there (jaxlib's copy path, as JAX's device_put); None when it is not."""
+    default = runtime.backend().device
+    sharded = isinstance(value, ShardedArray)
+    src_devices, src_hlo = (value.device_tuple, value.hlo) if sharded else ((default,), REPLICATED)
+    dst_devices, dst_hlo = sharding._devices, sharding._hlo(len(aval.shape))
+    if len(src_devices) != len(dst_devices) or src_hlo != dst_hlo:
+        return None
+    if value._buf.is_deleted():
+        raise runtime.DeletedArrayError(f"device_put: the Array of type {aval.dtype.name}{list(aval.shape)} "
+                                        "has been deleted.")
+    single = dst_devices == (default,)
+    target = runtime.backend().sharding if single else runtime.sharded.gspmd_sharding(dst_devices, dst_hlo)
+    (buf,) = _jax.batched_copy_array_to_devices_with_sharding(
+        [value._buf], [xc.DeviceList(dst_devices)], [target], [xc.ArrayCopySemantics.ALWAYS_COPY])
+    if single:
+        return runtime.Array(buf, aval)
+    return ShardedArray(buf, aval, dst_hlo, dst_devices, sharding)
+
+
+_RESHARD: dict = {}     # target sharding -> its resharding program
+
+
+def _reshard(sharding):
+    """A program that lays its argument out as ``sharding`` on the same devices: XLA moves the
+    pieces between devices (collectives), nothing goes through the host."""
+    fn = _RESHARD.get(sharding)
+    if fn is None:
+        from .api import jit
+
+        def reshard(x):
+            return x
+        fn = _RESHARD[sharding] = jit(reshard, out_shardings=sharding)
+    return fn
 
 
 def _array_sharding(self):

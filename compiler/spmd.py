@@ -271,3 +271,25 @@ def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, num_partitions: i
             main.attributes[key] = ir.ArrayAttr.get(attrs)
         passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(module.operation)
     return lowered
+
+
+# ------------------------------------------------------------ eager on devices
+
+_EAGER_ON_DEVICES: dict = {}    # (primitive, params) -> the jit of one application
+
+
+def apply_on_devices(prim: Primitive, args, params):
+    """An eager op with an operand on other devices than the default one: the one-op program
+    runs where the operands are (partitioned like them), not on the host."""
+    key = (prim, tuple(params.items()))
+    try:
+        fn = _EAGER_ON_DEVICES.get(key)
+    except TypeError:          # an unhashable param: no caching
+        key, fn = None, None
+    if fn is None:
+        from .api import jit
+        fn = jit(lambda *xs: prim.bind(*xs, **params))
+        fn.__name__ = prim.name
+        if key is not None:
+            fn = _EAGER_ON_DEVICES[key] = fn
+    return fn(*args)

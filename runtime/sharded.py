@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 
 import numpy as np
 from jaxlib import _jax, xla_client as xc
@@ -184,6 +185,27 @@ def spmd_options(devices) -> xc.CompileOptions:
     return options
 
 
+_COLLECTIVE_OPS = ("all-reduce", "all-gather", "all-to-all", "collective-permute", "reduce-scatter",
+                   "collective-broadcast")
+_IN_FLIGHT: list = []            # the results of the last CPU program with collectives launched
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+def _one_at_a_time(launch):
+    """On the CPU, let one program with collectives run at a time: XLA runs each device's part on
+    a shared thread pool, and the parts of several runs queued at once can take every thread
+    while each waits for its missing peers in the collective (a deadlock XLA aborts the process
+    on after 40 s; JAX has it too). ``launch()`` starts after the previous run's results are ready."""
+    with _IN_FLIGHT_LOCK:
+        for buf in _IN_FLIGHT:
+            try:
+                buf.block_until_ready()
+            except Exception:   # noqa: BLE001 -- deleted or donated since: nothing left to wait for
+                pass
+        _IN_FLIGHT[:] = outs = launch()
+    return outs
+
+
 class SpmdExecutable:
     """A program partitioned over ``devices``: call it on arrays, get ShardedArrays.
 
@@ -204,6 +226,9 @@ class SpmdExecutable:
         self.in_hlo = [xc.HloSharding.from_proto(p) for p in ins] if ins is not None else None
         self.out_hlo = ([xc.HloSharding.from_proto(p) for p in outs] if outs is not None
                         else [REPLICATED] * len(self.out_avals))
+        # CPU programs with collectives run one at a time (see _one_at_a_time)
+        self.serialized = backend().platform == "cpu" and len(self.devices) > 1 and any(
+            op in self.as_text() for op in _COLLECTIVE_OPS)
         sharding = lambda h: gspmd_sharding(self.devices, h)      # noqa: E731
         self.handlers = [_jax.array_result_handler(device_aval(a), sharding(h), True, _skip_checks=True)
                          for a, h in zip(self.out_avals, self.out_hlo)]
@@ -237,8 +262,9 @@ class SpmdExecutable:
         if len(args) != len(self.in_hlo):
             raise TypeError(f"'{self.name}' takes {len(self.in_hlo)} arguments, got {len(args)}")
         buffers = [self.argument(i, x, a) for i, (x, a) in enumerate(zip(args, in_avals))]
+        launch = lambda: self.loaded.execute_sharded(buffers).consume_with_handlers(self.handlers)  # noqa: E731
         try:
-            outs = self.loaded.execute_sharded(buffers).consume_with_handlers(self.handlers)
+            outs = _one_at_a_time(launch) if self.serialized else launch()
         except JaxRuntimeError as e:
             raise XlaRuntimeError(f"XLA failed to run '{self.name}': {e}") from None
         return [ShardedArray(o, a, h, self.devices) for o, a, h in zip(outs, self.out_avals, self.out_hlo)]

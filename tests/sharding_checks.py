@@ -168,7 +168,7 @@ def shard_map_collectives():
                 jx.lax.pmax(s, ("x", "y")), jx.lax.pmin(s, "x"), jx.lax.all_gather(s, "y", axis=1))
     f = jx.shard_map(body, mesh=mesh, in_specs=P("x", "y"),
                      out_specs=(P(None, "y"), P(None, "y"), P("x", "y"), P(("x", "y")), P("x", "y"), P("x", "y"),
-                                P(None, "y"), P("x")))
+                                P(None, "y"), P("x")), check_vma=False)     # all_gather's result varies (JAX)
     outs = [np.asarray(o) for o in jx.jit(f)(X16)]
     blocks = X16.reshape(4, 4, 2, 2).transpose(0, 2, 1, 3)      # [x, y] -> 4x2 block
     assert np.array_equal(outs[0], X16.reshape(4, 4, 4).sum(0))
@@ -200,7 +200,7 @@ def shard_map_collectives():
                      out_specs=P())
     assert np.allclose(np.asarray(jx.jit(h)(X16)), X16.reshape(4, 4, 4).sum(0))
     ag = jx.shard_map(lambda s: jx.vmap(lambda r: jx.lax.all_gather(r, "x"), in_axes=1, out_axes=0)(s), mesh=mesh,
-                      in_specs=P("x"), out_specs=P())
+                      in_specs=P("x"), out_specs=P(), check_vma=False)
     assert np.array_equal(np.asarray(jx.jit(ag)(X16)), X16.reshape(4, 4, 4).transpose(2, 0, 1))
     # reverse mode: a result replicated over x (psum), split results, ppermute, a replicated argument
     W = np.arange(4, dtype=np.float32) + 1
@@ -228,7 +228,7 @@ def shard_map_collectives():
     a, b = ps(X16)
     assert np.array_equal(np.asarray(a), tot) and np.array_equal(np.asarray(b), tot)
     for f in [jx.shard_map(lambda s: jx.lax.all_gather(s, "x", tiled=True) * 2, mesh=mesh, in_specs=P("x"),
-                           out_specs=P()),
+                           out_specs=P(), check_vma=False),
               jx.shard_map(lambda s: jx.lax.psum_scatter(s * s, "x", tiled=True), mesh=mesh, in_specs=P("x"),
                            out_specs=P("x"))]:
         g = np.asarray(jx.grad(lambda x: jnp.sum(jnp.sin(f(x))))(Xs))

@@ -621,9 +621,10 @@ def test_shard_map_and_collectives_on_one_device():
     f = jx.shard_map(lambda a: (par.psum(a, "i"), par.pmax(a, "i"), par.pmin(a, "i"),
                                 par.all_gather(a, "i", axis=1), par.ppermute(a, "i", [(0, 0)]),
                                 par.axis_index("i"), par.psum_scatter(a, "i", tiled=True),
-                                par.all_to_all(a, "i", 0, 1, tiled=True)),
+                                par.all_to_all(a, "i", 0, 1, tiled=True), par.pbroadcast(a, "i", 0),
+                                par.pcast(a, "i", to="varying")),
                      mesh=jx.make_mesh((1,), ("i",)), in_specs=jx.P("i"),
-                     out_specs=(jx.P("i"),) * 3 + (jx.P(),) * 3 + (jx.P("i"),) * 2)
+                     out_specs=(jx.P("i"),) * 3 + (jx.P(),) * 3 + (jx.P("i"),) * 4)
     _record(jx.make_jaxpr(f)(x).jaxpr)
     outs = jx.jit(f)(x)
     for o in outs[:3] + outs[4:5]:
@@ -632,6 +633,8 @@ def test_shard_map_and_collectives_on_one_device():
     assert int(outs[5]) == 0
     check(outs[6], x, F32)
     check(outs[7], x, F32)
+    check(outs[8], x, F32)
+    check(outs[9], x, F32)
 
 
 REDUCTIONS = {"reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.max, "reduce_min": np.min,

@@ -35,6 +35,8 @@ LINEAR = {
     "shard_map", "psum", "ppermute",   # the body's transpose; psum <-> psum, ppermute back
     "all_gather", "psum_scatter",   # each the other's transpose
     "all_to_all",   # its transpose swaps split and concat axes
+    "pbroadcast",   # its transpose sums the cotangents onto the source device
+    "pvary",   # a type cast: the cotangent passes (shard_map's transpose sums replicated arguments')
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

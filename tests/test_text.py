@@ -223,7 +223,7 @@ def _structural_cases():
         "random_gamma_grad": (lambda a, x: prims.random_gamma_grad(a, x), [X3, X3]),
         **{name: (_parallel, [sa((2, 3))])
            for name in ("shard_map", "psum", "pmax", "pmin", "all_gather", "ppermute", "axis_index",
-                        "psum_scatter", "all_to_all")},
+                        "psum_scatter", "all_to_all", "pbroadcast", "pvary")},
         "sharding_constraint": (lambda x: prims.sharding_constraint_p.bind(x, sharding=ShardingParam(
             ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), (("y", "x"),))), [sa((3, 2))]),
     }
@@ -241,9 +241,10 @@ def _parallel(x):
     from jaxprc.sharding import PartitionSpec as PS
     body = lambda a: (prims.psum(a, "i"), prims.pmax(a, "i"), prims.pmin(a, "i"),  # noqa: E731
                       prims.all_gather(a, "i"), prims.ppermute(a, "i", [(0, 0)]), prims.axis_index("i"),
-                      prims.psum_scatter(a, "i", tiled=True), prims.all_to_all(a, "i", 0, 1, tiled=True))
+                      prims.psum_scatter(a, "i", tiled=True), prims.all_to_all(a, "i", 0, 1, tiled=True),
+                      prims.pbroadcast(a, "i", 0), prims.pcast(a, "i", to="varying"))
     return jx.shard_map(body, mesh=jx.make_mesh((1,), ("i",)), in_specs=PS("i"),
-                        out_specs=(PS("i"),) * 3 + (PS(),) * 3 + (PS("i"),) * 2)(x)
+                        out_specs=(PS("i"),) * 3 + (PS(),) * 3 + (PS("i"),) * 4)(x)
 
 
 @pytest.mark.parametrize("name", sorted(_structural_cases()))

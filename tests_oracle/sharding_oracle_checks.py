@@ -104,13 +104,13 @@ def main():
                           lax.pmax(s, ("x", "y")), lax.pmin(s, "x"), lax.all_gather(s, "y", axis=1))
     jf = jax.shard_map(body(jax.lax, jnp), mesh=jm, in_specs=jax.P("x", "y"), out_specs=specs(jax.P),
                        check_vma=False)
-    xf = jx.shard_map(body(jx.lax, xnp), mesh=xm, in_specs=jx.P("x", "y"), out_specs=specs(jx.P))
+    xf = jx.shard_map(body(jx.lax, xnp), mesh=xm, in_specs=jx.P("x", "y"), out_specs=specs(jx.P),
+                      check_vma=False)
     for a, b in zip(jax.jit(jf)(X16), jx.jit(xf)(X16)):
         assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6)
     lin = lambda lib, np_, m: lib.shard_map(lambda s: lib.lax.psum(np_.sin(s) * s, "x"), mesh=m,  # noqa: E731
-                                            in_specs=lib.P("x"), out_specs=lib.P(), **(
-                                                {"check_vma": False} if lib is jax else {}))
+                                            in_specs=lib.P("x"), out_specs=lib.P(), check_vma=False)
     t = np.cos(X16)
     (pa, ta), (pb, tb) = jax.jvp(lin(jax, jnp, jm), (X16,), (t,)), jx.jvp(lin(jx, xnp, xm), (X16,), (t,))
     np.testing.assert_allclose(np.asarray(pb), np.asarray(pa), rtol=1e-5)
@@ -128,8 +128,7 @@ def main():
         lambda lib, np_, m: lib.shard_map(lambda s: s * W, mesh=m, in_specs=lib.P("x"), out_specs=lib.P("x")),
     ]
     grads += [lambda lib, np_, m: lib.shard_map(lambda s: lib.lax.all_gather(s, "x", tiled=True) * 2, mesh=m,
-                                                in_specs=lib.P("x"), out_specs=lib.P(),
-                                                **({"check_vma": False} if lib is jax else {})),
+                                                in_specs=lib.P("x"), out_specs=lib.P(), check_vma=False),
               lambda lib, np_, m: lib.shard_map(lambda s: lib.lax.psum_scatter(s * s, "x", tiled=True), mesh=m,
                                                 in_specs=lib.P("x"), out_specs=lib.P("x"))]
     for make in grads:

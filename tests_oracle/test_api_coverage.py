@@ -36,13 +36,13 @@ _EFFECTS = "host callbacks, effects and tokens (issue 21)"
 
 OWNED = {
     "jax": {
-        **dict.fromkeys(["Shard", "reshard", "smap", "pmap",
+        **dict.fromkeys(["Shard", "reshard", "smap",
                          "remove_size_one_mesh_axis_from_type", "auto_pcast", "thread_guard"],
                         _MULTI),
         "ffi": _EFFECTS,
     },
     "jax.lax": {
-        **dict.fromkeys(["pbroadcast", "pcast", "precv", "psend", "pshuffle", "pswapaxes", "ragged_all_to_all"],
+        **dict.fromkeys(["precv", "psend", "pshuffle", "pswapaxes", "ragged_all_to_all"],
                         _MULTI),
         "dce_sink": _EFFECTS,
     },

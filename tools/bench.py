@@ -44,6 +44,7 @@ class Lib:
     np: object
     lax: object
     odeint: Callable | None
+    mesh8: object | None = None     # a one-axis mesh ("batch") of 8 devices, when there are 8 (--devices 8)
 
     def block(self, x):
         return self.api.block_until_ready(x)
@@ -55,8 +56,9 @@ def load_lib(name: str) -> Lib:
         odeint = importlib.import_module(f"{name}.experimental.ode").odeint
     except (ImportError, AttributeError):
         odeint = None
+    mesh8 = api.sharding.Mesh(np.array(api.devices()[:8]), ("batch",)) if api.device_count() >= 8 else None
     return Lib(name, api, importlib.import_module(f"{name}.numpy"), importlib.import_module(f"{name}.lax"),
-               odeint)
+               odeint, mesh8)
 
 
 # ------------------------------------------------------------------ programs
@@ -343,6 +345,24 @@ def _mlp_step(lib):
     params, x, y = mlp_data()
     step = lib.api.jit(make_sgd_step(lib))
     params, x, y = lib.api.device_put((params, x, y))
+    state = [lib.block(step(params, x, y))]
+
+    def run():
+        for _ in range(5):
+            state[0] = step(state[0], x, y)
+        lib.block(state[0])
+    return lambda: _timed(run) / 5 * 1e3
+
+
+@bench("runtime: data-parallel MLP SGD step, 8 CPU devices", "ms/step", target=1.05, requires="mesh8")
+def _mlp_step_8_devices(lib):
+    """The MLP step with the batch split over 8 devices and the parameters replicated: XLA's
+    partitioner adds the all-reduce of the gradients."""
+    named = lambda *spec: lib.api.sharding.NamedSharding(lib.mesh8, lib.api.sharding.PartitionSpec(*spec))  # noqa: E731
+    params, x, y = mlp_data()
+    step = lib.api.jit(make_sgd_step(lib))
+    params = lib.api.device_put(params, named())
+    x, y = lib.api.device_put((x, y), named("batch"))
     state = [lib.block(step(params, x, y))]
 
     def run():
@@ -686,7 +706,13 @@ def main(argv=None) -> int:
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="wall time, or this process's CPU time (steadier when other jobs share the machine)")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.add_argument("--devices", type=int, metavar="N",
+                   help="CPU devices per library (the 8-device rows need 8); set before the libraries load")
     args = p.parse_args(argv)
+    if args.devices:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                                   + f" --xla_force_host_platform_device_count={args.devices}")
+        os.environ["JAXPRC_NUM_CPU_DEVICES"] = str(args.devices)
     global _now
     _now = time.perf_counter if args.clock == "wall" else time.process_time
 

@@ -392,15 +392,34 @@ def run_passes(program, pipeline: str | None, dump: Dumper, where: str):
                          f"{e.reason}") from e
 
 
+def use_devices(count: int | None) -> None:
+    """Run on ``count`` CPU devices (``--devices``): set before the client exists."""
+    if count is None:
+        return
+    from jaxprc.runtime import client
+    if count < 1:
+        raise UsageError(f"--devices {count}: expected a positive number of devices")
+    if client._BACKEND is not None and len(client._BACKEND.devices) != count:
+        raise UsageError(f"--devices {count}: the client already has {len(client._BACKEND.devices)} devices")
+    os.environ["JAXPRC_NUM_CPU_DEVICES"] = str(count)
+
+
 def emit(program, kind: str, name: str) -> str:
-    """The program as text IR, StableHLO, or XLA's optimized HLO (after compiling it)."""
-    from jaxprc import runtime
+    """The program as text IR, StableHLO, or XLA's optimized HLO (after compiling it); a program
+    over several devices (shard_map, sharding constraints) lowered partitioned, as jit does."""
+    import jaxprc
+    from jaxprc import runtime, spmd
     from jaxprc.dispatch import compile_closed_jaxpr
     from jaxprc.lowering import lower_jaxpr
     name = re.sub(r"\W", "_", name) or "main"
     if kind == "jaxpr":
         return str(program)
     try:
+        if spmd.needs_spmd(program, [], None, None):
+            fn = jaxprc.jaxpr_as_fun(program)
+            fn.__name__ = name
+            lowered = jaxprc.jit(fn).lower(*[jaxprc.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals])
+            return lowered.as_text() if kind == "stablehlo" else lowered.compile().as_text()
         if kind == "stablehlo":
             return lower_jaxpr(program, name=name, platform=runtime.default_backend()).as_text()
         return compile_closed_jaxpr(program, name).as_text()
@@ -458,6 +477,7 @@ def cmd_opt(args) -> int:
 
 def cmd_lower(args) -> int:
     """Lower a text IR file to StableHLO, or compile it to XLA's optimized HLO."""
+    use_devices(args.devices)
     program = load_program(args.file)
     name = "main" if args.file == "-" else os.path.splitext(os.path.basename(args.file))[0]
     _write_text(args.output, emit(program, args.emit, name))
@@ -544,6 +564,7 @@ def cmd_run(args) -> int:
     """Compile and run a text IR file on the given inputs."""
     import numpy as np
     import jaxprc
+    use_devices(args.devices)
     program = load_program(args.file)
     bind_named_callbacks(program, args.callback or [])
     inputs = collect_inputs(program, args.input or [])
@@ -696,6 +717,7 @@ def build_parser() -> argparse.ArgumentParser:
               """, cmd_lower)
     lo.add_argument("file", help="text IR file, or - for stdin")
     lo.add_argument("--emit", choices=["stablehlo", "hlo"], default="stablehlo")
+    lo.add_argument("--devices", type=int, metavar="N", help="lower for N CPU devices (programs over a mesh)")
     lo.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
 
     r = _sub(sub, "run", "compile and run a text IR file",
@@ -713,6 +735,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output", metavar="DIR", help="write the outputs as DIR/out0.npy, out1.npy, ...")
     r.add_argument("--callback", action="append", metavar="NAME=FILE.py:FUNC",
                    help="the Python function a host callback named NAME calls; repeatable")
+    r.add_argument("--devices", type=int, metavar="N",
+                   help="run on N CPU devices (programs over a mesh: shard_map, pmap, sharding constraints)")
 
     c = _sub(sub, "check", "parse, verify and round-trip a text IR file",
              "Parse FILE (or - for stdin), verify it, and check that printing and parsing it "

@@ -1,9 +1,11 @@
 """Per-device programs: ``shard_map`` and the collectives its body uses.
 
-``shard_map[jaxpr, mesh, in_specs, out_specs] *args`` runs ``jaxpr`` on every
-device of ``mesh`` with that device's block of each argument (split as
+``shard_map[jaxpr, mesh, in_specs, out_specs, manual_axes] *args`` runs ``jaxpr``
+on every device of ``mesh`` with that device's block of each argument (split as
 ``in_specs`` say, per dimension the mesh axes it is split over) and assembles
-the per-device results as ``out_specs`` say. In its body the collectives name
+the per-device results as ``out_specs`` say. Only ``manual_axes`` are split by
+hand (the specs name only them); along the mesh's other axes the body's values
+are whole and XLA partitions them (a partially manual shard_map). In its body the collectives name
 mesh axes: ``psum pmax pmin`` (all-reduce), ``all_gather``, ``psum_scatter``
 (reduce-scatter), ``all_to_all``, ``ppermute``
 (collective permute), ``axis_index``. It lowers to Shardy's
@@ -34,12 +36,13 @@ from jaxprc.spmd import _sdy_attr
 from jaxprc.lowering import add_region, max_min, scalar_type
 from jaxlib.mlir.dialects import sdy
 
+from .vma import check_out_specs
 from .control_flow.common import (_front_dims, _new_vars, _nonzero_tangents, _pick, _split_outs,
                                   _transpose_call_outputs, check_operand_types, check_subjaxpr)
 
 __all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p", "all_to_all_p",
-           "ppermute_p", "axis_index_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "all_to_all",
-           "ppermute", "axis_index", "axis_size"]
+           "ppermute_p", "axis_index_p", "pbroadcast_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "all_to_all",
+           "ppermute", "axis_index", "axis_size", "pbroadcast", "pvary_p", "pcast"]
 
 
 # ------------------------------------------------------------ axis environment
@@ -113,16 +116,20 @@ def _block_shape(shape, dims, sizes, fn, what):
     return tuple(out)
 
 
-def _shard_map_rule(*avals, jaxpr, mesh, in_specs, out_specs):
+def _shard_map_rule(*avals, jaxpr, mesh, in_specs, out_specs, manual_axes):
     check_subjaxpr("shard_map", "jaxpr", jaxpr)
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    if not manual_axes or any(a not in mesh.axis_names for a in manual_axes):
+        raise JaxprTypeError(f"shard_map: manual_axes {manual_axes} must be some of the mesh's axes "
+                             f"{mesh.axis_names}")
+    sizes = {a: s for a, s in zip(mesh.axis_names, mesh.axis_sizes) if a in manual_axes}
     if len(in_specs) != len(avals) or len(out_specs) != len(jaxpr.out_avals):
         raise JaxprTypeError(f"shard_map: {len(in_specs)} in_specs for {len(avals)} operands and "
                              f"{len(out_specs)} out_specs for {len(jaxpr.out_avals)} results")
     for spec in in_specs + out_specs:
         for axes in spec:
             if any(a not in sizes for a in axes):
-                raise JaxprTypeError(f"shard_map: a spec names axes {axes} not in the mesh {mesh.axis_names}")
+                raise JaxprTypeError(f"shard_map: a spec names axes {axes} that are not manual axes "
+                                     f"{manual_axes} of the mesh")
     blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"operand {i}"))
               for i, (a, s) in enumerate(zip(avals, in_specs))]
     check_operand_types("shard_map", "operands (blocks of the body's inputs)", jaxpr.in_avals, blocks)
@@ -138,7 +145,8 @@ def _shard_map_rule(*avals, jaxpr, mesh, in_specs, out_specs):
 _SPEC = Tuple(Tuple(Tuple(Str())))
 shard_map_p = Primitive("shard_map")
 shard_map_p.multiple_results = True
-shard_map_p.def_params(jaxpr=ClosedJaxprParam(), mesh=Record(ShardingParam), in_specs=_SPEC, out_specs=_SPEC)
+shard_map_p.def_params(jaxpr=ClosedJaxprParam(), mesh=Record(ShardingParam), in_specs=_SPEC, out_specs=_SPEC,
+                       manual_axes=Tuple(Str()))
 shard_map_p.def_abstract_eval(_shard_map_rule)
 
 
@@ -169,7 +177,7 @@ _EAGER = None     # body jaxpr (by identity) -> {params: jitted call}
 shard_map_p.def_impl(_shard_map_impl)
 
 
-def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs):
+def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs, manual_axes):
     nonzeros = [not isinstance(t, Zero) for t in tangents]
     body, out_nz = jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
     body, consts = close_over_consts(body)
@@ -177,26 +185,31 @@ def _shard_map_jvp(primals, tangents, *, jaxpr, mesh, in_specs, out_specs):
     tangent_specs = tuple(s for s, nz in zip(in_specs, nonzeros) if nz)
     outs = shard_map_p.bind(*consts, *primals, *_nonzero_tangents(tangents, nonzeros), jaxpr=body, mesh=mesh,
                             in_specs=const_specs + tuple(in_specs) + tangent_specs,
-                            out_specs=tuple(out_specs) + tuple(s for s, nz in zip(out_specs, out_nz) if nz))
+                            out_specs=tuple(out_specs) + tuple(s for s, nz in zip(out_specs, out_nz) if nz),
+                            manual_axes=manual_axes)
     return _split_outs(outs, len(jaxpr.out_avals), out_nz, [o.aval for o in outs[:len(jaxpr.out_avals)]])
 
 
 ad.primitive_jvps[shard_map_p] = _shard_map_jvp
 
 
-def _unmentioned(mesh, spec) -> tuple:
-    """The mesh axes a value with ``spec`` is replicated over."""
-    return tuple(n for n in mesh.axis_names if all(n not in axes for axes in spec))
+def _unmentioned(manual_axes, spec) -> tuple:
+    """The manual axes a value with ``spec`` is replicated over."""
+    return tuple(n for n in manual_axes if all(n not in axes for axes in spec))
 
 
-def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs):
+def _manual_sizes(mesh, manual_axes) -> dict:
+    return {a: s for a, s in zip(mesh.axis_names, mesh.axis_sizes) if a in manual_axes}
+
+
+def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs, manual_axes):
     """The body transposed, per device. A result replicated over some axes has its cotangent
     split evenly among the copies, and a replicated argument sums its devices' cotangents; with
     psum transposed to psum these give the cotangents of the global function."""
     from jaxprc import lax
     linear = [is_undefined_primal(a) for a in args]
     ct_cj, nonzeros = transpose_jaxpr(jaxpr, linear, instantiate=False)
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    sizes = _manual_sizes(mesh, manual_axes)
     lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
     ct_specs = [s for s, nz in zip(lin_specs, nonzeros) if nz]
     n_nonlin = linear.count(False)
@@ -204,18 +217,18 @@ def _shard_map_transpose(cts, *args, jaxpr, mesh, in_specs, out_specs):
     def body(*xs):
         cts_in = list(xs[n_nonlin:])
         for i, spec in enumerate(out_specs):
-            copies = math.prod(sizes[n] for n in _unmentioned(mesh, spec))
+            copies = math.prod(sizes[n] for n in _unmentioned(manual_axes, spec))
             if copies > 1:
                 cts_in[i] = lax.div(cts_in[i], lax.full((), copies, cts_in[i].dtype))
         outs = eval_jaxpr(ct_cj.jaxpr, ct_cj.consts, *xs[:n_nonlin], *cts_in)
-        return [psum_p.bind(o, axes=_unmentioned(mesh, s)) if _unmentioned(mesh, s) else o
+        return [psum_p.bind(o, axes=_unmentioned(manual_axes, s)) if _unmentioned(manual_axes, s) else o
                 for o, s in zip(outs, ct_specs)]
     traced = _trace_body(body, ct_cj.in_avals, sizes)
     body_j, consts = close_over_consts(traced)
     outs = shard_map_p.bind(*consts, *[a for a in args if not is_undefined_primal(a)],
                             *map(instantiate_zeros, cts), jaxpr=body_j, mesh=mesh,
                             in_specs=_replicated(consts) + tuple(s for s, lin in zip(in_specs, linear) if not lin)
-                            + tuple(out_specs), out_specs=tuple(ct_specs))
+                            + tuple(out_specs), out_specs=tuple(ct_specs), manual_axes=manual_axes)
     return _transpose_call_outputs(outs, args, nonzeros)
 
 
@@ -242,7 +255,7 @@ def _pe_shard_map(eqn, uk_in):
     mesh axes (scalars as blocks of one)."""
     from jaxprc import lax
     p = eqn.params
-    mesh, every = p["mesh"], tuple(p["mesh"].axis_names)
+    mesh, every = p["mesh"], tuple(p["manual_axes"])
     known, unknown, out_uk, n_res = partial_eval_jaxpr(p["jaxpr"], uk_in, False)
     res_avals = known.out_avals[len(known.out_avals) - n_res:]
     n_known_out = len(known.out_avals) - n_res
@@ -254,14 +267,14 @@ def _pe_shard_map(eqn, uk_in):
     def unknown_fn(*xs):
         res = [r if a.ndim else lax.reshape(r, ()) for r, a in zip(xs[:n_res], res_avals)]
         return eval_jaxpr(unknown.jaxpr, unknown.consts, *res, *xs[n_res:])
-    sizes = dict(zip(mesh.axis_names, mesh.axis_sizes))
+    sizes = _manual_sizes(mesh, every)
     k_body, k_consts = close_over_consts(_trace_body(known_fn, known.in_avals, sizes))
     u_blocks = [a if a.ndim else a.update(shape=(1,)) for a in res_avals] + list(unknown.in_avals[n_res:])
     u_body, u_consts = close_over_consts(_trace_body(unknown_fn, u_blocks, sizes))
     if k_consts or u_consts:
         raise NotImplementedError("shard_map: differentiating a body that builds array constants in "
                                   "its primal part is not supported")
-    n = math.prod(mesh.axis_sizes)
+    n = math.prod(sizes.values())
     res_specs = tuple(((every,) + ((),) * (a.ndim - 1)) for a in u_blocks[:n_res])
     residuals = _new_vars([a.update(shape=(a.shape[0] * n,) + a.shape[1:]) for a in u_blocks[:n_res]])
     in_specs, out_specs = p["in_specs"], p["out_specs"]
@@ -277,25 +290,26 @@ def _pe_shard_map(eqn, uk_in):
 pe.partial_eval_jaxpr_custom_rules[shard_map_p] = _pe_shard_map
 
 
-def _shard_map_batch(args, dims, *, jaxpr, mesh, in_specs, out_specs):
+def _shard_map_batch(args, dims, *, jaxpr, mesh, in_specs, out_specs, manual_axes):
     """The batch axis (moved to the front) is not split: each device runs the batched body."""
     args = [x if d is batching.not_mapped else batching.moveaxis(x, d, 0) for x, d in zip(args, dims)]
     front = [batching.not_mapped if d is batching.not_mapped else 0 for d in dims]
     body, out_b = batch_jaxpr(jaxpr, axis_size_of(args, front), front)
     in_specs = tuple(s if d is batching.not_mapped else ((),) + tuple(s) for s, d in zip(in_specs, dims))
     out_specs = tuple(((),) + tuple(s) if b else s for s, b in zip(out_specs, out_b))
-    outs = shard_map_p.bind(*args, jaxpr=body, mesh=mesh, in_specs=in_specs, out_specs=out_specs)
+    outs = shard_map_p.bind(*args, jaxpr=body, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
+                            manual_axes=manual_axes)
     return outs, _front_dims(out_b)
 
 
 batching.primitive_batchers[shard_map_p] = _shard_map_batch
 
 
-def _shard_map_lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs):
+def _shard_map_lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, manual_axes):
     mctx = ctx.module_context
     if math.prod(mesh.axis_sizes) == 1:      # one device: the body as it is (XLA partitions nothing)
-        return _with_axis_env(mctx, mesh, lambda: ctx.lower_jaxpr(jaxpr, *args))
-    manual = [ir.StringAttr.get(n) for n in mesh.axis_names]
+        return _with_axis_env(mctx, mesh, manual_axes, lambda: ctx.lower_jaxpr(jaxpr, *args))
+    manual = [ir.StringAttr.get(n) for n in mesh.axis_names if n in manual_axes]
     per_value = lambda specs, avals: sdy.TensorShardingPerValueAttr.get(       # noqa: E731
         [_sdy_attr(mesh._replace(dims=s), a.ndim) for s, a in zip(specs, avals)])
     op = sdy.ManualComputationOp([mctx.ir_type(a) for a in ctx.avals_out], list(args),
@@ -303,18 +317,20 @@ def _shard_map_lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs):
                                  sdy.ManualAxesAttr.get(manual))
     block = op.body.blocks.append(*[mctx.ir_type(a) for a in jaxpr.in_avals])
     with ir.InsertionPoint(block):
-        sdy.ReturnOp(list(_with_axis_env(mctx, mesh, lambda: ctx.lower_jaxpr(jaxpr, *block.arguments))))
+        sdy.ReturnOp(list(_with_axis_env(mctx, mesh, manual_axes,
+                                         lambda: ctx.lower_jaxpr(jaxpr, *block.arguments))))
     return list(op.results)
 
 
-def _with_axis_env(mctx, mesh, lower):
-    """``lower()`` with the mesh's axes known to the collectives' lowerings."""
-    outer = getattr(mctx, "axis_env", None)
-    mctx.axis_env = (mesh.axis_names, mesh.axis_sizes)
+def _with_axis_env(mctx, mesh, manual_axes, lower):
+    """``lower()`` with the mesh's axes known to the collectives' lowerings (groups of devices are
+    over the whole mesh, manual axes or not)."""
+    outer = getattr(mctx, "axis_env", None), getattr(mctx, "manual_axes", None), getattr(mctx, "mesh", None)
+    mctx.axis_env, mctx.manual_axes, mctx.mesh = (mesh.axis_names, mesh.axis_sizes), tuple(manual_axes), mesh
     try:
         return lower()
     finally:
-        mctx.axis_env = outer
+        mctx.axis_env, mctx.manual_axes, mctx.mesh = outer
 
 
 mlir.register_lowering(shard_map_p, _shard_map_lowering)
@@ -335,14 +351,17 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
         m = mesh if mesh is not None else shd.get_mesh()
         if not isinstance(m, shd.Mesh):
             raise ValueError("shard_map: give mesh=, or set one with jaxprc.set_mesh(mesh)")
-        if axis_names and set(axis_names) != set(m.axis_names):
-            raise NotImplementedError("shard_map: axis_names must be all of the mesh's axes "
-                                      "(partially manual shard_map is not supported)")
+        unknown = [a for a in axis_names if a not in m.axis_names]
+        if unknown:
+            raise ValueError(f"shard_map: axis_names {sorted(axis_names)} name axes {unknown} that are not in "
+                             f"the mesh {m.axis_names}")
+        manual = tuple(a for a in m.axis_names if not axis_names or a in axis_names)
         leaves, tree = tree_flatten(args)
         avals = [get_aval(x) for x in leaves]
         specs = [_spec_dims(s if s is not None else (), a.ndim, "shard_map in_specs")
                  for a, s in zip(avals, broadcast(in_specs, tree, "shard_map in_specs"))]
-        sizes = dict(zip(m.axis_names, m.axis_sizes))
+        _only_manual(specs, manual, "in_specs")
+        sizes = _manual_sizes(m, manual)
         blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"argument {i}"))
                   for i, (a, s) in enumerate(zip(avals, specs))]
         out_box = []
@@ -357,12 +376,26 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
         out_tree = out_box[0]
         o_specs = [_spec_dims(s if s is not None else (), a.ndim, "shard_map out_specs")
                    for a, s in zip(jaxpr.out_avals, broadcast(out_specs, out_tree, "shard_map out_specs"))]
+        _only_manual(o_specs, manual, "out_specs")
+        if check_vma:
+            from jaxprc.tree_util import keystr, tree_flatten_with_path
+            paths = [keystr(p) for p, _ in tree_flatten_with_path(out_tree.unflatten([0] * out_tree.num_leaves))[0]]
+            check_out_specs(f, m, jaxpr.jaxpr, _replicated(consts) + tuple(specs), o_specs, manual, paths)
         param = ShardingParam.of(shd.NamedSharding(m, shd.PartitionSpec()))
         outs = shard_map_p.bind(*consts, *leaves, jaxpr=jaxpr, mesh=param,
                                 in_specs=_replicated(consts) + tuple(specs),
-                                out_specs=tuple(o_specs))
+                                out_specs=tuple(o_specs), manual_axes=manual)
         return tree_unflatten(out_tree, outs)
     return wrapped
+
+
+def _only_manual(specs, manual, what: str) -> None:
+    for spec in specs:
+        for axes in spec:
+            other = [a for a in axes if a not in manual]
+            if other:
+                raise ValueError(f"shard_map {what} can only refer to the manual axes {manual} (axis_names), "
+                                 f"got a spec naming {other}")
 
 
 # ------------------------------------------------------------------ collectives
@@ -731,9 +764,147 @@ def _axis_index_lowering(ctx, *, axis_name):
     stride = math.prod(sizes[i + 1:])
     u32 = ir.RankedTensorType.get((), ir.IntegerType.get_unsigned(32))
     i32 = mlir.aval_to_ir_type(ShapedArray((), np.dtype(np.int32)))
-    pid = hlo.convert(i32, hlo.PartitionIdOp(results=[u32]).result)
-    index = hlo.divide(pid, mlir.ir_constant(np.int32(stride)))
-    return hlo.remainder(index, mlir.ir_constant(np.int32(sizes[i])))
+
+    def index():
+        pid = hlo.convert(i32, hlo.PartitionIdOp(results=[u32]).result)
+        return hlo.remainder(hlo.divide(pid, mlir.ir_constant(np.int32(stride))), mlir.ir_constant(np.int32(sizes[i])))
+    mctx = ctx.module_context
+    auto = [n for n in names if n not in mctx.manual_axes]
+    if not auto or math.prod(sizes) == 1:
+        return index()
+    # partially manual: the partition id only means something where every axis is manual (as JAX)
+    mesh = mctx.mesh
+    op = sdy.ManualComputationOp([i32], [], sdy.TensorShardingPerValueAttr.get([]),
+                                 sdy.TensorShardingPerValueAttr.get([_sdy_attr(mesh._replace(dims=()), 0)]),
+                                 sdy.ManualAxesAttr.get([ir.StringAttr.get(n) for n in auto]))
+    with ir.InsertionPoint(op.body.blocks.append()):
+        sdy.ReturnOp([index()])
+    return op.results[0]
 
 
 mlir.register_lowering(axis_index_p, _axis_index_lowering)
+
+
+# ------------------------------------------------------------------ pbroadcast
+
+pbroadcast_p = Primitive("pbroadcast")     # every device along the axes gets the source's value
+pbroadcast_p.def_params(axes=Tuple(Str()), source=Int(min=0))
+
+
+def _pbroadcast_rule(x, *, axes, source):
+    if not axes:
+        raise JaxprTypeError("pbroadcast: needs at least one axis name")
+    return x
+
+
+pbroadcast_p.def_abstract_eval(_pbroadcast_rule)
+ad.defjvp_linear(pbroadcast_p)
+
+
+def pbroadcast(x, axis_name, source):
+    """``x`` of the device at index ``source`` along ``axis_name``, on every device along it
+    (XLA's CollectiveBroadcast)."""
+    axes = _axes(axis_name, "pbroadcast")
+    n = axis_size(axis_name)
+    if not isinstance(source, (int, np.integer)) or not 0 <= source < n:
+        raise ValueError(f"pbroadcast: source {source!r} must be an index in [0, {n}) along {axis_name!r}")
+    return _tree_map(lambda v: pbroadcast_p.bind(v, axes=axes, source=int(source)), x)
+
+
+def _linear_index(axes):
+    """The index of this device along ``axes`` (the first axis slowest), in the body being traced."""
+    from jaxprc import lax
+    index = None
+    for a in axes:
+        i = axis_index_p.bind(axis_name=a)
+        index = i if index is None else lax.add(lax.mul(index, lax.full((), _axis_env()[a], np.int32)), i)
+    return index
+
+
+def _is_source(axes, source):
+    from jaxprc import lax
+    return lax.eq(_linear_index(axes), lax.full((), source, np.int32))
+
+
+def _pbroadcast_transpose(ct, x, *, axes, source):
+    """The source gets the sum of every device's cotangent, the others nothing."""
+    from jaxprc import lax
+    if isinstance(ct, Zero):
+        return [ct]
+    total = psum_p.bind(ct, axes=axes)
+    return [lax.select(lax.broadcast_in_dim(_is_source(axes, source), ct.aval.shape, ()), total,
+                       lax.full(ct.aval.shape, 0, ct.aval.dtype))]
+
+
+ad.primitive_transposes[pbroadcast_p] = _pbroadcast_transpose
+
+
+def _pbroadcast_batch(args, dims, *, axes, source):
+    from jaxprc import lax
+    (x,), (d,) = args, dims
+    if not _vmapped("pbroadcast", axes):
+        return pbroadcast_p.bind(x, axes=axes, source=source), d
+    if d is batching.not_mapped:          # the same value in every example already
+        return x, d
+    picked = lax.index_in_dim(x, source, d, keepdims=True)
+    return lax.broadcast_in_dim(picked, x.aval.shape, tuple(range(x.aval.ndim))), d
+
+
+batching.primitive_batchers[pbroadcast_p] = _pbroadcast_batch
+rules_for_unbatched.add(pbroadcast_p)
+
+
+def _pbroadcast_lowering(ctx, x, *, axes, source):
+    """The sum over ``axes`` of the source's value and zeros elsewhere (JAX's definition of
+    pbroadcast): XLA's CPU backend has no collective-broadcast."""
+    from jaxprc import lax
+    names, sizes = _mesh_of(ctx, "pbroadcast")
+
+    def fn(v):
+        saved = _axis_env()
+        _ENV.axes = {**saved, **dict(zip(names, sizes))}
+        try:
+            keep = lax.broadcast_in_dim(_is_source(axes, source), v.aval.shape, ())
+            return psum_p.bind(lax.select(keep, v, lax.full(v.aval.shape, 0, v.aval.dtype)), axes=axes)
+        finally:
+            _ENV.axes = saved
+    return mlir.lower_fun(fn, multiple_results=False)(ctx, x)
+
+
+mlir.register_lowering(pbroadcast_p, _pbroadcast_lowering)
+
+
+# ------------------------------------------------------------------ pcast
+
+pvary_p = Primitive("pvary")     # the same values, typed as varying over ``axes`` (lax.pcast to="varying")
+pvary_p.def_params(axes=Tuple(Str()))
+pvary_p.def_abstract_eval(_same_type("pvary"))
+pvary_p.def_impl(lambda x, *, axes: x)
+ad.defjvp_linear(pvary_p)
+# In the per-device view of shard_map's transpose a replicated argument's cotangents are summed
+# over its copies, which is JAX's psum transpose of pvary: here the cotangent passes as it is.
+ad.primitive_transposes[pvary_p] = lambda ct, x, *, axes: [ct]
+def _pvary_batch(args, dims, *, axes):
+    rest = tuple(a for a in axes if a != _batching_name())      # the vmapped axis needs no type
+    return (pvary_p.bind(args[0], axes=rest) if rest else args[0]), dims[0]
+
+
+batching.primitive_batchers[pvary_p] = _pvary_batch
+mlir.register_lowering(pvary_p, lambda ctx, x, *, axes: x)
+
+
+def pcast(x, axis_name, *, to: str):
+    """``x`` typed as varying over ``axis_name`` (``to="varying"``): what check_vma needs, say for a
+    loop carry that starts replicated and becomes per-device. Its values are unchanged."""
+    if to not in ("varying", "reduced", "unreduced"):
+        raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {{'reduced', 'unreduced', "
+                         f"'varying'}}, got {to!r}")
+    if to != "varying":
+        raise NotImplementedError(f"lax.pcast(to={to!r}): jaxprc has no reduced/unreduced array types; "
+                                  "only to='varying' is supported")
+    if isinstance(axis_name, (set, frozenset)):
+        raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
+    if not axis_name:
+        return x
+    axes = _axes(axis_name, "pcast")
+    return _tree_map(lambda v: pvary_p.bind(v, axes=axes), x)
