@@ -41,9 +41,6 @@ from .passes.inline import call_primitives, inline
 
 __all__ = ["max_segment_eqns", "needs_split", "plan", "SegmentedExecutable"]
 
-DEFAULT_MAX_SEGMENT_EQNS = 5000
-
-
 def max_segment_eqns() -> int | None:
     """The option's value, checked: a positive int, or None when programs are never split."""
     n = _config.jaxprc_max_segment_eqns
@@ -73,13 +70,11 @@ def flat_length(jaxpr: Jaxpr, sizes=None) -> int:
 
 
 def needs_split(cj: ClosedJaxpr, max_eqns: int) -> ClosedJaxpr | None:
-    """``cj`` as the segments are cut from (its calls inlined if they make it too long), or None
-    when it is short enough for one executable."""
-    if len(cj.jaxpr.eqns) > max_eqns:
-        return cj
-    if flat_length(cj.jaxpr) > max_eqns:
-        return inline(cj)
-    return None
+    """``cj`` as the segments are cut from (its calls inlined), or None when it is short enough
+    for one executable."""
+    if flat_length(cj.jaxpr) <= max_eqns:
+        return None
+    return inline(cj) if any(e.primitive in call_primitives for e in cj.jaxpr.eqns) else cj
 
 
 class Segment:
