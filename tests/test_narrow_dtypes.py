@@ -108,6 +108,14 @@ def test_bitcasts_by_bit_width():
     assert f8.shape == (2,) and np.array_equal(np.asarray(f8).view(np.uint8), u8)
 
 
+def test_two_bit_concatenation():
+    # XLA:CPU aborts on a concatenate of 2-bit integers (JAX's process dies): it goes through int8
+    for t in (jnp.int2, jnp.uint2):
+        x = jnp.array([1, 0, 1], t)
+        np.testing.assert_array_equal(np.asarray(jnp.concatenate([x, x[:1]])).astype(int), [1, 0, 1, 1])
+        assert jnp.stack([x, x]).shape == (2, 3)
+
+
 def test_reductions_without_infinities():
     x = jnp.asarray(np.array([-3.0, -1.0], ml_dtypes.float8_e4m3fn))     # e4m3fn has no -inf
     assert float(jnp.max(x)) == -1.0 and float(jnp.min(x)) == -3.0

@@ -515,6 +515,13 @@ def _pad_lowering(ctx, x, padval, *, padding_config):
 
 
 def _concatenate_lowering(ctx, *xs, dimension):
+    out = ctx.avals_out[0]
+    if ctx.platform == "cpu" and dt.bit_width(out.dtype) == 2:
+        # XLA:CPU aborts the process compiling a concatenate of 2-bit integers (its fast path
+        # addresses elements by byte): concatenate them as 8-bit ones.
+        wide = dt.int8 if dt.is_signed(out.dtype) else dt.uint8
+        xs = [hlo.convert(mlir.aval_to_ir_type(a.update(dtype=wide)), x) for a, x in zip(ctx.avals_in, xs)]
+        return hlo.convert(mlir.aval_to_ir_type(out), hlo.concatenate(xs, dimension))
     return hlo.concatenate(list(xs), dimension)
 
 
