@@ -104,6 +104,22 @@ class Mesh(AbstractMesh):
     abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types))
 
     @property
+    def local_mesh(self) -> "Mesh":
+        """The smallest block of the mesh holding this process's devices (an error when it holds
+        other processes' devices too)."""
+        me = runtime.backend().process_index
+        mine = np.vectorize(lambda d: d.process_index == me, otypes=[bool])(self.devices)
+        if not mine.any():
+            raise ValueError(f"{self!r} has none of this process's devices")
+        block = tuple(slice(hit[0], hit[-1] + 1) for hit in (
+            np.flatnonzero(mine.any(axis=tuple(a for a in range(mine.ndim) if a != axis)))
+            for axis in range(mine.ndim)))
+        if not mine[block].all():
+            raise ValueError("When passing host local inputs to pjit, devices connected to a single host "
+                             "must form a contiguous subcube of the global device mesh")
+        return Mesh(self.devices[block], self.axis_names)      # Auto axes, as JAX's
+
+    @property
     def _flat_devices(self) -> tuple:
         return tuple(self.devices.flat)
 

@@ -138,7 +138,15 @@ CORPUS = {
                  [(3,)]),
     "sharding": (lambda x: jx.lax.with_sharding_constraint(x, _one_device_sharding()), [(3,)]),
     "random_gamma": (lambda x: lax.random_gamma_p.bind(jnp.zeros((2,), np.uint32), x, log_space=True), [(3,)]),
+    "host_local": (lambda x: _host_local_round_trip(x), [(3,)]),
 }
+
+
+def _host_local_round_trip(x):
+    from jaxprc.experimental import multihost_utils as mh
+    mesh = jx.make_mesh((1,), ("x",))
+    return mh.global_array_to_host_local_array(mh.host_local_array_to_global_array(x, mesh, jx.P("x")),
+                                               mesh, jx.P())
 
 
 def _one_device_sharding():

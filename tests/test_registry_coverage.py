@@ -35,6 +35,7 @@ LINEAR = {
     "shard_map", "psum", "ppermute",   # the body's transpose; psum <-> psum, ppermute back
     "all_gather", "psum_scatter",   # each the other's transpose
     "all_to_all",   # its transpose swaps split and concat axes
+    "host_local_array_to_global_array", "global_array_to_host_local_array",   # each the other's transpose
 }
 
 # (pass, primitive) -> why the pass has no rule for it.
