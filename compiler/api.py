@@ -386,10 +386,18 @@ _JIT_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _shared_caches(fun, options) -> tuple[dict, dict]:
     try:
-        per_options = _JIT_CACHES.setdefault(fun, {})
-    except TypeError:          # not weakly referable, or unhashable: caches of its own
+        return _JIT_CACHES.setdefault(fun, {}).setdefault(options, ({}, {}))
+    except TypeError:          # not weakly referable, or unhashable options: caches of its own
         return {}, {}
-    return per_options.setdefault(options, ({}, {}))
+
+
+def _names_a_spec(shardings) -> bool:
+    """Whether a PartitionSpec is among ``shardings`` (it means the mesh set when compiling)."""
+    if isinstance(shardings, sharding.PartitionSpec):
+        return True
+    if isinstance(shardings, dict):
+        shardings = list(shardings.values())
+    return isinstance(shardings, (tuple, list)) and any(map(_names_a_spec, shardings))
 
 
 class JitFunction:
@@ -405,8 +413,8 @@ class JitFunction:
         donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
         self._donate_argnums = frozenset(donate)
         # call signature -> _CompiledCall, and -> (jaxpr without consts, consts, out_tree)
-        self._cache, self._traced = ({}, {}) if in_shardings is not None or out_shardings is not None \
-            else _shared_caches(fun, (self._spec.argnums, self._spec.argnames, self._donate_argnums))
+        self._cache, self._traced = ({}, {}) if _names_a_spec(self._shardings) else _shared_caches(
+            fun, (self._spec.argnums, self._spec.argnames, self._donate_argnums, *self._shardings))
 
     # -- the fast path ----------------------------------------------------------
     def __call__(self, *args, **kwargs):

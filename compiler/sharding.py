@@ -384,11 +384,15 @@ def put(value, sharding: Sharding, aval: runtime.Aval):
         return value
     if isinstance(value, ShardedArray) and value.spans_processes():   # no host copy: an SPMD program moves it
         from .api import jit
-        return jit(lambda v: v, out_shardings=sharding)(value)
+        return jit(_identity, out_shardings=sharding)(value)
     default = runtime.backend().device
     if sharding._devices == (default,):
         return runtime.Array(runtime.to_buffer(np.asarray(value), aval), aval)
     return put_sharded(np.asarray(value), aval, sharding._hlo(len(aval.shape)), sharding._devices, sharding)
+
+
+def _identity(x):
+    return x
 
 
 def _array_sharding(self):

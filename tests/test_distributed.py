@@ -150,3 +150,21 @@ def test_multihost_utils_in_one_process():
     mh.assert_equal({"x": np.ones(2)})
     mh.sync_global_devices("one process")
     assert mh.reached_preemption_sync_point(0) is False      # not joined: never
+
+
+def _twice_plus_one(x):
+    return 2 * x + 1
+
+
+def test_jit_with_shardings_compiles_once_per_function_and_shardings(caplog):
+    """multihost_utils and device_put make a jit with out_shardings per call: they compile once."""
+    s = jx.sharding.NamedSharding(jx.make_mesh((1,), ("x",)), jx.P())
+    with jx.log_compiles():
+        for _ in range(3):
+            assert jx.jit(_twice_plus_one, out_shardings=s)(np.ones(2)).tolist() == [3.0, 3.0]
+        jx.jit(_twice_plus_one, in_shardings=[s])(np.ones(2))        # unhashable: its own cache
+        with jx.set_mesh(jx.make_mesh((1,), ("y",))):        # a spec means the mesh set when called
+            assert jx.jit(_twice_plus_one, out_shardings=jx.P())(np.ones(2)).sharding.mesh.axis_names == ("y",)
+        with jx.set_mesh(jx.make_mesh((1,), ("z",))):
+            assert jx.jit(_twice_plus_one, out_shardings=jx.P())(np.ones(2)).sharding.mesh.axis_names == ("z",)
+    assert sum("Compiling _twice_plus_one" in r.message for r in caplog.records) == 4

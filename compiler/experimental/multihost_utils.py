@@ -12,7 +12,7 @@ import zlib
 import numpy as np
 
 from .. import numpy as jnp
-from ..api import jit
+from ..api import device_put, jit
 from ..lax.host_local import global_array_to_host_local_array_p, host_local_array_to_global_array_p
 from ..process_local import make_array_from_process_local_data
 from ..runtime.sharded import ShardedArray
@@ -32,10 +32,6 @@ def _process_rows():
     mesh = Mesh(np.array(devices(), dtype=object).reshape(process_count(), local_device_count()),
                 ("processes", "local_devices"))
     return NamedSharding(mesh, P("processes")), NamedSharding(mesh, P())
-
-
-def _identity(x):
-    return x
 
 
 def _sum_rows(x):
@@ -66,15 +62,15 @@ def process_allgather(in_tree, tiled: bool = False):
         if isinstance(x, ShardedArray) and x.spans_processes():
             if not tiled:
                 raise ValueError("Gathering global non-fully-addressable arrays only supports tiled=True")
-            whole = NamedSharding(Mesh(np.array(x.device_tuple, dtype=object), ("devices",)), P())
-            return np.asarray(jit(_identity, out_shardings=whole)(x))
+            return np.asarray(device_put(x, NamedSharding(Mesh(np.array(x.device_tuple, dtype=object),
+                                                               ("devices",)), P())))
         host = np.asarray(x)
         if process_count() == 1:        # as JAX: a scalar stays one when tiled
             return host if tiled else host[None]
         if host.ndim == 0 or not tiled:
             host = host[None]
         rows, replicated = _process_rows()
-        return np.asarray(jit(_identity, out_shardings=replicated)(make_array_from_process_local_data(rows, host)))
+        return np.asarray(device_put(make_array_from_process_local_data(rows, host), replicated))
     return tree_map(gather, in_tree)
 
 
