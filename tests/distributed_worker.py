@@ -129,6 +129,12 @@ assert np.array_equal(np.asarray(mh.global_array_to_host_local_array(g2, mesh2, 
 same = mh.host_local_array_to_global_array(G, mesh2, P(None, "y"))      # split inside processes only
 assert same.shape == (16, 4) and np.array_equal(np.asarray(same), G)
 assert np.array_equal(jx.jit(lambda a: mh.host_local_array_to_global_array(a, mesh2, P(None, "y")))(G), G)
+interleaved = jx.sharding.Mesh(np.array([jx.devices()[i] for i in (0, 4, 1, 5, 2, 6, 3, 7)], dtype=object), ("x",))
+try:
+    mh.host_local_array_to_global_array(rows_here, interleaved, P("x"))
+    raise AssertionError("a process's devices not forming a block of the mesh must be an error")
+except ValueError as e:
+    assert "contiguous subcube" in str(e)
 try:
     jx.jit(lambda a: mh.host_local_array_to_global_array(a, mesh, P("x")))(rows_here)
     raise AssertionError("jit must refuse a conversion that changes the shape")
