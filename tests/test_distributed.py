@@ -168,3 +168,24 @@ def test_jit_with_shardings_compiles_once_per_function_and_shardings(caplog):
         with jx.set_mesh(jx.make_mesh((1,), ("z",))):
             assert jx.jit(_twice_plus_one, out_shardings=jx.P())(np.ones(2)).sharding.mesh.axis_names == ("z",)
     assert sum("Compiling _twice_plus_one" in r.message for r in caplog.records) == 4
+
+
+def test_host_local_global_conversions_in_one_process():
+    """One process: the local array is the global one, laid out over the mesh; a global array
+    comes back as itself; jit, grad (each the other's transpose) and vmap (the batch dimension
+    unsplit) go through."""
+    from jaxprc.experimental import multihost_utils as mh
+    mesh, x = jx.make_mesh((1,), ("x",)), np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    g = mh.host_local_array_to_global_array(x, mesh, jx.P("x"))
+    assert g.sharding == jx.sharding.NamedSharding(mesh, jx.P("x")) and np.array_equal(g, x)
+    assert mh.global_array_to_host_local_array(g, mesh, jx.P("x")) is g
+    to_global = lambda a: mh.host_local_array_to_global_array(a, mesh, jx.P("x"))   # noqa: E731
+    to_local = lambda a: mh.global_array_to_host_local_array(a, mesh, jx.P("x"))    # noqa: E731
+    np.testing.assert_array_equal(jx.jit(lambda a: to_local(to_global(a) * 2))(x), 2 * x)
+    np.testing.assert_array_equal(jx.grad(lambda a: jnp.sum(to_global(a) ** 2))(x), 2 * x)
+    cj = jx.make_jaxpr(jx.linear_transpose(to_global, x))(x)
+    assert [e.primitive.name for e in cj.jaxpr.eqns] == ["global_array_to_host_local_array"]
+    cj = jx.make_jaxpr(jx.vmap(to_local, in_axes=1))(x)
+    assert cj.jaxpr.eqns[0].params["pspec"] == (("x",), ())
+    with pytest.raises(ValueError, match="not a valid input to the pspecs"):
+        mh.host_local_array_to_global_array({"a": x}, mesh, {"a": None})
