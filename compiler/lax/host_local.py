@@ -68,14 +68,15 @@ def _impl(prim):
     (global ones spanning processes / fully addressable ones) as they are, as JAX does."""
     def impl(x, *, global_mesh, pspec):
         spans = getattr(x, "spans_processes", lambda: False)()
-        if spans if prim is _TO_GLOBAL else isinstance(x, runtime.Array) and not spans:
+        already = spans if prim is _TO_GLOBAL else isinstance(x, runtime.Array) and not spans
+        if already:
             return x
         whole = global_mesh._replace(dims=pspec).named()
         part = NamedSharding(whole.mesh.local_mesh, whole.spec)
         src, dst = (part, whole) if prim is _TO_GLOBAL else (whole, part)
-        aval = _rule(prim)(get_aval(x), global_mesh=global_mesh, pspec=pspec)
-        x = x if type(x) is runtime.Array and src._devices == (x.device,) else put(
-            x, src, runtime_aval(get_aval(x)))
+        x_aval = get_aval(x)
+        aval = prim.abstract_eval_rule(x_aval, global_mesh=global_mesh, pspec=pspec)
+        x = x if type(x) is runtime.Array and src._devices == (x.device,) else put(x, src, runtime_aval(x_aval))
         shards = [x._buf] if type(x) is runtime.Array else x.shard_buffers()
         return assemble(runtime.Aval.get(aval.shape, aval.dtype, False), dst._hlo(len(aval.shape)),
                         dst._devices, shards, dst)
