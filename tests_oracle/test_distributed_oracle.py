@@ -81,3 +81,14 @@ def test_host_local_global_conversions(name):
         xf(x, xm, None)
     with pytest.raises(ValueError, match="Resource axis: y"):
         xf(x, xm, jx.P("y"))
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "cumsum", "cumprod"])
+def test_bool_sums_and_products(name):
+    """broadcast_one_to_all sums a leaf in its own dtype over processes: for bools, as in JAX, the
+    sum (product) computes in integers and the result is whether it is nonzero (an or, an and)."""
+    b = np.array([[True, True], [False, True], [False, False]])
+    for axis in (0, 1, None):
+        want = getattr(jnp_, name)(b, axis=axis, dtype=bool)
+        got = getattr(jnp, name)(b, axis=axis, dtype=bool)
+        assert got.dtype == want.dtype and np.array_equal(got, want), (axis, got, want)
