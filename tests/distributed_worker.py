@@ -102,6 +102,7 @@ except ValueError as e:
 mh.sync_global_devices("before exchange")
 assert not any(mh.reached_preemption_sync_point(step) for step in range(3))   # no preemption notice
 result("broadcast", mh.broadcast_one_to_all({"a": np.array([pid + 1.0, 5.0])})["a"])
+result("broadcast_bool", mh.broadcast_one_to_all(np.array([pid == 0, pid == 1])))
 result("allgather", mh.process_allgather(np.array([pid, 10 * pid])))
 result("allgather_tiled", mh.process_allgather(np.float32(pid), tiled=True))
 assert np.array_equal(mh.process_allgather(x, tiled=True), X)

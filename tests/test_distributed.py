@@ -61,6 +61,7 @@ def test_two_processes_of_four_devices_compute_one_spmd_program():
         assert r["eager"] == 2 * X.sum()
         assert r["replicated"] == X[::5, 0].tolist()
         assert r["broadcast"] == [1.0, 5.0]
+        assert r["broadcast_bool"] == [True, False]
         assert r["allgather"] == [[0, 0], [1, 10]] and r["allgather_tiled"] == [0.0, 1.0]
         np.testing.assert_allclose(r["grad"], X.T @ (1 - np.tanh(X @ np.full((3, 2), 0.01)) ** 2), rtol=1e-5)
         np.testing.assert_allclose(r["local_to_global_sum"], X.sum(0))
