@@ -413,8 +413,9 @@ class JitFunction:
         donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
         self._donate_argnums = frozenset(donate)
         # call signature -> _CompiledCall, and -> (jaxpr without consts, consts, out_tree)
-        self._cache, self._traced = ({}, {}) if _names_a_spec(self._shardings) else _shared_caches(
-            fun, (self._spec.argnums, self._spec.argnames, self._donate_argnums, *self._shardings))
+        if type(self) is JitFunction:
+            self._cache, self._traced = _shared_caches(
+                fun, (self._spec.argnums, self._spec.argnames, self._donate_argnums, *self._shardings))
 
     # -- the fast path ----------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -527,6 +528,21 @@ class JitFunction:
     def __get__(self, obj, objtype=None):   # jit on a method binds like a function
         return self if obj is None else functools.partial(self, obj)
 
+
+class _JitUnderMesh(JitFunction):
+    """A jit whose shardings name PartitionSpecs, which mean the mesh set when it is called
+    (``set_mesh``): its caches are per mesh."""
+
+    def __init__(self, *args):
+        self._per_mesh: dict = {}
+        super().__init__(*args)
+
+    _cache = property(lambda self: self._caches()[0])
+    _traced = property(lambda self: self._caches()[1])
+
+    def _caches(self) -> tuple[dict, dict]:
+        return self._per_mesh.setdefault(sharding.get_mesh(), ({}, {}))
+
     def __repr__(self):
         return f"<jitted function {self._name}>"
 
@@ -548,7 +564,8 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, in_shardings=in_shardings,
                                  out_shardings=out_shardings)
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
+    kind = _JitUnderMesh if _names_a_spec((in_shardings, out_shardings)) else JitFunction
+    return kind(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
 
 
 # ------------------------------------------------------------ ahead of time
