@@ -386,10 +386,18 @@ _JIT_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _shared_caches(fun, options) -> tuple[dict, dict]:
     try:
-        per_options = _JIT_CACHES.setdefault(fun, {})
-    except TypeError:          # not weakly referable, or unhashable: caches of its own
+        return _JIT_CACHES.setdefault(fun, {}).setdefault(options, ({}, {}))
+    except TypeError:          # not weakly referable, or unhashable options: caches of its own
         return {}, {}
-    return per_options.setdefault(options, ({}, {}))
+
+
+def _names_a_spec(shardings) -> bool:
+    """Whether a PartitionSpec is among ``shardings`` (it means the mesh set when compiling)."""
+    if isinstance(shardings, sharding.PartitionSpec):
+        return True
+    if isinstance(shardings, dict):
+        shardings = list(shardings.values())
+    return isinstance(shardings, (tuple, list)) and any(map(_names_a_spec, shardings))
 
 
 class JitFunction:
@@ -405,8 +413,9 @@ class JitFunction:
         donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
         self._donate_argnums = frozenset(donate)
         # call signature -> _CompiledCall, and -> (jaxpr without consts, consts, out_tree)
-        self._cache, self._traced = ({}, {}) if in_shardings is not None or out_shardings is not None \
-            else _shared_caches(fun, (self._spec.argnums, self._spec.argnames, self._donate_argnums))
+        if type(self) is JitFunction:
+            self._cache, self._traced = _shared_caches(
+                fun, (self._spec.argnums, self._spec.argnames, self._donate_argnums, *self._shardings))
 
     # -- the fast path ----------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -519,6 +528,21 @@ class JitFunction:
     def __get__(self, obj, objtype=None):   # jit on a method binds like a function
         return self if obj is None else functools.partial(self, obj)
 
+
+class _JitUnderMesh(JitFunction):
+    """A jit whose shardings name PartitionSpecs, which mean the mesh set when it is called
+    (``set_mesh``): its caches are per mesh."""
+
+    def __init__(self, *args):
+        self._per_mesh: dict = {}
+        super().__init__(*args)
+
+    _cache = property(lambda self: self._caches()[0])
+    _traced = property(lambda self: self._caches()[1])
+
+    def _caches(self) -> tuple[dict, dict]:
+        return self._per_mesh.setdefault(sharding.get_mesh(), ({}, {}))
+
     def __repr__(self):
         return f"<jitted function {self._name}>"
 
@@ -540,7 +564,8 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, in_shardings=in_shardings,
                                  out_shardings=out_shardings)
-    return JitFunction(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
+    kind = _JitUnderMesh if _names_a_spec((in_shardings, out_shardings)) else JitFunction
+    return kind(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
 
 
 # ------------------------------------------------------------ ahead of time

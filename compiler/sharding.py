@@ -104,6 +104,22 @@ class Mesh(AbstractMesh):
     abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types))
 
     @property
+    def local_mesh(self) -> "Mesh":
+        """The smallest block of the mesh holding this process's devices (an error when it holds
+        other processes' devices too)."""
+        me = runtime.backend().process_index
+        mine = np.vectorize(lambda d: d.process_index == me, otypes=[bool])(self.devices)
+        if not mine.any():
+            raise ValueError(f"{self!r} has none of this process's devices")
+        block = tuple(slice(hit[0], hit[-1] + 1) for hit in (
+            np.flatnonzero(mine.any(axis=tuple(a for a in range(mine.ndim) if a != axis)))
+            for axis in range(mine.ndim)))
+        if not mine[block].all():
+            raise ValueError("When passing host local inputs to pjit, devices connected to a single host "
+                             "must form a contiguous subcube of the global device mesh")
+        return Mesh(self.devices[block], self.axis_names)      # Auto axes, as JAX's
+
+    @property
     def _flat_devices(self) -> tuple:
         return tuple(self.devices.flat)
 
@@ -370,12 +386,10 @@ def put(value, sharding: Sharding, aval: runtime.Aval):
     sharding.check_shape(aval.shape, "device_put")
     if isinstance(value, runtime.Array) and getattr(value, "sharding", None) == sharding:
         return value
-    if isinstance(value, ShardedArray) and value.spans_processes():   # no host copy: an SPMD program moves it
-        from .api import jit
-        return jit(lambda v: v, out_shardings=sharding)(value)
     current = getattr(value, "sharding", None)
-    if isinstance(value, ShardedArray) and current is not None and current._devices == sharding._devices:
-        return _reshard(sharding)(value)
+    if isinstance(value, ShardedArray) and (value.spans_processes() or (
+            current is not None and current._devices == sharding._devices)):
+        return _reshard(sharding)(value)       # no host copy: an SPMD program moves it
     if isinstance(value, runtime.Array):
         moved = _copy_to_devices(value, sharding, aval)
         if moved is not None:
@@ -407,19 +421,20 @@ def _copy_to_devices(value, sharding: Sharding, aval: runtime.Aval):
     return ShardedArray(buf, aval, dst_hlo, dst_devices, sharding)
 
 
+def _identity(x):
+    return x
+
+
 _RESHARD: dict = {}     # target sharding -> its resharding program
 
 
 def _reshard(sharding):
-    """A program that lays its argument out as ``sharding`` on the same devices: XLA moves the
-    pieces between devices (collectives), nothing goes through the host."""
+    """A program that lays its argument out as ``sharding``: XLA moves the pieces between
+    devices (collectives; across processes too), nothing goes through the host."""
     fn = _RESHARD.get(sharding)
     if fn is None:
         from .api import jit
-
-        def reshard(x):
-            return x
-        fn = _RESHARD[sharding] = jit(reshard, out_shardings=sharding)
+        fn = _RESHARD[sharding] = jit(_identity, out_shardings=sharding)
     return fn
 
 

@@ -102,6 +102,7 @@ except ValueError as e:
 mh.sync_global_devices("before exchange")
 assert not any(mh.reached_preemption_sync_point(step) for step in range(3))   # no preemption notice
 result("broadcast", mh.broadcast_one_to_all({"a": np.array([pid + 1.0, 5.0])})["a"])
+result("broadcast_bool", mh.broadcast_one_to_all(np.array([pid == 0, pid == 1])))
 result("allgather", mh.process_allgather(np.array([pid, 10 * pid])))
 result("allgather_tiled", mh.process_allgather(np.float32(pid), tiled=True))
 assert np.array_equal(mh.process_allgather(x, tiled=True), X)
@@ -112,6 +113,34 @@ try:
 except AssertionError as e:
     failed = str(e)
 assert failed is not None and failed.startswith("differs"), failed
+
+# host-local <-> global arrays: this process's rows become its devices' part of the global array
+rows_here = X[8 * pid:8 * pid + 8]
+g = mh.host_local_array_to_global_array(rows_here, mesh, P("x"))
+assert g.shape == (16, 3) and g.sharding == rows and not g.is_fully_addressable
+assert all(np.array_equal(np.asarray(s.data), X[s.index]) for s in g.addressable_shards)
+result("local_to_global_sum", jx.jit(lambda a: jnp.sum(a, axis=0))(g))
+assert mh.host_local_array_to_global_array(g, mesh, P("x")) is g           # already global
+back = mh.global_array_to_host_local_array({"g": g, "r": full}, mesh, P("x"))
+assert back["g"].is_fully_addressable and np.array_equal(np.asarray(back["g"]), rows_here)
+assert np.array_equal(np.asarray(back["r"]), X[8 * pid:8 * pid + 8])     # re-laid out first
+g2 = mh.host_local_array_to_global_array(G[8 * pid:8 * pid + 8], mesh2, P("x", "y"))   # 2-d, a (8, 4) block
+assert g2.shape == (16, 4) and all(np.array_equal(np.asarray(s.data), G[s.index]) for s in g2.addressable_shards)
+assert np.array_equal(np.asarray(mh.global_array_to_host_local_array(g2, mesh2, P("x", "y"))), G[8 * pid:8 * pid + 8])
+same = mh.host_local_array_to_global_array(G, mesh2, P(None, "y"))      # split inside processes only
+assert same.shape == (16, 4) and np.array_equal(np.asarray(same), G)
+assert np.array_equal(jx.jit(lambda a: mh.host_local_array_to_global_array(a, mesh2, P(None, "y")))(G), G)
+interleaved = jx.sharding.Mesh(np.array([jx.devices()[i] for i in (0, 4, 1, 5, 2, 6, 3, 7)], dtype=object), ("x",))
+try:
+    mh.host_local_array_to_global_array(rows_here, interleaved, P("x"))
+    raise AssertionError("a process's devices not forming a block of the mesh must be an error")
+except ValueError as e:
+    assert "contiguous subcube" in str(e)
+try:
+    jx.jit(lambda a: mh.host_local_array_to_global_array(a, mesh, P("x")))(rows_here)
+    raise AssertionError("jit must refuse a conversion that changes the shape")
+except ValueError as e:
+    assert "convert outside it" in str(e)
 
 # a preemption notice (SIGTERM) to process 1: both processes agree on the step to save at
 for step in range(3, 500):

@@ -61,8 +61,10 @@ def test_two_processes_of_four_devices_compute_one_spmd_program():
         assert r["eager"] == 2 * X.sum()
         assert r["replicated"] == X[::5, 0].tolist()
         assert r["broadcast"] == [1.0, 5.0]
+        assert r["broadcast_bool"] == [True, False]
         assert r["allgather"] == [[0, 0], [1, 10]] and r["allgather_tiled"] == [0.0, 1.0]
         np.testing.assert_allclose(r["grad"], X.T @ (1 - np.tanh(X @ np.full((3, 2), 0.01)) ** 2), rtol=1e-5)
+        np.testing.assert_allclose(r["local_to_global_sum"], X.sum(0))
     steps = [_results(out).get("preempted_at") for out in outs]
     assert steps[0] is not None and steps[0] == steps[1] > 5, steps
 
@@ -149,3 +151,42 @@ def test_multihost_utils_in_one_process():
     mh.assert_equal({"x": np.ones(2)})
     mh.sync_global_devices("one process")
     assert mh.reached_preemption_sync_point(0) is False      # not joined: never
+
+
+def _twice_plus_one(x):
+    return 2 * x + 1
+
+
+def test_jit_with_shardings_compiles_once_per_function_and_shardings(caplog):
+    """multihost_utils and device_put make a jit with out_shardings per call: they compile once."""
+    s = jx.sharding.NamedSharding(jx.make_mesh((1,), ("x",)), jx.P())
+    with jx.log_compiles():
+        for _ in range(3):
+            assert jx.jit(_twice_plus_one, out_shardings=s)(np.ones(2)).tolist() == [3.0, 3.0]
+        jx.jit(_twice_plus_one, in_shardings=[s])(np.ones(2))        # unhashable: its own cache
+        under_mesh = jx.jit(_twice_plus_one, out_shardings=jx.P())   # a spec means the mesh set when called
+        for name in ("y", "z", "y"):
+            with jx.set_mesh(jx.make_mesh((1,), (name,))):
+                assert under_mesh(np.ones(2)).sharding.mesh.axis_names == (name,)
+    assert sum("Compiling _twice_plus_one" in r.message for r in caplog.records) == 4
+
+
+def test_host_local_global_conversions_in_one_process():
+    """One process: the local array is the global one, laid out over the mesh; a global array
+    comes back as itself; jit, grad (each the other's transpose) and vmap (the batch dimension
+    unsplit) go through."""
+    from jaxprc.experimental import multihost_utils as mh
+    mesh, x = jx.make_mesh((1,), ("x",)), np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    g = mh.host_local_array_to_global_array(x, mesh, jx.P("x"))
+    assert g.sharding == jx.sharding.NamedSharding(mesh, jx.P("x")) and np.array_equal(g, x)
+    assert mh.global_array_to_host_local_array(g, mesh, jx.P("x")) is g
+    to_global = lambda a: mh.host_local_array_to_global_array(a, mesh, jx.P("x"))   # noqa: E731
+    to_local = lambda a: mh.global_array_to_host_local_array(a, mesh, jx.P("x"))    # noqa: E731
+    np.testing.assert_array_equal(jx.jit(lambda a: to_local(to_global(a) * 2))(x), 2 * x)
+    np.testing.assert_array_equal(jx.grad(lambda a: jnp.sum(to_global(a) ** 2))(x), 2 * x)
+    cj = jx.make_jaxpr(jx.linear_transpose(to_global, x))(x)
+    assert [e.primitive.name for e in cj.jaxpr.eqns] == ["global_array_to_host_local_array"]
+    cj = jx.make_jaxpr(jx.vmap(to_local, in_axes=1))(x)
+    assert cj.jaxpr.eqns[0].params["pspec"] == (("x",), ())
+    with pytest.raises(ValueError, match="not a valid input to the pspecs"):
+        mh.host_local_array_to_global_array({"a": x}, mesh, {"a": None})

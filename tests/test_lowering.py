@@ -637,6 +637,16 @@ def test_shard_map_and_collectives_on_one_device():
     check(outs[9], x, F32)
 
 
+def test_host_local_global_conversions_in_one_process():
+    """In one process a host-local array is the global one: both conversions lower to identities."""
+    import jaxprc as jx
+    from jaxprc.experimental import multihost_utils as mh
+    mesh, x = jx.make_mesh((1,), ("x",)), sample((2, 3), F32)
+    (out,) = _as_list(run(lambda a: mh.global_array_to_host_local_array(
+        mh.host_local_array_to_global_array(a, mesh, jx.P("x")), mesh, jx.P(None, "x")), x))
+    check(out, x, F32)
+
+
 REDUCTIONS = {"reduce_sum": np.sum, "reduce_prod": np.prod, "reduce_max": np.max, "reduce_min": np.min,
               "reduce_and": None, "reduce_or": None, "reduce_xor": None}
 

@@ -143,7 +143,15 @@ CORPUS = {
                             for i, f in enumerate((lax.exp, lax.exp2, lax.log, lax.log1p, lax.expm1, lax.tanh,
                                                    lax.logistic, lax.sin, lax.cos, lax.tan, lax.sqrt, lax.rsqrt,
                                                    lax.cbrt))], [(3,)]),
+    "host_local": (lambda x: _host_local_round_trip(x), [(3,)]),
 }
+
+
+def _host_local_round_trip(x):
+    from jaxprc.experimental import multihost_utils as mh
+    mesh = jx.make_mesh((1,), ("x",))
+    return mh.global_array_to_host_local_array(mh.host_local_array_to_global_array(x, mesh, jx.P("x")),
+                                               mesh, jx.P())
 
 
 def _one_device_sharding():

@@ -37,6 +37,7 @@ LINEAR = {
     "all_to_all",   # its transpose swaps split and concat axes
     "pbroadcast",   # its transpose sums the cotangents onto the source device
     "pvary",   # a type cast: the cotangent passes (shard_map's transpose sums replicated arguments')
+    "host_local_array_to_global_array", "global_array_to_host_local_array",   # each the other's transpose
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

@@ -226,6 +226,9 @@ def _structural_cases():
                         "psum_scatter", "all_to_all", "pbroadcast", "pvary")},
         "sharding_constraint": (lambda x: prims.sharding_constraint_p.bind(x, sharding=ShardingParam(
             ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), (("y", "x"),))), [sa((3, 2))]),
+        **{name: (lambda x, p=getattr(prims, name + "_p"): p.bind(x, global_mesh=ShardingParam(
+            ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), ()), pspec=(("y", "x"), ())), [sa((3, 2))])
+           for name in ("host_local_array_to_global_array", "global_array_to_host_local_array")},
     }
 
 

@@ -12,15 +12,18 @@ import zlib
 import numpy as np
 
 from .. import numpy as jnp
-from ..api import jit
+from ..api import device_put, jit
+from ..lax.host_local import global_array_to_host_local_array_p, host_local_array_to_global_array_p
 from ..process_local import make_array_from_process_local_data
 from ..runtime.sharded import ShardedArray
-from ..sharding import Mesh, NamedSharding, PartitionSpec as P
+from ..sharding import Mesh, NamedSharding, PartitionSpec as P, ShardingParam
 from ..runtime import devices, distributed
+from ..spmd import broadcast
 from ..toplevel import local_device_count, process_count, process_index
-from ..tree_util import tree_all, tree_map
+from ..tree_util import tree_all, tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["assert_equal", "broadcast_one_to_all", "process_allgather", "reached_preemption_sync_point",
+__all__ = ["assert_equal", "broadcast_one_to_all", "global_array_to_host_local_array",
+           "host_local_array_to_global_array", "process_allgather", "reached_preemption_sync_point",
            "sync_global_devices"]
 
 
@@ -29,10 +32,6 @@ def _process_rows():
     mesh = Mesh(np.array(devices(), dtype=object).reshape(process_count(), local_device_count()),
                 ("processes", "local_devices"))
     return NamedSharding(mesh, P("processes")), NamedSharding(mesh, P())
-
-
-def _identity(x):
-    return x
 
 
 def _sum_rows(x):
@@ -63,15 +62,15 @@ def process_allgather(in_tree, tiled: bool = False):
         if isinstance(x, ShardedArray) and x.spans_processes():
             if not tiled:
                 raise ValueError("Gathering global non-fully-addressable arrays only supports tiled=True")
-            whole = NamedSharding(Mesh(np.array(x.device_tuple, dtype=object), ("devices",)), P())
-            return np.asarray(jit(_identity, out_shardings=whole)(x))
+            return np.asarray(device_put(x, NamedSharding(Mesh(np.array(x.device_tuple, dtype=object),
+                                                               ("devices",)), P())))
         host = np.asarray(x)
         if process_count() == 1:        # as JAX: a scalar stays one when tiled
             return host if tiled else host[None]
         if host.ndim == 0 or not tiled:
             host = host[None]
         rows, replicated = _process_rows()
-        return np.asarray(jit(_identity, out_shardings=replicated)(make_array_from_process_local_data(rows, host)))
+        return np.asarray(device_put(make_array_from_process_local_data(rows, host), replicated))
     return tree_map(gather, in_tree)
 
 
@@ -98,3 +97,35 @@ def reached_preemption_sync_point(step_id: int) -> bool:
     (SIGTERM to any process): call it at every step, from the same first step everywhere."""
     state = distributed.joined()
     return False if state is None else state.preemption.reached_sync_point(step_id)
+
+
+def host_local_array_to_global_array(local_inputs, global_mesh: Mesh, pspecs):
+    """Each process's part of each leaf of ``local_inputs`` (host or device values) as one
+    global array laid out over ``global_mesh`` as its PartitionSpec (``pspecs``: one, or a
+    pytree prefix of the inputs). This process's devices must form a block of the mesh; a
+    dimension split over mesh axes grows by how many times the mesh's extent along those axes
+    exceeds the block's. Under jit: the identity where the shapes agree."""
+    return _convert(host_local_array_to_global_array_p, local_inputs, global_mesh, pspecs)
+
+
+def global_array_to_host_local_array(global_inputs, global_mesh: Mesh, pspecs):
+    """The inverse of ``host_local_array_to_global_array``: this process's part of each global
+    array (re-laid out as its PartitionSpec first if it is laid out otherwise)."""
+    return _convert(global_array_to_host_local_array_p, global_inputs, global_mesh, pspecs)
+
+
+def _convert(prim, inputs, mesh, pspecs):
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"{prim.name}: global_mesh must be a Mesh, got {type(mesh).__name__}")
+    leaves, tree = tree_flatten(inputs)
+    outs = []
+    for x, spec in zip(leaves, broadcast(pspecs, tree, f"{prim.name}: pspecs")):
+        if spec is None:
+            raise ValueError("`None` is not a valid input to the pspecs argument. Please use "
+                             "jaxprc.sharding.PartitionSpec() if you wanted to replicate your input.")
+        if not isinstance(spec, P):
+            raise TypeError(f"{prim.name}: pspecs must be PartitionSpecs, got {spec!r}")
+        NamedSharding(mesh, spec)           # the spec's axes are the mesh's (a clear error)
+        outs.append(prim.bind(x, global_mesh=ShardingParam.of(NamedSharding(mesh, P())),
+                              pspec=spec.axes(len(spec))))
+    return tree_unflatten(tree, outs)

@@ -29,6 +29,10 @@ def _promote_integers(dtype):
 
 
 def _upcast_low_precision(dtype):
+    """The dtype sums and products compute in: f32 for halves, integers for bools (as JAX: a bool
+    result is then whether the sum or product is nonzero)."""
+    if dt.is_bool(dtype):
+        return dt.default_int_dtype()
     return dt.float32 if dtype in (dt.float16, dt.bfloat16) else dtype
 
 
@@ -234,13 +238,15 @@ def _cumulative(fn_name, lax_fn_name):
             a = lax.reshape(a, (aval.size,))
             axis = 0
         axis = canonical_axis(axis, aval_of(a).ndim, fn_name)
-        if dtype is not None:
-            a = convert(a, dt.canonicalize_dtype(to_dtype(dtype)))
-        elif dt.is_bool(aval.dtype):
+        dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
+        if dtype is not None and not dt.is_bool(dtype):
+            a = convert(a, dtype)
+        elif dt.is_bool(aval.dtype) or dtype is not None:    # bools accumulate as integers
             a = convert(a, dt.default_int_dtype())
         elif aval.weak_type:
             a = convert(a, aval.dtype)
-        return getattr(lax, lax_fn_name)(a, axis)
+        out = getattr(lax, lax_fn_name)(a, axis)
+        return out if dtype is None or not dt.is_bool(dtype) else convert(out, dtype)
     fn.__name__ = fn.__qualname__ = fn_name
     fn.__doc__ = f"Inclusive ``{fn_name}`` along ``axis`` (of the flattened array if None)."
     return fn
