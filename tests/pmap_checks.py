@@ -90,6 +90,8 @@ def pmap_axes_and_arguments():
     assert np.array_equal(np.asarray(jx.pmap(lambda v: v + 1, donate_argnums=0)(donated)), np.full((8, 2), 2.0))
     raises(ValueError, lambda: jx.pmap(lambda v: v)(np.zeros(9)), "9")
     raises(ValueError, lambda: jx.pmap(lambda v: v, axis_size=4)(X), "axis_size")
+    raises(ValueError, lambda: jx.pmap(lambda v: v)(np.zeros((0, 3))), "size 0")
+    assert jx.pmap(lambda v: v.sum())(np.zeros((8, 0))).shape == (8,)
     raises(ValueError, lambda: jx.pmap(lambda v: v, in_axes=None)(X), "mapped axis")
     raises(ValueError, lambda: jx.pmap(lambda v, k: v, static_broadcasted_argnums=1)(X), "static")
     raises(ValueError, lambda: jx.pmap(lambda v: v, in_axes=2)(X), "axis 2")
