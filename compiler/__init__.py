@@ -35,3 +35,4 @@ from .sharding import (NamedSharding, PartitionSpec as P, make_array_from_callba
                        make_array_from_single_device_arrays, make_mesh, set_mesh)
 from .lax.parallel import shard_map  # noqa: E402,F401
 from .pmap import pmap  # noqa: E402,F401
+from .spmd import reshard  # noqa: E402,F401

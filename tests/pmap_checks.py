@@ -200,6 +200,24 @@ def resharding_on_devices():
 
 
 @check
+def reshard():
+    A = np.arange(32, dtype=np.float32).reshape(8, 4)
+    a = jx.device_put(A, NamedSharding(mesh, P("x")))
+    with no_host_copies():
+        b = jx.reshard(a, NamedSharding(mesh, P(None, "y")))
+    assert b.sharding.spec == P(None, "y") and np.array_equal(np.asarray(b), A)
+    c = jx.jit(lambda v: jx.reshard(v * 2, NamedSharding(mesh, P("y", "x"))))(a)
+    assert c.sharding.spec == P("y", "x") and np.array_equal(np.asarray(c), A * 2)
+    with jx.set_mesh(mesh):
+        d = jx.sharding.reshard({"k": a}, P("y"))["k"]
+    assert d.sharding.spec == P("y", None)
+    g = jx.grad(lambda v: (jx.reshard(v, NamedSharding(mesh, P("y"))) ** 2).sum())(A)
+    assert np.array_equal(np.asarray(g), 2 * A)
+    raises(ValueError, lambda: jx.reshard(a, None), "non-None")
+    raises(ValueError, lambda: jx.reshard(np.zeros(6), NamedSharding(mesh, P("x"))), "reshard")
+
+
+@check
 def partial_manual_shard_map():
     auto = jx.make_mesh((4, 2), ("x", "y"), axis_types=(jx.sharding.AxisType.Auto,) * 2)
     A = np.arange(32, dtype=np.float32).reshape(8, 4)

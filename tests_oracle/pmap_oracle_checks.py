@@ -247,6 +247,18 @@ def pcast_case(lib):
     return f(A), lib.vjp(f, A)[1](ct), loop(A, np.ones(32, np.float32))
 
 
+def reshard_case(lib):
+    """jax.reshard eagerly, under jit and with a PartitionSpec under set_mesh (Explicit axes)."""
+    X = np.arange(32, dtype=np.float32).reshape(8, 4)
+    m = lib.make_mesh((4, 2), ("x", "y"))
+    a = lib.device_put(X, lib.NamedSharding(m, lib.P("x")))
+    b = lib.reshard(a, lib.NamedSharding(m, lib.P(None, "y")))
+    c = lib.jit(lambda v: lib.reshard(v * 2, lib.NamedSharding(m, lib.P("y", "x"))))(a)
+    with lib.set_mesh(m):
+        d = lib.reshard({"k": a}, lib.P("y"))["k"]
+    return b, c, d
+
+
 def vma_verdicts(lib):
     """Whether shard_map (check_vma=True) accepts each out_specs, on an Auto mesh."""
     lax, jnp, P = lib.lax, lib.numpy, lib.P
@@ -279,6 +291,9 @@ def main():
     assert result_specs(jax) == result_specs(jx), (result_specs(jax), result_specs(jx))
     assert vma_verdicts(jax) == vma_verdicts(jx), (vma_verdicts(jax), vma_verdicts(jx))
     same(pcast_case(jax), pcast_case(jx), "lax.pcast(to='varying')")
+    for a, b in zip(reshard_case(jax), reshard_case(jx)):
+        same(a, b, "reshard")
+        assert tuple(a.sharding.spec) == tuple(b.sharding.spec), (a.sharding, b.sharding)
     for name, body in (("pmap", MNIST_PMAP), ("NamedSharding", MNIST_SHARDED)):
         (ja, jp), (xa, xp) = run_mnist("jax", body), run_mnist("jaxprc", body)
         for (jt, js), (xt, xs) in zip(ja, xa):

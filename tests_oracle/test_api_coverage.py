@@ -35,7 +35,7 @@ _EFFECTS = "host callbacks, effects and tokens (issue 21)"
 
 OWNED = {
     "jax": {
-        **dict.fromkeys(["Shard", "reshard", "smap", "make_array_from_process_local_data",
+        **dict.fromkeys(["Shard", "smap", "make_array_from_process_local_data",
                          "remove_size_one_mesh_axis_from_type", "distributed", "auto_pcast", "thread_guard"],
                         _MULTI),
         "ffi": _EFFECTS,
