@@ -79,10 +79,10 @@ def reshard(xs, out_shardings):
                              f"non-empty mesh. Got sharding {s}.")
         target = shd.resolve(s, "reshard")
         if isinstance(target, shd.NamedSharding):      # the spec written for every dimension, as JAX does
-            ndim = len(np.shape(leaf)) if not hasattr(leaf, "ndim") else leaf.ndim
-            target.check_shape(np.shape(leaf) if not hasattr(leaf, "shape") else leaf.shape, "reshard")
+            shape = tuple(leaf.shape) if hasattr(leaf, "shape") else np.shape(leaf)
+            target.check_shape(shape, "reshard")
             target = shd.NamedSharding(target.mesh, shd.PartitionSpec(
-                *target.spec, *[None] * (ndim - len(target.spec))))
+                *target.spec, *[None] * (len(shape) - len(target.spec))))
         if isinstance(leaf, Tracer):
             outs.append(constrain([leaf], [target], "reshard")[0])
         else:
@@ -317,5 +317,5 @@ def apply_on_devices(prim: Primitive, args, params):
         fn = jit(lambda *xs: prim.bind(*xs, **params))
         fn.__name__ = prim.name
         if key is not None:
-            fn = _EAGER_ON_DEVICES[key] = fn
+            _EAGER_ON_DEVICES[key] = fn
     return fn(*args)
