@@ -262,6 +262,13 @@ def check_vma():
     raises(ValueError, lambda: sm(lambda a: lax.psum(a, "x"), P("x", "y"), P()), "['y']")
     raises(ValueError, lambda: sm(lambda a: a + lax.axis_index("x"), P(), P(None, "y")), "varying over ['x']")
     raises(ValueError, lambda: sm(lambda a: (a, jx.jit(jnp.sin)(a)), P("x"), (P("x"), P())), "out_specs[1]")
+    # through loops and conditionals
+    raises(ValueError, lambda: sm(lambda a: lax.fori_loop(0, 3, lambda i, c: c + a, jnp.zeros_like(a)), P("x"), P()),
+           "varying over ['x']")
+    raises(ValueError, lambda: sm(lambda a: lax.cond(True, lambda v: v, lambda v: lax.psum(v, "x"), a), P("x"), P()),
+           "varying over ['x']")
+    sm(lambda a: lax.scan(lambda c, r: (c + lax.psum(r, "x"), r), jnp.zeros(4), a)[0][None], P("x"), P())
+    sm(lambda a: lax.cond(True, lambda v: lax.pmax(v, "x"), lambda v: lax.psum(v, "x"), a), P("x"), P())
     assert np.array_equal(np.asarray(sm(lambda a: a * 2, P("x"), P(), check_vma=False)), A[:2] * 2)
     assert np.array_equal(np.asarray(sm(lambda a: lax.psum(a, ("x", "y")), P("x", "y"), P())),
                           A.reshape(4, 2, 2, 2).sum((0, 2)))
