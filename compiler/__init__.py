@@ -37,3 +37,4 @@ from .lax.parallel import shard_map  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
 from .process_local import make_array_from_process_local_data  # noqa: E402,F401
 from .pmap import pmap  # noqa: E402,F401
+from .spmd import reshard  # noqa: E402,F401

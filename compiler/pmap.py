@@ -104,6 +104,8 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
 
     def _build(in_tree, axes, size, statics, traced, donated):
         devs = devices if devices is not None else tuple(runtime.devices())
+        if size == 0:
+            raise ValueError("pmap: the mapped axis has size 0; it must have one entry per device it runs on")
         if size > len(devs):
             raise ValueError(f"compiling computation that requires {size} logical devices, but only "
                              f"{len(devs)} XLA devices are available (pmap over an axis of size {size})")

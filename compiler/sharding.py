@@ -21,7 +21,13 @@ from .ir.core import param_type
 from .runtime.sharded import REPLICATED, ShardedArray, assemble, put_sharded
 
 __all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "PartitionSpec", "Sharding",
-           "SingleDeviceSharding", "get_mesh", "make_mesh", "set_mesh"]
+           "SingleDeviceSharding", "get_mesh", "make_mesh", "reshard", "set_mesh"]
+
+
+def reshard(xs, out_shardings):
+    """``jaxprc.reshard`` (compiler/spmd.py), also here as in ``jax.sharding``."""
+    from .spmd import reshard as impl
+    return impl(xs, out_shardings)
 
 
 class AxisType(enum.Enum):

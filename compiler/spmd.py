@@ -20,7 +20,7 @@ from .ir.params import Record
 from .lowering import lower_jaxpr
 from .runtime.sharded import ShardedArray, SpmdExecutable
 
-__all__ = ["sharding_constraint_p", "with_sharding_constraint"]
+__all__ = ["reshard", "sharding_constraint_p", "with_sharding_constraint"]
 
 
 # ------------------------------------------------------ sharding_constraint
@@ -62,6 +62,32 @@ def with_sharding_constraint(x, shardings):
                              "axes unless axis_types=(AxisType.Auto, ...))")
         named.check_shape(np.shape(leaf) if not hasattr(leaf, "shape") else leaf.shape, "with_sharding_constraint")
         outs.append(sharding_constraint_p.bind(leaf, sharding=shd.ShardingParam.of(named)))
+    return tree_unflatten(tree, outs)
+
+
+def reshard(xs, out_shardings):
+    """``xs`` (a pytree) laid out as ``out_shardings`` (one sharding or PartitionSpec for all leaves,
+    or a matching pytree), on any mesh axes: moved on the devices now, a layout constraint under a
+    trace (JAX's ``jax.reshard``)."""
+    from .ir.tracing import Tracer
+    from .tree_util import tree_flatten, tree_unflatten
+    leaves, tree = tree_flatten(xs)
+    outs = []
+    for leaf, s in zip(leaves, broadcast(out_shardings, tree, "reshard out_shardings")):
+        if s is None:
+            raise ValueError("Reshard should only be used with out_shardings which are non-None and have a "
+                             f"non-empty mesh. Got sharding {s}.")
+        target = shd.resolve(s, "reshard")
+        if isinstance(target, shd.NamedSharding):      # the spec written for every dimension, as JAX does
+            shape = tuple(leaf.shape) if hasattr(leaf, "shape") else np.shape(leaf)
+            target.check_shape(shape, "reshard")
+            target = shd.NamedSharding(target.mesh, shd.PartitionSpec(
+                *target.spec, *[None] * (len(shape) - len(target.spec))))
+        if isinstance(leaf, Tracer):
+            outs.append(constrain([leaf], [target], "reshard")[0])
+        else:
+            from .api import device_put
+            outs.append(device_put(leaf, target))
     return tree_unflatten(tree, outs)
 
 
@@ -291,5 +317,5 @@ def apply_on_devices(prim: Primitive, args, params):
         fn = jit(lambda *xs: prim.bind(*xs, **params))
         fn.__name__ = prim.name
         if key is not None:
-            fn = _EAGER_ON_DEVICES[key] = fn
+            _EAGER_ON_DEVICES[key] = fn
     return fn(*args)

@@ -90,6 +90,8 @@ def pmap_axes_and_arguments():
     assert np.array_equal(np.asarray(jx.pmap(lambda v: v + 1, donate_argnums=0)(donated)), np.full((8, 2), 2.0))
     raises(ValueError, lambda: jx.pmap(lambda v: v)(np.zeros(9)), "9")
     raises(ValueError, lambda: jx.pmap(lambda v: v, axis_size=4)(X), "axis_size")
+    raises(ValueError, lambda: jx.pmap(lambda v: v)(np.zeros((0, 3))), "size 0")
+    assert jx.pmap(lambda v: v.sum())(np.zeros((8, 0))).shape == (8,)
     raises(ValueError, lambda: jx.pmap(lambda v: v, in_axes=None)(X), "mapped axis")
     raises(ValueError, lambda: jx.pmap(lambda v, k: v, static_broadcasted_argnums=1)(X), "static")
     raises(ValueError, lambda: jx.pmap(lambda v: v, in_axes=2)(X), "axis 2")
@@ -198,6 +200,24 @@ def resharding_on_devices():
 
 
 @check
+def reshard():
+    A = np.arange(32, dtype=np.float32).reshape(8, 4)
+    a = jx.device_put(A, NamedSharding(mesh, P("x")))
+    with no_host_copies():
+        b = jx.reshard(a, NamedSharding(mesh, P(None, "y")))
+    assert b.sharding.spec == P(None, "y") and np.array_equal(np.asarray(b), A)
+    c = jx.jit(lambda v: jx.reshard(v * 2, NamedSharding(mesh, P("y", "x"))))(a)
+    assert c.sharding.spec == P("y", "x") and np.array_equal(np.asarray(c), A * 2)
+    with jx.set_mesh(mesh):
+        d = jx.sharding.reshard({"k": a}, P("y"))["k"]
+    assert d.sharding.spec == P("y", None)
+    g = jx.grad(lambda v: (jx.reshard(v, NamedSharding(mesh, P("y"))) ** 2).sum())(A)
+    assert np.array_equal(np.asarray(g), 2 * A)
+    raises(ValueError, lambda: jx.reshard(a, None), "non-None")
+    raises(ValueError, lambda: jx.reshard(np.zeros(6), NamedSharding(mesh, P("x"))), "reshard")
+
+
+@check
 def partial_manual_shard_map():
     auto = jx.make_mesh((4, 2), ("x", "y"), axis_types=(jx.sharding.AxisType.Auto,) * 2)
     A = np.arange(32, dtype=np.float32).reshape(8, 4)
@@ -242,6 +262,13 @@ def check_vma():
     raises(ValueError, lambda: sm(lambda a: lax.psum(a, "x"), P("x", "y"), P()), "['y']")
     raises(ValueError, lambda: sm(lambda a: a + lax.axis_index("x"), P(), P(None, "y")), "varying over ['x']")
     raises(ValueError, lambda: sm(lambda a: (a, jx.jit(jnp.sin)(a)), P("x"), (P("x"), P())), "out_specs[1]")
+    # through loops and conditionals
+    raises(ValueError, lambda: sm(lambda a: lax.fori_loop(0, 3, lambda i, c: c + a, jnp.zeros_like(a)), P("x"), P()),
+           "varying over ['x']")
+    raises(ValueError, lambda: sm(lambda a: lax.cond(True, lambda v: v, lambda v: lax.psum(v, "x"), a), P("x"), P()),
+           "varying over ['x']")
+    sm(lambda a: lax.scan(lambda c, r: (c + lax.psum(r, "x"), r), jnp.zeros(4), a)[0][None], P("x"), P())
+    sm(lambda a: lax.cond(True, lambda v: lax.pmax(v, "x"), lambda v: lax.psum(v, "x"), a), P("x"), P())
     assert np.array_equal(np.asarray(sm(lambda a: a * 2, P("x"), P(), check_vma=False)), A[:2] * 2)
     assert np.array_equal(np.asarray(sm(lambda a: lax.psum(a, ("x", "y")), P("x", "y"), P())),
                           A.reshape(4, 2, 2, 2).sum((0, 2)))

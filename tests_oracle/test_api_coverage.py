@@ -36,7 +36,7 @@ _EFFECTS = "host callbacks, effects and tokens (issue 21)"
 
 OWNED = {
     "jax": {
-        **dict.fromkeys(["Shard", "reshard", "smap",
+        **dict.fromkeys(["Shard", "smap",
                          "remove_size_one_mesh_axis_from_type", "auto_pcast", "thread_guard"],
                         _MULTI),
         "ffi": _EFFECTS,

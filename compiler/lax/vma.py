@@ -7,11 +7,11 @@ JAX does: an argument varies over the axes its in_spec splits it over, a
 constant over none, ``axis_index(a)`` over ``a``; ``psum pmax pmin`` make
 their result the same along their axes, ``all_gather ppermute psum_scatter
 all_to_all pvary`` (``lax.pcast(to="varying")``) make it vary (JAX types an all_gather's result as varying too);
-any other equation varies over what its operands vary over (call-like
-equations, such as jit's, are followed into their body).
-Equations holding other bodies (loops, conditionals) count as varying over
-nothing, so the check never rejects what JAX accepts there; axes of size 1 are
-ignored (JAX drops them from types).
+any other equation varies over what its operands vary over. Bodies are followed: a call's (jit), each branch of a
+cond (the result varies where any branch's does), a loop's body until its carry
+stops changing. Other equations holding bodies count as varying over nothing,
+so the check never rejects what JAX accepts there; axes of size 1 are ignored
+(JAX drops them from types).
 """
 from __future__ import annotations
 
@@ -42,6 +42,18 @@ def _body_vma(jaxpr, in_vma: list) -> list:
             outs = [union | frozenset(eqn.params["axes"])]
         elif not subs:
             outs = [union] * len(eqn.outvars)
+        elif name == "cond":
+            per_branch = [_body_vma(b.jaxpr, ins[1:]) for b in eqn.params["branches"]]
+            outs = [frozenset().union(*vs) for vs in zip(*per_branch)]
+        elif name == "scan":
+            p = eqn.params
+            nc, nk = p["num_consts"], p["num_carry"]
+            outs = _loop_vma(p["jaxpr"].jaxpr, ins[:nc], ins[nc:nc + nk], ins[nc + nk:])
+        elif name == "while":
+            p = eqn.params
+            skip = p["cond_nconsts"]
+            nb = p["body_nconsts"]
+            outs = _loop_vma(p["body_jaxpr"].jaxpr, ins[skip:skip + nb], ins[skip + nb:], [])
         elif (name != "shard_map" and len(subs) == 1 and len(subs[0].jaxpr.invars) == len(eqn.invars)
               and len(subs[0].jaxpr.outvars) == len(eqn.outvars)):     # a call: follow it
             outs = _body_vma(subs[0].jaxpr, ins)
@@ -49,6 +61,16 @@ def _body_vma(jaxpr, in_vma: list) -> list:
             outs = [frozenset()] * len(eqn.outvars)
         env.update(zip(eqn.outvars, outs))
     return [read(x) for x in jaxpr.outvars]
+
+
+def _loop_vma(body, consts, carry, xs) -> list:
+    """A loop's results: its carry grown until the body keeps it, then the body's other results."""
+    while True:
+        outs = _body_vma(body, list(consts) + list(carry) + list(xs))
+        grown = [c | o for c, o in zip(carry, outs)]
+        if grown == list(carry):
+            return grown + outs[len(carry):]
+        carry = grown
 
 
 def check_out_specs(fun, mesh, jaxpr, in_specs, out_specs, manual, out_paths) -> None:
