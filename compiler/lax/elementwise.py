@@ -485,35 +485,6 @@ _defjvp_unary(erf_inv_p, lambda t, x, ans: mul(_SQRT_PI / 2.0, mul(t, exp(square
 _defjvp_unary(lgamma_p, lambda t, x, ans: mul(t, digamma(x)))
 
 
-def _trigamma(x):
-    """polygamma(1, x) = sum_k 1/(x+k)^2, from lax ops (there is no polygamma primitive): for
-    x < 1/2 the reflection pi^2/sin^2(pi x) - trigamma(1-x); otherwise ``shift`` terms of the
-    sum, then the asymptotic series at w = x + shift >= 8.5 (relative error below 1e-11)."""
-    shift = 8
-    reflect = lt(x, 0.5)
-    z = select_n(reflect, x, sub(1.0, x))
-    head = None
-    for k in range(shift):
-        zk = add(z, float(k)) if k else z
-        term = div(1.0, mul(zk, zk))
-        head = term if head is None else add(head, term)
-    w = add(z, float(shift))
-    inv = div(1.0, w)
-    inv2 = mul(inv, inv)
-    # 1/w + 1/(2w^2) + 1/(6w^3) - 1/(30w^5) + 1/(42w^7) - 1/(30w^9)  (Bernoulli numbers)
-    series = sub(1.0 / 42, mul(inv2, 1.0 / 30))
-    series = sub(1.0 / 30, mul(inv2, series))
-    series = sub(1.0 / 6, mul(inv2, series))
-    series = add(add(1.0, mul(inv, 0.5)), mul(inv2, series))
-    value = add(head, mul(inv, series))
-    sin_ = sin(mul(x, math.pi))
-    reflected = sub(div(math.pi ** 2, mul(sin_, sin_)), value)
-    return select_n(reflect, value, reflected)
-
-
-_defjvp_unary(digamma_p, lambda t, x, ans: mul(t, _trigamma(x)))
-
-
 def _integer_pow_tangent(t, x, ans, *, y):
     if y == 0:     # constant 1: no 0 * x**-1, which is NaN at 0
         return Zero(tangent_aval(aval_of(ans)))
