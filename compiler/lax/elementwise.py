@@ -738,7 +738,7 @@ for _prim, _op in [
     (neg_p, hlo.negate), (floor_p, hlo.floor), (ceil_p, hlo.ceil), (is_finite_p, hlo.is_finite),
     (exp_p, hlo.exponential), (log_p, hlo.log), (log1p_p, hlo.log_plus_one),
     (expm1_p, hlo.exponential_minus_one), (tanh_p, hlo.tanh),
-    (sin_p, hlo.sine), (cos_p, hlo.cosine), (tan_p, hlo.tan), (asin_p, chlo.asin), (acos_p, chlo.acos),
+    (tan_p, hlo.tan), (asin_p, chlo.asin), (acos_p, chlo.acos),
     (atan_p, chlo.atan), (sinh_p, chlo.sinh), (cosh_p, chlo.cosh), (asinh_p, chlo.asinh),
     (acosh_p, chlo.acosh), (atanh_p, chlo.atanh), (sqrt_p, hlo.sqrt), (rsqrt_p, hlo.rsqrt),
     (cbrt_p, hlo.cbrt), (erf_p, chlo.erf), (erfc_p, chlo.erfc), (erf_inv_p, chlo.erf_inv),
@@ -746,6 +746,37 @@ for _prim, _op in [
     (not_p, hlo.not_), (population_count_p, hlo.popcnt), (clz_p, hlo.count_leading_zeros),
 ]:
     mlir.register_lowering(_prim, _lower_unary(_op))
+
+
+def _complex_sin_cos(is_cos):
+    """sin/cos of a + bi from real functions of a and b, as JAX lowers them (XLA's complex sine
+    loses the small imaginary part near the zeros of cos a): sinh b and cosh b from expm1(+-b),
+    with no cancellation for small b; at a == 0 the zero part is exact (no inf * 0 = NaN)."""
+    def impl(x):
+        from jaxprc import lax
+        a, b = real(x), imag(x)
+        zero, two = lax.full_like(a, 0), lax.full_like(a, 2)
+        sn, cs = sin(a), cos(a)
+        e1m, e2m = expm1(b), expm1(neg(b))
+        snh, csh = div(sub(e1m, e2m), two), div(add(add(e1m, e2m), two), two)
+        if is_cos:
+            re, im = mul(cs, csh), mul(neg(sn), snh)
+            exact = complex(re, zero)
+        else:
+            re, im = mul(sn, csh), mul(cs, snh)
+            exact = complex(zero, im)
+        return select_n(eq(a, zero), complex(re, im), exact)
+    complex_rule = mlir.lower_fun(impl, multiple_results=False)
+
+    def rule(ctx, x, **_):
+        if dt.is_complex(ctx.avals_in[0].dtype):
+            return complex_rule(ctx, x)
+        return (hlo.cosine if is_cos else hlo.sine)(x)
+    return rule
+
+
+mlir.register_lowering(sin_p, _complex_sin_cos(False))
+mlir.register_lowering(cos_p, _complex_sin_cos(True))
 
 for _prim, _op in [
     (add_p, hlo.add), (sub_p, hlo.subtract), (mul_p, hlo.multiply), (div_p, hlo.divide),
