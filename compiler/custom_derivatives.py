@@ -566,10 +566,13 @@ class custom_vjp:
                 leaves = [CustomVJPPrimal(x, p) for x, p in zip(leaves, perturbed)]
             result = self.fwd(*merge(static, tree_unflatten(in_tree, leaves)))
             if not (isinstance(result, (tuple, list)) and len(result) == 2):
-                raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {_name(self.fun)} must "
-                                "produce a pair (list or tuple of length two) representing primal "
-                                "outputs and residuals (values stored from the forward pass for use on "
-                                f"the backward pass), got {result!r}.")
+                fname = _name(self.fun)
+                raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {fname} must produce a "
+                                "pair (list or tuple of length two) where the first element represents "
+                                "the primal output (equal to those of the custom_vjp-decorated function "
+                                f"{fname}) and the second element represents residuals (i.e. values "
+                                "stored from the forward pass for use on the backward pass), but "
+                                f"instead of a pair the fwd rule {fwd_name} produced {result!r}.")
             out, res = result
             o_leaves, o_tree = tree_flatten(out)
             if o_tree != out_tree:
@@ -661,7 +664,7 @@ class CustomBwd(Thunk):
         args_tree = self.in_tree
         n_args = args_tree.num_nodes and len(tree_unflatten(args_tree, [0] * args_tree.num_leaves))
         if not isinstance(result, (tuple, list)) or len(result) != n_args:
-            got = tree_structure(result, is_leaf=lambda x: x is None) if isinstance(result, (tuple, list)) else type(result).__name__
+            got = tree_structure(result, is_leaf=lambda x: x is None)
             raise TypeError("Custom VJP bwd rule must produce an output with "
                             "the same container (pytree) structure as the args tuple of the primal "
                             "function, and in particular must produce a tuple of length equal to the "
