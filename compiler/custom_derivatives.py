@@ -396,7 +396,7 @@ class custom_jvp:
             return rule
 
         def trace_rule(nonzeros=tuple(diff_in)):
-            avals = [tangent_aval(a).strip_weak_type() for a, nz in zip(in_avals, nonzeros) if nz]
+            avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
             return _trace(flat_rule(nonzeros), flat_args, avals, rule_name)
 
         def retrace(nonzeros):
@@ -415,7 +415,7 @@ class custom_jvp:
         return tree_unflatten(out_tree, outs)
 
     def _zero_tangent(self, aval):
-        t = tangent_aval(aval).strip_weak_type()
+        t = tangent_aval(aval)
         if self.symbolic_zeros:
             return SymbolicZero(t)
         return np.zeros(t.shape, dt.float0) if t.dtype == dt.float0 else lax.full(t.shape, 0, t.dtype)
@@ -688,7 +688,7 @@ class CustomBwd(Thunk):
             if not is_differentiable(a):
                 continue
             if ct is None or isinstance(ct, SymbolicZero):
-                cts.append(Zero(a.strip_weak_type()))
+                cts.append(Zero(a))
                 continue
             ca = get_aval(ct)
             if ca.shape != a.shape or (ca.dtype != a.dtype and dt.is_inexact(ca.dtype)):
@@ -709,7 +709,7 @@ class CustomBwd(Thunk):
         return keystr(paths[i][0])
 
     def _trace(self) -> ClosedJaxpr:
-        ct_avals = [a.strip_weak_type() for a in self.out_avals if is_differentiable(a)]
+        ct_avals = [a for a in self.out_avals if is_differentiable(a)]
         return trace_to_jaxpr(lambda *a: [instantiate_zeros(c) for c in self.call(*a)],
                               self.res_avals + ct_avals, name=self.name)
 

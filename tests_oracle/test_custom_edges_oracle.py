@@ -44,7 +44,35 @@ def _partial_none_cotangents(api, jnp, lax):
     return [np.asarray(g["a"]), np.asarray(g["b"])]
 
 
-@pytest.mark.parametrize("program", [_symbolic_zero_under_vmap, _partial_none_cotangents],
+def _weak_types_through_rules(api, jnp, lax):
+    """Gradients through custom rules keep the weak type of a Python-scalar input, and eager bwd
+    sees its cotangent as an array of that type."""
+    seen = []
+
+    @api.custom_vjp
+    def f(x):
+        return x * 2
+
+    def bwd(r, g):
+        seen.append((type(g).__name__ != "ndarray", bool(g.weak_type)))
+        return (g * 2,)
+    f.defvjp(lambda x: (f(x), None), bwd)
+
+    @api.custom_jvp
+    def h(x):
+        return x * 2
+    h.defjvp(lambda p, t: (h(p[0]), t[0] * 2))
+
+    @api.custom_vjp
+    def k(d):
+        return d["a"] * d["b"]
+    k.defvjp(lambda d: (k(d), d), lambda d, g: ({"a": g * d["b"], "b": None},))
+    grads = [api.grad(f)(2.0), api.grad(h)(2.0), *api.grad(k)({"a": 2.0, "b": 3.0}).values()]
+    return [bool(g.weak_type) for g in grads], seen
+
+
+@pytest.mark.parametrize("program", [_symbolic_zero_under_vmap, _partial_none_cotangents,
+                                     _weak_types_through_rules],
                          ids=lambda p: p.__name__.strip("_"))
 def test_same_results(program):
     theirs, ours = (program(*LIBS[k]) for k in ("jax", "jaxprc"))
