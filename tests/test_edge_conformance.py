@@ -72,3 +72,14 @@ def test_activations_are_jit_units_as_in_jax(fn):
     h = 1e-2
     fd = (np.asarray(vmap(fn)(x.astype(np.float32) + h)) - np.asarray(vmap(fn)(x - h))) / (2 * h)
     np.testing.assert_allclose(d1, fd, rtol=2e-3, atol=1e-3)
+
+
+def test_promoted_weak_inputs_keep_weak_cotangents():
+    """convert_element_type transposes back to its operand's type, weak bit included (JAX's rule):
+    a Python-scalar scan carry promoted to the body's strong type gets a weak gradient."""
+    def loss(c0):
+        return lax.scan(lambda c, x: (jnp.sin(c) + x, c), c0, jnp.ones(3))[0]
+    g = grad(loss)(1.0)
+    assert g.weak_type and g.dtype == np.float32
+    assert grad(lambda x: lax.convert_element_type(x, np.float32) * 2)(1.0).weak_type
+    assert not grad(lambda x: lax.convert_element_type(x, np.float32) * 2)(np.float32(1.0)).weak_type

@@ -681,7 +681,12 @@ def _complex_transpose(ct, x, y):
 def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type=False, **_):
     if isinstance(ct, Zero):
         return [Zero(x.aval)]
-    return [convert_element_type(ct, x.aval.dtype)]
+    # back to the operand's type, weak bit included (as JAX: a weak carry or argument that was
+    # promoted keeps a weak cotangent)
+    a, c = x.aval, aval_of(ct)
+    if (c.dtype, c.weak_type) == (a.dtype, a.weak_type):
+        return [ct]
+    return [convert_element_type_p.bind(ct, new_dtype=a.dtype, weak_type=a.weak_type)]
 
 
 def _select_n_transpose(ct, which, *cases):
