@@ -396,7 +396,7 @@ class custom_jvp:
             return rule
 
         def trace_rule(nonzeros=tuple(diff_in)):
-            avals = [tangent_aval(a).strip_weak_type() for a, nz in zip(in_avals, nonzeros) if nz]
+            avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
             return _trace(flat_rule(nonzeros), flat_args, avals, rule_name)
 
         def retrace(nonzeros):
@@ -415,7 +415,7 @@ class custom_jvp:
         return tree_unflatten(out_tree, outs)
 
     def _zero_tangent(self, aval):
-        t = tangent_aval(aval).strip_weak_type()
+        t = tangent_aval(aval)
         if self.symbolic_zeros:
             return SymbolicZero(t)
         return np.zeros(t.shape, dt.float0) if t.dtype == dt.float0 else lax.full(t.shape, 0, t.dtype)
@@ -566,10 +566,13 @@ class custom_vjp:
                 leaves = [CustomVJPPrimal(x, p) for x, p in zip(leaves, perturbed)]
             result = self.fwd(*merge(static, tree_unflatten(in_tree, leaves)))
             if not (isinstance(result, (tuple, list)) and len(result) == 2):
-                raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {_name(self.fun)} must "
-                                "produce a pair (list or tuple of length two) representing primal "
-                                "outputs and residuals (values stored from the forward pass for use on "
-                                f"the backward pass), got {result!r}.")
+                fname = _name(self.fun)
+                raise TypeError(f"Custom VJP fwd rule {fwd_name} for function {fname} must produce a "
+                                "pair (list or tuple of length two) where the first element represents "
+                                "the primal output (equal to those of the custom_vjp-decorated function "
+                                f"{fname}) and the second element represents residuals (i.e. values "
+                                "stored from the forward pass for use on the backward pass), but "
+                                f"instead of a pair the fwd rule {fwd_name} produced {result!r}.")
             out, res = result
             o_leaves, o_tree = tree_flatten(out)
             if o_tree != out_tree:
@@ -661,7 +664,7 @@ class CustomBwd(Thunk):
         args_tree = self.in_tree
         n_args = args_tree.num_nodes and len(tree_unflatten(args_tree, [0] * args_tree.num_leaves))
         if not isinstance(result, (tuple, list)) or len(result) != n_args:
-            got = tree_structure(result, is_leaf=lambda x: x is None) if isinstance(result, (tuple, list)) else type(result).__name__
+            got = tree_structure(result, is_leaf=lambda x: x is None)
             raise TypeError("Custom VJP bwd rule must produce an output with "
                             "the same container (pytree) structure as the args tuple of the primal "
                             "function, and in particular must produce a tuple of length equal to the "
@@ -685,7 +688,7 @@ class CustomBwd(Thunk):
             if not is_differentiable(a):
                 continue
             if ct is None or isinstance(ct, SymbolicZero):
-                cts.append(Zero(a.strip_weak_type()))
+                cts.append(Zero(a))
                 continue
             ca = get_aval(ct)
             if ca.shape != a.shape or (ca.dtype != a.dtype and dt.is_inexact(ca.dtype)):
@@ -706,7 +709,7 @@ class CustomBwd(Thunk):
         return keystr(paths[i][0])
 
     def _trace(self) -> ClosedJaxpr:
-        ct_avals = [a.strip_weak_type() for a in self.out_avals if is_differentiable(a)]
+        ct_avals = [a for a in self.out_avals if is_differentiable(a)]
         return trace_to_jaxpr(lambda *a: [instantiate_zeros(c) for c in self.call(*a)],
                               self.res_avals + ct_avals, name=self.name)
 

@@ -159,18 +159,6 @@ NO_COUNTERPART = {
 ULPS: dict[str, int] = {}
 # (qualified name, check) -> reason. Checks: f32, f16, bf16, i32, empty, d1, d2, weak.
 KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
-    ('numpy.logical_and', 'weak'):
-        'under eval_shape of Python scalars JAX gives a weak bool, jaxprc a strong one (on arrays both are strong)',
-    ('numpy.logical_not', 'weak'):
-        'under eval_shape of Python scalars JAX gives a weak bool, jaxprc a strong one (on arrays both are strong)',
-    ('numpy.logical_or', 'weak'):
-        'under eval_shape of Python scalars JAX gives a weak bool, jaxprc a strong one (on arrays both are strong)',
-    ('numpy.logical_xor', 'weak'):
-        'under eval_shape of Python scalars JAX gives a weak bool, jaxprc a strong one (on arrays both are strong)',
-    ('lax.igamma', 'd1'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [216, 309, 310]: jax [1.0, 0.7554919123649597, 0.9926964044570923], jaxprc [inf, 0.7554920315742493, 0",
-    ('lax.igammac', 'd1'):
-        "differs from JAX (found when the function joined the sweep, not yet fixed): at flat [216, 309, 310]: jax [-1.0, -0.7554919123649597, -0.9926964044570923], jaxprc [-inf, -0.75549203157424",
     ('numpy.frexp', 'bf16'):
         "JAX is wrong on subnormals: it returns (x, 0) for 1e-40, so m is outside [0.5, 1); jaxprc "
         "gives numpy's exact (0.5, -132) with m * 2**e == x (tests/test_numpy_more.py frexp_exact)",
@@ -187,28 +175,14 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('lax.atan', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
-    ('nn.mish', 'd2'):
-        "second derivative an ulp off JAX's (the order in which second-order terms are summed)",
-    ('nn.squareplus', 'd2'):
-        "second derivative an ulp off JAX's (the order in which second-order terms are summed)",
-    ('lax.digamma', 'd1'):
-        'not fixed yet: polygamma at the pole -1 is finite in jaxprc (JAX inf / NaN), ulps elsewhere',
-    ('lax.digamma', 'd2'):
-        'not fixed yet: polygamma at the pole -1 is finite in jaxprc (JAX inf / NaN), ulps elsewhere',
     ('lax.erf', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('lax.erfc', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
-    ('lax.lgamma', 'd2'):
-        'not fixed yet: second derivative at the pole -1 finite in jaxprc (JAX inf), ulps elsewhere',
     ('lax.nextafter', 'd1'):
         'JAX has no derivative rule for nextafter (NotImplementedError); jaxprc gives one',
     ('lax.nextafter', 'd2'):
         'JAX has no derivative rule for nextafter (NotImplementedError); jaxprc gives one',
-    ('numpy.amax', 'd1'):
-        'not fixed yet: derivative of a max over one NaN element (JAX 0, jaxprc 1)',
-    ('numpy.amin', 'd1'):
-        'not fixed yet: derivative of a min over one NaN element (JAX 0, jaxprc 1)',
     ('numpy.arcsinh', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('numpy.arctan', 'd2'):
@@ -217,10 +191,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
     ('numpy.atan', 'd2'):
         'JAX NaN at ±3.4e38 (x*x overflows), jaxprc the mathematically correct ±0',
-    ('numpy.max', 'd1'):
-        'not fixed yet: derivative of a max over one NaN element (JAX 0, jaxprc 1)',
-    ('numpy.min', 'd1'):
-        'not fixed yet: derivative of a min over one NaN element (JAX 0, jaxprc 1)',
     ('numpy.nextafter', 'd1'):
         'JAX has no derivative rule for nextafter (NotImplementedError); jaxprc gives one',
     ('numpy.nextafter', 'd2'):

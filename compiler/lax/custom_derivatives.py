@@ -165,7 +165,7 @@ def _custom_vjp_call_jvp(primals, tangents, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, 
     res = outs[n_out:]
     diff_out = [is_differentiable(a) for a in out_avals]
     ts = [instantiate_zeros(t) for t, d in zip(arg_tangents, diff_in) if d]
-    lin_avals = tuple(a.strip_weak_type() for a, d in zip(out_avals, diff_out) if d)
+    lin_avals = tuple(a for a, d in zip(out_avals, diff_out) if d)
     touts = iter(custom_lin_p.bind(*res, *ts, num_res=len(res), bwd=bwd, out_avals=lin_avals,
                                    symbolic_zeros=symbolic_zeros) if lin_avals else [])
     return outs[:n_out], [next(touts) if d else Zero(tangent_aval(a)) for d, a in zip(diff_out, out_avals)]
@@ -184,7 +184,9 @@ def _custom_jvp_call_t(cts, *args, fun_jaxpr, jvp_jaxpr_thunk, num_consts, symbo
 
 
 def _concrete(xs):
-    """The concrete values of ``xs`` when the current trace knows them all (else None)."""
+    """The concrete values of ``xs`` when the current trace knows them all (else None), as the
+    Arrays they stand for (weak types kept: bwd sees what JAX's sees, and its results keep them)."""
+    from jaxprc import dispatch, runtime
     builder = current_builder()
     out = []
     for x in xs:
@@ -192,9 +194,12 @@ def _concrete(xs):
             if builder is None or x._builder is not builder:
                 return None
             try:
-                x = builder.concretize(x, "custom_vjp bwd", ConcretizationTypeError)
+                value = builder.concretize(x, "custom_vjp bwd", ConcretizationTypeError)
             except ConcretizationTypeError:
                 return None
+            aval = dispatch.runtime_aval(x.aval)
+            x = value if isinstance(value, runtime.Array) else \
+                runtime.Array(runtime.to_buffer(value, aval), aval)
         out.append(x)
     return out
 
@@ -410,7 +415,7 @@ def _dce_custom_vjp(used_outputs, eqn):
     diff = [dt.is_inexact(a.dtype) for a in out_avals]
     bwd = _memo_pruned(p["bwd"], used_outputs, lambda: PrunedBwd(
         p["bwd"], [u for u, d in zip(used_outputs, diff) if d],
-        [a.strip_weak_type() for a, d in zip(out_avals, diff) if d]))
+        [a for a, d in zip(out_avals, diff) if d]))
     return [True] * len(eqn.invars), eqn.replace(
         outvars=_pick(eqn.outvars, used_outputs),
         params={**p, "fun_jaxpr": fun, "fwd_jaxpr_thunk": _pruned_thunk(p["fwd_jaxpr_thunk"], used_outputs),

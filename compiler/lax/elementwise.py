@@ -512,35 +512,6 @@ _defjvp_unary(erf_inv_p, lambda t, x, ans: mul(_SQRT_PI / 2.0, mul(t, exp(square
 _defjvp_unary(lgamma_p, lambda t, x, ans: mul(t, digamma(x)))
 
 
-def _trigamma(x):
-    """polygamma(1, x) = sum_k 1/(x+k)^2, from lax ops (there is no polygamma primitive): for
-    x < 1/2 the reflection pi^2/sin^2(pi x) - trigamma(1-x); otherwise ``shift`` terms of the
-    sum, then the asymptotic series at w = x + shift >= 8.5 (relative error below 1e-11)."""
-    shift = 8
-    reflect = lt(x, 0.5)
-    z = select_n(reflect, x, sub(1.0, x))
-    head = None
-    for k in range(shift):
-        zk = add(z, float(k)) if k else z
-        term = div(1.0, mul(zk, zk))
-        head = term if head is None else add(head, term)
-    w = add(z, float(shift))
-    inv = div(1.0, w)
-    inv2 = mul(inv, inv)
-    # 1/w + 1/(2w^2) + 1/(6w^3) - 1/(30w^5) + 1/(42w^7) - 1/(30w^9)  (Bernoulli numbers)
-    series = sub(1.0 / 42, mul(inv2, 1.0 / 30))
-    series = sub(1.0 / 30, mul(inv2, series))
-    series = sub(1.0 / 6, mul(inv2, series))
-    series = add(add(1.0, mul(inv, 0.5)), mul(inv2, series))
-    value = add(head, mul(inv, series))
-    sin_ = sin(mul(x, math.pi))
-    reflected = sub(div(math.pi ** 2, mul(sin_, sin_)), value)
-    return select_n(reflect, value, reflected)
-
-
-_defjvp_unary(digamma_p, lambda t, x, ans: mul(t, _trigamma(x)))
-
-
 def _integer_pow_tangent(t, x, ans, *, y):
     if y == 0:     # constant 1: no 0 * x**-1, which is NaN at 0
         return Zero(tangent_aval(aval_of(ans)))
@@ -737,7 +708,12 @@ def _complex_transpose(ct, x, y):
 def _convert_element_type_transpose(ct, x, *, new_dtype, weak_type=False, **_):
     if isinstance(ct, Zero):
         return [Zero(x.aval)]
-    return [convert_element_type(ct, x.aval.dtype)]
+    # back to the operand's type, weak bit included (as JAX: a weak carry or argument that was
+    # promoted keeps a weak cotangent)
+    a, c = x.aval, aval_of(ct)
+    if (c.dtype, c.weak_type) == (a.dtype, a.weak_type):
+        return [ct]
+    return [convert_element_type_p.bind(ct, new_dtype=a.dtype, weak_type=a.weak_type)]
 
 
 def _select_n_transpose(ct, which, *cases):
@@ -805,10 +781,42 @@ for _prim, _op in [
 ]:
     mlir.register_lowering(_prim, result_typed_op(_op))
 
+
+def _complex_sin_cos(is_cos):
+    """sin/cos of a + bi from real functions of a and b, as JAX lowers them (XLA's complex sine
+    loses the small imaginary part near the zeros of cos a): sinh b and cosh b from expm1(+-b),
+    with no cancellation for small b; at a == 0 the zero part is exact (no inf * 0 = NaN)."""
+    def impl(x):
+        from jaxprc import lax
+        a, b = real(x), imag(x)
+        zero, two = lax.full_like(a, 0), lax.full_like(a, 2)
+        sn, cs = sin(a), cos(a)
+        e1m, e2m = expm1(b), expm1(neg(b))
+        snh, csh = div(sub(e1m, e2m), two), div(add(add(e1m, e2m), two), two)
+        if is_cos:
+            re, im = mul(cs, csh), mul(neg(sn), snh)
+            exact = complex(re, zero)
+        else:
+            re, im = mul(sn, csh), mul(cs, snh)
+            exact = complex(zero, im)
+        return select_n(eq(a, zero), complex(re, im), exact)
+    complex_rule = mlir.lower_fun(impl, multiple_results=False)
+    real_rule = result_typed_op("stablehlo.cosine" if is_cos else "stablehlo.sine", _accuracy_attributes)
+
+    def rule(ctx, x, **params):
+        if dt.is_complex(ctx.avals_in[0].dtype):
+            return complex_rule(ctx, x)
+        return real_rule(ctx, x, **params)
+    return rule
+
+
+mlir.register_lowering(sin_p, _complex_sin_cos(False))
+mlir.register_lowering(cos_p, _complex_sin_cos(True))
+
 for _prim, _op in [
     (exp_p, "stablehlo.exponential"), (log_p, "stablehlo.log"), (log1p_p, "stablehlo.log_plus_one"),
-    (expm1_p, "stablehlo.exponential_minus_one"), (tanh_p, "stablehlo.tanh"), (sin_p, "stablehlo.sine"),
-    (cos_p, "stablehlo.cosine"), (tan_p, "stablehlo.tan"), (sqrt_p, "stablehlo.sqrt"),
+    (expm1_p, "stablehlo.exponential_minus_one"), (tanh_p, "stablehlo.tanh"),
+    (tan_p, "stablehlo.tan"), (sqrt_p, "stablehlo.sqrt"),
     (rsqrt_p, "stablehlo.rsqrt"), (cbrt_p, "stablehlo.cbrt"),
 ]:
     mlir.register_lowering(_prim, result_typed_op(_op, _accuracy_attributes))

@@ -98,8 +98,9 @@ def _not_differentiable(name, operand):
 
 
 def _igamma_dx(t, a, x):
-    """dP/dx = x^(a-1) e^-x / Gamma(a), the integrand."""
-    return _mul(t, ew.exp(_sub(_mul(_sub(a, 1.0), ew.log(x)), _add(x, ew.lgamma(a)))))
+    """dP/dx = x^(a-1) e^-x / Gamma(a), the integrand, summed in JAX's order (at a = x = 1e30
+    the two large terms cancel exactly only in that order)."""
+    return _mul(t, ew.exp(_sub(_add(ew.neg(x), _mul(_sub(a, 1.0), ew.log(x))), ew.lgamma(a))))
 
 
 ad.defjvp(igamma_p, lambda t, a, x: _mul(t, igamma_grad_a(a, x)), _igamma_dx)
@@ -124,6 +125,8 @@ ad.defjvp(zeta_p, _not_differentiable("zeta", "x"),
           lambda t, x, q: ew.neg(_mul(t, _mul(x, zeta(_add(x, 1.0), q)))))
 ad.defjvp(polygamma_p, _not_differentiable("polygamma", "m"),
           lambda t, m, x: _mul(t, polygamma(_add(m, 1.0), x)))
+# As in JAX: XLA's polygamma gives digamma's derivatives their poles (inf at -1, NaN beyond).
+ad.defjvp(ew.digamma_p, lambda t, x: _mul(t, polygamma(_full(x, 1.0), x)))
 
 
 def _i0e_jvp(primals, tangents):

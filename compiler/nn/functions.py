@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxprc import lax
+from jaxprc.api import jit
 from jaxprc.custom_derivatives import custom_jvp
 from jaxprc import numpy as jnp
 from jaxprc.ir import dtypes as dt
@@ -53,6 +54,7 @@ def log_sigmoid(x):
     return jnp.negative(softplus(jnp.negative(x)))
 
 
+@jit         # as in JAX: a unit for transposition (see mish)
 def softplus(x):
     """``log(1 + exp(x))`` without overflow (its derivative is logaddexp's: sigmoid(x))."""
     return jnp.logaddexp(x, 0)

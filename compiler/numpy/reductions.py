@@ -57,7 +57,7 @@ def _reduce(fn_name, reducer, a, axis, dtype, keepdims, *, out=None, promote_int
     if where is not None:
         from .selection import where as select
         x = select(where, x, convert(neutral, compute_dtype))
-    out = reducer(x, axes) if axes else x
+    out = reducer(x, axes)     # bound over no axes too, as in JAX (reduce_max's jvp masks a NaN)
     if initial is not None:
         out = combine(out, convert(initial, compute_dtype))
     out = convert(out, result_dtype)

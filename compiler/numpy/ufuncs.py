@@ -366,18 +366,18 @@ def right_shift(x1, x2, /):
 
 
 def _truth(x):
-    """``x != 0`` for non-boolean operands. As in JAX, the zero is strongly typed unless ``x``
-    is a Python scalar, so only Python scalars give a weakly typed truth value."""
-    aval = aval_of(x)
-    if dt.is_bool(aval.dtype):
+    """``x != 0`` for non-boolean operands, the zero made as JAX's ``lax._const`` makes it: weakly
+    typed scalars (Python scalars, and weak scalars under tracing) give a weak truth value, weakly
+    typed arrays a strong one."""
+    if dt.is_bool(aval_of(x).dtype):
         return x
-    return not_equal(x, convert(0, aval.dtype, weak=isinstance(x, (int, float, complex))))
+    return not_equal(x, _const_like(x, 0))
 
 
 def _logical(prim, name):
     def fn(*args):
-        args, _, _ = promote(name, *map(_truth, args))
-        return prim.bind(*args)
+        args, _, _ = promote(name, *args)       # promoted first, as in JAX
+        return prim.bind(*map(_truth, args))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` on the truth values of its operands."
     return fn

@@ -284,6 +284,15 @@ def _scan(f: Callable, init, xs, length, reverse, unroll, f_body: _Body):
             tu.tree_unflatten(ys_tree, outs[num_carry:]))
 
 
+# JAX's wording (users match it), first line and second line
+_ABSTRACT = "Abstract tracer value encountered where concrete value is expected: traced array with shape "
+
+
+def _shape_text(tracer) -> str:
+    a = aval_of(tracer)
+    return f"{np.dtype(a.dtype).name}[{','.join(str(d) for d in a.shape)}]"
+
+
 def _scan_length(xs_avals, xs_paths, length) -> int:
     for a, p in zip(xs_avals, xs_paths):
         if a.ndim == 0:
@@ -293,9 +302,9 @@ def _scan_length(xs_avals, xs_paths, length) -> int:
     if length is not None:
         if isinstance(length, Tracer):
             raise ConcretizationTypeError(
-                "The `length` argument to `scan` expects a concrete `int` value, got a traced "
-                f"value {length!r}. For scan-like iteration with a dynamic length, use a "
-                "`while_loop` or `fori_loop` instead.")
+                f"{_ABSTRACT}{_shape_text(length)}\nThe `length` argument to `scan` expects a concrete "
+                "`int` value. For scan-like iteration with a dynamic length, use `while_loop` or "
+                f"`fori_loop`.\n(got the traced value {length!r})")
         length = int(length)
         check_counter_range("scan", "length", length, length)
         if sizes and sizes != {length}:
@@ -325,8 +334,9 @@ def check_counter_range(api: str, what: str, low: int, high: int) -> None:
 
 def _scan_unroll(unroll, length: int) -> int:
     if isinstance(unroll, Tracer):
-        raise ConcretizationTypeError("The `unroll` argument to `scan` expects a concrete `int` or "
-                                      f"`bool` value, got a traced value {unroll!r}.")
+        raise ConcretizationTypeError(f"{_ABSTRACT}{_shape_text(unroll)}\nThe `unroll` argument to "
+                                      "`scan` expects a concrete `int` or `bool` value.\n(got the "
+                                      f"traced value {unroll!r})")
     if isinstance(unroll, (bool, np.bool_)):
         return max(length, 1) if unroll else 1
     unroll = operator.index(unroll)      # a TypeError for floats, as in JAX

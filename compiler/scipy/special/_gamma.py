@@ -13,6 +13,7 @@ from ...custom_derivatives import custom_jvp
 from ...ir import dtypes as dt
 from ...numpy._util import located
 from ._common import dtype_of, finfo, inexact
+from ._complex_gamma import complex_gamma, complex_loggamma
 
 
 def gammaln(x):
@@ -31,14 +32,19 @@ def gammasgn(x):
 
 
 def loggamma(x):
-    """The principal branch of log Gamma(x): lgamma for x > 0, NaN elsewhere (real x)."""
-    x = inexact("loggamma", x)
+    """The principal branch of log Gamma(x): lgamma for x > 0, NaN elsewhere (real x); complex x
+    by Lanczos' approximation (_complex_gamma.py)."""
+    x = inexact("loggamma", x, complex_ok=True)
+    if dt.is_complex(dtype_of(x)):
+        return complex_loggamma(x)
     return jnp.where(x > 0, lax.lgamma(x), jnp.nan)
 
 
 def gamma(x):
-    """Gamma(x) = sign * exp(lgamma(x))."""
-    x = inexact("gamma", x)
+    """Gamma(x) = sign * exp(lgamma(x)); complex x by Lanczos' approximation."""
+    x = inexact("gamma", x, complex_ok=True)
+    if dt.is_complex(dtype_of(x)):
+        return complex_gamma(x)
     return gammasgn(x) * lax.exp(lax.lgamma(x))
 
 

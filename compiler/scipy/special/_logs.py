@@ -24,12 +24,12 @@ _logit.defjvps(lambda t, ans, x: t / (x * (1 - x)))
 
 def logit(x):
     """log(x / (1 - x)), the inverse of expit."""
-    return _logit(inexact("logit", x))
+    return _logit(inexact("logit", x, complex_ok=True))
 
 
 def expit(x):
     """1 / (1 + exp(-x)), the logistic function (lax.logistic: stable for large |x|)."""
-    return lax.logistic(inexact("expit", x))
+    return lax.logistic(inexact("expit", x, complex_ok=True))
 
 
 @custom_jvp
@@ -45,7 +45,7 @@ def _xlogy_jvp(primals, tangents):
 
 def xlogy(x, y):
     """x log(y), 0 where x == 0 (unless y is NaN)."""
-    return _xlogy(*inexact("xlogy", x, y))
+    return _xlogy(*inexact("xlogy", x, y, complex_ok=True))
 
 
 @custom_jvp
@@ -61,7 +61,7 @@ def _xlog1py_jvp(primals, tangents):
 
 def xlog1py(x, y):
     """x log1p(y), 0 where x == 0 (unless y is NaN)."""
-    return _xlog1py(*inexact("xlog1py", x, y))
+    return _xlog1py(*inexact("xlog1py", x, y, complex_ok=True))
 
 
 @custom_jvp
@@ -104,13 +104,13 @@ def _boxcox(log_x, lmbda):
 
 def boxcox(x, lmbda):
     """(x^lmbda - 1) / lmbda, log(x) at lmbda == 0."""
-    x, lmbda = inexact("boxcox", x, lmbda)
+    x, lmbda = inexact("boxcox", x, lmbda, complex_ok=True)
     return _boxcox(jnp.log(x), lmbda)
 
 
 def boxcox1p(x, lmbda):
     """((1 + x)^lmbda - 1) / lmbda, log1p(x) at lmbda == 0."""
-    x, lmbda = inexact("boxcox1p", x, lmbda)
+    x, lmbda = inexact("boxcox1p", x, lmbda, complex_ok=True)
     return _boxcox(jnp.log1p(x), lmbda)
 
 
