@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import functools
 
-from . import float_checks, runtime
+import numpy as np
+
+from . import cpp_dispatch, float_checks, runtime
 from .ir.dtypes import config as _config
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
 from .ir.host_callback import check_callbacks_bound
@@ -86,18 +88,62 @@ def _runtime_aval_of(x) -> runtime.Aval:
 class _EagerImpl:
     """The impl of one primitive: its executables cached per (input avals, params).
 
-    The key holds the interned runtime avals of the arguments, so a hit on
-    device arrays costs a tuple hash and no IR objects; params keep their call
-    order (another order is only another entry). ``__call__`` is the whole of
-    an eager op's own overhead, so it is one frame: look up, transfer, run, wrap.
+    A call runs through jaxlib's C++ dispatch (compiler/cpp_dispatch.py: one
+    ``PjitFunction`` per primitive, its params static), whose misses run
+    ``python``, the Python path; that hands C++ the executable where C++ runs it
+    as Python would.
+
+    In Python, the key holds the interned runtime avals of the arguments, so a
+    hit on device arrays costs a tuple hash and no IR objects; params keep their
+    call order (another order is only another entry). ``python`` is the whole
+    of an eager op's own overhead there, so it is one frame: look up, transfer,
+    run, wrap.
     """
 
-    __slots__ = ("prim", "cache")
+    __slots__ = ("prim", "cache", "cpp", "static_params")
 
     def __init__(self, prim: Primitive):
         self.prim, self.cache = prim, {}
+        self.cpp = self.static_params = None
 
     def __call__(self, *args, **params):
+        if not _config.jaxprc_cpp_dispatch:
+            return self.python(*args, **params)
+        cpp = self.cpp
+        if cpp is None:
+            if not cpp_dispatch.enabled():
+                return self.python(*args, **params)
+            cpp = self._make_cpp()
+        try:
+            return cpp(*args, **params)
+        except ValueError as e:    # jaxlib hashes params (static) first: an unhashable one
+            if not str(e).startswith("Non-hashable static arguments"):
+                raise
+        return self.python(*args, **params)
+
+    def _make_cpp(self):
+        # Its params are known once the primitive's family has declared them (def_params).
+        self.static_params = frozenset(self.prim.param_schema or ())
+        self.cpp = runtime.cpp_jit.make_function(self.prim.name, None, self._cache_miss, (),
+                                                 sorted(self.static_params), self.prim,
+                                                 cpp_dispatch.dispatch_registry)
+        return self.cpp
+
+    def _cache_miss(self, *args, **params):
+        outs, entry = self.python(*args, _entry=True, **params)
+        fast = None
+        if (cpp_dispatch.fast_context() and self.static_params.issuperset(params)
+                and not entry.executable.effectful and not entry.executable.dataless_outputs
+                and cpp_dispatch.c_leaves(args)):
+            tree = cpp_dispatch.result_tree(outs, len(entry.executable.out_avals))
+            if tree is not None:
+                avals = [x.aval if type(x) is Array else _runtime_aval_of(x) for x in args]
+                fast = runtime.cpp_jit.fastpath(entry.executable.loaded, tree, avals,
+                                                [type(x) is np.ndarray for x in args],
+                                                entry.executable.out_avals)
+        return outs, fast, False
+
+    def python(self, *args, _entry=False, **params):
         key = tuple([x.aval if type(x) is Array else _runtime_aval_of(x) for x in args])
         if params:
             key += tuple(params.items())
@@ -119,7 +165,7 @@ class _EagerImpl:
             outs = Array(outs[0], entry.out_aval)
         if _config.jax_debug_nans or _config.jax_debug_infs:
             float_checks.check_primitive(self.prim.name, outs)
-        return outs
+        return (outs, entry) if _entry else outs
 
 
 _EAGER_IMPLS: dict[Primitive, _EagerImpl] = {}
