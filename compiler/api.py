@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import weakref
 from typing import Callable, Sequence
 
@@ -434,10 +435,14 @@ class JitFunction:
                 self._name, fun, _weak_cache_miss(self), self._spec.argnums, sorted(self._spec.argnames), options,
                 cpp_dispatch.dispatch_registry)
 
+        self._call_target = self._call_python if self._cpp is None else self._cpp
+
     # -- the fast path ----------------------------------------------------------
-    def __call__(self, *args, **kwargs):
-        if self._cpp is not None and _config.jaxprc_cpp_dispatch:
-            return self._cpp(*args, **kwargs)
+    # A call goes straight to the C++ function: Python finds ``__call__`` through this property,
+    # whose getter is C code too, so a cache hit runs no Python frame.
+    __call__ = property(operator.attrgetter("_call_target"))
+
+    def _call_python(self, *args, **kwargs):
         return self._call(args, kwargs)[0]
 
     def _cache_miss(self, *args, **kwargs):

@@ -5,8 +5,9 @@ path. The miss hands jaxlib the compiled executable (``fastpath``) only where
 the C++ path does exactly what the Python path would; everything else stays in
 Python, call after call:
 
-- the context: C++ runs a cached executable only while jit is enabled, no
-  NaN/Inf checks are on and no trace is live in the calling thread. The context
+- the context: C++ runs a cached executable only while the C++ dispatch is on,
+  jit is enabled, no NaN/Inf checks are on and no trace is live in the calling
+  thread. The context
   is part of every C++ cache key (``cpp_jit.context_state``: jaxprc's config
   mirrored into it, and a thread-local mark while this thread traces), so a
   call in another context misses, and its miss hands jaxlib nothing;
@@ -37,8 +38,8 @@ Array = runtime.Array
 # whose aval is the one the cached executable gave its result.
 dispatch_registry.register_dataclass_node(Array, ["_buf"], [])
 
-_CONTEXT_OPTIONS = ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs")
-_FAST_CONTEXT = (False, False, False)
+_CONTEXT_OPTIONS = ("jaxprc_cpp_dispatch", "jax_disable_jit", "jax_debug_nans", "jax_debug_infs")
+_FAST_CONTEXT = (True, False, False, False)
 _TRACING = "tracing"
 
 
@@ -74,7 +75,7 @@ def fast_context() -> bool:
     would run it in C++ (the context in the key is the fast one, jaxlib types host arguments
     with jaxprc's x64 flag)."""
     x64 = config.jax_enable_x64
-    return (config.jaxprc_cpp_dispatch and cpp_jit.context_state.value == _FAST_CONTEXT
+    return (cpp_jit.context_state.value == _FAST_CONTEXT
             and cpp_jit.x64_state.value == x64 and cpp_jit.jaxlib_x64() == x64)
 
 
