@@ -6,14 +6,20 @@
 from __future__ import annotations
 
 
+_JNP = None
+
+
 def _numpy():
-    import jaxprc.numpy as jnp
-    return jnp
+    global _JNP
+    if _JNP is None:       # imported on first use (jaxprc.numpy imports this module)
+        import jaxprc.numpy as jnp
+        _JNP = jnp
+    return _JNP
 
 
 def _binary(name: str, reflected: bool = False):
     def op(self, other):
-        if not _is_operand(other):
+        if type(other) is not type(self) and not _is_operand(other):
             return NotImplemented
         fn = getattr(_numpy(), name)
         return fn(other, self) if reflected else fn(self, other)

@@ -13,14 +13,16 @@ dtype rules (Python scalars weakly typed, 64-bit narrowed unless x64).
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 
 from . import cpp_dispatch, float_checks, runtime
 from .ir.dtypes import config as _config
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
+from .ir import params as params_schema
 from .ir.host_callback import check_callbacks_bound
-from .ir.tracing import get_aval, pytype_aval_mappings
+from .ir.tracing import _outside_any_trace, get_aval, pytype_aval_mappings
 from .lowering import lower_jaxpr
 
 __all__ = ["apply_primitive", "compile_closed_jaxpr", "runtime_aval", "shaped_aval", "to_device_buffer"]
@@ -85,13 +87,24 @@ def _runtime_aval_of(x) -> runtime.Aval:
     return x.aval if type(x) is Array else runtime_aval(get_aval(x))
 
 
+def _hashable(checker) -> bool:
+    """Whether every value ``checker`` (a param schema entry) accepts is hashable."""
+    if isinstance(checker, params_schema.Tuple):
+        return _hashable(checker.item)
+    if isinstance(checker, params_schema.OneOf):
+        return all(map(_hashable, checker.alternatives))
+    return isinstance(checker, (params_schema.Int, params_schema.Bool, params_schema.Str, params_schema.Enum,
+                                params_schema.DType, params_schema.Is))
+
+
 class _EagerImpl:
     """The impl of one primitive: its executables cached per (input avals, params).
 
     A call runs through jaxlib's C++ dispatch (compiler/cpp_dispatch.py: one
     ``PjitFunction`` per primitive, its params static), whose misses run
     ``python``, the Python path; that hands C++ the executable where C++ runs it
-    as Python would.
+    as Python would. A primitive whose params may be unhashable (jaxlib raises
+    on those) calls C++ through ``_guarded``, which takes them to Python.
 
     In Python, the key holds the interned runtime avals of the arguments, so a
     hit on device arrays costs a tuple hash and no IR objects; params keep their
@@ -100,38 +113,42 @@ class _EagerImpl:
     run, wrap.
     """
 
-    __slots__ = ("prim", "cache", "cpp", "static_params")
+    __slots__ = ("prim", "cache", "cpp", "static_params", "call")
 
     def __init__(self, prim: Primitive):
         self.prim, self.cache = prim, {}
         self.cpp = self.static_params = None
+        self.call = self._first_call
 
-    def __call__(self, *args, **params):
-        if not _config.jaxprc_cpp_dispatch:
-            return self.python(*args, **params)
-        cpp = self.cpp
-        if cpp is None:
-            if not cpp_dispatch.enabled():
-                return self.python(*args, **params)
-            cpp = self._make_cpp()
+    # Python finds ``__call__`` through this property, whose getter is C code: once chosen, a call
+    # goes straight to the C++ function.
+    __call__ = property(operator.attrgetter("call"))
+
+    def _first_call(self, *args, **params):
+        # Chosen at the first call: the params are known once the family declared them (def_params).
+        if cpp_dispatch.enabled():
+            schema = self.prim.param_schema or {}
+            self.static_params = frozenset(schema)
+            self.cpp = runtime.cpp_jit.make_function(self.prim.name, None, self._cache_miss, (),
+                                                     sorted(schema), self.prim, cpp_dispatch.dispatch_registry)
+            self.call = self.cpp if all(map(_hashable, schema.values())) else self._guarded
+        else:
+            self.call = self.python
+        return self.call(*args, **params)
+
+    def _guarded(self, *args, **params):
         try:
-            return cpp(*args, **params)
-        except ValueError as e:    # jaxlib hashes params (static) first: an unhashable one
+            return self.cpp(*args, **params)
+        except ValueError as e:    # jaxlib hashes static params first: an unhashable one
             if not str(e).startswith("Non-hashable static arguments"):
                 raise
         return self.python(*args, **params)
 
-    def _make_cpp(self):
-        # Its params are known once the primitive's family has declared them (def_params).
-        self.static_params = frozenset(self.prim.param_schema or ())
-        self.cpp = runtime.cpp_jit.make_function(self.prim.name, None, self._cache_miss, (),
-                                                 sorted(self.static_params), self.prim,
-                                                 cpp_dispatch.dispatch_registry)
-        return self.cpp
-
     def _cache_miss(self, *args, **params):
         outs, entry = self.python(*args, _entry=True, **params)
         fast = None
+        if self.static_params is None:      # reached from eager_function before any call of its own
+            self.static_params = frozenset(self.prim.param_schema or ())
         if (cpp_dispatch.fast_context() and self.static_params.issuperset(params)
                 and not entry.executable.effectful and not entry.executable.dataless_outputs
                 and cpp_dispatch.c_leaves(args)):
@@ -169,6 +186,25 @@ class _EagerImpl:
 
 
 _EAGER_IMPLS: dict[Primitive, _EagerImpl] = {}
+
+
+def eager_function(fn, prim: Primitive, direct):
+    """``fn`` (a public function that binds ``prim``) as a C++ function, as jax.numpy's functions are
+    jitted in JAX: a call for which ``direct(*args)`` says ``fn`` would bind ``prim`` on exactly its
+    arguments, without params (device Arrays already of the right types), runs ``prim``'s eager
+    executable in C++ from the second call of its signature on; any other call (tracers, host
+    values, conversions, keywords, a live trace) runs ``fn`` itself."""
+    if not cpp_dispatch.enabled():
+        return fn
+    impl = _eager_impl(prim)
+
+    def cache_miss(*args, **kwargs):
+        if kwargs or not _outside_any_trace() or not direct(*args):
+            return fn(*args, **kwargs), None, False
+        return impl._cache_miss(*args)
+
+    cpp = runtime.cpp_jit.make_function(fn.__name__, fn, cache_miss, (), (), prim, cpp_dispatch.dispatch_registry)
+    return functools.wraps(fn)(cpp)
 
 
 def _eager_impl(prim: Primitive) -> _EagerImpl:
