@@ -18,7 +18,7 @@ import operator
 import numpy as np
 
 from . import cpp_dispatch, float_checks, runtime
-from .ir.dtypes import config as _config
+from .ir.dtypes import ALL_DTYPES as _DTYPES, config as _config
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
 from .ir import params as params_schema
 from .ir.host_callback import check_callbacks_bound
@@ -190,21 +190,60 @@ _EAGER_IMPLS: dict[Primitive, _EagerImpl] = {}
 
 def eager_function(fn, prim: Primitive, direct):
     """``fn`` (a public function that binds ``prim``) as a C++ function, as jax.numpy's functions are
-    jitted in JAX: a call for which ``direct(*args)`` says ``fn`` would bind ``prim`` on exactly its
-    arguments, without params (device Arrays already of the right types), runs ``prim``'s eager
-    executable in C++ from the second call of its signature on; any other call (tracers, host
-    values, conversions, keywords, a live trace) runs ``fn`` itself."""
+    jitted in JAX. Outside traces, a call on array or scalar arguments runs one executable in C++
+    from the second call of its signature on: ``prim``'s eager one where ``direct(*args)`` says
+    ``fn`` binds ``prim`` on exactly its arguments (device Arrays already of the right types),
+    else ``jit(fn)``'s, which also takes in Python scalars and numpy arrays. Any other call
+    (tracers, other argument types, keywords, a live trace, NaN checks) runs ``fn`` itself."""
     if not cpp_dispatch.enabled():
         return fn
     impl = _eager_impl(prim)
+    jitted = []      # jit(fn), made when first needed
 
     def cache_miss(*args, **kwargs):
-        if kwargs or not _outside_any_trace() or not direct(*args):
+        if kwargs or not _outside_any_trace() or not cpp_dispatch.fast_context():
             return fn(*args, **kwargs), None, False
-        return impl._cache_miss(*args)
+        if direct(*args):
+            return impl._cache_miss(*args)
+        if not _jittable(args):
+            return fn(*args), None, False
+        if not jitted:
+            from .api import JitFunction
+            jitted.append(JitFunction(fn))
+        return jitted[0]._cache_miss(*args)
 
     cpp = runtime.cpp_jit.make_function(fn.__name__, fn, cache_miss, (), (), prim, cpp_dispatch.dispatch_registry)
     return functools.wraps(fn)(cpp)
+
+
+def _jittable(args) -> bool:
+    """Whether ``jit(fn)`` takes ``args`` as ``fn`` would: live device Arrays, numpy arrays and
+    scalars of jaxprc dtypes, Python scalars; Python ints only where no conversion of theirs is
+    range-checked (they fit the default int, and every array operand is inexact or a signed int at
+    least as wide: jit checks no Python int converted to a narrower type, eager ops do)."""
+    ints = narrow = False
+    for x in args:
+        t = type(x)
+        if t is int:
+            if not _INT_RANGE[_config.jax_enable_x64][0] <= x <= _INT_RANGE[_config.jax_enable_x64][1]:
+                return False
+            ints = True
+            continue
+        if t in (bool, float, complex):
+            continue
+        if t is Array:
+            if x._buf.is_deleted():
+                return False
+            dtype = x.aval.dtype
+        elif (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in _DTYPES:
+            dtype = x.dtype
+        else:
+            return False
+        narrow |= dtype.kind in "ub" or (dtype.kind == "i" and dtype.itemsize < (8 if _config.jax_enable_x64 else 4))
+    return not (ints and narrow)
+
+
+_INT_RANGE = {False: (-2 ** 31, 2 ** 31 - 1), True: (-2 ** 63, 2 ** 63 - 1)}
 
 
 def _eager_impl(prim: Primitive) -> _EagerImpl:
