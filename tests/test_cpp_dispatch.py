@@ -47,7 +47,7 @@ def test_hits_values_types_and_weak_types(cpp):
     assert (w.dtype, w.weak_type, float(w)) == (np.float32, True, 7.0)
     assert f(2, 3).weak_type and float(f(2, 3)) == 7.0
     assert len(traces) == 3        # numpy and device arrays share the Python cache entry
-    if cpp:
+    if cpp and f._cpp is not None:          # (None when JAXPRC_CPP_DISPATCH=0 at creation)
         assert f._cpp._cache_size() == 4    # C++ keys on committed device arrays apart
 
 
@@ -199,3 +199,17 @@ def test_clear_caches_drops_cpp_entries(cpp):
     jx.clear_caches()
     f(x)
     assert len(traces) == 2
+
+
+def test_elementwise_functions_keep_eager_checks(cpp):
+    h = np.linspace(-1, 1, 8, dtype=np.float32)
+    u = jnp.array([1], jnp.uint8)
+    f = jnp.ones(2)
+    for _ in range(2):
+        np.testing.assert_allclose(jnp.sin(h), np.sin(h), rtol=1e-6)
+        assert int((u + 1)[0]) == 2 and (u + 1).dtype == np.uint8
+        with pytest.raises(OverflowError):
+            u + 300
+        assert float((f + 2 ** 40)[0]) == float(2 ** 40) and (f + 2 ** 40).dtype == np.float32
+        assert (f * 2).weak_type is False and (jnp.float32(1) * 2).dtype == np.float32
+    assert jnp.add.__name__ == "add" and jnp.sin.__doc__
