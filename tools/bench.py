@@ -347,6 +347,14 @@ def _eager_add(lib):
     return lambda: (run(), lib.block(x + y))[0]
 
 
+@bench("eager: x * 2.0 (f32[8] device array, Python scalar)", "µs/op", target=1.0)
+def _eager_scale(lib):
+    x = lib.api.device_put(_X8)
+    lib.block(x * 2.0)
+    run = _per_call(lambda i: x * 2.0, 1000)
+    return lambda: (run(), lib.block(x * 2.0))[0]
+
+
 DISPATCH_THREADS = 4
 
 
