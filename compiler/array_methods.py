@@ -19,11 +19,14 @@ def _numpy():
 
 def _binary(name: str, reflected: bool = False):
     def op(self, other):
-        if type(other) is not type(self) and not _is_operand(other):
+        if type(other) is not type(self) and type(other) not in _SCALARS and not _is_operand(other):
             return NotImplemented
         fn = getattr(_numpy(), name)
         return fn(other, self) if reflected else fn(self, other)
     return op
+
+
+_SCALARS = (bool, int, float, complex)
 
 
 def _is_operand(x) -> bool:
