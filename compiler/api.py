@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import weakref
 from typing import Callable, Sequence
 
 import numpy as np
 
-from . import dispatch, float_checks, passes, runtime, sharding, spmd
+from . import cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -310,7 +311,7 @@ class _CompiledCall:
     """
 
     __slots__ = ("executable", "jaxpr", "in_avals", "const_buffers", "out_tree", "single_output",
-                 "_execute", "_handlers", "_out_aval", "_effectful")
+                 "_execute", "_handlers", "_out_aval", "_effectful", "_donated")
 
     def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated_invars):
         self.jaxpr = cj
@@ -327,6 +328,20 @@ class _CompiledCall:
         self._execute = None if self._effectful else self.executable.loaded.execute_sharded
         self._handlers = self.executable.result_handlers if not self._effectful else None
         self._out_aval = self.executable.out_avals[0] if self.single_output else None
+        self._donated = [i for i, d in enumerate(donated) if d]   # positions among the buffers
+
+    def fastpath(self, leaves, outs):
+        """What jaxlib's C++ dispatch needs to run this entry on a hit (``leaves``, ``outs``: this
+        call's argument leaves and results), or None where C++ would not do what ``__call__`` does."""
+        if (self._effectful or self._donated or self.executable.dataless_outputs
+                or not cpp_dispatch.c_leaves(leaves)):
+            return None
+        tree = cpp_dispatch.result_tree(outs, len(self.executable.out_avals))
+        if tree is None:
+            return None
+        return runtime.cpp_jit.fastpath(self.executable.loaded, tree, self.in_avals,
+                                        [type(x) is np.ndarray for x in leaves], self.executable.out_avals,
+                                        self.const_buffers)
 
     def __call__(self, leaves):
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a)
@@ -345,6 +360,11 @@ class _CompiledCall:
                 outs = self._execute(buffers).consume_with_handlers(self._handlers)
             except _JaxRuntimeError as e:
                 raise self.executable.runtime_error(e, buffers) from None
+        for i in self._donated:
+            # A donated buffer is only marked deleted; deleting it for good makes jaxlib's C++
+            # dispatch refuse it (to the Python path's DeletedArrayError) instead of running it.
+            if buffers[i].is_deleted():
+                buffers[i].delete()
         if self.single_output:
             return Array(outs[0], self._out_aval)
         return self.out_tree.unflatten(self.executable.wrap_results(outs))
@@ -413,16 +433,43 @@ class JitFunction:
         donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
         self._donate_argnums = frozenset(donate)
         # call signature -> _CompiledCall, and -> (jaxpr without consts, consts, out_tree)
+        options = (self._spec.argnums, self._spec.argnames, self._donate_argnums)
         if type(self) is JitFunction:
-            self._cache, self._traced = _shared_caches(
-                fun, (self._spec.argnums, self._spec.argnames, self._donate_argnums, *self._shardings))
+            self._cache, self._traced = _shared_caches(fun, (*options, *self._shardings))
+        # Cached calls in C++ (compiler/cpp_dispatch.py), this Python path on its misses.
+        self._cpp = None
+        plain = in_shardings is None and out_shardings is None
+        if plain and cpp_dispatch.enabled() and all(i >= 0 for i in self._spec.argnums):
+            self._cpp = runtime.cpp_jit.make_function(
+                self._name, fun, _weak_cache_miss(self), self._spec.argnums, sorted(self._spec.argnames), options,
+                cpp_dispatch.dispatch_registry)
+
+        self._call_target = self._call_python if self._cpp is None else self._cpp
 
     # -- the fast path ----------------------------------------------------------
-    def __call__(self, *args, **kwargs):
+    # A call goes straight to the C++ function: Python finds ``__call__`` through this property,
+    # whose getter is C code too, so a cache hit runs no Python frame.
+    __call__ = property(operator.attrgetter("_call_target"))
+
+    def _call_python(self, *args, **kwargs):
+        return self._call(args, kwargs)[0]
+
+    def _cache_miss(self, *args, **kwargs):
+        """jaxlib's C++ dispatch missed: run the call in Python, and hand jaxlib the executable
+        when C++ may run it for the calls of this signature (compiler/cpp_dispatch.py)."""
+        outs, entry, leaves = self._call(args, kwargs)
+        fast = None
+        if entry is not None and type(entry) is _CompiledCall and cpp_dispatch.fast_context():
+            fast = entry.fastpath(leaves, outs)
+        return outs, fast, False
+
+    def _call(self, args, kwargs):
+        """The Python path of a call: (results, the cache entry that ran, argument leaves); no
+        entry when it ran no executable of its own (in a trace, or with jit disabled)."""
         if _trace_state.stack:         # inside a trace of this thread
-            return self._call_in_trace(args, kwargs)
+            return self._call_in_trace(args, kwargs), None, None
         if _config.jax_disable_jit:
-            return self._fun(*args, **kwargs)
+            return self._fun(*args, **kwargs), None, None
         if self._spec.trivial and not kwargs:
             leaves, treedef = _flatten(args)
             key = (treedef, _config.jax_enable_x64,
@@ -441,8 +488,8 @@ class JitFunction:
         if _config.jax_debug_nans or _config.jax_debug_infs:
             outs = entry(leaves)
             float_checks.check_jit_outputs(self._fun, args, kwargs, outs)
-            return outs
-        return entry(leaves)
+            return outs, None, None
+        return entry(leaves), entry, leaves
 
     def _compile(self, args, kwargs) -> _CompiledCall:
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
@@ -524,6 +571,8 @@ class JitFunction:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._traced.clear()
+        if self._cpp is not None:
+            self._cpp._clear_cache()
 
     def __get__(self, obj, objtype=None):   # jit on a method binds like a function
         return self if obj is None else functools.partial(self, obj)
@@ -545,6 +594,16 @@ class _JitUnderMesh(JitFunction):
 
     def __repr__(self):
         return f"<jitted function {self._name}>"
+
+
+def _weak_cache_miss(jf: JitFunction):
+    """``jf._cache_miss`` without a reference to ``jf``: its C++ function is freed with it, and
+    with it the executables, as soon as ``jit(f)(x)`` is done (not at the next cycle collection)."""
+    ref = weakref.ref(jf)
+
+    def cache_miss(*args, **kwargs):
+        return ref()._cache_miss(*args, **kwargs)
+    return cache_miss
 
 
 def _unhashable_static_error(name, key) -> ValueError:

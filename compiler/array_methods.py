@@ -8,24 +8,27 @@ from __future__ import annotations
 from jaxprc.ir.tracing import Tracer, get_aval
 
 
-_jnp = None
+_JNP = None
 
 
 def _numpy():
-    global _jnp        # imported at the first use (jaxprc.numpy imports this module)
-    if _jnp is None:
+    global _JNP
+    if _JNP is None:       # imported on first use (jaxprc.numpy imports this module)
         import jaxprc.numpy as jnp
-        _jnp = jnp
-    return _jnp
+        _JNP = jnp
+    return _JNP
 
 
 def _binary(name: str, reflected: bool = False):
     def op(self, other):
-        if not _is_operand(other):
+        if type(other) is not type(self) and type(other) not in _SCALARS and not _is_operand(other):
             return NotImplemented
         fn = getattr(_numpy(), name)
         return fn(other, self) if reflected else fn(self, other)
     return op
+
+
+_SCALARS = (bool, int, float, complex)
 
 
 def _is_operand(x) -> bool:

@@ -13,12 +13,16 @@ dtype rules (Python scalars weakly typed, 64-bit narrowed unless x64).
 from __future__ import annotations
 
 import functools
+import operator
 
-from . import float_checks, runtime, segmenting
-from .ir.dtypes import config as _config
+import numpy as np
+
+from . import cpp_dispatch, float_checks, runtime, segmenting
+from .ir.dtypes import ALL_DTYPES as _DTYPES, config as _config
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
+from .ir import params as params_schema
 from .ir.host_callback import check_callbacks_bound
-from .ir.tracing import get_aval, pytype_aval_mappings
+from .ir.tracing import _outside_any_trace, get_aval, pytype_aval_mappings
 from .lowering import lower_jaxpr
 from .runtime.sharded import ShardedArray
 
@@ -97,26 +101,86 @@ def _runtime_aval_of(x) -> runtime.Aval:
     return runtime_aval(get_aval(x))
 
 
+def _hashable(checker) -> bool:
+    """Whether every value ``checker`` (a param schema entry) accepts is hashable."""
+    if isinstance(checker, params_schema.Tuple):
+        return _hashable(checker.item)
+    if isinstance(checker, params_schema.OneOf):
+        return all(map(_hashable, checker.alternatives))
+    return isinstance(checker, (params_schema.Int, params_schema.Bool, params_schema.Str, params_schema.Enum,
+                                params_schema.DType, params_schema.Is))
+
+
 class _EagerImpl:
     """The impl of one primitive: its executables cached per (input avals, params).
 
-    The key holds the interned runtime avals of the arguments, so a hit on
-    device arrays costs a tuple hash and no IR objects; params keep their call
-    order (another order is only another entry). ``__call__`` is the whole of
-    an eager op's own overhead, so it is one frame: look up, transfer, run, wrap.
+    A call runs through jaxlib's C++ dispatch (compiler/cpp_dispatch.py: one
+    ``PjitFunction`` per primitive, its params static), whose misses run
+    ``python``, the Python path; that hands C++ the executable where C++ runs it
+    as Python would. A primitive whose params may be unhashable (jaxlib raises
+    on those) calls C++ through ``_guarded``, which takes them to Python.
+
+    In Python, the key holds the interned runtime avals of the arguments, so a
+    hit on device arrays costs a tuple hash and no IR objects; params keep their
+    call order (another order is only another entry). ``python`` is the whole
+    of an eager op's own overhead there, so it is one frame: look up, transfer,
+    run, wrap.
     """
 
-    __slots__ = ("prim", "cache")
+    __slots__ = ("prim", "cache", "cpp", "static_params", "call")
 
     def __init__(self, prim: Primitive):
         self.prim, self.cache = prim, {}
+        self.cpp = self.static_params = None
+        self.call = self._first_call
 
-    def __call__(self, *args, **params):
+    # Python finds ``__call__`` through this property, whose getter is C code: once chosen, a call
+    # goes straight to the C++ function.
+    __call__ = property(operator.attrgetter("call"))
+
+    def _first_call(self, *args, **params):
+        # Chosen at the first call: the params are known once the family declared them (def_params).
+        if cpp_dispatch.enabled():
+            schema = self.prim.param_schema or {}
+            self.static_params = frozenset(schema)
+            self.cpp = runtime.cpp_jit.make_function(self.prim.name, None, self._cache_miss, (),
+                                                     sorted(schema), self.prim, cpp_dispatch.dispatch_registry)
+            self.call = self.cpp if all(map(_hashable, schema.values())) else self._guarded
+        else:
+            self.call = self.python
+        return self.call(*args, **params)
+
+    def _guarded(self, *args, **params):
+        try:
+            return self.cpp(*args, **params)
+        except ValueError as e:    # jaxlib hashes static params first: an unhashable one
+            if not str(e).startswith("Non-hashable static arguments"):
+                raise
+        return self.python(*args, **params)
+
+    def _cache_miss(self, *args, **params):
+        outs, entry = self.python(*args, _entry=True, **params)
+        fast = None
+        if self.static_params is None:      # reached from eager_function before any call of its own
+            self.static_params = frozenset(self.prim.param_schema or ())
+        if (entry is not None and cpp_dispatch.fast_context() and self.static_params.issuperset(params)
+                and not entry.executable.effectful and not entry.executable.dataless_outputs
+                and cpp_dispatch.c_leaves(args)):
+            tree = cpp_dispatch.result_tree(outs, len(entry.executable.out_avals))
+            if tree is not None:
+                avals = [x.aval if type(x) is Array else _runtime_aval_of(x) for x in args]
+                fast = runtime.cpp_jit.fastpath(entry.executable.loaded, tree, avals,
+                                                [type(x) is np.ndarray for x in args],
+                                                entry.executable.out_avals)
+        return outs, fast, False
+
+    def python(self, *args, _entry=False, **params):
         try:
             key = tuple([x.aval if type(x) is Array else _runtime_aval_of(x) for x in args])
         except _OnDevices:
             from .spmd import apply_on_devices
-            return apply_on_devices(self.prim, args, params)
+            outs = apply_on_devices(self.prim, args, params)
+            return (outs, None) if _entry else outs
         if params:
             key += tuple(params.items())
         try:
@@ -137,10 +201,68 @@ class _EagerImpl:
             outs = Array(outs[0], entry.out_aval)
         if _config.jax_debug_nans or _config.jax_debug_infs:
             float_checks.check_primitive(self.prim.name, outs)
-        return outs
+        return (outs, entry) if _entry else outs
 
 
 _EAGER_IMPLS: dict[Primitive, _EagerImpl] = {}
+
+
+def eager_function(fn, prim: Primitive, direct):
+    """``fn`` (a public function that binds ``prim``) as a C++ function, as jax.numpy's functions are
+    jitted in JAX. Outside traces, a call on array or scalar arguments runs one executable in C++
+    from the second call of its signature on: ``prim``'s eager one where ``direct(*args)`` says
+    ``fn`` binds ``prim`` on exactly its arguments (device Arrays already of the right types),
+    else ``jit(fn)``'s, which also takes in Python scalars and numpy arrays. Any other call
+    (tracers, other argument types, keywords, a live trace, NaN checks) runs ``fn`` itself."""
+    if not cpp_dispatch.enabled():
+        return fn
+    impl = _eager_impl(prim)
+    jitted = []      # jit(fn), made when first needed
+
+    def cache_miss(*args, **kwargs):
+        if kwargs or not _outside_any_trace() or not cpp_dispatch.fast_context():
+            return fn(*args, **kwargs), None, False
+        if direct(*args):
+            return impl._cache_miss(*args)
+        if not _jittable(args):
+            return fn(*args), None, False
+        if not jitted:
+            from .api import JitFunction
+            jitted.append(JitFunction(fn))
+        return jitted[0]._cache_miss(*args)
+
+    cpp = runtime.cpp_jit.make_function(fn.__name__, fn, cache_miss, (), (), prim, cpp_dispatch.dispatch_registry)
+    return functools.wraps(fn)(cpp)
+
+
+def _jittable(args) -> bool:
+    """Whether ``jit(fn)`` takes ``args`` as ``fn`` would: live device Arrays, numpy arrays and
+    scalars of jaxprc dtypes, Python scalars; Python ints only where no conversion of theirs is
+    range-checked (they fit the default int, and every array operand is inexact or a signed int at
+    least as wide: jit checks no Python int converted to a narrower type, eager ops do)."""
+    ints = narrow = False
+    for x in args:
+        t = type(x)
+        if t is int:
+            if not _INT_RANGE[_config.jax_enable_x64][0] <= x <= _INT_RANGE[_config.jax_enable_x64][1]:
+                return False
+            ints = True
+            continue
+        if t in (bool, float, complex):
+            continue
+        if t is Array:
+            if x._buf.is_deleted():
+                return False
+            dtype = x.aval.dtype
+        elif (t is np.ndarray or isinstance(x, np.generic)) and x.dtype in _DTYPES:
+            dtype = x.dtype
+        else:
+            return False
+        narrow |= dtype.kind in "ub" or (dtype.kind == "i" and dtype.itemsize < (8 if _config.jax_enable_x64 else 4))
+    return not (ints and narrow)
+
+
+_INT_RANGE = {False: (-2 ** 31, 2 ** 31 - 1), True: (-2 ** 63, 2 ** 63 - 1)}
 
 
 def _eager_impl(prim: Primitive) -> _EagerImpl:

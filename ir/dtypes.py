@@ -152,10 +152,12 @@ class Config:
     transformations' passes) verify the program after each pass; off by default, for speed.
     ``jaxprc_compilation_cache_dir`` (env ``JAXPRC_COMPILATION_CACHE_DIR``): the directory of the
     persistent compilation cache (runtime/compile_cache.py); None (the default) turns it off.
+    ``jaxprc_cpp_dispatch`` (env ``JAXPRC_CPP_DISPATCH``, on by default): cached jit calls and eager
+    ops run through jaxlib's C++ dispatch (compiler/cpp_dispatch.py); off, through Python only.
     """
 
     _BOOL_FLAGS = ("jax_enable_x64", "jaxprc_verify_passes", "jax_debug_nans", "jax_debug_infs",
-                   "jax_disable_jit")
+                   "jax_disable_jit", "jaxprc_cpp_dispatch")
 
     def __init__(self):
         self.jax_enable_x64 = _env_flag("JAX_ENABLE_X64")
@@ -165,6 +167,17 @@ class Config:
         self.jax_debug_infs = _env_flag("JAX_DEBUG_INFS")
         self.jax_disable_jit = _env_flag("JAX_DISABLE_JIT")
         self.jaxprc_compilation_cache_dir = os.environ.get("JAXPRC_COMPILATION_CACHE_DIR") or None
+        self.jaxprc_cpp_dispatch = os.environ.get("JAXPRC_CPP_DISPATCH", "1").strip().lower() not in (
+            "0", "false", "no", "off")
+
+    # Called with (name, value) after each option is set: jaxlib's C++ jit dispatch mirrors the
+    # options that decide whether a cached executable may run (compiler/cpp_dispatch.py).
+    listeners: list = []
+
+    def __setattr__(self, name: str, value) -> None:
+        object.__setattr__(self, name, value)
+        for listener in Config.listeners:
+            listener(name, value)
 
     def update(self, name: str, value) -> None:
         if not hasattr(self, name):

@@ -212,6 +212,16 @@ def _is_internal(fname: str) -> bool:
 
 # ------------------------------------------------------------- trace state
 
+# Called with True when this thread's trace stack becomes non-empty and with False when it
+# empties: jaxlib's C++ jit dispatch keys its cache on it (compiler/cpp_dispatch.py).
+tracing_listeners: list = []
+
+
+def _tracing_changed(tracing: bool) -> None:
+    for listener in tracing_listeners:
+        listener(tracing)
+
+
 class TraceState(threading.local):
     """The trace state of one thread (like JAX's thread-local trace state): each thread traces
     on its own, and a thread started inside a trace does not see it.
@@ -325,6 +335,8 @@ class JaxprBuilder:
     def __enter__(self):
         state = trace_state
         self.live = True
+        if not state.stack and tracing_listeners:
+            _tracing_changed(True)
         state.stack.append(self)
         if not state.compile_time_eval:
             state.builder = self
@@ -334,6 +346,8 @@ class JaxprBuilder:
         state = trace_state
         popped = state.stack.pop()
         state._sync()
+        if not state.stack and tracing_listeners:
+            _tracing_changed(False)
         assert popped is self, "trace stack corrupted"
         self.live = False
 
@@ -487,11 +501,15 @@ class no_trace:
         self._saved = state.stack
         state.stack = []
         state.builder = None
+        if self._saved and tracing_listeners:
+            _tracing_changed(False)
 
     def __exit__(self, *exc):
         state = trace_state
         state.stack = self._saved
         state._sync()
+        if self._saved and tracing_listeners:
+            _tracing_changed(True)
 
 
 # ---------------------------------------------------------------------- bind

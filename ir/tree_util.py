@@ -18,6 +18,9 @@ registry = _pytree.PyTreeRegistry()
 registry.__module__ = __name__
 registry.__name__ = "registry"
 default_registry = registry
+# The same nodes, plus jaxprc's ``Array`` as a node around its jaxlib buffer: the registry jaxlib's
+# C++ jit dispatch flattens arguments and unflattens results with (compiler/cpp_dispatch.py).
+dispatch_registry = _pytree.PyTreeRegistry()
 PyTreeDef = _pytree.PyTreeDef
 SequenceKey, DictKey = _pytree.SequenceKey, _pytree.DictKey
 GetAttrKey, FlattenedIndexKey = _pytree.GetAttrKey, _pytree.FlattenedIndexKey
@@ -125,7 +128,8 @@ def keystr(keys, *, simple: bool = False, separator: str = "") -> str:
 
 def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
                          flatten_with_keys_func: Callable | None = None):
-    registry.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+    for r in (registry, dispatch_registry):
+        r.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
     return nodetype
 
 
@@ -139,8 +143,7 @@ def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatt
 
 def register_pytree_node_class(cls: type) -> type:
     """Class decorator: ``cls.tree_flatten()`` / ``cls.tree_unflatten(aux, children)``."""
-    registry.register_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
-    return cls
+    return register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
 
 
 def register_dataclass(nodetype: type, data_fields=None, meta_fields=None, drop_fields=()):
@@ -173,7 +176,8 @@ def register_dataclass(nodetype: type, data_fields=None, meta_fields=None, drop_
             raise ValueError(msg)
     if overlap := set(data_fields) & set(meta_fields):
         raise ValueError(f"data_fields and meta_fields must not overlap. Overlapping fields: {overlap}.")
-    registry.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
+    for r in (registry, dispatch_registry):
+        r.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
     return nodetype
 
 

@@ -95,9 +95,10 @@ class Array:
     __slots__ = ("_buf", "aval", "__weakref__")
     __array_priority__ = 100
 
-    def __init__(self, buf, aval: Aval | None = None):
-        self._buf = buf
-        self.aval = buf.aval if aval is None else aval
+    def __init__(self, _buf, aval: Aval | None = None):
+        # (`_buf`: jaxlib's C++ dispatch rebuilds results as `Array(_buf=...)`, compiler/cpp_dispatch.py)
+        self._buf = _buf
+        self.aval = _buf.aval if aval is None else aval
 
     shape = property(lambda self: self.aval.shape)
     dtype = property(lambda self: self.aval.dtype)

@@ -340,6 +340,52 @@ def _eager_sin(lib):
     return lambda: (run(), lib.block(sin(x)))[0]
 
 
+@bench("eager: x + y (f32[8] device arrays)", "µs/op", target=1.0)
+def _eager_add(lib):
+    x = lib.api.device_put(_X8)
+    y = lib.api.device_put(_X8[::-1].copy())
+    lib.block(x + y)
+    run = _per_call(lambda i: x + y, 1000)
+    return lambda: (run(), lib.block(x + y))[0]
+
+
+@bench("eager: x * 2.0 (f32[8] device array, Python scalar)", "µs/op", target=1.0)
+def _eager_scale(lib):
+    x = lib.api.device_put(_X8)
+    lib.block(x * 2.0)
+    run = _per_call(lambda i: x * 2.0, 1000)
+    return lambda: (run(), lib.block(x * 2.0))[0]
+
+
+DISPATCH_THREADS = 4
+
+
+@bench(f"dispatch: {DISPATCH_THREADS} threads × jit(a*b+1) device arrays", "µs/call", target=1.0)
+def _dispatch_threads(lib):
+    """Throughput of one jitted function called from several threads at once: the time of the
+    whole batch over all calls (the GIL is released while XLA runs)."""
+    import threading
+    f, a, b = _dispatch_fn(lib)
+    a, b = lib.api.device_put(a), lib.api.device_put(b)
+    lib.block(f(a, b))
+    calls = 500
+
+    def work():
+        for _ in range(calls):
+            f(a, b)
+
+    def sample():
+        threads = [threading.Thread(target=work) for _ in range(DISPATCH_THREADS)]
+        t = _now()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        lib.block(f(a, b))
+        return (_now() - t) / (calls * DISPATCH_THREADS) * 1e6
+    return sample
+
+
 @bench("runtime: jit MLP SGD step 784-512-512-10 b128", "ms/step", target=1.05)
 def _mlp_step(lib):
     params, x, y = mlp_data()

@@ -11,6 +11,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.custom_derivatives import custom_jvp
+from jaxprc.dispatch import eager_function
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import elementwise as ew
 
@@ -53,9 +54,16 @@ def _unop(prim, name: str, *, to_inexact=False, accepts=None, what="", identity_
         if accepts is not None:
             _check_kind(name, dtype, accepts, what)
         return prim.bind(x)
+
+    def direct(*args):     # fn(x) binds prim on x itself
+        if len(args) != 1 or type(args[0]) is not Array:
+            return False
+        dtype = args[0].aval.dtype
+        return ((not to_inexact or dt.is_inexact(dtype)) and (identity_for is None or not identity_for(dtype))
+                and (accepts is None or accepts(dtype)))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` (jax.numpy semantics; lowers to the ``{prim.name}`` primitive)."
-    return fn
+    return eager_function(fn, prim, direct)
 
 
 def _binop(prim, name: str, *, to_inexact=False, accepts=None, what=""):
@@ -64,9 +72,22 @@ def _binop(prim, name: str, *, to_inexact=False, accepts=None, what=""):
         if accepts is not None:
             _check_kind(name, dtype, accepts, what)
         return prim.bind(x1, x2)
+
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` with broadcasting (the ``{prim.name}`` primitive)."
-    return fn
+    return eager_function(fn, prim, _direct_binary(
+        lambda d: (not to_inexact or dt.is_inexact(d)) and (accepts is None or accepts(d))))
+
+
+def _direct_binary(ok):
+    """For ``eager_function``: a binary ufunc binds its primitive on its operands themselves when
+    they are device Arrays of one type (nothing to promote or broadcast) whose dtype is ``ok``."""
+    def direct(*args):
+        if len(args) != 2 or type(args[0]) is not Array or type(args[1]) is not Array:
+            return False
+        aval = args[0].aval
+        return aval is args[1].aval and ok(aval.dtype)
+    return direct
 
 
 _INT_OR_BOOL = lambda d: dt.is_int(d) or dt.is_bool(d)
@@ -305,7 +326,7 @@ def _ordered_comparison(prim, name: str):
         return where(equal(real(x1), real(x2)), fn(imag(x1), imag(x2)), fn(real(x1), real(x2)))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` with broadcasting (the ``{prim.name}`` primitive)."
-    return fn
+    return eager_function(fn, prim, _direct_binary(lambda d: not dt.is_complex(d)))
 
 
 less = _ordered_comparison(ew.lt_p, "less")
@@ -338,6 +359,10 @@ def multiply(x1, x2, /):
     """``x1 * x2``; on booleans it is logical and, as in numpy."""
     (x1, x2), dtype, _ = promote("multiply", x1, x2)
     return (ew.and_p if dt.is_bool(dtype) else ew.mul_p).bind(x1, x2)
+
+
+add = eager_function(add, ew.add_p, _direct_binary(lambda d: not dt.is_bool(d)))
+multiply = eager_function(multiply, ew.mul_p, _direct_binary(lambda d: not dt.is_bool(d)))
 
 
 def fmod(x1, x2, /):

@@ -1,0 +1,100 @@
+"""Cached jit calls through jaxlib's C++ dispatch (runtime/cpp_jit.py), with Python as the fallback.
+
+A jit function is a C++ ``PjitFunction`` whose cache miss is jaxprc's Python
+path. The miss hands jaxlib the compiled executable (``fastpath``) only where
+the C++ path does exactly what the Python path would; everything else stays in
+Python, call after call:
+
+- the context: C++ runs a cached executable only while the C++ dispatch is on,
+  jit is enabled, no NaN/Inf checks are on and no trace is live in the calling
+  thread. The context
+  is part of every C++ cache key (``cpp_jit.context_state``: jaxprc's config
+  mirrored into it, and a thread-local mark while this thread traces), so a
+  call in another context misses, and its miss hands jaxlib nothing;
+- the program: one executable on the default device, with no host callbacks
+  (effects), no results that carry no data (float0), no sharding options;
+- the arguments: jaxprc ``Array``s, numpy arrays and scalars, Python scalars.
+  jaxlib flattens them with ``dispatch_registry``, where an ``Array`` is a node
+  around its jaxlib buffer; results come back through the same node. Anything
+  else (tracers, arrays over several devices, deleted buffers) makes jaxlib
+  call the Python path.
+
+``jaxprc.config.jaxprc_cpp_dispatch`` (env ``JAXPRC_CPP_DISPATCH=0``) turns the
+C++ path off; so does a jaxlib other than the pinned one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import runtime
+from .ir import tracing
+from .ir.dtypes import config
+from .ir.tree_util import dispatch_registry
+from .runtime import cpp_jit
+
+Array = runtime.Array
+
+# jaxlib reads the buffer of an Array in C++ (`_buf`) and rebuilds one with `Array(_buf=...)`,
+# whose aval is the one the cached executable gave its result.
+dispatch_registry.register_dataclass_node(Array, ["_buf"], [])
+
+_CONTEXT_OPTIONS = ("jaxprc_cpp_dispatch", "jax_disable_jit", "jax_debug_nans", "jax_debug_infs")
+_FAST_CONTEXT = (True, False, False, False)
+_TRACING = "tracing"
+
+
+def _context() -> tuple:
+    return tuple(bool(getattr(config, name)) for name in _CONTEXT_OPTIONS)
+
+
+def _on_config(name: str, value) -> None:
+    if name == "jax_enable_x64":
+        cpp_jit.x64_state.set_global(bool(value))
+    elif name in _CONTEXT_OPTIONS:
+        cpp_jit.context_state.set_global(_context())
+
+
+def _on_tracing(live: bool) -> None:
+    cpp_jit.context_state.set_local(_TRACING if live else cpp_jit.unset)
+
+
+if cpp_jit.SUPPORTED:
+    cpp_jit.x64_state.set_global(bool(config.jax_enable_x64))
+    cpp_jit.context_state.set_global(_context())
+    type(config).listeners.append(_on_config)
+    tracing.tracing_listeners.append(_on_tracing)
+
+
+def enabled() -> bool:
+    """Whether new jit functions and eager ops go through C++ (the pinned jaxlib, switch on)."""
+    return cpp_jit.SUPPORTED and config.jaxprc_cpp_dispatch
+
+
+def fast_context() -> bool:
+    """Whether a cache miss now may hand jaxlib an executable: the calls its signature covers
+    would run it in C++ (the context in the key is the fast one, jaxlib types host arguments
+    with jaxprc's x64 flag)."""
+    x64 = config.jax_enable_x64
+    return (cpp_jit.context_state.value == _FAST_CONTEXT
+            and cpp_jit.x64_state.value == x64 and cpp_jit.jaxlib_x64() == x64)
+
+
+_SCALARS = (bool, int, float, complex)
+
+
+def c_leaves(leaves) -> bool:
+    """Whether jaxlib types and transfers each argument leaf as the Python path does."""
+    for x in leaves:
+        t = type(x)
+        if not (t is Array or t is np.ndarray or t in _SCALARS or isinstance(x, np.generic)):
+            return False
+    return True
+
+
+def result_tree(outs, num_outputs: int):
+    """The treedef jaxlib rebuilds ``outs`` with from the executable's outputs; None when ``outs``
+    holds anything but one plain Array per output."""
+    leaves, tree = dispatch_registry.flatten(outs)
+    if len(leaves) != num_outputs or any(type(b) is not cpp_jit.ArrayImpl for b in leaves):
+        return None
+    return tree
