@@ -20,8 +20,11 @@ What stays the same as the unsplit program:
   unsplit program could reuse it (an output of its shape and dtype), with the
   same warning otherwise; the segments themselves alias nothing;
 - effects: segments run one after another and each waits for its host
-  callbacks, so ordered and unordered callbacks run in program order, and the
-  runtime token threads through the segments as through consecutive calls.
+  callbacks, so ordered callbacks run in program order (the runtime token
+  threads through the segments as through consecutive calls), and unordered
+  ones in the order XLA picks within a segment.
+A segment returning many values compiles without XLA's fusion pass
+(``MAX_FUSED_OUTPUTS``).
 Calls of nested ``jit`` functions (``jit(grad(f))`` of a jitted ``f``) count
 with their callees' equations: a program too long with them is inlined first
 (passes/inline.py), then split. A long program inside a loop body, ``cond``
