@@ -57,7 +57,7 @@ def to_device_buffer(x, aval: runtime.Aval):
 
 # --------------------------------------------------------------- compiling
 
-def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=()) -> runtime.Executable:
+def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=(), options=None) -> runtime.Executable:
     """Lower a ClosedJaxpr for the current backend and compile it (as several executables when
     it is longer than XLA compiles safely: compiler/segmenting.py)."""
     max_eqns = segmenting.max_segment_eqns()
@@ -68,7 +68,7 @@ def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=()) -> runti
                           platform=runtime.default_backend())
     if lowered.host_callbacks:
         check_callbacks_bound(cj)      # a program read from text: fail now, not when it runs
-    return runtime.compile(lowered.module, name=name, out_avals=cj.out_avals,
+    return runtime.compile(lowered.module, name=name, out_avals=cj.out_avals, options=options,
                            host_callbacks=lowered.host_callbacks, runtime_token=lowered.runtime_token,
                            cache_dir=_config.jaxprc_compilation_cache_dir)
 

@@ -20,8 +20,11 @@ What stays the same as the unsplit program:
   unsplit program could reuse it (an output of its shape and dtype), with the
   same warning otherwise; the segments themselves alias nothing;
 - effects: segments run one after another and each waits for its host
-  callbacks, so ordered and unordered callbacks run in program order, and the
-  runtime token threads through the segments as through consecutive calls.
+  callbacks, so ordered callbacks run in program order (the runtime token
+  threads through the segments as through consecutive calls), and unordered
+  ones in the order XLA picks within a segment.
+A segment returning many values compiles without XLA's fusion pass
+(``MAX_FUSED_OUTPUTS``).
 Calls of nested ``jit`` functions (``jit(grad(f))`` of a jitted ``f``) count
 with their callees' equations: a program too long with them is inlined first
 (passes/inline.py), then split. A long program inside a loop body, ``cond``
@@ -32,6 +35,8 @@ it). Sharded programs (several devices) are not split either: they go through
 from __future__ import annotations
 
 import numbers
+
+from jaxlib import xla_client as xc
 
 from . import runtime
 from .ir.core import ClosedJaxpr, Jaxpr, Literal, Var
@@ -146,6 +151,20 @@ def plan(cj: ClosedJaxpr, max_eqns: int) -> tuple[list[Segment], list[int]]:
     return segments, out_slots
 
 
+# XLA's fusion recomputes a chain once per output it feeds: compiling a segment that returns
+# k values of one chain takes time ~k^2 (800 outputs: 84 s). The forward segments of a
+# gradient return many residuals, so segments with more outputs than this compile unfused.
+MAX_FUSED_OUTPUTS = 64
+
+
+def _options(segment: Segment):
+    if len(segment.out_slots) <= MAX_FUSED_OUTPUTS:
+        return None
+    options = xc.CompileOptions()
+    options.executable_build_options.debug_options.xla_disable_hlo_passes = "fusion"
+    return options
+
+
 class SegmentedExecutable:
     """The executables of a split program, called like ``runtime.Executable``.
 
@@ -160,7 +179,7 @@ class SegmentedExecutable:
         self.name = name
         self.segments, self.out_slots = plan(cj, max_eqns)
         n = len(self.segments)
-        self.executables = [compile_segment(s.jaxpr, f"{name}_segment{k + 1}_of_{n}")
+        self.executables = [compile_segment(s.jaxpr, f"{name}_segment{k + 1}_of_{n}", options=_options(s))
                             for k, s in enumerate(self.segments)]
         self.out_avals = [runtime.Aval.get(a.shape, a.dtype, a.weak_type) for a in cj.out_avals]
         self.dataless_outputs = [i for i, a in enumerate(self.out_avals) if runtime.carries_no_data(a.dtype)]

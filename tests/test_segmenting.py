@@ -237,3 +237,30 @@ def test_float0_constant_empty_and_x64_results():
             _same(u, s)
     finally:
         jx.config.update("jax_enable_x64", False)
+
+
+def test_segments_returning_many_values_compile_unfused():
+    """A segment returning more than MAX_FUSED_OUTPUTS values (a gradient's forward segments
+    return their residuals) compiles without XLA's fusion, whose time grows with the square of
+    the number of outputs of one chain; the results stay those of the unsplit program."""
+    def every_value(x):
+        outs = []
+        for _ in range(150):
+            x = jnp.sin(x) * 1.0001
+            outs.append(x)
+        return outs
+    x = np.linspace(0, 1, 4, dtype=F32)
+    old = jx.config.jaxprc_max_segment_eqns
+    jx.config.update("jaxprc_max_segment_eqns", 200)
+    try:
+        f = jx.jit(lambda x: every_value(x))
+        split = f(x)
+    finally:
+        jx.config.update("jaxprc_max_segment_eqns", old)
+    exe = _entry(f)
+    outputs = [len(s.out_slots) for s in exe.segments]
+    assert outputs[0] > 64 and outputs[-1] <= 64, outputs
+    first, last = exe.executables[0].as_text(), exe.executables[-1].as_text()
+    assert "fused_computation" not in first and "fused_computation" in last   # one op per kernel
+    for got, want in zip(split, every_value(x)):           # eager: one executable per operation
+        np.testing.assert_allclose(got, want, rtol=1e-6)
