@@ -198,3 +198,5 @@ def test_take_modes_empty_indices_and_index_dtypes():
         jnp.take(x, idx, mode="raise")
     with pytest.raises(ValueError, match="Invalid mode"):
         jnp.take(x, idx, mode="promise_in_bounds")
+    with pytest.raises(TypeError, match="expected an array or a scalar"):   # as JAX: no lists
+        jnp.take(x, [0, 1])

@@ -255,8 +255,6 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
     a = as_array(a, "take")
-    if isinstance(indices, (list, tuple)):
-        indices = np.asarray(indices)
     iaval = aval_of(indices, "take")
     if axis is None:
         a, axis = ravel(a), 0
