@@ -193,6 +193,15 @@ def _random_inputs(rng: random.Random, avals):
     return [value(a) for a in avals]
 
 
+def _divides_by_a_literal_of_subnormal_reciprocal(cj) -> bool:
+    """XLA rewrites ``x / c`` for a constant ``c`` as ``x * (1 / c)``, and XLA:CPU flushes a
+    subnormal ``1 / c`` to zero: under jit ``x / 3e38`` is 0 (NaN for inf), where the eager op
+    (``c`` a runtime operand) divides exactly. JAX's jit gives the same 0 and NaN
+    (tests_oracle/test_edges_oracle.py checks that), so such programs are not compared here."""
+    divisors = re.findall(r"\bdiv \S+ ([-+0-9.e]+|-?inf|nan):", str(cj))
+    return any(2.0 ** 126 < abs(float(d)) < float("inf") for d in divisors)
+
+
 def test_random_programs_give_the_same_numbers_eagerly_and_under_jit():
     """Op-by-op evaluation (one executable per primitive) equals one XLA compilation of the
     whole program; bfloat16 chains may keep float32 intermediates under jit, hence a tolerance."""
@@ -201,6 +210,8 @@ def test_random_programs_give_the_same_numbers_eagerly_and_under_jit():
 
     def check(seed):
         cj = RandomProgram(seed, max_depth=1).program()
+        if _divides_by_a_literal_of_subnormal_reciprocal(cj):
+            return
         args = _random_inputs(random.Random(seed), cj.in_avals)
         eager = eval_jaxpr(cj.jaxpr, cj.consts, *args)
         compiled = jit(jaxpr_as_fun(cj))(*args)

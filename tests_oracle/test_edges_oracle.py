@@ -255,3 +255,16 @@ def test_power_of_float_by_integer_array_derivatives(x):
     expected, actual = (lib.jit(lib.vmap(lib.grad(lib.grad(lambda v, e, lib=lib: lib.numpy.power(v, e)))))(xs, y)
                         for lib in LIBS)
     _same(expected, actual, exact=False)
+
+
+def test_division_by_a_constant_of_subnormal_reciprocal_under_jit_is_jaxs():
+    """XLA rewrites x / c (c a constant) as x * (1 / c) and XLA:CPU flushes a subnormal 1 / c to
+    zero, so under jit 3e38 / 3e38 is 0 and -inf / 3e38 NaN, in JAX as in jaxprc; with c a runtime
+    0-d operand both divide exactly, and a divisor broadcast to x's shape gives what JAX gives."""
+    x = np.array([3e38, -np.inf, 1.0], np.float32)
+    c = np.float32(3e38)
+    for lib in (jax, jaxprc):
+        np.testing.assert_array_equal(np.asarray(lib.jit(lambda v: v / c)(x)), [0.0, np.nan, 0.0])
+        np.testing.assert_array_equal(np.asarray(lib.jit(lambda v, d: v / d)(x[1], c)), -np.inf)
+    np.testing.assert_array_equal(np.asarray(jaxprc.numpy.divide(x, jaxprc.numpy.asarray(c))),
+                                  np.asarray(jnp.divide(x, jnp.asarray(c))))
