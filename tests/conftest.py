@@ -47,3 +47,15 @@ os.environ.setdefault("JAXPRC_FUZZ_SEED", str(secrets.randbits(32)))
 
 def pytest_report_header(config):
     return [f"fuzz run seed: JAXPRC_FUZZ_SEED={os.environ['JAXPRC_FUZZ_SEED']}"]
+
+
+SLOW_TESTS = os.path.join(os.path.dirname(__file__), "slow_tests.txt")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks `slow` the test functions slow_tests.txt lists, so `-m "not slow"` is the fast tier."""
+    with open(SLOW_TESTS) as f:
+        slow = {line.strip() for line in f if line.strip() and not line.startswith("#")}
+    for item in items:
+        if item.nodeid.split("[")[0] in slow:
+            item.add_marker(pytest.mark.slow)
