@@ -241,7 +241,7 @@ class ShardedCall:
         self.plan = plan
         self.in_avals = [runtime_aval(a) for a in cj.in_avals]
         self.executable = SpmdExecutable(plan.lowered.module, plan.devices, plan.name, cj.out_avals,
-                                         [s is None for s in plan.outs])
+                                         [s is None for s in plan.outs], plan.lowered.host_callbacks)
         self.out_shardings = [s if s is not None else self._named(h, a.ndim)
                               for s, h, a in zip(plan.outs, self.executable.out_hlo, cj.out_avals)]
 
@@ -276,11 +276,13 @@ def _common_devices(shardings, name: str) -> tuple:
 def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, num_partitions: int):
     """The module of ``cj`` annotated for partitioning over ``num_partitions`` devices."""
     lowered = lower_jaxpr(cj, name=name, donated_invars=donated, platform=runtime.default_backend())
-    if lowered.runtime_token or lowered.host_callbacks:
-        raise NotImplementedError(f"jit of '{name}': host callbacks in a program over several "
-                                  "devices are not supported")
+    if lowered.runtime_token:
+        raise ValueError(f"jit of '{name}': ordered effects (ordered=True callbacks and prints) are "
+                         "not supported in a program over more than 1 device")
     module = lowered.module
     with lowered.context, ir.Location.unknown():
+        if lowered.host_callbacks:
+            _place_callbacks(module)
         i32 = ir.IntegerType.get_signless(32)
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, num_partitions)
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
@@ -297,6 +299,19 @@ def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, num_partitions: i
             main.attributes[key] = ir.ArrayAttr.get(attrs)
         passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(module.operation)
     return lowered
+
+
+def _place_callbacks(module) -> None:
+    """Host callbacks outside shard_map bodies see whole values: they run once, on the first
+    device (JAX's maximal sharding). XLA rejects an effectful call without a sharding."""
+    def visit(op):
+        if (op.name == "stablehlo.custom_call" and "sdy.sharding" not in op.attributes
+                and "_python_" in ir.StringAttr(op.attributes["call_target_name"]).value):
+            n = max(1, len(op.results))
+            op.attributes["sdy.sharding"] = ir.Attribute.parse(
+                "#sdy.sharding_per_value<[" + ", ".join(["<mesh<[], device_ids=[0]>, []>"] * n) + "]>")
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
 
 
 # ------------------------------------------------------------ eager on devices

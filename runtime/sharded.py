@@ -24,6 +24,7 @@ import numpy as np
 from jaxlib import _jax, xla_client as xc
 
 from .array import Array, Aval, DeletedArrayError, _copy_to_host, device_aval, no_buffer_format
+from . import effects
 from .client import backend
 from .executable import JaxRuntimeError, XlaCompileError, XlaRuntimeError, _parse
 
@@ -210,15 +211,18 @@ class SpmdExecutable:
     """A program partitioned over ``devices``: call it on arrays, get ShardedArrays.
 
     ``propagate_outputs[i]``: result i has no sharding of its own (the partitioner picks it).
+    ``host_callbacks``: the Python functions the module's callback custom calls name by index.
     """
 
-    def __init__(self, module, devices, name: str, out_avals, propagate_outputs):
+    def __init__(self, module, devices, name: str, out_avals, propagate_outputs, host_callbacks=()):
         self.devices, self.name = tuple(devices), name
+        self.host_callbacks = tuple(host_callbacks)      # kept alive as long as the executable
         self.out_avals = [Aval.get(a.shape, a.dtype, a.weak_type) for a in out_avals]
         options = spmd_options(self.devices)
         options.executable_build_options.allow_spmd_sharding_propagation_to_output = list(propagate_outputs)
         try:
-            self.loaded = backend().client.compile_and_load(_parse(module), xc.DeviceList(self.devices), options)
+            self.loaded = backend().client.compile_and_load(_parse(module), xc.DeviceList(self.devices), options,
+                                                            host_callbacks=list(self.host_callbacks))
         except JaxRuntimeError as e:
             raise XlaCompileError(f"XLA failed to compile '{name}': {e}") from None
         # None with one partition (notes §0.10): everything is on the one device
@@ -262,12 +266,30 @@ class SpmdExecutable:
         if len(args) != len(self.in_hlo):
             raise TypeError(f"'{self.name}' takes {len(self.in_hlo)} arguments, got {len(args)}")
         buffers = [self.argument(i, x, a) for i, (x, a) in enumerate(zip(args, in_avals))]
-        launch = lambda: self.loaded.execute_sharded(buffers).consume_with_handlers(self.handlers)  # noqa: E731
+        launch = self._launch_effectful if self.host_callbacks else (
+            lambda bufs: self.loaded.execute_sharded(bufs).consume_with_handlers(self.handlers))
         try:
-            outs = _one_at_a_time(launch) if self.serialized else launch()
+            outs = _one_at_a_time(lambda: launch(buffers)) if self.serialized else launch(buffers)
         except JaxRuntimeError as e:
+            cause = effects.take_callback_error() if self.host_callbacks else None
+            if cause is not None:      # the exception a callback raised, as the cause
+                raise XlaRuntimeError(f"A host callback of '{self.name}' raised "
+                                      f"{type(cause).__name__}: {cause}") from cause
             raise XlaRuntimeError(f"XLA failed to run '{self.name}': {e}") from None
         return [ShardedArray(o, a, h, self.devices) for o, a, h in zip(outs, self.out_avals, self.out_hlo)]
+
+    def _launch_effectful(self, buffers) -> list:
+        """Run a program calling host callbacks and wait for it, so that what its callbacks print
+        and raise comes at this call (as on one device: runtime/executable.py)."""
+        results = self.loaded.execute_sharded(buffers, with_tokens=True)
+        completion = results.consume_token()
+        effects.started(completion)
+        outs = results.consume_with_handlers(self.handlers)
+        try:
+            completion.block_until_ready()
+        finally:
+            effects.finished(completion)
+        return outs
 
     def as_text(self) -> str:
         return self.loaded.hlo_modules()[0].to_string()

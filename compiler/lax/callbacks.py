@@ -222,11 +222,31 @@ def _layouts(ranks) -> ir.ArrayAttr:
                                                          type=ir.IndexType.get()) for r in ranks])
 
 
+def _manual_sharding(ctx):
+    """Inside a shard_map body over several devices the call runs on every device with its own
+    blocks (JAX's per-device semantics): replicated shardings of the mesh-less ``{manual}`` kind,
+    one per result (one when there are none). Elsewhere None: a program over several devices
+    gets its "run once on device 0" sharding after lowering (compiler/spmd.py)."""
+    mctx = ctx.module_context
+    mesh, manual = getattr(mctx, "mesh", None), getattr(mctx, "manual_axes", None)
+    if mesh is None or int(np.prod(mesh.axis_sizes)) == 1:
+        return None
+    if set(manual) != set(mesh.axis_names):
+        raise NotImplementedError(
+            f"host callbacks inside a shard_map are only supported when all mesh axes are manual; "
+            f"this one has manual axes {tuple(manual)} of the mesh's {tuple(mesh.axis_names)}")
+    ranks = [a.ndim for a in ctx.avals_out] or [0]
+    return ir.Attribute.parse("#sdy.sharding_per_value<[" + ", ".join(
+        "<mesh<[]>, [" + ", ".join(["{}"] * r) + "]>" for r in ranks) + "]>")
+
+
 def _emit_callback(ctx, callback: HostCallback, args, *, side_effect: bool, ordered: bool,
-                   debug: bool = False):
+                   debug: bool = False, partitioned: bool = False):
     """A custom call of ``callback`` on ``args`` with ``ctx.avals_out`` results; ordered ones
-    consume and produce the ordered-effects token."""
+    consume and produce the ordered-effects token. ``partitioned`` ones run on each device's
+    shards of their operands (jaxlib's partitioned target)."""
     result_avals = list(ctx.avals_out)
+    sharding = _manual_sharding(ctx)
 
     def host(*values):
         if ordered:           # the token operand arrives as None and goes back first
@@ -242,12 +262,15 @@ def _emit_callback(ctx, callback: HostCallback, args, *, side_effect: bool, orde
         result_types = [hlo.TokenType.get()] + result_types
         in_ranks, out_ranks = [0] + in_ranks, [0] + out_ranks
     device = "cpu" if ctx.platform == "cpu" else "gpu"
+    target = f"xla_ffi{'_partitioned' if partitioned else ''}_python_{device}_callback"
     op = hlo.CustomCallOp(
-        result_types, operands, ir.StringAttr.get(f"xla_ffi_python_{device}_callback"),
+        result_types, operands, ir.StringAttr.get(target),
         has_side_effect=ir.BoolAttr.get(side_effect),
         backend_config=ir.DictAttr.get({"index": ir.IntegerAttr.get(ir.IntegerType.get_unsigned(64), index)}),
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
         operand_layouts=_layouts(in_ranks), result_layouts=_layouts(out_ranks))
+    if sharding is not None:
+        op.attributes["sdy.sharding"] = sharding
     results = list(op.results)
     if ordered:
         ctx.set_token(results[0])
@@ -256,7 +279,8 @@ def _emit_callback(ctx, callback: HostCallback, args, *, side_effect: bool, orde
 
 
 def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
-    return _emit_callback(ctx, callback, args, side_effect=True, ordered=effect.ordered, debug=True)
+    return _emit_callback(ctx, callback, args, side_effect=True, ordered=effect.ordered, debug=True,
+                          partitioned=partitioned)
 
 
 def _pure_callback_lowering(ctx, *args, callback, result_avals, vmap_method):
