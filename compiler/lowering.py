@@ -307,7 +307,7 @@ class ModuleContext:
     def __init__(self, module: ir.Module, platform: str):
         self.module = module
         self.platform = platform
-        self.callees: dict = {}          # callee -> (symbol name, the callee kept alive)
+        self.callees: dict = {}          # (callee, axis context) -> (symbol name, the callee kept alive)
         self.symbols: set[str] = {"main"}
         self._ir_types: dict = {}        # ShapedArray -> its MLIR type (types live in a context)
         self._locations: dict = {}       # (primitive, file, line, scope) -> MLIR location
@@ -445,12 +445,14 @@ def call_jaxpr(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args, name: str) ->
 
 
 def function_symbol(mctx: ModuleContext, cj: ClosedJaxpr, name: str) -> str:
-    """The symbol of the private function computing ``cj`` (emitted on first use)."""
-    entry = mctx.callees.get(cj)
+    """The symbol of the private function computing ``cj`` (emitted on first use). Inside and
+    outside shard_map bodies one jaxpr lowers differently (collectives, host callbacks' shardings)."""
+    key = (cj, getattr(mctx, "axis_env", None), getattr(mctx, "manual_axes", None))
+    entry = mctx.callees.get(key)
     if entry is None:
         symbol = mctx.unique_symbol(name)
         _emit_function(mctx, symbol, cj, "private")
-        entry = mctx.callees[cj] = (symbol, cj)
+        entry = mctx.callees[key] = (symbol, cj)
     return entry[0]
 
 

@@ -83,6 +83,32 @@ def pmap_prints_per_device():
 
 
 @check
+def one_function_inside_and_outside_shard_map():
+    # the same inner jit lowers to a private function per context: printing once outside,
+    # once per device inside (whichever comes first in the program)
+    inner = jx.jit(lambda b: (jx.debug.print("inner {}", b), b + 1)[1])
+    sm = jx.shard_map(inner, mesh=mesh, in_specs=P(), out_specs=P())
+    for fn in (lambda x: inner(x) + sm(x), lambda x: sm(x) + inner(x)):
+        out, lines = printed(jx.jit(fn, in_shardings=NamedSharding(mesh, P("x"))), X)
+        assert lines == [f"inner {X}"] * 9, lines
+        assert np.array_equal(np.asarray(out), 2 * X + 2)
+
+
+@check
+def callbacks_in_control_flow():
+    got = []
+    body = lambda i, c: (jx.debug.callback(lambda i, c: got.append((int(i), c.tolist())), i, c), c + 1)[1]  # noqa: E731
+    f = jx.jit(jx.shard_map(lambda b: jx.lax.fori_loop(0, 2, body, b), mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+    assert np.array_equal(np.asarray(f(X)), X + 2)
+    jx.effects_barrier()
+    assert sorted(got) == sorted((i, [v + i]) for v in X.tolist() for i in range(2)), got
+    g = jx.jit(lambda x: jx.lax.cond(x.sum() > 0, lambda v: (jx.debug.print("pos {}", v), v)[1], lambda v: -v, x),
+               in_shardings=NamedSharding(mesh, P("x")))
+    out, lines = printed(g, X)
+    assert lines == [f"pos {X}"] and np.array_equal(np.asarray(out), X)
+
+
+@check
 def callback_error_is_raised_at_the_call():
     def bad(v):
         raise KeyError("boom")
