@@ -65,7 +65,8 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shar
         raise ValueError(f"vmap_method must be on of the allowed methods {[*VMAP_METHODS, None]}, "
                          f"but got: {vmap_method}")
     if sharding is not None:
-        raise NotImplementedError("pure_callback: sharding= is not supported (one device)")
+        raise NotImplementedError("pure_callback: sharding= is not supported (the callback runs on "
+                                  "the program's first device)")
     flat_args, in_tree = tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals(result_shape_dtypes, "pure_callback")
     outs = pure_callback_p.bind(*flat_args, callback=_host_callback(callback, in_tree),
@@ -82,7 +83,8 @@ def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shardi
     """
     _check_callable(callback, "io_callback")
     if sharding is not None:
-        raise NotImplementedError("io_callback: sharding= is not supported (one device)")
+        raise NotImplementedError("io_callback: sharding= is not supported (the callback runs on "
+                                  "the program's first device)")
     flat_args, in_tree = tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals(result_shape_dtypes, "io_callback")
     outs = io_callback_p.bind(*flat_args, callback=_host_callback(callback, in_tree),

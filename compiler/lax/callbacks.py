@@ -16,6 +16,10 @@ garbage), so every call goes through ``_host_call``, which checks the results as
 JAX does (number, shape, dtype after canonicalization: a Python float or an
 int list are fine, a float64 array for float32 is too when x64 is off) and
 records an exception for the error raised at the call (runtime/effects.py).
+In a program over several devices XLA needs a sharding on each call: inside a
+shard_map body it runs on every device with its blocks (``_manual_sharding``),
+elsewhere once on the first device with whole values (compiler/spmd.py);
+``partitioned`` debug callbacks use jaxlib's partitioned target (per shard).
 """
 from __future__ import annotations
 
