@@ -19,6 +19,7 @@ from .ir.host_callback import FlatCallback, HostCallback, callback_name
 from .ir.tree_util import tree_flatten, tree_unflatten
 from .lax.callbacks import VMAP_METHODS, io_callback_p, pure_callback_p
 from .runtime import effects_barrier
+from .sharding import NamedSharding, SingleDeviceSharding
 
 __all__ = ["pure_callback", "io_callback", "effects_barrier"]
 
@@ -43,6 +44,17 @@ def _result_avals(result_shape_dtypes, what: str):
     return tuple(avals), out_tree
 
 
+def _device(sharding, what: str) -> int | None:
+    """The id of the one device ``sharding`` names (where the callback runs in a program over
+    several devices), as JAX: a SingleDeviceSharding, or a NamedSharding over a one-device mesh."""
+    if sharding is None:
+        return None
+    if isinstance(sharding, SingleDeviceSharding) or (
+            isinstance(sharding, NamedSharding) and sharding.mesh.size == 1):
+        return next(iter(sharding.device_set)).id
+    raise NotImplementedError(f"{what} only supports SingleDeviceSharding, but got {type(sharding)}")
+
+
 def _check_callable(callback, what: str) -> None:
     if not callable(callback):
         raise TypeError(f"{what}: the callback must be callable, got an object of type "
@@ -64,13 +76,11 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shar
     if vmap_method not in (*VMAP_METHODS, None):
         raise ValueError(f"vmap_method must be on of the allowed methods {[*VMAP_METHODS, None]}, "
                          f"but got: {vmap_method}")
-    if sharding is not None:
-        raise NotImplementedError("pure_callback: sharding= is not supported (the callback runs on "
-                                  "the program's first device)")
     flat_args, in_tree = tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals(result_shape_dtypes, "pure_callback")
     outs = pure_callback_p.bind(*flat_args, callback=_host_callback(callback, in_tree),
-                                result_avals=result_avals, vmap_method=vmap_method)
+                                result_avals=result_avals, vmap_method=vmap_method,
+                                device=_device(sharding, "pure_callback"))
     return tree_unflatten(out_tree, list(outs))
 
 
@@ -82,11 +92,9 @@ def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shardi
     separate compiled calls too (not allowed under ``vmap``). Not differentiable.
     """
     _check_callable(callback, "io_callback")
-    if sharding is not None:
-        raise NotImplementedError("io_callback: sharding= is not supported (the callback runs on "
-                                  "the program's first device)")
     flat_args, in_tree = tree_flatten((args, kwargs))
     result_avals, out_tree = _result_avals(result_shape_dtypes, "io_callback")
     outs = io_callback_p.bind(*flat_args, callback=_host_callback(callback, in_tree),
-                              result_avals=result_avals, ordered=bool(ordered))
+                              result_avals=result_avals, ordered=bool(ordered),
+                              device=_device(sharding, "io_callback"))
     return tree_unflatten(out_tree, list(outs))

@@ -314,6 +314,7 @@ class ModuleContext:
         self._rules: dict = {}           # primitive -> its lowering rule on this platform
         self.host_callbacks: list = []   # Python functions the module calls, by index
         self.token: ir.Value | None = None   # the ordered-effects token at the insertion point
+        self.devices: tuple | None = None    # ids of the devices a program over several runs on
 
     def ir_type(self, aval: ShapedArray) -> ir.Type:
         t = self._ir_types.get(aval)
@@ -601,8 +602,9 @@ def _donation_attrs(in_avals, out_avals, donated_invars, first_output: int = 0) 
 
 @deep_entry
 def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars: Sequence[bool] = (),
-                platform: str = "cpu") -> Lowered:
-    """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``."""
+                platform: str = "cpu", devices: Sequence[int] | None = None) -> Lowered:
+    """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``;
+    ``devices``: the ids of the devices it is partitioned over (None: one device)."""
     platform = canonical_platform(platform)
     in_avals, out_avals = closed_jaxpr.in_avals, closed_jaxpr.out_avals
     context = make_context()
@@ -610,6 +612,7 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(name)
         mctx = ModuleContext(module, platform)
+        mctx.devices = None if devices is None else tuple(devices)
         runtime_token = has_ordered_effects(closed_jaxpr)
         arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars, int(runtime_token))
                      if any(donated_invars) else None)

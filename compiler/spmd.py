@@ -230,7 +230,7 @@ class ShardedLowering:
         self.devices = _common_devices(every, name)
         self.mesh = next((s.mesh for s in every if isinstance(s, shd.NamedSharding)), None)
         self.outs = outs
-        self.lowered = lower_spmd(cj, name, donated, ins, outs, len(self.devices))
+        self.lowered = lower_spmd(cj, name, donated, ins, outs, self.devices)
 
 
 class ShardedCall:
@@ -273,16 +273,16 @@ def _common_devices(shardings, name: str) -> tuple:
     return devices
 
 
-def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, num_partitions: int):
-    """The module of ``cj`` annotated for partitioning over ``num_partitions`` devices."""
-    lowered = lower_jaxpr(cj, name=name, donated_invars=donated, platform=runtime.default_backend())
+def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, devices):
+    """The module of ``cj`` annotated for partitioning over ``devices``."""
+    num_partitions = len(devices)
+    lowered = lower_jaxpr(cj, name=name, donated_invars=donated, platform=runtime.default_backend(),
+                          devices=[d.id for d in devices])
     if lowered.runtime_token:
         raise ValueError(f"jit of '{name}': ordered effects (ordered=True callbacks and prints) are "
                          "not supported in a program over more than 1 device")
     module = lowered.module
     with lowered.context, ir.Location.unknown():
-        if lowered.host_callbacks:
-            _place_callbacks(module)
         i32 = ir.IntegerType.get_signless(32)
         module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, num_partitions)
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
@@ -299,19 +299,6 @@ def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, num_partitions: i
             main.attributes[key] = ir.ArrayAttr.get(attrs)
         passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(module.operation)
     return lowered
-
-
-def _place_callbacks(module) -> None:
-    """Host callbacks outside shard_map bodies see whole values: they run once, on the first
-    device (JAX's maximal sharding). XLA rejects an effectful call without a sharding."""
-    def visit(op):
-        if (op.name == "stablehlo.custom_call" and "sdy.sharding" not in op.attributes
-                and "_python_" in ir.StringAttr(op.attributes["call_target_name"]).value):
-            n = max(1, len(op.results))
-            op.attributes["sdy.sharding"] = ir.Attribute.parse(
-                "#sdy.sharding_per_value<[" + ", ".join(["<mesh<[], device_ids=[0]>, []>"] * n) + "]>")
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
 
 
 # ------------------------------------------------------------ eager on devices

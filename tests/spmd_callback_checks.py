@@ -109,6 +109,45 @@ def callbacks_in_control_flow():
 
 
 @check
+def sharding_names_the_device():
+    d5 = jx.devices()[5]
+    seen = []
+
+    def f(x):
+        y = jx.pure_callback(np.cos, jx.ShapeDtypeStruct(x.shape, x.dtype), x,
+                             sharding=jx.sharding.SingleDeviceSharding(d5))
+        jx.experimental.io_callback(lambda v: seen.append(v.tolist()), None, y,
+                                    sharding=NamedSharding(jx.make_mesh((1,), ("d",), devices=[d5]), P()))
+        return y
+    jf = jx.jit(f, in_shardings=NamedSharding(mesh, P("x")))
+    assert "device_ids=[5]" in jf.lower(X).as_text()
+    assert np.allclose(np.asarray(jf(X)), np.cos(X)) and np.allclose(seen, [np.cos(X)])
+    assert np.allclose(np.asarray(f(X)), np.cos(X))            # eager: runs on the host
+    for bad, error, text in [(NamedSharding(mesh, P("x")), NotImplementedError, "SingleDeviceSharding")]:
+        try:
+            jx.pure_callback(np.cos, jx.ShapeDtypeStruct((8,), np.float32), X, sharding=bad)
+        except error as e:
+            assert text in str(e), e
+        else:
+            raise AssertionError(f"sharding={bad} accepted")
+    sub = jx.make_mesh((2,), ("x",), devices=jx.devices()[:2])
+    outside = jx.jit(f, in_shardings=NamedSharding(sub, P("x")))
+    try:
+        outside(X)
+    except ValueError as e:
+        assert "device 5" in str(e), e
+    else:
+        raise AssertionError("a callback on a device outside the program accepted")
+    in_body = jx.jit(jx.shard_map(f, mesh=mesh, in_specs=P("x"), out_specs=P("x")))
+    try:
+        in_body(X)
+    except NotImplementedError as e:
+        assert "shard_map" in str(e), e
+    else:
+        raise AssertionError("sharding= inside a shard_map body accepted")
+
+
+@check
 def callback_error_is_raised_at_the_call():
     def bad(v):
         raise KeyError("boom")

@@ -593,9 +593,9 @@ def test_host_callbacks():
     x = sample((2, 3), F32)
     outs = run(lambda a: [
         *P["pure_callback"].bind(a, callback=HostCallback("sin", lambda v: [np.sin(v)]),
-                                 result_avals=(ShapedArray((2, 3), F32),), vmap_method=None),
+                                 result_avals=(ShapedArray((2, 3), F32),), vmap_method=None, device=None),
         *P["io_callback"].bind(a, callback=HostCallback("sum", lambda v: [np.sum(v, 1)]),
-                               result_avals=(ShapedArray((2,), F32),), ordered=True),
+                               result_avals=(ShapedArray((2,), F32),), ordered=True, device=None),
         *P["debug_callback"].bind(a, callback=HostCallback("see", lambda v: seen.append(np.asarray(v))),
                                   effect=Effect.debug, partitioned=False)], x)
     check(outs[0], np.sin(x.astype(F64)), F32)

@@ -180,9 +180,9 @@ def _structural_cases():
         "debug_callback": (lambda x: prims.debug_callback_p.bind(
             x, callback=HostCallback("show"), effect=Effect.ordered_debug, partitioned=False), [X3]),
         "pure_callback": (lambda x: prims.pure_callback_p.bind(
-            x, callback=HostCallback("f"), result_avals=(sa((2,), i32),), vmap_method="expand_dims"), [X3]),
+            x, callback=HostCallback("f"), result_avals=(sa((2,), i32),), vmap_method="expand_dims", device=3), [X3]),
         "io_callback": (lambda x: prims.io_callback_p.bind(
-            x, callback=HostCallback("g"), result_avals=(), ordered=False), [X3]),
+            x, callback=HostCallback("g"), result_avals=(), ordered=False, device=None), [X3]),
         "fft": (lambda x: lax.fft(x, lax.FftType.IRFFT, (2, 4)), [sa((2, 3), np.complex64)]),
         "custom_linear_solve": (lambda x: cf.custom_linear_solve(lambda v: v * 2.0, x, lambda mv, v: v / 2.0),
                                 [X3]),

@@ -2,10 +2,11 @@
 
 - ``debug_callback[callback, effect, partitioned]`` *args: no results; effect
   ``Effect.debug`` or ``Effect.ordered_debug`` (``jaxprc.debug.print`` / ``.callback``).
-- ``pure_callback[callback, result_avals, vmap_method]`` *args: results of
+- ``pure_callback[callback, result_avals, vmap_method, device]`` *args: results of
   ``result_avals``; pure (DCE drops it when unused, CSE merges equal calls).
-- ``io_callback[callback, result_avals, ordered]`` *args: results of
+- ``io_callback[callback, result_avals, ordered, device]`` *args: results of
   ``result_avals``; effect ``io`` or ``ordered_io``.
+  ``device``: None, or the id of the device it runs on in a program over several.
 
 ``callback`` is a ``jaxprc.ir.HostCallback``: flat arrays in, a flat sequence
 of results out. Compiled, each is a ``stablehlo.custom_call`` of jaxlib's
@@ -17,8 +18,8 @@ JAX does (number, shape, dtype after canonicalization: a Python float or an
 int list are fine, a float64 array for float32 is too when x64 is off) and
 records an exception for the error raised at the call (runtime/effects.py).
 In a program over several devices XLA needs a sharding on each call: inside a
-shard_map body it runs on every device with its blocks (``_manual_sharding``),
-elsewhere once on the first device with whole values (compiler/spmd.py);
+shard_map body it runs on every device with its blocks, elsewhere once with
+whole values on the first device or the one ``sharding=`` names (``_sharding``);
 ``partitioned`` debug callbacks use jaxlib's partitioned target (per shard).
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive
 from jaxprc.ir.effects import Effect
 from jaxprc.ir.host_callback import HostCallback
-from jaxprc.ir.params import Aval, Bool, Checker, Enum, OneOf, Str, Tuple
+from jaxprc.ir.params import Aval, Bool, Checker, Enum, Int, OneOf, Str, Tuple
 from jaxprc.ir.tree_util import tree_leaves
 from jaxprc.passes.vmap import axis_size_of
 from jaxprc.runtime.effects import record_callback_error
@@ -62,11 +63,12 @@ debug_callback_p.def_effects(lambda *, effect, **_: {effect} if isinstance(effec
 pure_callback_p = Primitive("pure_callback")
 pure_callback_p.multiple_results = True
 pure_callback_p.def_params(callback=_Callback(), result_avals=Tuple(Aval()),
-                           vmap_method=OneOf(None, Str()))
+                           vmap_method=OneOf(None, Str()), device=OneOf(None, Int(0)))
 
 io_callback_p = Primitive("io_callback")
 io_callback_p.multiple_results = True
-io_callback_p.def_params(callback=_Callback(), result_avals=Tuple(Aval()), ordered=Bool())
+io_callback_p.def_params(callback=_Callback(), result_avals=Tuple(Aval()), ordered=Bool(),
+                         device=OneOf(None, Int(0)))
 io_callback_p.def_effects(lambda *, ordered, **_: {Effect.ordered_io if ordered else Effect.io})
 
 
@@ -79,7 +81,7 @@ def _debug_callback_abstract_eval(*avals, callback, effect, partitioned):
 
 
 @pure_callback_p.def_abstract_eval
-def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
+def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method, device):
     if vmap_method not in (None, *VMAP_METHODS):
         raise JaxprTypeError(f"pure_callback: vmap_method must be one of {VMAP_METHODS} or None, "
                              f"got {vmap_method!r}")
@@ -87,7 +89,7 @@ def _pure_callback_abstract_eval(*avals, callback, result_avals, vmap_method):
 
 
 @io_callback_p.def_abstract_eval
-def _io_callback_abstract_eval(*avals, callback, result_avals, ordered):
+def _io_callback_abstract_eval(*avals, callback, result_avals, ordered, device):
     return [a.strip_weak_type() for a in result_avals]
 
 
@@ -186,8 +188,8 @@ def _sequential(prim, args, dims, unroll: bool, **params):
     return list(outs), [0] * len(outs)
 
 
-def _pure_callback_batch(args, dims, *, callback, result_avals, vmap_method):
-    params = dict(callback=callback, result_avals=result_avals, vmap_method=vmap_method)
+def _pure_callback_batch(args, dims, *, callback, result_avals, vmap_method, device):
+    params = dict(callback=callback, result_avals=result_avals, vmap_method=vmap_method, device=device)
     if vmap_method in ("sequential", "sequential_unrolled"):
         return _sequential(pure_callback_p, args, dims, vmap_method == "sequential_unrolled", **params)
     if vmap_method not in ("expand_dims", "broadcast_all", "legacy_vectorized"):
@@ -202,15 +204,15 @@ def _pure_callback_batch(args, dims, *, callback, result_avals, vmap_method):
         moved = [lax.broadcast(x, (n,)) if d is None else x for x, d in zip(moved, dims)]
     batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
     outs = pure_callback_p.bind(*moved, callback=callback, result_avals=batched_avals,
-                                vmap_method=vmap_method)
+                                vmap_method=vmap_method, device=device)
     return list(outs), [0] * len(outs)
 
 
-def _io_callback_batch(args, dims, *, callback, result_avals, ordered):
+def _io_callback_batch(args, dims, *, callback, result_avals, ordered, device):
     if ordered:
         raise ValueError("Cannot `vmap` ordered IO callback.")
     return _sequential(io_callback_p, args, dims, False, callback=callback, result_avals=result_avals,
-                       ordered=ordered)
+                       ordered=ordered, device=device)
 
 
 batching.primitive_batchers[debug_callback_p] = _debug_callback_batch
@@ -226,15 +228,27 @@ def _layouts(ranks) -> ir.ArrayAttr:
                                                          type=ir.IndexType.get()) for r in ranks])
 
 
-def _manual_sharding(ctx):
-    """Inside a shard_map body over several devices the call runs on every device with its own
-    blocks (JAX's per-device semantics): replicated shardings of the mesh-less ``{manual}`` kind,
-    one per result (one when there are none). Elsewhere None: a program over several devices
-    gets its "run once on device 0" sharding after lowering (compiler/spmd.py)."""
+def _sharding(ctx, device, n: int):
+    """Where the call runs in a program over several devices (None otherwise: XLA needs a
+    sharding on it there). Inside a shard_map body: on every device with its own blocks (JAX's
+    per-device semantics), replicated shardings of the mesh-less ``{manual}`` kind, one per result
+    (one when there are none). Elsewhere: once, with whole values, on the first device of the
+    program or on ``device`` (a device id), a maximal sharding for each of the ``n`` results."""
     mctx = ctx.module_context
     mesh, manual = getattr(mctx, "mesh", None), getattr(mctx, "manual_axes", None)
     if mesh is None or int(np.prod(mesh.axis_sizes)) == 1:
-        return None
+        devices = mctx.devices
+        if devices is None or len(devices) == 1:
+            return None
+        if device is not None and device not in devices:
+            raise ValueError(f"{ctx.primitive.name}: its sharding names device {device}, which is not "
+                             f"one of the program's devices {list(devices)}")
+        index = 0 if device is None else devices.index(device)
+        return ir.Attribute.parse("#sdy.sharding_per_value<[" + ", ".join(
+            [f"<mesh<[], device_ids=[{index}]>, []>"] * n) + "]>")
+    if device is not None:
+        raise NotImplementedError(f"{ctx.primitive.name}: sharding= is not supported inside a "
+                                  "shard_map body (the callback runs on every device)")
     if set(manual) != set(mesh.axis_names):
         raise NotImplementedError(
             f"host callbacks inside a shard_map are only supported when all mesh axes are manual; "
@@ -245,12 +259,11 @@ def _manual_sharding(ctx):
 
 
 def _emit_callback(ctx, callback: HostCallback, args, *, side_effect: bool, ordered: bool,
-                   debug: bool = False, partitioned: bool = False):
+                   debug: bool = False, partitioned: bool = False, device=None):
     """A custom call of ``callback`` on ``args`` with ``ctx.avals_out`` results; ordered ones
     consume and produce the ordered-effects token. ``partitioned`` ones run on each device's
     shards of their operands (jaxlib's partitioned target)."""
     result_avals = list(ctx.avals_out)
-    sharding = _manual_sharding(ctx)
 
     def host(*values):
         if ordered:           # the token operand arrives as None and goes back first
@@ -265,6 +278,7 @@ def _emit_callback(ctx, callback: HostCallback, args, *, side_effect: bool, orde
         operands = [ctx.get_token()] + operands
         result_types = [hlo.TokenType.get()] + result_types
         in_ranks, out_ranks = [0] + in_ranks, [0] + out_ranks
+    sharding = _sharding(ctx, device, max(1, len(result_types)))
     device = "cpu" if ctx.platform == "cpu" else "gpu"
     target = f"xla_ffi{'_partitioned' if partitioned else ''}_python_{device}_callback"
     op = hlo.CustomCallOp(
@@ -287,12 +301,12 @@ def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
                           partitioned=partitioned)
 
 
-def _pure_callback_lowering(ctx, *args, callback, result_avals, vmap_method):
-    return _emit_callback(ctx, callback, args, side_effect=False, ordered=False)
+def _pure_callback_lowering(ctx, *args, callback, result_avals, vmap_method, device):
+    return _emit_callback(ctx, callback, args, side_effect=False, ordered=False, device=device)
 
 
-def _io_callback_lowering(ctx, *args, callback, result_avals, ordered):
-    return _emit_callback(ctx, callback, args, side_effect=True, ordered=ordered)
+def _io_callback_lowering(ctx, *args, callback, result_avals, ordered, device):
+    return _emit_callback(ctx, callback, args, side_effect=True, ordered=ordered, device=device)
 
 
 mlir.register_lowering(debug_callback_p, _debug_callback_lowering)
