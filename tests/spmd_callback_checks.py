@@ -171,14 +171,32 @@ def clear_errors():
         assert "ordered effects" in str(e), e
     else:
         raise AssertionError("ordered effects over 8 devices accepted")
-    partial = jx.jit(jx.shard_map(lambda b: (jx.debug.print("{}", b), b)[1], mesh=mesh2, in_specs=P("x"),
-                                  out_specs=P("x"), axis_names={"x"}))
+    partial = jx.jit(jx.shard_map(lambda b: jx.pure_callback(np.sin, jx.ShapeDtypeStruct(b.shape, b.dtype), b),
+                                  mesh=mesh2, in_specs=P("x"), out_specs=P("x"), axis_names={"x"}))
     try:
         partial(X)
     except NotImplementedError as e:
         assert "all mesh axes are manual" in str(e), e
     else:
-        raise AssertionError("a callback in a partially manual shard_map accepted")
+        raise AssertionError("a pure_callback in a partially manual shard_map accepted")
+    ordered_partial = jx.jit(jx.shard_map(lambda b: (jx.debug.print("{}", b, ordered=True), b)[1], mesh=mesh2,
+                                          in_specs=P("x"), out_specs=P("x"), axis_names={"x"}))
+    try:
+        ordered_partial(X)
+    except ValueError as e:
+        assert "ordered effects" in str(e), e
+    else:
+        raise AssertionError("ordered effects over 8 devices accepted")
+
+
+@check
+def partially_manual_shard_map_prints_once_per_block():
+    for axis, size in (("x", 2), ("y", 4)):
+        f = jx.jit(jx.shard_map(lambda b: (jx.debug.print("blk {}", b), b * 2)[1], mesh=mesh2, in_specs=P(axis),
+                                out_specs=P(axis), axis_names={axis}))
+        out, lines = printed(f, X)
+        assert lines == sorted(f"blk {X[i:i + size]}" for i in range(0, 8, size)), lines
+        assert np.array_equal(np.asarray(out), X * 2)
 
 
 @check

@@ -38,6 +38,12 @@ def cases(lib):
         "jit_pure": lambda: lib.jit(pure, in_shardings=NS(mesh, P("x")))(X),
         "shard_map": lambda: lib.jit(lib.shard_map(lambda b: (dbg.print("block {}", b), b * 3)[1], mesh=mesh2,
                                                    in_specs=P("x"), out_specs=P("x")))(X),
+        "shard_map_partial_x": lambda: lib.jit(lib.shard_map(
+            lambda b: (dbg.print("part {}", b), b * 3)[1], mesh=mesh2, in_specs=P("x"), out_specs=P("x"),
+            axis_names={"x"}))(X),
+        "shard_map_partial_y": lambda: lib.jit(lib.shard_map(
+            lambda b: (dbg.print("part {}", b), b * 3)[1], mesh=mesh2, in_specs=P(None, "y"), out_specs=P(None, "y"),
+            axis_names={"y"}))(X),
         "shard_map_pure": lambda: lib.jit(lib.shard_map(
             lambda b: lib.pure_callback(lambda v: v - 1, lib.ShapeDtypeStruct(b.shape, b.dtype), b),
             mesh=mesh, in_specs=P("x"), out_specs=P("x")))(X),

@@ -18,8 +18,9 @@ JAX does (number, shape, dtype after canonicalization: a Python float or an
 int list are fine, a float64 array for float32 is too when x64 is off) and
 records an exception for the error raised at the call (runtime/effects.py).
 In a program over several devices XLA needs a sharding on each call: inside a
-shard_map body it runs on every device with its blocks, elsewhere once with
-whole values on the first device or the one ``sharding=`` names (``_sharding``);
+shard_map body it runs on every device with its blocks (a debug callback in a
+partially manual body: once per manual block), elsewhere once with whole values
+on the first device or the one ``sharding=`` names (``_sharding``);
 ``partitioned`` debug callbacks use jaxlib's partitioned target (per shard).
 """
 from __future__ import annotations
@@ -37,6 +38,10 @@ from jaxprc.ir.params import Aval, Bool, Checker, Enum, Int, OneOf, Str, Tuple
 from jaxprc.ir.tree_util import tree_leaves
 from jaxprc.passes.vmap import axis_size_of
 from jaxprc.runtime.effects import record_callback_error
+from jaxprc.spmd import _sdy_attr
+from jaxlib.mlir.dialects import sdy
+
+from .parallel import _axis_index_lowering, _with_axis_env
 
 __all__ = ["debug_callback_p", "pure_callback_p", "io_callback_p"]
 
@@ -251,7 +256,7 @@ def _sharding(ctx, device, n: int):
                                   "shard_map body (the callback runs on every device)")
     if set(manual) != set(mesh.axis_names):
         raise NotImplementedError(
-            f"host callbacks inside a shard_map are only supported when all mesh axes are manual; "
+            f"{ctx.primitive.name} inside a shard_map is only supported when all mesh axes are manual; "
             f"this one has manual axes {tuple(manual)} of the mesh's {tuple(mesh.axis_names)}")
     ranks = [a.ndim for a in ctx.avals_out] or [0]
     return ir.Attribute.parse("#sdy.sharding_per_value<[" + ", ".join(
@@ -297,8 +302,43 @@ def _emit_callback(ctx, callback: HostCallback, args, *, side_effect: bool, orde
 
 
 def _debug_callback_lowering(ctx, *args, callback, effect, partitioned):
-    return _emit_callback(ctx, callback, args, side_effect=True, ordered=effect.ordered, debug=True,
-                          partitioned=partitioned)
+    emit = lambda *xs: _emit_callback(ctx, callback, xs, side_effect=True,  # noqa: E731
+                                      ordered=effect.ordered, debug=True, partitioned=partitioned)
+    mctx = ctx.module_context
+    mesh, manual = getattr(mctx, "mesh", None), getattr(mctx, "manual_axes", None)
+    if mesh is not None and int(np.prod(mesh.axis_sizes)) > 1 and set(manual) != set(mesh.axis_names):
+        return _once_per_manual_block(ctx, args, emit)
+    return emit(*args)
+
+
+def _once_per_manual_block(ctx, args, emit) -> list:
+    """In a partially manual shard_map body, a debug callback runs once per manual block, with
+    its whole value (as JAX): in a manual computation over the other axes, on the devices at
+    index 0 along them."""
+    mctx = ctx.module_context
+    mesh = mctx.mesh
+    auto = [n for n in mesh.axis_names if n not in mctx.manual_axes]
+    whole = sdy.TensorShardingPerValueAttr.get([_sdy_attr(mesh._replace(dims=()), a.ndim) for a in ctx.avals_in])
+    op = sdy.ManualComputationOp([], list(args), whole, sdy.TensorShardingPerValueAttr.get([]),
+                                 sdy.ManualAxesAttr.get([ir.StringAttr.get(n) for n in auto]))
+    block = op.body.blocks.append(*[mctx.ir_type(a) for a in ctx.avals_in])
+
+    def body():
+        zero = mlir.ir_constant(np.int32(0))
+        first = None
+        for n in auto:
+            at_zero = mlir.compare(_axis_index_lowering(ctx, axis_name=n), zero, "EQ", np.dtype(np.int32))
+            first = at_zero if first is None else hlo.and_(first, at_zero)
+        cond = hlo.IfOp([], first)
+        with ir.InsertionPoint(cond.true_branch.blocks.append()):
+            emit(*block.arguments)
+            hlo.return_([])
+        with ir.InsertionPoint(cond.false_branch.blocks.append()):
+            hlo.return_([])
+        sdy.ReturnOp([])
+    with ir.InsertionPoint(block):
+        _with_axis_env(mctx, mesh, mesh.axis_names, body)
+    return []
 
 
 def _pure_callback_lowering(ctx, *args, callback, result_avals, vmap_method, device):
