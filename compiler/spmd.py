@@ -278,9 +278,12 @@ def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, devices):
     num_partitions = len(devices)
     lowered = lower_jaxpr(cj, name=name, donated_invars=donated, platform=runtime.default_backend(),
                           devices=[d.id for d in devices])
-    if lowered.runtime_token:
+    if lowered.runtime_token and num_partitions > 1:
         raise ValueError(f"jit of '{name}': ordered effects (ordered=True callbacks and prints) are "
                          "not supported in a program over more than 1 device")
+    if lowered.runtime_token:
+        raise NotImplementedError(f"jit of '{name}': ordered effects (ordered=True callbacks and "
+                                  "prints) in a program with shardings are not supported")
     module = lowered.module
     with lowered.context, ir.Location.unknown():
         i32 = ir.IntegerType.get_signless(32)
