@@ -203,6 +203,11 @@ def partially_manual_shard_map_prints_once_per_block():
 def one_device_unchanged():
     out, lines = printed(jx.jit(lambda x: (jx.debug.print("{}", x, partitioned=True), x + 1)[1]), X)
     assert lines == [str(X)] and np.array_equal(np.asarray(out), X + 1)
+    d3 = jx.sharding.SingleDeviceSharding(jx.devices()[3])     # one other device: a sharded plan
+    f = jx.jit(lambda x: (jx.debug.print("{}", x), jx.pure_callback(np.sin, jx.ShapeDtypeStruct((8,), np.float32), x))[1],
+               in_shardings=d3)
+    out, lines = printed(f, X)
+    assert lines == [str(X)] and np.allclose(np.asarray(out), np.sin(X)) and out.devices() == {jx.devices()[3]}
 
 
 
