@@ -2,7 +2,6 @@
 test_pmap.py in a process of its own (JAXPRC_NUM_CPU_DEVICES=8 must be set before the client exists)."""
 import contextlib
 import sys
-import traceback
 
 import numpy as np
 
@@ -13,6 +12,7 @@ from jaxprc.runtime import sharded as rs
 from jaxprc.sharding import NamedSharding, PartitionSpec as P
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from multidevice import run  # noqa: E402
 from roundtrip import assert_round_trip  # noqa: E402
 
 X = np.arange(8, dtype=np.float32) + 1
@@ -304,13 +304,4 @@ def visualize_array_sharding():
     raises(ValueError, lambda: jx.debug.visualize_array_sharding(jnp.zeros((2, 2, 2))), "1 and 2 dimensions")
 
 
-failed = 0
-for c in CHECKS:
-    try:
-        c()
-        print("ok", c.__name__)
-    except Exception:   # noqa: BLE001
-        failed += 1
-        print("FAIL", c.__name__)
-        traceback.print_exc()
-sys.exit(1 if failed else 0)
+run(CHECKS)

@@ -1,7 +1,6 @@
 """Checks of jaxprc.sharding / jit with shardings over 8 CPU devices; run by test_sharding.py in a
 process of its own (JAXPRC_NUM_CPU_DEVICES=8 must be set before the client exists)."""
 import sys
-import traceback
 
 import numpy as np
 
@@ -10,6 +9,7 @@ import jaxprc.numpy as jnp
 from jaxprc.sharding import AxisType, NamedSharding, PartitionSpec as P, SingleDeviceSharding
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from multidevice import run  # noqa: E402
 from roundtrip import assert_round_trip  # noqa: E402
 
 mesh = jx.make_mesh((4, 2), ("x", "y"))
@@ -279,13 +279,4 @@ def vmap_axis_name():
         raise AssertionError("axis_index over a vmap axis accepted")
 
 
-failed = 0
-for c in CHECKS:
-    try:
-        c()
-        print("ok", c.__name__)
-    except Exception:   # noqa: BLE001
-        failed += 1
-        print("FAIL", c.__name__)
-        traceback.print_exc()
-sys.exit(1 if failed else 0)
+run(CHECKS)

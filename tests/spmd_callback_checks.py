@@ -3,12 +3,13 @@ test_spmd_callbacks.py in a process of its own (the device count is fixed when t
 import contextlib
 import io
 import sys
-import traceback
 
 import numpy as np
 
 import jaxprc as jx
 from jaxprc.sharding import NamedSharding, PartitionSpec as P
+
+from multidevice import run
 
 mesh = jx.make_mesh((8,), ("x",))
 mesh2 = jx.make_mesh((4, 2), ("x", "y"))
@@ -210,14 +211,4 @@ def one_device_unchanged():
     assert lines == [str(X)] and np.allclose(np.asarray(out), np.sin(X)) and out.devices() == {jx.devices()[3]}
 
 
-
-failed = 0
-for c in CHECKS:
-    try:
-        c()
-        print("ok", c.__name__)
-    except Exception:   # noqa: BLE001
-        failed += 1
-        print("FAIL", c.__name__)
-        traceback.print_exc()
-sys.exit(1 if failed else 0)
+run(CHECKS)

@@ -1,16 +1,14 @@
 """pmap, pbroadcast, eager ops on sharded arrays, resharding, on 8 CPU devices: the checks (tests/pmap_checks.py)
 run in a process of their own, since the device count is fixed when the client is created."""
 import os
-import pathlib
 import subprocess
 import sys
 
+from multidevice import run_script
+
 
 def test_pmap_checks_on_8_cpu_devices():
-    script = pathlib.Path(__file__).with_name("pmap_checks.py")
-    env = dict(os.environ, JAXPRC_NUM_CPU_DEVICES="8")
-    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_script("pmap_checks.py")
 
 
 def test_cli_runs_a_pmap_program_on_n_devices(tmp_path):
