@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["effects_barrier", "record_callback_error", "take_callback_error"]
+__all__ = ["effects_barrier", "record_callback_error", "take_callback_error", "wait_for"]
 
 _lock = threading.Lock()
 _ordered_token = None          # the runtime token the last ordered execution returned
@@ -82,3 +82,19 @@ def take_callback_error() -> BaseException | None:
         found = _recorded[-1] if _recorded else None
         _recorded.clear()
     return found
+
+
+def wait_for(results, handlers, first=None) -> list:
+    """The handled results of a run started with tokens, once it has completed, so that what its
+    callbacks print and raise comes at the call that ran it. ``first(outs)``, if given, sees the
+    results before the wait (an ordered program hands on its token there) and returns them."""
+    completion = results.consume_token()
+    started(completion)
+    outs = results.consume_with_handlers(handlers)
+    if first is not None:
+        outs = first(outs)
+    try:
+        completion.block_until_ready()
+    finally:
+        finished(completion)
+    return outs

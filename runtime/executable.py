@@ -199,17 +199,8 @@ class Executable:
         if self.runtime_token:
             buffers = [effects.ordered_token(_initial_token)] + list(buffers)
         try:
-            results = self._execute(buffers, with_tokens=True)
-            completion = results.consume_token()
-            effects.started(completion)
-            outs = results.consume_with_handlers(self.result_handlers)
-            if self.runtime_token:
-                effects.set_ordered_token(outs[0])
-                outs = outs[1:]
-            try:
-                completion.block_until_ready()
-            finally:
-                effects.finished(completion)
+            outs = effects.wait_for(self._execute(buffers, with_tokens=True), self.result_handlers,
+                                    _hand_on_ordered_token if self.runtime_token else None)
         except JaxRuntimeError as e:
             if self.runtime_token:        # a failed run's token may carry its error: start afresh
                 effects.set_ordered_token(None)
@@ -232,14 +223,8 @@ class Executable:
                 return DeletedArrayError(
                     f"argument {i} of '{self.name}' is an Array whose buffer has been deleted: it was "
                     "donated to an earlier call (donate_argnums) or freed with .delete().")
-        error = XlaRuntimeError(f"XLA failed to run '{self.name}': {_explain(e)}")
-        if self.effectful:
-            cause = effects.take_callback_error()
-            if cause is not None:      # the exception a callback raised, as the cause
-                error = XlaRuntimeError(f"A host callback of '{self.name}' raised "
-                                        f"{type(cause).__name__}: {cause}")
-                error.__cause__ = cause
-        return error
+        return (self.effectful and callback_error(self.name)) or XlaRuntimeError(
+            f"XLA failed to run '{self.name}': {_explain(e)}")
 
     def as_text(self) -> str:
         """XLA's optimized HLO."""
@@ -254,6 +239,23 @@ class Executable:
 
     def __repr__(self):
         return f"Executable({self.name!r}, outputs={self.out_avals})"
+
+
+def callback_error(name: str) -> XlaRuntimeError | None:
+    """The error for a failed run of ``name`` whose host callback raised, with the callback's own
+    exception as its cause; None when no callback raised."""
+    cause = effects.take_callback_error()
+    if cause is None:
+        return None
+    error = XlaRuntimeError(f"A host callback of '{name}' raised {type(cause).__name__}: {cause}")
+    error.__cause__ = cause
+    return error
+
+
+def _hand_on_ordered_token(outs: list) -> list:
+    """An ordered program's first result is its token: the next ordered run starts from it."""
+    effects.set_ordered_token(outs[0])
+    return outs[1:]
 
 
 _TOKEN_AVAL = Aval.get((0,), np.bool_)

@@ -26,7 +26,7 @@ from jaxlib import _jax, xla_client as xc
 from .array import Array, Aval, DeletedArrayError, _copy_to_host, device_aval, no_buffer_format
 from . import effects
 from .client import backend
-from .executable import JaxRuntimeError, XlaCompileError, XlaRuntimeError, _parse
+from .executable import JaxRuntimeError, XlaCompileError, XlaRuntimeError, _parse, callback_error
 
 REPLICATED = xc.HloSharding.replicate()
 
@@ -271,25 +271,15 @@ class SpmdExecutable:
         try:
             outs = _one_at_a_time(lambda: launch(buffers)) if self.serialized else launch(buffers)
         except JaxRuntimeError as e:
-            cause = effects.take_callback_error() if self.host_callbacks else None
-            if cause is not None:      # the exception a callback raised, as the cause
-                raise XlaRuntimeError(f"A host callback of '{self.name}' raised "
-                                      f"{type(cause).__name__}: {cause}") from cause
+            error = self.host_callbacks and callback_error(self.name)
+            if error:
+                raise error from error.__cause__     # the exception a callback raised, as the cause
             raise XlaRuntimeError(f"XLA failed to run '{self.name}': {e}") from None
         return [ShardedArray(o, a, h, self.devices) for o, a, h in zip(outs, self.out_avals, self.out_hlo)]
 
     def _launch_effectful(self, buffers) -> list:
-        """Run a program calling host callbacks and wait for it, so that what its callbacks print
-        and raise comes at this call (as on one device: runtime/executable.py)."""
-        results = self.loaded.execute_sharded(buffers, with_tokens=True)
-        completion = results.consume_token()
-        effects.started(completion)
-        outs = results.consume_with_handlers(self.handlers)
-        try:
-            completion.block_until_ready()
-        finally:
-            effects.finished(completion)
-        return outs
+        """Run a program calling host callbacks and wait for it (as on one device)."""
+        return effects.wait_for(self.loaded.execute_sharded(buffers, with_tokens=True), self.handlers)
 
     def as_text(self) -> str:
         return self.loaded.hlo_modules()[0].to_string()
