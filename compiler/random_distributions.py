@@ -372,11 +372,7 @@ def loggamma(key, a, shape=None, dtype=None):
 
 
 @_static("shape", "dtype")
-def _beta(key, a, b, shape, dtype):
-    if shape is None:
-        shape = jnp.broadcast_shapes(np.shape(a), np.shape(b))
-    else:
-        _check_shape("beta", shape, np.shape(a), np.shape(b))
+def _beta(key, a, b, shape, dtype):       # shape: checked against a's and b's by beta
     a, b = (jnp.broadcast_to(lax.convert_element_type(v, dtype), shape) for v in (a, b))
     key_a, key_b = _unstack2(_split(key, shape=(2,)))
     log_gamma_a = _gamma(key_a, a, shape=shape, dtype=dtype, log_space=True)
