@@ -339,8 +339,7 @@ class _CompiledCall:
         tree = cpp_dispatch.result_tree(outs, len(self.executable.out_avals))
         if tree is None:
             return None
-        return runtime.cpp_jit.fastpath(self.executable.loaded, tree, self.in_avals,
-                                        [type(x) is np.ndarray for x in leaves], self.executable.out_avals,
+        return runtime.cpp_jit.fastpath(self.executable.loaded, tree, self.in_avals, self.executable.out_avals,
                                         self.const_buffers)
 
     def __call__(self, leaves):

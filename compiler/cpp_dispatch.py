@@ -15,9 +15,10 @@ Python, call after call:
   (effects), no results that carry no data (float0), no sharding options;
 - the arguments: jaxprc ``Array``s, numpy arrays and scalars, Python scalars.
   jaxlib flattens them with ``dispatch_registry``, where an ``Array`` is a node
-  around its jaxlib buffer; results come back through the same node. Anything
-  else (tracers, arrays over several devices, deleted buffers) makes jaxlib
-  call the Python path.
+  around its jaxlib buffer (results come back through the same node) and a
+  numpy array a node around a private copy of it (``HostCopy``). Anything else
+  (tracers, arrays over several devices, deleted buffers) makes jaxlib call
+  the Python path.
 
 ``jaxprc.config.jaxprc_cpp_dispatch`` (env ``JAXPRC_CPP_DISPATCH=0``) turns the
 C++ path off; so does a jaxlib other than the pinned one.
@@ -37,6 +38,23 @@ Array = runtime.Array
 # jaxlib reads the buffer of an Array in C++ (`_buf`) and rebuilds one with `Array(_buf=...)`,
 # whose aval is the one the cached executable gave its result.
 dispatch_registry.register_dataclass_node(Array, ["_buf"], [])
+
+
+class HostCopy(np.ndarray):
+    """The leaf jaxlib transfers for a numpy argument: a copy no one else holds.
+
+    jaxlib's own transfer aliases the numpy buffer (or copies it after the call
+    has returned), and the program reads it when it runs: a host write made
+    after the call would reach the result (jax has that race). Handing jaxlib a
+    fresh copy makes the alias harmless and keeps the transfer in C++. (A
+    subclass, so that the registry does not take the copy for a node again.)"""
+
+
+def _copy_host_argument(x: np.ndarray):
+    return (x.copy().view(HostCopy),), None
+
+
+dispatch_registry.register_node(np.ndarray, _copy_host_argument, lambda _, children: children[0])
 
 _CONTEXT_OPTIONS = ("jaxprc_cpp_dispatch", "jax_disable_jit", "jax_debug_nans", "jax_debug_infs")
 _FAST_CONTEXT = (True, False, False, False)
@@ -86,7 +104,10 @@ def c_leaves(leaves) -> bool:
     """Whether jaxlib types and transfers each argument leaf as the Python path does."""
     for x in leaves:
         t = type(x)
-        if not (t is Array or t is np.ndarray or t in _SCALARS or isinstance(x, np.generic)):
+        if t is np.ndarray:
+            if x.dtype.kind == "V" and x.dtype.itemsize == 0:   # float0: no device form of its own
+                return False
+        elif not (t is Array or t in _SCALARS or isinstance(x, np.generic)):
             return False
     return True
 

@@ -169,9 +169,7 @@ class _EagerImpl:
             tree = cpp_dispatch.result_tree(outs, len(entry.executable.out_avals))
             if tree is not None:
                 avals = [x.aval if type(x) is Array else _runtime_aval_of(x) for x in args]
-                fast = runtime.cpp_jit.fastpath(entry.executable.loaded, tree, avals,
-                                                [type(x) is np.ndarray for x in args],
-                                                entry.executable.out_avals)
+                fast = runtime.cpp_jit.fastpath(entry.executable.loaded, tree, avals, entry.executable.out_avals)
         return outs, fast, False
 
     def python(self, *args, _entry=False, **params):

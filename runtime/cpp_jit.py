@@ -37,12 +37,13 @@ What jaxlib expects:
   (None) per argument, and ``const_args``: device arrays passed before the
   call's own arguments.
 - On a hit, host leaves are transferred by jaxlib (zero-copy when the numpy
-  buffer is aligned) unless their layout is not None: then jaxlib calls
-  ``shard_arg_fallback(x, sharding, layout)`` for the device array. Device
-  arrays are passed as they are (a layout not None would be compared with
-  theirs: jaxprc passes None for them), and the results
-  are new ``ArrayImpl``s carrying the cached avals and shardings. A failed run
-  raises ``ValueError`` from C++.
+  buffer is aligned: the program may read it after the call has returned, so
+  jaxprc hands jaxlib copies, compiler/cpp_dispatch.py) unless their layout is
+  not None: then jaxlib calls ``shard_arg_fallback(x, sharding, layout)`` for
+  the device array. Device arrays are passed as they are (a layout not None
+  would be compared with theirs), and the results are new ``ArrayImpl``s
+  carrying the cached avals and shardings. A failed run raises ``ValueError``
+  from C++.
 """
 from __future__ import annotations
 
@@ -52,7 +53,6 @@ import sys
 import jaxlib
 from jaxlib import _jax
 
-from .array import to_buffer
 from .client import backend
 
 # The private interface above was read and tested against this jaxlib release only.
@@ -98,33 +98,18 @@ FastpathData = collections.namedtuple("FastpathData", [
     "kept_var_bitvec", "in_device_local_layouts", "const_args"])
 
 
-class _CopyIn:
-    """Stands in for the layout of an argument that is a numpy array: jaxlib then hands it to
-    ``_shard_arg_fallback`` instead of transferring it itself. jaxlib's own transfer aliases an
-    aligned numpy buffer, and the program may read it after the call has returned, so a later host
-    write could reach the result (jax has that race); jaxprc copies (``runtime.to_buffer``)."""
-    __slots__ = ("aval",)
-
-    def __init__(self, aval):
-        self.aval = aval
-
-
-def fastpath(loaded, out_tree, arg_avals, copied, out_avals, const_args=()) -> FastpathData:
+def fastpath(loaded, out_tree, arg_avals, out_avals, const_args=()) -> FastpathData:
     """What jaxlib needs to run ``loaded`` (a single-device executable taking ``const_args`` then
-    arguments of ``arg_avals``) on a hit; ``copied[i]``: argument i is a numpy array (copied in by
-    jaxprc); ``out_tree`` rebuilds the results from its outputs."""
+    arguments of ``arg_avals``) on a hit; ``out_tree`` rebuilds the results from its outputs."""
     sharding = backend().sharding
     n = len(const_args) + len(arg_avals)
-    layouts = [None] * len(const_args) + [_CopyIn(a) if c else None for a, c in zip(arg_avals, copied)]
     return FastpathData(loaded, out_tree, [sharding] * n, [sharding] * len(out_avals), list(out_avals),
-                        [True] * len(out_avals), [True] * n, layouts, list(const_args))
+                        [True] * len(out_avals), [True] * n, [None] * n, list(const_args))
 
 
 def _shard_arg_fallback(x, sharding, layout):
-    if type(layout) is _CopyIn:
-        return to_buffer(x, layout.aval)
-    # jaxlib calls this otherwise only for a host argument of a multi-device executable, or a
-    # device array with another layout: jaxprc hands jaxlib neither.
+    # jaxlib calls this only for a host argument of a multi-device executable, or a device array
+    # with another layout: jaxprc hands jaxlib neither.
     raise RuntimeError(f"jaxprc's C++ dispatch was asked to place {type(x).__name__} on {sharding} "
                        "(a multi-device executable was given to it: a jaxprc bug)")
 

@@ -102,12 +102,13 @@ def test_donated_and_deleted_arguments(cpp):
 
 
 def test_host_writes_after_the_call_never_reach_it(cpp):
+    # (Without jaxprc's copy, jaxlib's zero-copy transfer lets the write in on most tries.)
     f = jx.jit(lambda a: a * 2)
     for _ in range(30):
         host = np.ones(50_000, np.float32)
         out = f(host)
-        host[0] = 42.0
-        assert np.asarray(out)[0] == 2.0
+        host[:] = 42.0
+        assert (np.asarray(out) == 2.0).all()
 
 
 def test_non_contiguous_and_strided_host_arguments(cpp):
