@@ -120,6 +120,8 @@ class Array:
     # -- host interop ----------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
         host = to_numpy(self)
+        if dtype is None and not copy:
+            return host
         if dtype is not None and np.dtype(dtype) != host.dtype:
             return host.astype(dtype)
         return host.copy() if copy else host
@@ -217,11 +219,11 @@ def to_numpy(a: Array) -> np.ndarray:
         raise DeletedArrayError(
             f"Array of type {a.dtype.name}{list(a.shape)} has been deleted: its buffer was "
             "donated to a jitted computation (donate_argnums) or freed with .delete().")
-    # ml_dtypes' types have no buffer format, and device memory is not host-addressable: both
-    # take an explicit copy.
-    if no_buffer_format(a.aval.dtype) or backend().platform != "cpu":
-        return _copy_to_host(buf)
-    return np.asarray(buf)
+    # ml_dtypes' types have no buffer format (no_buffer_format), and device memory is not
+    # host-addressable: both take an explicit copy.
+    if a.aval.dtype.isbuiltin != 2 and backend().platform == "cpu":
+        return np.asarray(buf)
+    return _copy_to_host(buf)
 
 
 def _copy_to_host(buf) -> np.ndarray:
