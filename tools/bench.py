@@ -1,12 +1,15 @@
 """Benchmarks side by side with JAX: ``python -m jaxprc.tools.bench [--quick] [--json FILE]``.
 
 Each benchmark is one program written once against the API jaxprc shares
-with JAX, and run on both libraries in one process, alternating which goes
-first, so both see the same machine load. A benchmark's ``setup(lib)`` builds
-what it needs (and warms caches), then returns ``sample()``: one measurement,
-in the benchmark's unit. Reported per library: median, min and max of the
-samples; and the ratio of the medians, jaxprc / JAX, against the benchmark's
-target (the most jaxprc may take relative to JAX).
+with JAX. Each library runs in a worker process of its own, as a user's
+program would: in one process the two would tax each other (every config
+either registers in jaxlib's jit key is part of every C++ dispatch of the
+process, jaxprc's and JAX's alike). The driver alternates the workers sample
+by sample, so both see the same machine load. A benchmark's ``setup(lib)``
+builds what it needs (and warms caches), then returns ``sample()``: one
+measurement, in the benchmark's unit. Reported per library: median, min and
+max of the samples; and the ratio of the medians, jaxprc / JAX, against the
+benchmark's target (the most jaxprc may take relative to JAX).
 
 ``jax`` is needed only here (the ``bench`` extra); ``--libs jaxprc`` runs
 without it.
@@ -238,10 +241,12 @@ def _first_call(lib):
 
 
 # A fresh process's first call, timed inside it (imports and client start-up excluded): argv is the
-# library, the clock, and the config options (JSON) that turn its persistent compilation cache on.
+# library, the clock, the config options (JSON) that turn its persistent compilation cache on, and
+# this file.
 _FRESH_FIRST_CALL = """
-import json, sys, time
-from jaxprc.tools.bench import load_lib, make_mlp_loss, mlp_data
+import json, runpy, sys, time
+bench = runpy.run_path(sys.argv[4])
+load_lib, make_mlp_loss, mlp_data = bench["load_lib"], bench["make_mlp_loss"], bench["mlp_data"]
 lib = load_lib(sys.argv[1])
 for option, value in json.loads(sys.argv[3]).items():
     lib.api.config.update(option, value)
@@ -267,7 +272,8 @@ def _fresh_first_call(lib, options: dict) -> float:
     import subprocess
     env = {k: v for k, v in os.environ.items() if k not in ("JAXPRC_COMPILATION_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")}
     proc = subprocess.run([sys.executable, "-c", _FRESH_FIRST_CALL, lib.name,
-                           "wall" if _now is time.perf_counter else "cpu", json.dumps(options)],
+                           "wall" if _now is time.perf_counter else "cpu", json.dumps(options),
+                           os.path.abspath(__file__)],
                           capture_output=True, text=True, env=env, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "subprocess failed")
@@ -641,34 +647,124 @@ def _error_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {first[:160]}"
 
 
-def run_bench(b: Bench, libs: list[Lib], reps: int, budget_s: float, log) -> Result:
-    """Alternate the libraries sample by sample until ``reps`` samples each or the budget is spent (min 3)."""
-    result = Result(b)
-    if b.size is not None:
-        for lib in libs:
-            try:
-                result.ops[lib.name] = count_ops(b.size(lib))
-            except Exception as e:   # a library lacking a feature: report it, go on
-                result.error[lib.name] = _error_text(e)
-        return result
-    samplers = {}
-    for lib in libs:
+class Worker:
+    """One library's process: it runs this file with ``--worker LIB`` and answers the driver's
+    requests, one JSON line each way (requests on its stdin, answers on a pipe of their own, so
+    that what the libraries print goes to stderr)."""
+
+    def __init__(self, lib: str, clock: str):
+        self.lib, self.clock = lib, clock
+        self._start()
+
+    def _start(self):
+        import subprocess
+        lib, clock = self.lib, self.clock
+        read_fd, write_fd = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--worker", lib, "--clock", clock,
+             "--answer-fd", str(write_fd)],
+            stdin=subprocess.PIPE, stdout=sys.stderr, text=True, pass_fds=(write_fd,))
+        os.close(write_fd)
+        self.answers = os.fdopen(read_fd, "r")
+
+    def ask(self, **request) -> dict:
         try:
-            samplers[lib.name] = b.setup(lib)
-            samplers[lib.name]()          # warm-up sample, discarded
-        except Exception as e:
-            result.error[lib.name] = _error_text(e)
-            samplers.pop(lib.name, None)
-    order = [lib.name for lib in libs if lib.name in samplers]
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            line = self.answers.readline()
+        except (BrokenPipeError, OSError):
+            line = ""
+        if not line:
+            code = self.proc.wait()
+            self.answers.close()
+            self._start()                  # a fresh process for the next benchmarks
+            raise RuntimeError(f"the {self.lib} process died (exit code {code})")
+        return json.loads(line)
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.wait()
+        self.answers.close()
+
+
+def serve(lib_name: str, answer_fd: int) -> int:
+    """The worker's loop: load the library, then set up, sample and drop benchmarks on request."""
+    out = os.fdopen(answer_fd, "w")
+    by_name = {b.name: b for b in BENCHES}
+    lib, samplers = load_lib(lib_name), {}
+
+    def answer(**reply):
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    for line in sys.stdin:
+        req = json.loads(line)
+        b = by_name[req.get("bench", "")] if "bench" in req else None
+        try:
+            if req["op"] == "setup":
+                if b.requires and getattr(lib, b.requires) is None:
+                    answer(skip=f"{lib_name} has no {b.requires}")
+                    continue
+                samplers[b.name] = b.setup(lib)
+                samplers[b.name]()                  # warm-up sample, discarded
+                answer(ok=True)
+            elif req["op"] == "sample":
+                gc.collect()
+                answer(value=samplers[b.name]())
+            elif req["op"] == "size":
+                if b.requires and getattr(lib, b.requires) is None:
+                    answer(skip=f"{lib_name} has no {b.requires}")
+                    continue
+                answer(ops=count_ops(b.size(lib)))
+            elif req["op"] == "drop":
+                samplers.pop(b.name, None)
+                gc.collect()
+                answer(ok=True)
+        except Exception as e:      # a library lacking a feature: report it, go on
+            samplers.pop(getattr(b, "name", None), None)
+            answer(error=_error_text(e))
+    return 0
+
+
+def run_bench(b: Bench, workers: list[Worker], reps: int, budget_s: float, log) -> tuple[Result, list[str]]:
+    """Alternate the workers sample by sample until ``reps`` samples each or the budget is spent
+    (min 3). Also returns the libraries that skipped the benchmark, with why."""
+    result, skipped = Result(b), []
+
+    def ask(w, **request):
+        try:
+            reply = w.ask(bench=b.name, **request)
+        except RuntimeError as e:
+            reply = {"error": str(e)}
+        if "error" in reply:
+            result.error[w.lib] = reply["error"]
+        elif "skip" in reply:
+            skipped.append(reply["skip"])
+        return reply
+    if b.size is not None:
+        for w in workers:
+            reply = ask(w, op="size")
+            if "ops" in reply:
+                result.ops[w.lib] = reply["ops"]
+        return result, skipped
+    order = [w for w in workers if "ok" in ask(w, op="setup")]
     start = _now()
     for rep in range(reps):
-        for name in (order if rep % 2 == 0 else order[::-1]):
-            gc.collect()
-            result.samples.setdefault(name, []).append(samplers[name]())
+        for w in (order if rep % 2 == 0 else order[::-1]):
+            if w.lib in result.error:
+                continue
+            reply = ask(w, op="sample")
+            if "value" in reply:
+                result.samples.setdefault(w.lib, []).append(reply["value"])
         if rep >= 2 and _now() - start > budget_s:
             break
+    for w in order:
+        if w.lib not in result.error:
+            ask(w, op="drop")
     log(f"  {b.name}: {rep + 1} reps in {_now() - start:.1f}s")
-    return result
+    return result, skipped
 
 
 # -------------------------------------------------------------- reporting
@@ -720,10 +816,11 @@ def _version(dist: str) -> str:
 
 
 def conditions(libs, reps, quick, clock, elapsed, load_before) -> str:
-    versions = ", ".join(f"{lib.name} {_version(lib.name)}" for lib in libs)
+    versions = ", ".join(f"{lib} {_version(lib)}" for lib in libs)
     return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
             f"Python {platform.python_version()}, jaxlib {_version('jaxlib')}, {versions}; "
-            f"{'--quick' if quick else 'full'} run, {clock} clock, up to {reps} samples per library, alternating; "
+            f"{'--quick' if quick else 'full'} run, {clock} clock, up to {reps} samples per library, alternating "
+            f"between one process per library; "
             f"load average {load_before:.1f} before / {os.getloadavg()[0]:.1f} after; {elapsed:.0f} s")
 
 
@@ -752,6 +849,8 @@ def main(argv=None) -> int:
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="wall time, or this process's CPU time (steadier when other jobs share the machine)")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.add_argument("--worker", metavar="LIB", help=argparse.SUPPRESS)        # a library's process (Worker)
+    p.add_argument("--answer-fd", type=int, help=argparse.SUPPRESS)
     p.add_argument("--devices", type=int, metavar="N",
                    help="CPU devices per library (the 8-device rows need 8); set before the libraries load")
     args = p.parse_args(argv)
@@ -761,22 +860,29 @@ def main(argv=None) -> int:
         os.environ["JAXPRC_NUM_CPU_DEVICES"] = str(args.devices)
     global _now
     _now = time.perf_counter if args.clock == "wall" else time.process_time
+    if args.worker:
+        return serve(args.worker, args.answer_fd)
 
     reps = args.reps or (5 if args.quick else 15)
     budget = 8.0 if args.quick else 60.0
     load_before = os.getloadavg()[0]
-    libs = [load_lib(n.strip()) for n in args.libs.split(",") if n.strip()]
+    libs = [n.strip() for n in args.libs.split(",") if n.strip()]
     log = lambda msg: print(msg, file=sys.stderr, flush=True)
+    workers = [Worker(lib, args.clock) for lib in libs]
     start = _now()
     results, skipped = [], []
-    for b in BENCHES:
-        if args.only and not any(s in b.name for s in args.only):
-            continue
-        missing = [lib.name for lib in libs if b.requires and getattr(lib, b.requires) is None]
-        if missing:
-            skipped.append(f"{b.name}: skipped, {' and '.join(missing)} has no {b.requires}")
-            continue
-        results.append(run_bench(b, libs, reps, budget, log))
+    try:
+        for b in BENCHES:
+            if args.only and not any(s in b.name for s in args.only):
+                continue
+            result, skips = run_bench(b, workers, reps, budget, log)
+            if skips:
+                skipped.append(f"{b.name}: skipped, {' and '.join(skips)}")
+            else:
+                results.append(result)
+    finally:
+        for w in workers:
+            w.close()
     elapsed = _now() - start
 
     print(markdown_table(results))
