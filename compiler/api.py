@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import operator
 import weakref
 from typing import Callable, Sequence
 
@@ -435,23 +434,27 @@ class JitFunction:
         options = (self._spec.argnums, self._spec.argnames, self._donate_argnums)
         if type(self) is JitFunction:
             self._cache, self._traced = _shared_caches(fun, (*options, *self._shardings))
-        # Cached calls in C++ (compiler/cpp_dispatch.py), this Python path on its misses.
-        self._cpp = None
-        plain = in_shardings is None and out_shardings is None
-        if plain and cpp_dispatch.enabled() and all(i >= 0 for i in self._spec.argnums):
-            self._cpp = runtime.cpp_jit.make_function(
-                self._name, fun, _weak_cache_miss(self), self._spec.argnums, sorted(self._spec.argnames), options,
-                cpp_dispatch.dispatch_registry)
+        self._cpp = None        # a weak reference to the C++ function made of this one, if any
 
-        self._call_target = self._call_python if self._cpp is None else self._cpp
+    def __call__(self, *args, **kwargs):
+        return self._call(args, kwargs)[0]
 
     # -- the fast path ----------------------------------------------------------
-    # A call goes straight to the C++ function: Python finds ``__call__`` through this property,
-    # whose getter is C code too, so a cache hit runs no Python frame.
-    __call__ = property(operator.attrgetter("_call_target"))
-
-    def _call_python(self, *args, **kwargs):
-        return self._call(args, kwargs)[0]
+    def c_function(self):
+        """This function as jaxlib's C++ ``PjitFunction`` (compiler/cpp_dispatch.py), which is what
+        ``jit`` returns where it may: a cached call runs no Python frame, a miss runs this object's
+        Python path. Like ``jax.jit``'s, it carries the function's name and docstring and the
+        ahead-of-time methods. It holds this object, and this object only a weak reference to it,
+        so dropping ``jit(f)`` frees both, and the executables, at once (no cycle to collect)."""
+        options = (self._spec.argnums, self._spec.argnames, self._donate_argnums)
+        cpp = runtime.cpp_jit.make_function(self._name, self._fun, self._cache_miss, self._spec.argnums,
+                                            sorted(self._spec.argnames), options, cpp_dispatch.dispatch_registry)
+        functools.update_wrapper(cpp, self._fun)
+        cpp._jit = self
+        for name in ("lower", "trace", "eval_shape", "clear_cache"):
+            setattr(cpp, name, getattr(self, name))
+        self._cpp = weakref.ref(cpp)
+        return cpp
 
     def _cache_miss(self, *args, **kwargs):
         """jaxlib's C++ dispatch missed: run the call in Python, and hand jaxlib the executable
@@ -570,8 +573,9 @@ class JitFunction:
     def clear_cache(self) -> None:
         self._cache.clear()
         self._traced.clear()
-        if self._cpp is not None:
-            self._cpp._clear_cache()
+        cpp = self._cpp and self._cpp()
+        if cpp is not None:
+            cpp._clear_cache()
 
     def __get__(self, obj, objtype=None):   # jit on a method binds like a function
         return self if obj is None else functools.partial(self, obj)
@@ -595,16 +599,6 @@ class _JitUnderMesh(JitFunction):
         return f"<jitted function {self._name}>"
 
 
-def _weak_cache_miss(jf: JitFunction):
-    """``jf._cache_miss`` without a reference to ``jf``: its C++ function is freed with it, and
-    with it the executables, as soon as ``jit(f)(x)`` is done (not at the next cycle collection)."""
-    ref = weakref.ref(jf)
-
-    def cache_miss(*args, **kwargs):
-        return ref()._cache_miss(*args, **kwargs)
-    return cache_miss
-
-
 def _unhashable_static_error(name, key) -> ValueError:
     return ValueError(
         f"Non-hashable static arguments are not supported: a static argument of the jitted "
@@ -622,8 +616,13 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
                                  donate_argnums=donate_argnums, in_shardings=in_shardings,
                                  out_shardings=out_shardings)
-    kind = _JitUnderMesh if _names_a_spec((in_shardings, out_shardings)) else JitFunction
-    return kind(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
+    if _names_a_spec((in_shardings, out_shardings)):
+        return _JitUnderMesh(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
+    jf = JitFunction(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
+    plain = in_shardings is None and out_shardings is None
+    if plain and cpp_dispatch.enabled() and all(i >= 0 for i in jf._spec.argnums):
+        return jf.c_function()
+    return jf
 
 
 # ------------------------------------------------------------ ahead of time

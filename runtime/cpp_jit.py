@@ -61,6 +61,7 @@ SUPPORTED = jaxlib.__version__ == PINNED_JAXLIB
 
 _Config = _jax.config.Config
 ArrayImpl = _jax.ArrayImpl
+PjitFunction = _jax.PjitFunction
 
 # Part of every cache key: jaxprc's x64 flag (also jaxlib's enable_x64 state when jaxprc's states
 # are installed), and the "context" in which a cached executable may run at all (see
