@@ -56,6 +56,10 @@ SCALAR_FUNS = {   # name -> (fun(m, x), input): values and gradients compared
     "solve": (lambda m, x: m.np.sum(m.np.linalg.solve(x, B) ** 2), A),
     "inv": (lambda m, x: m.np.sum(m.np.sin(m.np.linalg.inv(x))), A),
     "gp_likelihood": (lambda m, x: _gp(m, x, B[:, 0]), A),
+    # scipy's cholesky reads one triangle of a non-symmetric input (no symmetrization, as JAX)
+    "cholesky_lower_one_triangle": (lambda m, x: m.np.sum(m.sl.cholesky(x, lower=True) * SPD), SPD + 0.3 * A),
+    "cholesky_upper_one_triangle": (lambda m, x: m.np.sum(m.sl.cholesky(x) * SPD), SPD + 0.3 * A),
+    "cho_solve_one_triangle": (lambda m, x: m.np.sum(m.sl.cho_solve(m.sl.cho_factor(x), B)), SPD + 0.3 * A),
     "eigvalsh": (lambda m, x: m.np.sum(m.np.linalg.eigvalsh(x) ** 3), SPD),
     "svd_singular_values": (lambda m, x: m.np.sum(m.np.linalg.svd(x, compute_uv=False) ** 3), TALL),
     "qr": (lambda m, x: m.np.sum(m.np.sin(m.np.linalg.qr(x)[0])) + m.np.sum(m.np.linalg.qr(x)[1] ** 2), TALL),

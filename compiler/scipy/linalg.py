@@ -39,10 +39,13 @@ def _complex(x):
 # ----------------------------------------------------------------- Cholesky
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
-    """The Cholesky factor: upper ``U`` with ``a = U^H U`` (SciPy's default), or lower ``L``."""
+    """The Cholesky factor: upper ``U`` with ``a = U^H U`` (SciPy's default), or lower ``L``.
+
+    As SciPy (and JAX), only one triangle of ``a`` is read: the lower one for ``lower``, else
+    the upper one (the lower triangle of ``a^H``); ``a`` is not symmetrized first."""
     (a,) = _inexact("cholesky", a)
     _square("cholesky", a)
-    L = lax_linalg.cholesky(a)
+    L = lax_linalg.cholesky(a if lower else _H(a), symmetrize_input=False)
     return L if lower else _H(L)
 
 
