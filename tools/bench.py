@@ -374,7 +374,7 @@ def _dispatch_threads(lib):
     f, a, b = _dispatch_fn(lib)
     a, b = lib.api.device_put(a), lib.api.device_put(b)
     lib.block(f(a, b))
-    calls = 500
+    calls = 2000     # per thread: long enough that the threads contend for the GIL in every sample
 
     def work():
         for _ in range(calls):
