@@ -70,7 +70,7 @@ def test_ragged_all_to_all_lowers_as_jax_and_xla_cpu_reports_it():
     """The custom call JAX emits; on CPU XLA refuses to compile it, and says so."""
     f = jx.jit(on_mesh(ragged, F, F, I, I, I, I))
     text = f.lower(F, F, I, I, I, I).as_text()
-    assert ("stablehlo.custom_call @ragged_all_to_all(%arg6, %arg7, %arg8, %arg9, %arg10, %arg11) "
+    assert ("stablehlo.custom_call @ragged_all_to_all(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) "
             "{api_version = 4 : i32, backend_config = {channel_id = 1 : i64, replica_groups = dense<0> : "
             "tensor<1x1xi64>}}") in text, text
     with pytest.raises(Exception, match="ragged-all-to-all. is not supported by XLA:CPU"):
