@@ -6,10 +6,22 @@ its mapped axis into blocks of one, the body squeezes that axis away, calls the
 function (whose collectives name ``axis_name``), and puts the axis back where
 ``out_axes`` says. Everything else (vmap, grad, text IR, lowering) is
 shard_map's. Results are arrays sharded over the devices.
+
+Nested pmaps (``pmap(pmap(f, 'i'), 'j')``) run on a mesh of the product of
+their sizes (axes ``('j', 'i')``, the outer one major), as JAX documents: the
+outer pmap's shard_map is over every axis, with its arguments split along its
+own and whole along the inner ones; an inner pmap takes its device's entry of
+its mapped axes (``axis_index``) and gathers its results back
+(``all_gather``), so the inner axes' collectives act between devices. The outer
+pmap learns the inner axes from its body: an inner pmap whose axis the mesh
+lacks raises ``_InnerAxis`` and the outer one traces again on a bigger mesh.
+(JAX 0.10.2's own shard_map-based pmap raises a ValueError on nesting.)
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
 
 import numpy as np
 
@@ -18,12 +30,43 @@ from jaxprc.ir.tree_util import tree_flatten, tree_leaves, tree_map, tree_unflat
 
 from . import lax, runtime, sharding as shd
 from .api import jit
-from .lax.parallel import _axis_env, _ENV, shard_map
+from .lax.parallel import _axis_env, _ENV, all_gather, axis_index, shard_map
 from .vmap import _flatten_axes
 
 __all__ = ["pmap"]
 
 _DEFAULT_AXIS = "_internal_pmap_axis_name"
+
+
+class _InnerAxis(Exception):
+    """An inner pmap's axis that the outer pmap's mesh does not have yet."""
+
+    def __init__(self, name: str, size: int):
+        super().__init__(f"pmap axis {name!r} of size {size} (nested)")
+        self.name, self.size = name, size
+
+
+def _pmap_axes() -> dict:
+    """Axis name -> size of the pmaps whose bodies are being traced."""
+    return getattr(_ENV, "pmap_axes", {})
+
+
+def _hidden_axes() -> dict:
+    """The mesh axes the outer pmap holds for inner pmaps not yet entered: name -> size."""
+    return getattr(_ENV, "pmap_hidden", {})
+
+
+@contextlib.contextmanager
+def _pmap_scope(axes: dict, hidden: dict):
+    """Trace with the pmap axes ``axes`` bound and ``hidden`` held back for inner pmaps."""
+    saved = _axis_env(), _pmap_axes(), _hidden_axes()
+    _ENV.axes = {**{n: k for n, k in saved[0].items() if n not in hidden}, **axes}
+    _ENV.pmap_axes, _ENV.pmap_hidden = {**saved[1], **axes}, {**{n: k for n, k in saved[2].items() if n not in axes},
+                                                               **hidden}
+    try:
+        yield
+    finally:
+        _ENV.axes, _ENV.pmap_axes, _ENV.pmap_hidden = saved
 
 
 def _index_tuple(nums, what: str) -> tuple:
@@ -60,14 +103,68 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     cache: dict = {}
     per_tree: dict = {}      # (argument structure, static positions) -> (in_axes per leaf, donated leaves)
 
+    inner_axes: dict = {}    # cache key -> the inner pmaps' axes found in the body ((name, size), ...)
+
     @functools.wraps(fun)
     def pmapped(*args, **kwargs):
-        jitted, flat = _prepare(args, kwargs)
-        return jitted(*flat)
+        return _run(args, kwargs, lambda jitted, flat: jitted(*flat))
 
     def lower(*args, **kwargs):
-        jitted, flat = _prepare(args, kwargs)
-        return jitted.lower(*flat)
+        return _run(args, kwargs, lambda jitted, flat: jitted.lower(*flat))
+
+    def _run(args, kwargs, call):
+        outer = [n for n in _axis_env() if n not in getattr(_ENV, "vmap_names", ())]
+        if any(n not in _pmap_axes() for n in outer):
+            raise NotImplementedError("pmap inside shard_map is not supported")
+        if outer:
+            return _nested(args, kwargs)
+        while True:
+            key, flat = _prepare(args, kwargs)
+            try:
+                return call(_jitted(key), flat)
+            except _InnerAxis as e:      # trace again on a mesh with the inner pmap's axis
+                if (e.name, e.size) in inner_axes.get(key, ()):
+                    raise
+                inner_axes[key] = inner_axes.get(key, ()) + ((e.name, e.size),)
+
+    def _jitted(key):
+        full = (key, inner_axes.get(key, ()))
+        if full not in cache:
+            cache[full] = _build(*key, full[1])
+        return cache[full]
+
+    def _nested(args, kwargs):
+        """Inside an outer pmap: this device's entries of the mapped axes, ``fun`` on them, and the
+        devices' results gathered along ``out_axes``."""
+        if devices is not None:
+            raise ValueError("Nested pmaps with devices specified in either the inner or outer pmap are not "
+                             "supported")
+        (in_tree, axes, size, statics, _, _), flat = _prepare(args, kwargs)
+        name = axis_name if axis_name != _DEFAULT_AXIS else f"{_DEFAULT_AXIS}_{len(_pmap_axes())}"
+        if name in _pmap_axes():
+            raise ValueError(f"pmap: axis name {name!r} is already bound by an enclosing pmap")
+        held = _hidden_axes()
+        if name not in held:
+            raise _InnerAxis(name, size)
+        if held[name] != size:
+            raise ValueError(f"pmap: nested pmaps over axis {name!r} map sizes {held[name]} and {size}; one "
+                             "outer pmap needs each inner axis to have one size")
+        with _pmap_scope({name: size}, {}):
+            i = axis_index(name)
+            flat = [x if a is None else lax.dynamic_index_in_dim(x, i, a, keepdims=False)
+                    for x, a in zip(flat, axes)]
+            out = _call(in_tree, statics, flat)
+            leaves, tree = tree_flatten(out)
+            out_axes_flat = _flatten_axes("pmap out_axes", tree, out_axes)
+            leaves = [x if a is None else all_gather(x, name, axis=a % (np.ndim(x) + 1))
+                      for x, a in zip(leaves, out_axes_flat)]
+        return tree_unflatten(tree, leaves)
+
+    def _call(in_tree, statics, flat):
+        dyn, kw = tree_unflatten(in_tree, flat)
+        it = iter(dyn)
+        full = [statics[static.index(i)] if i in static else next(it) for i in range(len(dyn) + len(statics))]
+        return fun(*full, **kw)
 
     def _prepare(args, kwargs):
         if static and max(static) >= len(args):
@@ -89,8 +186,6 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         size = _mapped_size(flat, axes)
         if axis_size is not None and axis_size != size:
             raise ValueError(f"Specified axis_size {axis_size} doesn't match received axis_size {size}.")
-        if any(n not in getattr(_ENV, "vmap_names", ()) for n in _axis_env()):
-            raise NotImplementedError("pmap inside pmap or shard_map is not supported")
         traced = any(isinstance(x, Tracer) for x in flat)
         try:
             key = (in_tree, tuple(axes), size, statics, traced, donated)
@@ -98,30 +193,29 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         except TypeError:
             raise ValueError("Non-hashable static arguments are not supported: the static arguments "
                              f"{statics!r} of the pmapped function must be hashable") from None
-        if key not in cache:
-            cache[key] = _build(in_tree, axes, size, statics, traced, donated)
-        return cache[key], flat
+        return key, flat
 
-    def _build(in_tree, axes, size, statics, traced, donated):
+    def _build(in_tree, axes, size, statics, traced, donated, inner):
         devs = devices if devices is not None else tuple(runtime.devices())
         if size == 0:
             raise ValueError("pmap: the mapped axis has size 0; it must have one entry per device it runs on")
-        if size > len(devs):
-            raise ValueError(f"compiling computation that requires {size} logical devices, but only "
-                             f"{len(devs)} XLA devices are available (pmap over an axis of size {size})")
-        grid = np.empty(size, dtype=object)
-        grid[:] = devs[:size]
-        mesh = shd.Mesh(grid, (axis_name,))
+        if inner and devices is not None:
+            raise ValueError("Nested pmaps with devices specified in either the inner or outer pmap are not "
+                             "supported")
+        shape = (size,) + tuple(k for _, k in inner)
+        if math.prod(shape) > len(devs):
+            raise ValueError(f"compiling computation that requires {math.prod(shape)} logical devices, but only "
+                             f"{len(devs)} XLA devices are available (pmap over axes of sizes {shape})")
+        grid = np.empty(math.prod(shape), dtype=object)
+        grid[:] = devs[:math.prod(shape)]
+        mesh = shd.Mesh(grid.reshape(shape), (axis_name,) + tuple(n for n, _ in inner))
         in_specs = tuple(_spec(axis_name, a) for a in axes)
         out_specs = tree_map(lambda a: _spec(axis_name, a), out_axes, is_leaf=lambda x: x is None)
 
         def body(*flat):
             flat = [x if a is None else lax.squeeze(x, (a,)) for x, a in zip(flat, axes)]
-            dyn, kw = tree_unflatten(in_tree, flat)
-            it = iter(dyn)
-            full = [statics[static.index(i)] if i in static else next(it)
-                    for i in range(len(dyn) + len(statics))]
-            out = fun(*full, **kw)
+            with _pmap_scope({axis_name: size}, dict(inner)):
+                out = _call(in_tree, statics, flat)
             leaves, tree = tree_flatten(out)
             out_axes_flat = _flatten_axes("pmap out_axes", tree, out_axes)
             leaves = [x if a is None else lax.expand_dims(x, (a % (np.ndim(x) + 1),))

@@ -124,7 +124,8 @@ def pmap_composes():
     assert_round_trip(jx.make_jaxpr(jx.grad(lambda v: jx.pmap(f, "i")(v).sum()))(X))
     text = jx.pmap(f, "i").lower(X).as_text()
     assert "sdy.manual_computation" in text and "mhlo.num_partitions = 8" in text
-    raises(NotImplementedError, lambda: jx.pmap(jx.pmap(lambda a: a))(np.ones((2, 2))), "pmap inside")
+    raises(NotImplementedError, lambda: jx.shard_map(lambda a: jx.pmap(lambda b: b)(a), mesh=mesh, in_specs=P("x"),
+                                                     out_specs=P("x"))(np.ones((8, 2))), "pmap inside shard_map")
 
 
 @check

@@ -35,6 +35,7 @@ LINEAR = {
     "shard_map", "psum", "ppermute",   # the body's transpose; psum <-> psum, ppermute back
     "all_gather", "psum_scatter",   # each the other's transpose
     "all_to_all",   # its transpose swaps split and concat axes
+    "ragged_all_to_all",   # linear in (operand, output): the slices go back where they came from
     "pbroadcast",   # its transpose sums the cotangents onto the source device
     "pvary",   # a type cast: the cotangent passes (shard_map's transpose sums replicated arguments')
     "host_local_array_to_global_array", "global_array_to_host_local_array",   # each the other's transpose

@@ -224,6 +224,8 @@ def _structural_cases():
         **{name: (_parallel, [sa((2, 3))])
            for name in ("shard_map", "psum", "pmax", "pmin", "all_gather", "ppermute", "axis_index",
                         "psum_scatter", "all_to_all", "pbroadcast", "pvary")},
+        "ragged_all_to_all": (lambda x: _parallel_mesh(lambda a: prims.ragged_all_to_all(
+            a, a, *[prims.full((1,), 0, np.int32)] * 4, axis_name="i", axis_index_groups=[[0]]))(x), [sa((2, 3))]),
         "sharding_constraint": (lambda x: prims.sharding_constraint_p.bind(x, sharding=ShardingParam(
             ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), (("y", "x"),))), [sa((3, 2))]),
         **{name: (lambda x, p=getattr(prims, name + "_p"): p.bind(x, global_mesh=ShardingParam(
@@ -237,6 +239,12 @@ _LINALG = {"cholesky": lambda a: lax.linalg.cholesky(a), "lu": lambda a: lax.lin
            "svd": lambda a: lax.linalg.svd(a, compute_uv=False), "eig": lambda a: lax.linalg.eig(a),
            "schur": lambda a: lax.linalg.schur(a), "hessenberg": lambda a: lax.linalg.hessenberg(a),
            "geqrf": lambda a: lax.linalg.geqrf(a)}
+
+
+def _parallel_mesh(body):
+    import jaxprc as jx
+    from jaxprc.sharding import PartitionSpec as PS
+    return jx.shard_map(body, mesh=jx.make_mesh((1,), ("i",)), in_specs=PS("i"), out_specs=PS("i"))
 
 
 def _parallel(x):

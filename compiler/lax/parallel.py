@@ -25,7 +25,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
-from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Record, Str, Tuple
+from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Optional, Record, Str, Tuple
 from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, trace_to_jaxpr
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
@@ -42,7 +42,7 @@ from .control_flow.common import (_front_dims, _new_vars, _nonzero_tangents, _pi
 
 __all__ = ["shard_map_p", "psum_p", "pmax_p", "pmin_p", "all_gather_p", "psum_scatter_p", "all_to_all_p",
            "ppermute_p", "axis_index_p", "pbroadcast_p", "psum", "pmax", "pmin", "pmean", "all_gather", "psum_scatter", "all_to_all",
-           "ppermute", "axis_index", "axis_size", "pbroadcast", "pvary_p", "pcast"]
+           "ppermute", "axis_index", "axis_size", "pbroadcast", "pvary_p", "pcast", "pshuffle", "pswapaxes"]
 
 
 # ------------------------------------------------------------ axis environment
@@ -461,10 +461,16 @@ psum_scatter_p.def_abstract_eval(_psum_scatter_rule)
 ad.defjvp_linear(psum_scatter_p)
 
 all_to_all_p = Primitive("all_to_all")     # the tiled form: all_to_all() adds/removes the axis
-all_to_all_p.def_params(axes=Tuple(Str()), axis_size=Int(min=1), split_axis=Int(min=0), concat_axis=Int(min=0))
+# axis_index_groups: indices along ``axes`` split into equal groups, each exchanging among itself
+# (``axis_size`` is then a group's size); left out, one group of all
+all_to_all_p.def_params(axes=Tuple(Str()), axis_size=Int(min=1), split_axis=Int(min=0), concat_axis=Int(min=0),
+                        axis_index_groups=Optional(Tuple(Tuple(Int(min=0)))))
 
 
-def _all_to_all_rule(x, *, axes, axis_size, split_axis, concat_axis):
+def _all_to_all_rule(x, *, axes, axis_size, split_axis, concat_axis, axis_index_groups=None):
+    if axis_index_groups is not None and any(len(g) != axis_size for g in axis_index_groups):
+        raise JaxprTypeError(f"all_to_all: axis_index_groups {axis_index_groups} must all have axis_size "
+                             f"{axis_size} indices")
     if split_axis >= x.ndim or concat_axis >= x.ndim:
         raise JaxprTypeError(f"all_to_all: split_axis {split_axis} or concat_axis {concat_axis} is out of "
                              f"range for {x.str_short()}")
@@ -531,28 +537,61 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = Fals
                                                    tiled=bool(tiled)), x)
 
 
-def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, tiled: bool = False):
+def _index_groups(axis_index_groups, axis_name, fn: str):
+    """``axis_index_groups`` as a tuple of tuples, checked: equal groups covering every index
+    along ``axis_name`` once (None stays None)."""
+    if axis_index_groups is None:
+        return None
+    groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
+    n = axis_size(axis_name)
+    if sorted(i for g in groups for i in g) != list(range(n)):
+        raise ValueError(f"{fn}: axis_index_groups {axis_index_groups} must cover all indices exactly once "
+                         f"(the {n} indices of axis {axis_name!r})")
+    if len({len(g) for g in groups}) != 1:
+        raise ValueError(f"{fn}: axis_index_groups {axis_index_groups} must all be the same size")
+    return groups
+
+
+def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_groups=None, tiled: bool = False):
     """Split ``split_axis`` into one block per device along ``axis_name``, send block i to device
-    i, and put the received blocks along ``concat_axis`` (a new axis unless ``tiled``)."""
+    i, and put the received blocks along ``concat_axis`` (a new axis unless ``tiled``). With
+    ``axis_index_groups`` each group of indices along ``axis_name`` exchanges among itself."""
     from jaxprc import lax
     axes = _axes(axis_name, "all_to_all")
-    n = axis_size(axis_name)
+    groups = _index_groups(axis_index_groups, axis_name, "all_to_all")
+    n = axis_size(axis_name) if groups is None else len(groups[0])
+    extra = {} if groups is None else {"axis_index_groups": groups}
 
     def one(v):
         split, concat = int(split_axis) % v.ndim, int(concat_axis) % v.ndim
         if not tiled:
             if v.shape[split] != n:
-                raise ValueError(f"all_to_all: the size of axis {axis_name!r} ({n}) must equal "
-                                 f"x.shape[split_axis] ({v.shape[split]})")
+                raise ValueError(f"all_to_all: the size of axis {axis_name!r} ({n}{'' if groups is None else ', per group'}) "
+                                 f"must equal x.shape[split_axis] ({v.shape[split]})")
             if split < concat:
                 concat += 1
                 v = lax.expand_dims(v, (concat,))
             elif split > concat:
                 v = lax.expand_dims(v, (concat,))
                 split += 1
-        out = all_to_all_p.bind(v, axes=axes, axis_size=n, split_axis=split, concat_axis=concat)
+        out = all_to_all_p.bind(v, axes=axes, axis_size=n, split_axis=split, concat_axis=concat, **extra)
         return lax.squeeze(out, (split,)) if not tiled and split != concat else out
     return _tree_map(one, x)
+
+
+def pswapaxes(x, axis_name, axis: int, *, axis_index_groups=None):
+    """Swap the device axis ``axis_name`` with ``x``'s axis ``axis`` (whose size is the number of
+    devices in a group): ``all_to_all(x, axis_name, axis, axis)``."""
+    return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
+def pshuffle(x, axis_name, perm):
+    """The value of device ``perm[i]`` along ``axis_name`` on device ``i``: a ``ppermute`` whose
+    ``perm`` lists every index's source."""
+    perm = list(perm)
+    if set(perm) != set(range(len(perm))):
+        raise ValueError(f"`perm` does not represent a permutation: {perm}")
+    return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
 
 
 def ppermute(x, axis_name, perm):
@@ -647,9 +686,8 @@ batching.primitive_batchers[psum_scatter_p] = _psum_scatter_batch
 ad.primitive_transposes[all_gather_p] = lambda ct, x, *, axes, axis_size, all_gather_dimension, tiled: [
     ct if isinstance(ct, Zero) else psum_scatter_p.bind(ct, axes=axes, axis_size=axis_size,
                                                         scatter_dimension=all_gather_dimension, tiled=tiled)]
-ad.primitive_transposes[all_to_all_p] = lambda ct, x, *, axes, axis_size, split_axis, concat_axis: [
-    ct if isinstance(ct, Zero) else all_to_all_p.bind(ct, axes=axes, axis_size=axis_size,
-                                                      split_axis=concat_axis, concat_axis=split_axis)]
+ad.primitive_transposes[all_to_all_p] = lambda ct, x, *, split_axis, concat_axis, **params: [
+    ct if isinstance(ct, Zero) else all_to_all_p.bind(ct, split_axis=concat_axis, concat_axis=split_axis, **params)]
 
 
 def _all_to_all_batch(args, dims, *, split_axis, concat_axis, **params):
@@ -677,13 +715,18 @@ def _mesh_of(ctx, prim: str):
     return env
 
 
-def _groups(ctx, axes, prim):
-    """Replica groups (logical device ids) of the devices that differ only along ``axes``."""
+def _groups(ctx, axes, prim, axis_index_groups=None):
+    """Replica groups (logical device ids) of the devices that differ only along ``axes``; with
+    ``axis_index_groups``, each such group split into those of its indices."""
     names, sizes = _mesh_of(ctx, prim)
     ids = np.arange(math.prod(sizes)).reshape(sizes)
     keep = [i for i, n in enumerate(names) if n not in axes]
     order = keep + [names.index(a) for a in axes]
-    return ids.transpose(order).reshape(-1, math.prod(sizes[names.index(a)] for a in axes))
+    groups = ids.transpose(order).reshape(-1, math.prod(sizes[names.index(a)] for a in axes))
+    if axis_index_groups is None:
+        return groups
+    return np.concatenate([groups[:, list(g)] for g in axis_index_groups], axis=1).reshape(
+        -1, len(axis_index_groups[0]))
 
 
 def _dense(groups):
@@ -691,10 +734,14 @@ def _dense(groups):
     return ir.DenseIntElementsAttr.get(groups, type=ir.IntegerType.get_signless(64), shape=groups.shape)
 
 
-def _channel(ctx):
+def _channel_id(ctx) -> int:
     mctx = ctx.module_context
     mctx.channels = getattr(mctx, "channels", 0) + 1
-    return hlo.ChannelHandle.get(mctx.channels, 1)      # type 1: device to device
+    return mctx.channels
+
+
+def _channel(ctx):
+    return hlo.ChannelHandle.get(_channel_id(ctx), 1)      # type 1: device to device
 
 
 def _reduce_lowering(kind):
@@ -741,8 +788,9 @@ def _psum_scatter_lowering(ctx, x, *, axes, axis_size, scatter_dimension, tiled)
 mlir.register_lowering(psum_scatter_p, _psum_scatter_lowering)
 
 
-def _all_to_all_lowering(ctx, x, *, axes, axis_size, split_axis, concat_axis):
-    op = hlo.AllToAllOp([x], split_axis, concat_axis, axis_size, _dense(_groups(ctx, axes, "all_to_all")),
+def _all_to_all_lowering(ctx, x, *, axes, axis_size, split_axis, concat_axis, axis_index_groups=None):
+    groups = _groups(ctx, axes, "all_to_all", axis_index_groups)
+    op = hlo.AllToAllOp([x], split_axis, concat_axis, axis_size, _dense(groups),
                         channel_handle=_channel(ctx), results=[ctx.module_context.ir_type(ctx.avals_out[0])])
     return op.results[0]
 

@@ -6,7 +6,7 @@ vary over. jaxprc infers the same sets from the traced body, structurally as
 JAX does: an argument varies over the axes its in_spec splits it over, a
 constant over none, ``axis_index(a)`` over ``a``; ``psum pmax pmin`` make
 their result the same along their axes, ``all_gather ppermute psum_scatter
-all_to_all pvary`` (``lax.pcast(to="varying")``) make it vary (JAX types an all_gather's result as varying too);
+all_to_all ragged_all_to_all pvary`` (``lax.pcast(to="varying")``) make it vary (JAX types an all_gather's result as varying too);
 any other equation varies over what its operands vary over. Bodies are followed: a call's (jit), each branch of a
 cond (the result varies where any branch's does), a loop's body until its carry
 stops changing. Other equations holding bodies count as varying over nothing,
@@ -20,7 +20,7 @@ from jaxprc.ir.core import Literal, subjaxprs
 __all__ = ["check_out_specs"]
 
 _SAME_ALONG = {"psum", "pmax", "pmin"}
-_VARY_ALONG = {"all_gather", "ppermute", "psum_scatter", "all_to_all", "pvary"}
+_VARY_ALONG = {"all_gather", "ppermute", "psum_scatter", "all_to_all", "pvary", "ragged_all_to_all"}
 
 
 def _body_vma(jaxpr, in_vma: list) -> list:

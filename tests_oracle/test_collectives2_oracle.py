@@ -1,0 +1,12 @@
+"""pshuffle, pswapaxes, nested pmap and ragged_all_to_all vs jax on 8 CPU devices; the checks run in
+a process of their own (collectives2_oracle_checks.py), since both libraries fix the device count
+when their client starts."""
+import pathlib
+import subprocess
+import sys
+
+
+def test_collectives2_match_jax_on_8_cpu_devices():
+    script = pathlib.Path(__file__).with_name("collectives2_oracle_checks.py")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "ok ragged" in proc.stdout, proc.stdout + proc.stderr
