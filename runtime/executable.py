@@ -25,8 +25,9 @@ from .client import backend
 JaxRuntimeError = _jax.JaxRuntimeError
 
 
-class XlaError(RuntimeError):
-    """XLA rejected a program (compile) or failed running it; names the function."""
+class XlaError(JaxRuntimeError):
+    """XLA rejected a program (compile) or failed running it; names the function. A
+    ``JaxRuntimeError`` (jaxlib's type, JAX's ``jax.errors.JaxRuntimeError``), as in JAX."""
 
 
 class XlaCompileError(XlaError):
