@@ -180,7 +180,8 @@ def _trace(fun, spec: _ArgSpec, args, kwargs, name: str):
         out_tree_box.append(out_tree)
         return out_leaves
 
-    cj = trace_to_jaxpr(flat_fun, in_avals, name=name)
+    with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TRACE_EVENT, name):
+        cj = trace_to_jaxpr(flat_fun, in_avals, name=name)
     return cj, out_tree_box[0]
 
 
