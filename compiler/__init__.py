@@ -40,3 +40,4 @@ from .pmap import pmap  # noqa: E402,F401
 from .spmd import reshard  # noqa: E402,F401
 from . import stages, typing  # noqa: E402,F401
 from . import monitoring  # noqa: E402,F401
+from . import dlpack  # noqa: E402,F401
