@@ -38,3 +38,4 @@ from . import distributed  # noqa: E402,F401
 from .process_local import make_array_from_process_local_data  # noqa: E402,F401
 from .pmap import pmap  # noqa: E402,F401
 from .spmd import reshard  # noqa: E402,F401
+from . import dlpack, monitoring, stages, test_util, typing  # noqa: E402,F401

@@ -10,12 +10,14 @@ equation holding ``f``'s jaxpr instead.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import weakref
 from typing import Callable, Sequence
 
 import numpy as np
+from jaxlib import _jax
 
 from . import cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
@@ -178,7 +180,8 @@ def _trace(fun, spec: _ArgSpec, args, kwargs, name: str):
         out_tree_box.append(out_tree)
         return out_leaves
 
-    cj = trace_to_jaxpr(flat_fun, in_avals, name=name)
+    with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TRACE_EVENT, name):
+        cj = trace_to_jaxpr(flat_fun, in_avals, name=name)
     return cj, out_tree_box[0]
 
 
@@ -555,13 +558,16 @@ class JitFunction:
     # -- ahead of time ------------------------------------------------------------
     def lower(self, *args, **kwargs) -> "Lowered":
         """Trace and lower for these arguments (arrays, scalars or ShapeDtypeStructs)."""
+        return self.trace(*args, **kwargs).lower()
+
+    def trace(self, *args, **kwargs) -> "Traced":
+        """Trace for these arguments: the jaxpr, ready to lower (``jax.stages.Traced``)."""
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
         in_tree = _flatten(self._spec.split(args, kwargs)[0])[1]
-        return Lowered(cj, in_tree, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs),
-                       self._sharded_lowering(cj, out_tree, args, kwargs))
-
-    def trace(self, *args, **kwargs) -> ClosedJaxpr:
-        return _trace(self._fun, self._spec, args, kwargs, self._name)[0]
+        donated = self._donated_invars(args, kwargs)
+        return Traced(cj, in_tree, out_tree, self._name, donated, lambda: Lowered(
+            cj, in_tree, out_tree, f"jit_{self._name}", donated,
+            self._sharded_lowering(cj, out_tree, args, kwargs)))
 
     def eval_shape(self, *args, **kwargs):
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
@@ -627,7 +633,80 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), d
 
 # ------------------------------------------------------------ ahead of time
 
-class Lowered:
+@dataclasses.dataclass(frozen=True)
+class ArgInfo:
+    """The type of one argument leaf of a traced, lowered or compiled function, and whether it
+    is donated (``jax.stages.ArgInfo``)."""
+    _aval: ShapedArray
+    donated: bool
+
+    shape = property(lambda self: self._aval.shape)
+    dtype = property(lambda self: self._aval.dtype)
+
+
+class _Stage:
+    """What the stages of ``jit(f)`` share: the types of the call signature they are for.
+    ``in_tree`` is the structure of the pair (positional arguments, keyword arguments) less
+    the static ones; ``_donated``: one flag per argument leaf (empty: none donated)."""
+
+    in_tree = property(lambda self: self._in_tree)
+    out_tree = property(lambda self: self._out_tree)
+
+    @property
+    def args_info(self):
+        donated = self._donated or (False,) * len(self.jaxpr.in_avals)
+        return self._in_tree.unflatten([ArgInfo(a, d) for a, d in zip(self.jaxpr.in_avals, donated)])
+
+    @property
+    def in_avals(self):
+        return self._in_tree.unflatten(list(self.jaxpr.in_avals))
+
+    @property
+    def donate_argnums(self) -> tuple:
+        """The flat positions of the donated argument leaves."""
+        return tuple(i for i, d in enumerate(self._donated) if d)
+
+    @property
+    def out_info(self):
+        """The results as a pytree of ``ShapeDtypeStruct``s."""
+        return self._out_tree.unflatten([_shape_struct(a) for a in self.jaxpr.out_avals])
+
+
+class Traced(_Stage):
+    """``jit(f).trace(*args)``: the jaxpr of one call signature, ready to lower."""
+
+    def __init__(self, cj: ClosedJaxpr, in_tree, out_tree, name: str, donated_invars, lower):
+        self.jaxpr = cj
+        self._in_tree, self._out_tree, self._donated = in_tree, out_tree, tuple(donated_invars)
+        self.fun_name = name
+        self._lower = lower
+
+    @property
+    def out_avals(self):
+        return self._out_tree.unflatten(list(self.jaxpr.out_avals))
+
+    def lower(self, *, lowering_platforms: tuple[str, ...] | None = None) -> "Lowered":
+        here = default_backend()
+        if lowering_platforms is not None and tuple(lowering_platforms) != (here,):
+            raise ValueError(f"Traced.lower of '{self.fun_name}': jaxprc lowers for the platform it "
+                             f"runs on ('{here}'), not lowering_platforms={tuple(lowering_platforms)}.")
+        return self._lower()
+
+    def __call__(self, *args, **kwargs):
+        """Evaluate the traced jaxpr on arguments of its signature (op by op, as JAX does)."""
+        leaves = _leaves_of_signature(self._in_tree, args, kwargs, f"Traced function '{self.fun_name}'")
+        return self._out_tree.unflatten(eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *leaves))
+
+
+def _leaves_of_signature(in_tree, args, kwargs, what: str) -> list:
+    leaves, tree = _flatten((args, kwargs))
+    if tree != in_tree:
+        raise TypeError(f"{what} called with arguments of container (pytree) structure {tree}, but it "
+                        f"was compiled for {in_tree} (static arguments are not passed again).")
+    return leaves
+
+
+class Lowered(_Stage):
     """``jit(f).lower(*args)``: the StableHLO of one call signature."""
 
     def __init__(self, cj: ClosedJaxpr, in_tree, out_tree, name: str, donated_invars, sharded=None):
@@ -639,28 +718,50 @@ class Lowered:
         self._lowered = sharded.lowered if sharded is not None else dispatch.lower_jaxpr(
             cj, name=name, donated_invars=self._donated, platform=default_backend())
 
-    in_avals = property(lambda self: self.jaxpr.in_avals)
-    out_avals = property(lambda self: self.jaxpr.out_avals)
-
-    def as_text(self, debug_info: bool = False) -> str:
-        """StableHLO text; ``debug_info=True`` shows the ``loc(...)`` source locations."""
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        """StableHLO text (``dialect="hlo"``: XLA's HLO text); ``debug_info=True`` shows the
+        ``loc(...)`` source locations."""
+        if _dialect(dialect) == "hlo":
+            return self._hlo().as_hlo_text()
         return self._lowered.as_text(debug_info=debug_info)
 
-    def compiler_ir(self, dialect: str = "stablehlo"):
-        return self._lowered.module
+    def compiler_ir(self, dialect: str | None = None):
+        """The MLIR module (``dialect="hlo"``: jaxlib's ``XlaComputation``)."""
+        return self._hlo() if _dialect(dialect) == "hlo" else self._lowered.module
 
-    def compile(self) -> "Compiled":
-        if self._sharded is not None:
-            return Compiled(spmd.ShardedCall(self._sharded), self._in_tree)
-        return Compiled(_CompiledCall(self.jaxpr, self._out_tree, self._name, self._donated), self._in_tree)
+    def _hlo(self):
+        return _jax.mlir.mlir_module_to_xla_computation(str(self._lowered.module), use_tuple_args=False,
+                                                        return_tuple=False)
+
+    def cost_analysis(self) -> dict:
+        """XLA's estimate (flops, transcendentals, bytes accessed) of the unoptimized program."""
+        return _jax.hlo_module_cost_analysis(runtime.backend().client, self._hlo().get_hlo_module())
+
+    def compile(self, compiler_options: dict | None = None) -> "Compiled":
+        if compiler_options:
+            raise ValueError(f"Lowered.compile of '{self._name}': jaxprc takes no compiler_options "
+                             f"(got {sorted(compiler_options)}).")
+        call = (spmd.ShardedCall(self._sharded) if self._sharded is not None
+                else _CompiledCall(self.jaxpr, self._out_tree, self._name, self._donated))
+        return Compiled(call, self._in_tree, self._donated)
 
 
-class Compiled:
+def _dialect(dialect: str | None) -> str:
+    if dialect not in (None, "stablehlo", "hlo"):
+        raise ValueError(f"Unknown dialect {dialect!r}: jaxprc gives 'stablehlo' (the default) and 'hlo'.")
+    return dialect or "stablehlo"
+
+
+class Compiled(_Stage):
     """``jit(f).lower(*args).compile()``: callable on arguments of the lowered signature (its
     non-static arguments, positional and keyword, in the same container structure)."""
 
-    def __init__(self, call: _CompiledCall, in_tree):
+    def __init__(self, call: _CompiledCall, in_tree, donated_invars=()):
         self._call, self._in_tree = call, in_tree
+        self._out_tree = call.out_tree if isinstance(call, _CompiledCall) else call.plan.out_tree
+        self._donated = tuple(donated_invars)
+
+    jaxpr = property(lambda self: self._call.jaxpr)
 
     def as_text(self) -> str:
         """XLA's optimized HLO."""
@@ -672,12 +773,12 @@ class Compiled:
     def cost_analysis(self):
         return self._call.executable.cost_analysis()
 
+    def runtime_executable(self):
+        """jaxlib's loaded executable (None for a program XLA runs in several parts)."""
+        return getattr(self._call.executable, "loaded", None)
+
     def __call__(self, *args, **kwargs):
-        leaves, tree = _flatten((args, kwargs))
-        if tree != self._in_tree:
-            raise TypeError(f"Compiled function called with arguments of container (pytree) structure "
-                            f"{tree}, but it was compiled for {self._in_tree} (static arguments are "
-                            "not passed again).")
+        leaves = _leaves_of_signature(self._in_tree, args, kwargs, "Compiled function")
         want = [_shape_struct(a) for a in self._call.jaxpr.in_avals]
         got = [_shape_struct(get_aval(x)) for x in leaves]
         if [(s.shape, s.dtype) for s in want] != [(s.shape, s.dtype) for s in got]:

@@ -31,6 +31,7 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo, func, sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
+from . import runtime
 from .ir import dtypes as dt
 from .ir.deep import deep_entry
 from .ir.effects import has_ordered_effects
@@ -605,7 +606,11 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
                 platform: str = "cpu", devices: Sequence[int] | None = None) -> Lowered:
     """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``;
     ``devices``: the ids of the devices it is partitioned over (None: one device)."""
-    platform = canonical_platform(platform)
+    with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TO_MLIR_MODULE_EVENT, name):
+        return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices)
+
+
+def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform: str, devices) -> Lowered:
     in_avals, out_avals = closed_jaxpr.in_avals, closed_jaxpr.out_avals
     context = make_context()
     with context, ir.Location.unknown():

@@ -21,7 +21,7 @@ from .ir.core import param_type
 from .runtime.sharded import REPLICATED, ShardedArray, assemble, put_sharded
 
 __all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "PartitionSpec", "Sharding",
-           "SingleDeviceSharding", "get_mesh", "make_mesh", "reshard", "set_mesh"]
+           "SingleDeviceSharding", "get_mesh", "make_mesh", "make_single_device_sharding", "reshard", "set_mesh"]
 
 
 def reshard(xs, out_shardings):
@@ -285,6 +285,11 @@ class SingleDeviceSharding(Sharding):
 
     def __repr__(self):
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+
+
+def make_single_device_sharding(device, *, memory_kind=None) -> SingleDeviceSharding:
+    """The whole array on ``device`` (JAX's ``jax.sharding.make_single_device_sharding``)."""
+    return SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
 class NamedSharding(Sharding):

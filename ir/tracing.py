@@ -29,7 +29,15 @@ from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprcError, Literal, Primitive, Sha
                    SourceInfo, Var)
 
 
-class ConcretizationTypeError(JaxprcError, TypeError):
+class JAXTypeError(JaxprcError, TypeError):
+    """JAX's ``jax.errors.JAXTypeError``: base of the type errors specific to tracing."""
+
+
+class JAXIndexError(JaxprcError, IndexError):
+    """JAX's ``jax.errors.JAXIndexError``: base of the index errors specific to tracing."""
+
+
+class ConcretizationTypeError(JAXTypeError):
     """A traced (abstract) value was used where Python needs a concrete one."""
 
 
@@ -43,6 +51,11 @@ class TracerIntegerConversionError(ConcretizationTypeError):
 
 class TracerBoolConversionError(ConcretizationTypeError):
     pass
+
+
+class TracerArrayConversionError(ConcretizationTypeError):
+    """``numpy.asarray`` (``__array__``) of a traced value. JAX derives it from JAXTypeError
+    alone; here it is also a ConcretizationTypeError, which jaxprc raised for it before."""
 
 
 # ----------------------------------------------------------- abstract values
@@ -171,7 +184,8 @@ class Tracer:
         return int(self._concrete("__index__()", TracerIntegerConversionError))
 
     def __array__(self, dtype=None, copy=None):
-        return np.asarray(self._concrete("numpy.asarray()"), dtype=dtype)
+        value = self._concrete("the numpy.ndarray conversion method __array__()", TracerArrayConversionError)
+        return np.asarray(value, dtype=dtype)
 
     def item(self):
         return self._concrete("item()").item()

@@ -6,7 +6,7 @@ jax when it is installed (some of jaxlib's Python helpers do).
 from .client import backend, default_backend, devices
 from .array import Array, Aval, DeletedArrayError, Token, carries_no_data, device_put, to_buffer, to_numpy
 from .effects import effects_barrier
-from . import cpp_jit
+from . import cpp_jit, dlpack
 from .executable import Executable, JaxRuntimeError, XlaCompileError, XlaError, XlaRuntimeError, compile
 
 __all__ = ["Array", "Aval", "DeletedArrayError", "Executable", "JaxRuntimeError", "XlaCompileError", "XlaError",

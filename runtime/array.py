@@ -227,13 +227,18 @@ def to_numpy(a: Array) -> np.ndarray:
 
 
 def _copy_to_host(buf) -> np.ndarray:
-    """jaxlib's device-to-host copy. Its C++ imports jax, when installed, to make an aval
-    (notes §0.1); unless the user has imported jax, the import is made to fail fast."""
+    """jaxlib's device-to-host copy."""
+    return without_jax_import(buf._single_device_array_to_np_array_did_copy)[0]
+
+
+def without_jax_import(fn, *args):
+    """``fn(*args)`` for jaxlib calls whose C++ imports jax, when installed, to make an aval
+    (notes §0.1): unless the user has imported jax, the import is made to fail fast."""
     if "jax" in sys.modules:
-        return buf._single_device_array_to_np_array_did_copy()[0]
+        return fn(*args)
     sys.modules["jax"] = None
     try:
-        return buf._single_device_array_to_np_array_did_copy()[0]
+        return fn(*args)
     finally:
         if "jax" in sys.modules and sys.modules["jax"] is None:
             del sys.modules["jax"]

@@ -43,6 +43,13 @@ stats: collections.Counter = collections.Counter()
 _warned_unwritable: set[str] = set()
 
 
+def reset() -> None:
+    """Back to the state of a fresh process: no statistics, and an unwritable directory warns
+    again. Entries on disk stay (delete the directory to empty it)."""
+    stats.clear()
+    _warned_unwritable.clear()
+
+
 def directory(value) -> str:
     """The cache directory a config value names (a path, ``~`` expanded)."""
     try:

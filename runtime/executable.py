@@ -8,6 +8,7 @@ jax).
 """
 from __future__ import annotations
 
+import time
 
 import ml_dtypes
 import numpy as np
@@ -18,15 +19,16 @@ from jaxlib.mlir.dialects import stablehlo
 
 from .array import (Array, Aval, DeletedArrayError, carries_no_data, device_aval, device_put,
                     host_value_without_data)
-from . import compile_cache, effects
+from . import compile_cache, effects, monitoring
 from .client import backend
 
 
 JaxRuntimeError = _jax.JaxRuntimeError
 
 
-class XlaError(RuntimeError):
-    """XLA rejected a program (compile) or failed running it; names the function."""
+class XlaError(JaxRuntimeError):
+    """XLA rejected a program (compile) or failed running it; names the function. A
+    ``JaxRuntimeError`` (jaxlib's type, JAX's ``jax.errors.JaxRuntimeError``), as in JAX."""
 
 
 class XlaCompileError(XlaError):
@@ -132,24 +134,38 @@ def compile(module, *, name: str | None = None, out_avals=None, donated_args=(),
             name = ir.StringAttr(module.operation.attributes["sym_name"]).value
     b = backend()
     options = options or xc.CompileOptions()
-    entry_key = loaded = None
-    if cache_dir and not host_callbacks:
-        cache_dir = compile_cache.directory(cache_dir)
-        entry_key = compile_cache.key(compile_cache.module_bytes(module), options.SerializeAsString(), b)
-        loaded = compile_cache.load(cache_dir, name, entry_key, b, options)
-    if loaded is None:
-        try:
-            extra = {"host_callbacks": list(host_callbacks)} if host_callbacks else {}
-            loaded = b.client.compile_and_load(module, b.device_list, options, **extra)
-        except JaxRuntimeError as e:
-            raise XlaCompileError(f"XLA failed to compile '{name}': {e}") from None
-        compile_cache.stats["compiles"] += 1
-        if entry_key is not None:
-            compile_cache.store(cache_dir, name, entry_key, b, loaded)
+    with monitoring.elapsed(monitoring.BACKEND_COMPILE_EVENT, name):
+        loaded = _cached_or_compiled(module, name, b, options, host_callbacks, cache_dir)
     exe = Executable(loaded, name, [Aval.get(a.shape, a.dtype, a.weak_type) for a in out_avals])
     if host_callbacks or runtime_token:
         exe.calls_host(host_callbacks, runtime_token)
     return exe
+
+
+def _cached_or_compiled(module, name: str, b, options, host_callbacks, cache_dir):
+    """The loaded executable: from the persistent cache if it has it, else compiled by XLA (and
+    stored). Records JAX's cache events (monitoring.py)."""
+    entry_key = None
+    if cache_dir and not host_callbacks:
+        monitoring.record_event(monitoring.CACHE_REQUEST_EVENT)
+        start = time.monotonic()
+        cache_dir = compile_cache.directory(cache_dir)
+        entry_key = compile_cache.key(compile_cache.module_bytes(module), options.SerializeAsString(), b)
+        loaded = compile_cache.load(cache_dir, name, entry_key, b, options)
+        if loaded is not None:
+            monitoring.record_event(monitoring.CACHE_HIT_EVENT)
+            monitoring.record_event_duration_secs(monitoring.CACHE_RETRIEVAL_EVENT, time.monotonic() - start)
+            return loaded
+    try:
+        extra = {"host_callbacks": list(host_callbacks)} if host_callbacks else {}
+        loaded = b.client.compile_and_load(module, b.device_list, options, **extra)
+    except JaxRuntimeError as e:
+        raise XlaCompileError(f"XLA failed to compile '{name}': {e}") from None
+    compile_cache.stats["compiles"] += 1
+    if entry_key is not None:
+        monitoring.record_event(monitoring.CACHE_MISS_EVENT)
+        compile_cache.store(cache_dir, name, entry_key, b, loaded)
+    return loaded
 
 
 class Executable:

@@ -24,7 +24,7 @@ import numpy as np
 from jaxlib import _jax, xla_client as xc
 
 from .array import Array, Aval, DeletedArrayError, _copy_to_host, device_aval, no_buffer_format
-from . import effects
+from . import effects, monitoring
 from .client import backend
 from .executable import JaxRuntimeError, XlaCompileError, XlaRuntimeError, _parse, callback_error
 
@@ -221,8 +221,9 @@ class SpmdExecutable:
         options = spmd_options(self.devices)
         options.executable_build_options.allow_spmd_sharding_propagation_to_output = list(propagate_outputs)
         try:
-            self.loaded = backend().client.compile_and_load(_parse(module), xc.DeviceList(self.devices), options,
-                                                            host_callbacks=list(self.host_callbacks))
+            with monitoring.elapsed(monitoring.BACKEND_COMPILE_EVENT, name):
+                self.loaded = backend().client.compile_and_load(_parse(module), xc.DeviceList(self.devices),
+                                                                options, host_callbacks=list(self.host_callbacks))
         except JaxRuntimeError as e:
             raise XlaCompileError(f"XLA failed to compile '{name}': {e}") from None
         # None with one partition (notes §0.10): everything is on the one device

@@ -11,7 +11,10 @@ printed with ``-s``.
 import importlib
 
 import jax
+import jax.experimental.compilation_cache.compilation_cache
+import jax.experimental.mesh_utils
 import jax.scipy.stats
+import jax.test_util
 import pytest
 
 # JAX module -> jaxprc module
@@ -23,6 +26,11 @@ ENFORCED = {
     "jax.nn.initializers": "jaxprc.nn.initializers", "jax.numpy.linalg": "jaxprc.numpy.linalg",
     "jax.numpy.fft": "jaxprc.numpy.fft", "jax.scipy.linalg": "jaxprc.scipy.linalg",
     "jax.distributed": "jaxprc.distributed",
+    "jax.typing": "jaxprc.typing", "jax.stages": "jaxprc.stages", "jax.dlpack": "jaxprc.dlpack",
+    "jax.test_util": "jaxprc.test_util", "jax.monitoring": "jaxprc.monitoring", "jax.errors": "jaxprc.errors",
+    "jax.experimental.mesh_utils": "jaxprc.experimental.mesh_utils",
+    "jax.experimental.compilation_cache.compilation_cache":
+        "jaxprc.experimental.compilation_cache.compilation_cache",
     **{f"jax.scipy.stats.{m}": f"jaxprc.scipy.stats.{m}" for m in sorted(
         n for n in dir(jax.scipy.stats) if not n.startswith("_") and
         type(getattr(jax.scipy.stats, n)).__name__ == "module")},
@@ -64,7 +72,7 @@ NOT_APPLICABLE = {
         **dict.fromkeys(["enable_checks", "explain_cache_misses", "no_execution", "no_tracing",
                          "allow_f16_reductions", "softmax_custom_jvp", "jax2tf_associative_scan_reductions"],
                         "JAX-internal configuration switches without a jaxprc counterpart"),
-        **dict.fromkeys(["api_util", "lib", "stages", "typing", "monitoring", "profiler", "dlpack", "ds", "export",
+        **dict.fromkeys(["api_util", "lib", "profiler", "ds", "export",
                          "memory", "custom_batching", "fwd_and_bwd", "make_user_context"],
                         "JAX-internal or not yet ported submodules and helpers"),
     },

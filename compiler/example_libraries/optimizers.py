@@ -17,7 +17,8 @@ from jaxprc import tree, tree_util
 __all__ = ["OptimizerState", "Optimizer", "optimizer", "sgd", "momentum", "nesterov", "adagrad", "rmsprop",
            "rmsprop_momentum", "adam", "adamax", "sm3", "constant", "exponential_decay", "inverse_time_decay",
            "polynomial_decay", "piecewise_constant", "make_schedule", "l2_norm", "clip_grads", "JoinPoint",
-           "unpack_optimizer_state", "pack_optimizer_state"]
+           "unpack_optimizer_state", "pack_optimizer_state", "Array", "InitFn", "Params", "ParamsFn", "State",
+           "Step", "UpdateFn", "Updates", "Schedule"]
 
 OptimizerState = namedtuple("OptimizerState", ["packed_state", "tree_def", "subtree_defs"])
 # The flat states are the children; the tree structures are static.
@@ -25,13 +26,22 @@ tree_util.register_pytree_node(OptimizerState,
                                lambda s: ((s.packed_state,), (s.tree_def, s.subtree_defs)),
                                lambda aux, children: OptimizerState(children[0], aux[0], aux[1]))
 
-Schedule = Callable[[int], Any]
+# JAX's annotation aliases (its Array, Params, State and Updates are Any as well).
+Array = Any
+Params = Any
+State = Any
+Updates = Params
+Step = int
+InitFn = Callable[[Params], OptimizerState]
+UpdateFn = Callable[[Step, Updates, OptimizerState], OptimizerState]
+ParamsFn = Callable[[OptimizerState], Params]
+Schedule = Callable[[Step], Any]
 
 
 class Optimizer(NamedTuple):
-    init_fn: Callable
-    update_fn: Callable
-    params_fn: Callable
+    init_fn: InitFn
+    update_fn: UpdateFn
+    params_fn: ParamsFn
 
 
 def _flatten_all(trees):

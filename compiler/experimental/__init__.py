@@ -1,3 +1,4 @@
-"""jaxprc.experimental: ``ode`` (odeint), ``io_callback``."""
+"""jaxprc.experimental: ``ode`` (odeint), ``io_callback``, ``mesh_utils``, ``compilation_cache``."""
 from . import ode  # noqa: F401
 from ..callback import io_callback  # noqa: F401,E402
+from . import compilation_cache, mesh_utils  # noqa: F401,E402

@@ -84,8 +84,10 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
-    """An array from any object exporting DLPack (through numpy, so on the host)."""
-    return asarray(np.from_dlpack(x))
+    """An array from any object exporting DLPack (``jaxprc.dlpack.from_dlpack``: a copy unless
+    ``copy=False``)."""
+    from jaxprc.dlpack import from_dlpack as impl      # jaxprc.dlpack needs jaxprc.numpy's package
+    return impl(x, device=device, copy=copy)
 
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):

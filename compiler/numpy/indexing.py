@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.tracing import ConcretizationTypeError, Tracer
+from jaxprc.ir.tracing import ConcretizationTypeError, JAXIndexError, Tracer
 
 from .creation import as_array, asarray, zeros
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, is_constant, located
@@ -24,7 +24,7 @@ from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis
 _SLICE, _INT, _ARRAY, _NONE = "slice", "int", "array", "none"
 
 
-class NonConcreteBooleanIndexError(ConcretizationTypeError, IndexError):
+class NonConcreteBooleanIndexError(ConcretizationTypeError, JAXIndexError):
     pass
 
 
