@@ -27,6 +27,7 @@ from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, eval_jaxp
 from .ir.tree_util import keystr, registry as _registry
 from .lax.call import jit_p
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
+from .transfer_guard import explicit_scope
 
 __all__ = ["Array", "ShapeDtypeStruct", "XlaCompileError", "XlaError", "XlaRuntimeError",
            "block_until_ready", "default_backend", "device_put", "devices", "eval_shape", "jit",
@@ -269,7 +270,8 @@ def device_put(x, device=None):
         if target is not None:             # a device or sharding (jaxprc/sharding.py)
             return sharding.put(leaf, sharding.resolve(target, "device_put"), aval)
         return Array(runtime.to_buffer(leaf, aval), aval)
-    return tree.unflatten([put(leaf, t) for leaf, t in zip(leaves, targets)])
+    with explicit_scope("device_put"):      # guarded only by the *_explicit transfer guard levels
+        return tree.unflatten([put(leaf, t) for leaf, t in zip(leaves, targets)])
 
 
 def block_until_ready(x):

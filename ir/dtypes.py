@@ -173,6 +173,8 @@ class Config:
     # Called with (name, value) after each option is set: jaxlib's C++ jit dispatch mirrors the
     # options that decide whether a cached executable may run (compiler/cpp_dispatch.py).
     listeners: list = []
+    # name -> check(value) -> value: ``update`` validates (and normalises) those options' values.
+    validators: dict = {}
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
@@ -182,6 +184,8 @@ class Config:
     def update(self, name: str, value) -> None:
         if not hasattr(self, name):
             raise AttributeError(f"Unrecognized config option: {name!r}")
+        if name in self.validators:
+            value = self.validators[name](value)
         setattr(self, name, bool(value) if name in self._BOOL_FLAGS else value)
 
     def read(self, name: str):
