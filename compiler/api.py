@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from . import cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
+from . import compile_guards, cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -344,6 +344,8 @@ class _CompiledCall:
                                         self.const_buffers)
 
     def __call__(self, leaves):
+        if _config.jax_no_execution:
+            raise compile_guards.execution_refused(self.executable.name)
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a)
                    for x, a in zip(leaves, self.in_avals)]
         for i, b in enumerate(buffers):      # XLA would log a deleted buffer to stderr, then fail
@@ -386,6 +388,12 @@ def _host_signature(x):
         return runtime_aval(get_aval(x))
     except TypeError:
         return None
+
+
+def _key_parts(key) -> dict:
+    """A jit cache key taken apart (its two forms: with static arguments, or without)."""
+    static, rest = ((), key[1:]) if isinstance(key[1], bool) else (key[1], key[2:])
+    return {"structure": key[0], "static": static, "x64": rest[0], "args": rest[1:]}
 
 
 @functools.lru_cache(maxsize=None)
@@ -488,6 +496,8 @@ class JitFunction:
         except TypeError:
             raise _unhashable_static_error(self._name, key) from None
         if entry is None:
+            if _config.jax_explain_cache_misses:
+                self._explain_miss(key, args, kwargs)
             entry = self._cache[key] = self._compile(args, kwargs)
         if _config.jax_debug_nans or _config.jax_debug_infs:
             outs = entry(leaves)
@@ -495,7 +505,13 @@ class JitFunction:
             return outs, None, None
         return entry(leaves), entry, leaves
 
+    def _explain_miss(self, key, args, kwargs) -> None:
+        (dyn_args, dyn_kwargs), _, _ = self._spec.split(args, kwargs)
+        compile_guards.explain_miss(self._fun, _key_parts(key), [_key_parts(k) for k in self._cache],
+                                    compile_guards.leaf_labels(dyn_args, dyn_kwargs))
+
     def _compile(self, args, kwargs) -> _CompiledCall:
+        compile_guards.check_tracing(compile_guards.fun_sourceinfo(self._fun))
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
         if getattr(_config, "jax_log_compiles", False):
             import logging
@@ -539,6 +555,7 @@ class JitFunction:
             key = None
         traced = self._traced.get(key)
         if traced is None:
+            compile_guards.check_tracing(compile_guards.fun_sourceinfo(self._fun))
             cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
             jaxpr, consts = close_over_consts(cj)
             traced = (jaxpr, consts, out_tree)
