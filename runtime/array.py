@@ -200,7 +200,8 @@ class Array:
         return self._buf.platform()
 
     def clone(self) -> "Array":
-        """A copy of the array in a buffer of its own on the same devices."""
+        """Another Array over the same device buffer (jaxlib's clone, as JAX's): deleting or
+        donating either deletes both."""
         return self._rewrap(self._check_live()._buf.clone())
 
     def _rewrap(self, buf) -> "Array":
