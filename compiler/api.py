@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 from jaxlib import _jax
 
-from . import cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
+from . import compile_guards, cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -29,6 +29,7 @@ from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, eval_jaxp
 from .ir.tree_util import keystr, registry as _registry
 from .lax.call import jit_p
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
+from .transfer_guard import explicit_scope
 
 __all__ = ["Array", "ShapeDtypeStruct", "XlaCompileError", "XlaError", "XlaRuntimeError",
            "block_until_ready", "default_backend", "device_put", "devices", "eval_shape", "jit",
@@ -272,7 +273,8 @@ def device_put(x, device=None):
         if target is not None:             # a device or sharding (jaxprc/sharding.py)
             return sharding.put(leaf, sharding.resolve(target, "device_put"), aval)
         return Array(runtime.to_buffer(leaf, aval), aval)
-    return tree.unflatten([put(leaf, t) for leaf, t in zip(leaves, targets)])
+    with explicit_scope("device_put"):      # guarded only by the *_explicit transfer guard levels
+        return tree.unflatten([put(leaf, t) for leaf, t in zip(leaves, targets)])
 
 
 def block_until_ready(x):
@@ -345,6 +347,8 @@ class _CompiledCall:
                                         self.const_buffers)
 
     def __call__(self, leaves):
+        if _config.jax_no_execution:
+            raise compile_guards.execution_refused(self.executable.name)
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a)
                    for x, a in zip(leaves, self.in_avals)]
         for i, b in enumerate(buffers):      # XLA would log a deleted buffer to stderr, then fail
@@ -387,6 +391,12 @@ def _host_signature(x):
         return runtime_aval(get_aval(x))
     except TypeError:
         return None
+
+
+def _key_parts(key) -> dict:
+    """A jit cache key taken apart (its two forms: with static arguments, or without)."""
+    static, rest = ((), key[1:]) if isinstance(key[1], bool) else (key[1], key[2:])
+    return {"structure": key[0], "static": static, "x64": rest[0], "args": rest[1:]}
 
 
 @functools.lru_cache(maxsize=None)
@@ -489,6 +499,8 @@ class JitFunction:
         except TypeError:
             raise _unhashable_static_error(self._name, key) from None
         if entry is None:
+            if _config.jax_explain_cache_misses:
+                self._explain_miss(key, args, kwargs)
             entry = self._cache[key] = self._compile(args, kwargs)
         if _config.jax_debug_nans or _config.jax_debug_infs:
             outs = entry(leaves)
@@ -496,7 +508,13 @@ class JitFunction:
             return outs, None, None
         return entry(leaves), entry, leaves
 
+    def _explain_miss(self, key, args, kwargs) -> None:
+        (dyn_args, dyn_kwargs), _, _ = self._spec.split(args, kwargs)
+        compile_guards.explain_miss(self._fun, _key_parts(key), [_key_parts(k) for k in self._cache],
+                                    compile_guards.leaf_labels(dyn_args, dyn_kwargs))
+
     def _compile(self, args, kwargs) -> _CompiledCall:
+        compile_guards.check_tracing(compile_guards.fun_sourceinfo(self._fun))
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
         if getattr(_config, "jax_log_compiles", False):
             import logging
@@ -540,6 +558,7 @@ class JitFunction:
             key = None
         traced = self._traced.get(key)
         if traced is None:
+            compile_guards.check_tracing(compile_guards.fun_sourceinfo(self._fun))
             cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
             jaxpr, consts = close_over_consts(cj)
             traced = (jaxpr, consts, out_tree)

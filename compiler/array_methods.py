@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import numpy as np
+
 from jaxprc.ir.tracing import Tracer, get_aval
 
 
@@ -110,6 +112,85 @@ def _copy(self):
     return _numpy().array(self, copy=True)
 
 
+def _compress(self, condition, axis=None, *, out=None, size=None, fill_value=0):
+    return _numpy().compress(condition, self, axis=axis, out=out, size=size, fill_value=fill_value)
+
+
+def _view(self, dtype=None, type=None):
+    """The array's bits read as ``dtype``: the last axis grows or shrinks by the ratio of the
+    item sizes (numpy's ``view``); booleans count as bytes, complex numbers as two floats."""
+    if type is not None:
+        raise NotImplementedError("`type` argument of array.view() is not supported.")
+    if dtype is None:
+        return self
+    from jaxprc import lax
+    from jaxprc.ir import dtypes as dt
+    from jaxprc.numpy._dtypes import to_dtype
+    jnp = _numpy()
+    dtype = dt.canonicalize_dtype(to_dtype(dtype))
+    bits_in, bits_out = dt.bit_width(self.dtype), dt.bit_width(dtype)
+    if self.ndim == 0:
+        if bits_in != bits_out:
+            raise ValueError("view() of a 0d array is only supported if the itemsize is unchanged.")
+        return _view(jnp.expand_dims(self, 0), dtype).squeeze()
+    if (self.shape[-1] * bits_in) % bits_out:
+        raise ValueError("When changing to a larger dtype, its size must be a divisor of the total size "
+                         "in bytes of the last axis of the array.")
+    if self.dtype == dtype:
+        return self
+    # bitcast_convert_type takes neither booleans nor complex numbers: go through bytes and floats.
+    if self.dtype == bool:
+        return _view(self.astype(np.uint8), dtype)
+    if dt.is_complex(self.dtype):
+        parts = jnp.stack([jnp.real(self), jnp.imag(self)], axis=-1)
+        return _view(parts.reshape(*self.shape[:-1], 2 * self.shape[-1]), dtype)
+    if dtype == bool:
+        return _view(self, np.uint8).astype(bool)
+    if dt.is_complex(dtype):
+        parts = _view(self, dt.finfo(dtype).dtype)
+        return jnp.real(parts[..., 0::2]).astype(dtype) + 1j * parts[..., 1::2].astype(dtype)
+    if bits_in < bits_out:
+        factor = bits_out // bits_in
+        return lax.bitcast_convert_type(self.reshape(*self.shape[:-1], self.shape[-1] // factor, factor), dtype)
+    out = lax.bitcast_convert_type(self, dtype)
+    return out.reshape(*out.shape[:-2], out.shape[-2] * out.shape[-1]) if bits_in > bits_out else out
+
+
+def _byteswap(self):
+    """The elements with their bytes in reverse order (the other endianness), dtype kept."""
+    from jaxprc import lax
+    from jaxprc.ir import dtypes as dt
+    jnp = _numpy()
+    if dt.is_complex(self.dtype):
+        return lax.complex(_byteswap(jnp.real(self)), _byteswap(jnp.imag(self)))
+    if self.dtype.itemsize == 1:
+        return _copy(self)
+    swapped = lax.rev(lax.bitcast_convert_type(self, np.uint8), (self.ndim,))
+    return lax.bitcast_convert_type(swapped, self.dtype)
+
+
+def _to_device(self, device, *, stream=None):
+    """The array placed on ``device`` (a Device or Sharding), as ``device_put``."""
+    if stream is not None:
+        raise NotImplementedError("stream argument of array.to_device()")
+    from jaxprc import device_put
+    return device_put(self, device)
+
+
+def _flat(self):
+    raise NotImplementedError("JAX Arrays do not implement the arr.flat property: consider arr.flatten() instead.")
+
+
+def _tracer_tobytes(self, order="C"):
+    return self._concrete("tobytes()").tobytes(order)
+
+
+def _tracer_unsafe_buffer_pointer(self):
+    # A traced value has no buffer, even where its value could be computed.
+    from jaxprc.ir.tracing import ConcretizationTypeError, _concretization_message
+    raise ConcretizationTypeError(_concretization_message(self, "unsafe_buffer_pointer()"))
+
+
 _OPERATORS = {
     "__add__": _binary("add"), "__radd__": _binary("add", True),
     "__sub__": _binary("subtract"), "__rsub__": _binary("subtract", True),
@@ -136,9 +217,13 @@ _OPERATORS = {
 _METHODS = {name: _method(name) for name in (
     "sum", "mean", "max", "min", "prod", "any", "all", "argmax", "argmin", "squeeze", "ravel",
     "cumsum", "cumprod", "clip", "dot", "conj", "conjugate", "swapaxes", "var", "std", "take",
-    "repeat", "sort", "argsort", "nonzero", "diagonal", "trace", "ptp")}
+    "repeat", "sort", "argsort", "nonzero", "diagonal", "trace", "ptp", "argpartition", "choose",
+    "searchsorted")}
 _METHODS.update(reshape=_reshape, transpose=_transpose, astype=_astype, round=_round,
                 flatten=_method("ravel"), copy=_copy)
+_METHODS.update(compress=_compress, view=_view, byteswap=_byteswap, to_device=_to_device)
+# Tracers only: an Array reads its buffer (jaxprc.runtime.Array).
+_TRACER_METHODS = {"tobytes": _tracer_tobytes, "unsafe_buffer_pointer": _tracer_unsafe_buffer_pointer}
 
 _PROPERTIES = {
     "T": lambda self: _numpy().transpose(self),
@@ -147,6 +232,7 @@ _PROPERTIES = {
     "itemsize": lambda self: self.dtype.itemsize,
     "real": lambda self: _numpy().real(self),
     "imag": lambda self: _numpy().imag(self),
+    "flat": _flat,
 }
 
 
@@ -162,6 +248,8 @@ def install() -> None:
     """Install on ``jaxprc.ir.Tracer`` and, when the runtime provides it, ``jaxprc.Array``."""
     from jaxprc.ir.tracing import Tracer
     install_on(Tracer)
+    for name, fn in _TRACER_METHODS.items():
+        setattr(Tracer, name, fn)
     try:
         from jaxprc.runtime import Array
     except ImportError:       # the runtime is optional for tracing alone

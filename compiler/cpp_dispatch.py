@@ -6,8 +6,8 @@ the C++ path does exactly what the Python path would; everything else stays in
 Python, call after call:
 
 - the context: C++ runs a cached executable only while the C++ dispatch is on,
-  jit is enabled, no NaN/Inf checks are on and no trace is live in the calling
-  thread. The context
+  jit is enabled, no NaN/Inf checks are on, executions are allowed (no_execution)
+  and no trace is live in the calling thread. The context
   is part of every C++ cache key (``cpp_jit.context_state``: jaxprc's config
   mirrored into it, and a thread-local mark while this thread traces), so a
   call in another context misses, and its miss hands jaxlib nothing;
@@ -56,8 +56,8 @@ def _copy_host_argument(x: np.ndarray):
 
 dispatch_registry.register_node(np.ndarray, _copy_host_argument, lambda _, children: children[0])
 
-_CONTEXT_OPTIONS = ("jaxprc_cpp_dispatch", "jax_disable_jit", "jax_debug_nans", "jax_debug_infs")
-_FAST_CONTEXT = (True, False, False, False)
+_CONTEXT_OPTIONS = ("jaxprc_cpp_dispatch", "jax_disable_jit", "jax_debug_nans", "jax_debug_infs", "jax_no_execution")
+_FAST_CONTEXT = (True, False, False, False, False)
 _TRACING = "tracing"
 
 

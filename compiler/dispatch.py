@@ -18,6 +18,7 @@ import operator
 import numpy as np
 
 from . import cpp_dispatch, float_checks, runtime, segmenting
+from .compile_guards import check_tracing, execution_refused
 from .ir.dtypes import ALL_DTYPES as _DTYPES, config as _config
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
 from .ir import params as params_schema
@@ -79,6 +80,7 @@ class _PrimitiveExecutable:
     __slots__ = ("executable", "multiple_results", "execute", "handlers", "out_aval")
 
     def __init__(self, prim: Primitive, avals: list[runtime.Aval], params):
+        check_tracing(prim.name)       # JAX's eager ops are jitted functions: building one is a trace
         invars = [Var(_shaped_of_runtime(a)) for a in avals]
         outvars = [Var(a) for a in out_avals_of(prim, [v.aval for v in invars], params)]
         jaxpr = Jaxpr([], invars, outvars, [Eqn(prim, invars, outvars, params)])
@@ -187,6 +189,8 @@ class _EagerImpl:
             entry = self.cache[key] = _PrimitiveExecutable(self.prim, list(key[:len(args)]), params)
         except TypeError:   # an unhashable param: compile without caching
             entry = _PrimitiveExecutable(self.prim, list(key[:len(args)]), params)
+        if _config.jax_no_execution:
+            raise execution_refused(entry.executable.name)
         # zip stops at the arguments: the key's leading entries are their avals.
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a) for x, a in zip(args, key)]
         try:

@@ -13,9 +13,11 @@ from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir.dialects import sdy
 
 from . import runtime, sharding as shd
+from .compile_guards import execution_refused
 from .dispatch import runtime_aval
 from .interpreters import ad, batching, mlir
 from .ir.core import ClosedJaxpr, Primitive, subjaxprs
+from .ir.dtypes import config
 from .ir.params import Record
 from .lowering import lower_jaxpr
 from .runtime.sharded import ShardedArray, SpmdExecutable
@@ -255,6 +257,8 @@ class ShardedCall:
         return None
 
     def __call__(self, leaves):
+        if config.jax_no_execution:
+            raise execution_refused(self.executable.name)
         outs = self.executable.run(leaves, self.in_avals)
         for o, s in zip(outs, self.out_shardings):
             o.sharding = s

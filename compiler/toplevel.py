@@ -22,9 +22,9 @@ from jaxlib import xla_client as _xla_client
 from .ir import dtypes as dt
 from .ir.core import ShapedArray
 from .ir.tracing import get_aval
-from .ir.tree_util import tree_map
+from .ir.tree_util import tree_leaves, tree_map
 
-__all__ = ["Device", "clear_caches", "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
+__all__ = ["Device", "clear_caches", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
            "device_count", "device_get", "disable_jit", "enable_x64", "host_count", "host_id", "host_ids",
            "jacobian", "live_arrays", "local_device_count", "local_devices", "log_compiles", "named_call", "named_scope",
            "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_count",
@@ -170,11 +170,25 @@ def typeof(x) -> ShapedArray:
 
 def device_get(x):
     """A pytree with every array leaf copied to the host as a numpy array (other leaves as they are)."""
+    from .transfer_guard import explicit_scope
+
     def get(leaf):
         if hasattr(leaf, "__array__") and not isinstance(leaf, np.ndarray):
             return np.asarray(leaf)
         return leaf
-    return tree_map(get, x)
+    with explicit_scope("device_get"):      # guarded only by the *_explicit transfer guard levels
+        copy_to_host_async(x)          # start every copy before waiting for the first
+        return tree_map(get, x)
+
+
+def copy_to_host_async(x):
+    """Start the device-to-host copy of every Array leaf of the pytree ``x`` (leaves without a
+    ``copy_to_host_async`` method are left alone); returns ``x``."""
+    for leaf in tree_leaves(x):
+        copy = getattr(leaf, "copy_to_host_async", None)
+        if copy is not None:
+            copy()
+    return x
 
 
 def live_arrays(platform: str | None = None) -> list:

@@ -157,7 +157,8 @@ class Config:
     """
 
     _BOOL_FLAGS = ("jax_enable_x64", "jaxprc_verify_passes", "jax_debug_nans", "jax_debug_infs",
-                   "jax_disable_jit", "jaxprc_cpp_dispatch")
+                   "jax_disable_jit", "jaxprc_cpp_dispatch", "jax_no_tracing", "jax_no_execution",
+                   "jax_explain_cache_misses")
 
     def __init__(self):
         self.jax_enable_x64 = _env_flag("JAX_ENABLE_X64")
@@ -166,6 +167,10 @@ class Config:
         self.jax_debug_nans = _env_flag("JAX_DEBUG_NANS")
         self.jax_debug_infs = _env_flag("JAX_DEBUG_INFS")
         self.jax_disable_jit = _env_flag("JAX_DISABLE_JIT")
+        # Watch the jit caches (jaxprc.no_tracing / no_execution / explain_cache_misses).
+        self.jax_no_tracing = _env_flag("JAX_NO_TRACING")
+        self.jax_no_execution = _env_flag("JAX_NO_EXECUTION")
+        self.jax_explain_cache_misses = _env_flag("JAX_EXPLAIN_CACHE_MISSES")
         self.jaxprc_compilation_cache_dir = os.environ.get("JAXPRC_COMPILATION_CACHE_DIR") or None
         self.jaxprc_cpp_dispatch = os.environ.get("JAXPRC_CPP_DISPATCH", "1").strip().lower() not in (
             "0", "false", "no", "off")
@@ -173,6 +178,8 @@ class Config:
     # Called with (name, value) after each option is set: jaxlib's C++ jit dispatch mirrors the
     # options that decide whether a cached executable may run (compiler/cpp_dispatch.py).
     listeners: list = []
+    # name -> check(value) -> value: ``update`` validates (and normalises) those options' values.
+    validators: dict = {}
 
     def __setattr__(self, name: str, value) -> None:
         object.__setattr__(self, name, value)
@@ -182,6 +189,8 @@ class Config:
     def update(self, name: str, value) -> None:
         if not hasattr(self, name):
             raise AttributeError(f"Unrecognized config option: {name!r}")
+        if name in self.validators:
+            value = self.validators[name](value)
         setattr(self, name, bool(value) if name in self._BOOL_FLAGS else value)
 
     def read(self, name: str):

@@ -51,9 +51,9 @@ class Aval:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
-    def __repr__(self):
+    def __repr__(self):       # JAX's form: jaxlib's messages (transfer guards) print it
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"Aval({self.shape}, {self.dtype.name}{weak})"
+        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
 
 
 def carries_no_data(dtype) -> bool:
@@ -169,8 +169,53 @@ class Array:
     def __format__(self, spec):
         return format(to_numpy(self).item(), spec) if not self.shape else format(str(self), spec)
 
+    def tobytes(self, order="C") -> bytes:
+        return to_numpy(self).tobytes(order)
+
+    def copy_to_host_async(self) -> None:
+        """Start copying the value to the host, so that a later read does not wait for the copy
+        (where device memory is host memory, as on CPU, there is nothing to copy)."""
+        for buf in self._check_live().shard_buffers():
+            without_jax_import(buf._copy_single_device_array_to_host_async)
+
     # -- buffer lifetime -------------------------------------------------------
-    # (No unsafe_buffer_pointer: jaxlib's implementation imports jax when installed, notes §0.)
+    def _check_live(self) -> "Array":
+        if self._buf.is_deleted():
+            raise DeletedArrayError(f"Array of type {self.dtype.name}{list(self.shape)} has been deleted.")
+        return self
+
+    def shard_buffers(self) -> list:
+        """The single-device ``ArrayImpl`` of each of this process's shards."""
+        return [self._buf]
+
+    def unsafe_buffer_pointer(self) -> int:
+        """The address of the device buffer (only for arrays on one device)."""
+        bufs = self._check_live().shard_buffers()
+        if len(bufs) != 1:
+            raise ValueError("unsafe_buffer_pointer() is supported only for unsharded arrays.")
+        return without_jax_import(bufs[0].unsafe_buffer_pointer)
+
+    def platform(self) -> str:
+        """The platform of the array's devices ('cpu', 'cuda', ...), as jaxlib names it."""
+        return self._buf.platform()
+
+    def clone(self) -> "Array":
+        """Another Array over the same device buffer (jaxlib's clone, as JAX's): deleting or
+        donating either deletes both."""
+        return self._rewrap(self._check_live()._buf.clone())
+
+    def _rewrap(self, buf) -> "Array":
+        return Array(buf, self.aval)
+
+    # JAX 0.10.2 keeps these two names only to point to their replacements.
+    @property
+    def device_buffer(self):
+        raise AttributeError("arr.device_buffer has been deprecated. Use arr.addressable_data(0)")
+
+    @property
+    def device_buffers(self):
+        raise AttributeError("arr.device_buffers has been deprecated. Use [x.data for x in arr.addressable_shards]")
+
     def block_until_ready(self) -> "Array":
         self._buf.block_until_ready()
         return self
@@ -226,14 +271,9 @@ def to_numpy(a: Array) -> np.ndarray:
     return _copy_to_host(buf)
 
 
-def _copy_to_host(buf) -> np.ndarray:
-    """jaxlib's device-to-host copy."""
-    return without_jax_import(buf._single_device_array_to_np_array_did_copy)[0]
-
-
 def without_jax_import(fn, *args):
-    """``fn(*args)`` for jaxlib calls whose C++ imports jax, when installed, to make an aval
-    (notes §0.1): unless the user has imported jax, the import is made to fail fast."""
+    """Run a jaxlib call whose C++ imports jax when installed (notes §0.1: to make avals):
+    unless the user has imported jax, the import is made to fail fast."""
     if "jax" in sys.modules:
         return fn(*args)
     sys.modules["jax"] = None
@@ -242,6 +282,11 @@ def without_jax_import(fn, *args):
     finally:
         if "jax" in sys.modules and sys.modules["jax"] is None:
             del sys.modules["jax"]
+
+
+def _copy_to_host(buf) -> np.ndarray:
+    """jaxlib's device-to-host copy (it imports jax, see ``without_jax_import``)."""
+    return without_jax_import(buf._single_device_array_to_np_array_did_copy)[0]
 
 
 def to_buffer(x, aval: Aval):

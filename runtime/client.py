@@ -44,6 +44,9 @@ class DeviceSharding(_jax.SingleDeviceSharding):
     def _to_xla_hlo_sharding(self, ndim):
         return _REPLICATED
 
+    def __repr__(self):      # JAX's form: jaxlib's messages (transfer guards) print it
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self._device.default_memory().kind})"
+
 
 class Backend:
     """One PJRT client with its devices and the sharding of its default device."""

@@ -17,13 +17,12 @@ just those, in device-list order.
 from __future__ import annotations
 
 import itertools
-import sys
 import threading
 
 import numpy as np
 from jaxlib import _jax, xla_client as xc
 
-from .array import Array, Aval, DeletedArrayError, _copy_to_host, device_aval, no_buffer_format
+from .array import Array, Aval, DeletedArrayError, _copy_to_host, device_aval, no_buffer_format, without_jax_import
 from . import effects, monitoring
 from .client import backend
 from .executable import JaxRuntimeError, XlaCompileError, XlaRuntimeError, _parse, callback_error
@@ -60,18 +59,6 @@ def addressable(devices) -> list[int]:
     return [i for i, d in enumerate(devices) if d.process_index == me]
 
 
-def _without_jax_import(fn, *args):
-    """Run a jaxlib call that imports jax when installed (notes §0.4), making that import fail fast."""
-    if "jax" in sys.modules:
-        return fn(*args)
-    sys.modules["jax"] = None
-    try:
-        return fn(*args)
-    finally:
-        if "jax" in sys.modules and sys.modules["jax"] is None:
-            del sys.modules["jax"]
-
-
 class ShardedArray(Array):
     """A global array whose shards live on ``devices`` (in that order) as ``hlo`` says.
 
@@ -94,9 +81,12 @@ class ShardedArray(Array):
     def devices(self) -> set:
         return set(self.device_tuple)
 
+    def _rewrap(self, buf) -> "ShardedArray":
+        return ShardedArray(buf, self.aval, self.hlo, self.device_tuple, self.sharding)
+
     def shard_buffers(self) -> list:
         """The single-device ``ArrayImpl`` of each of this process's shards, in device-list order."""
-        return _without_jax_import(lambda: list(self._buf._arrays))
+        return without_jax_import(lambda: list(self._buf._arrays))
 
     def host_value(self) -> np.ndarray:
         if self._buf.is_deleted():

@@ -14,6 +14,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.tracing import ConcretizationTypeError
 
 from . import ufuncs as uf
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, located
@@ -161,8 +162,8 @@ def block(arrays):
 
 
 def choose(a, choices, out=None, mode="raise"):
-    """``choices[a[i]][i]`` elementwise (``mode``: "raise" needs no out-of-range value, as in JAX
-    it is refused; "wrap" and "clip" adjust the index)."""
+    """``choices[a[i]][i]`` elementwise (``mode``: "raise" checks the indices, so ``a`` must be
+    concrete, as in JAX; "wrap" and "clip" adjust the index)."""
     if out is not None:
         raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
     a = as_array(a, "choose")
@@ -170,8 +171,14 @@ def choose(a, choices, out=None, mode="raise"):
         raise TypeError(f"choose: index array must be integer typed; got {aval_of(a).dtype}")
     n = len(choices)
     if mode == "raise":
-        raise NotImplementedError("The 'raise' mode to jnp.choose is not supported.")
-    if mode == "wrap":
+        try:
+            index = np.asarray(a)
+        except ConcretizationTypeError as e:
+            raise ConcretizationTypeError(f"{e}\nThe error occurred because jnp.choose was jit-compiled "
+                                          "with mode='raise'. Use mode='wrap' or mode='clip' instead.") from None
+        if ((index < 0) | (index >= n)).any():
+            raise ValueError("invalid entry in choice array")
+    elif mode == "wrap":
         a = uf.mod(a, n)
     elif mode == "clip":
         a = uf.minimum(uf.maximum(a, 0), n - 1)
