@@ -1,43 +1,36 @@
 """``jax.experimental.checkify``: run-time checks as values.
 
-``check(pred, msg, *args, **kwargs)`` binds a ``check`` primitive (effect ``check``)
-whose operands are an error state: per kind of error, a failure flag, an int32 code
-and payload arrays. Its params name, per code, the kind and message template, so the
-equation prints and parses (``check[codes=(3,) ...] a b !{check}``). Outside
-``checkify`` an eager ``check`` raises ``JaxRuntimeError``; a compiled one cannot
-raise, so lowering it fails as in JAX ("not functionalized").
+``check(pred, msg, *args, **kwargs)`` binds the ``check`` primitive (``jaxprc.lax.checks``:
+an error state as operands, the messages as params), which raises where it runs
+eagerly and cannot be compiled. ``checkify(f, errors)`` traces ``f`` to the IR and
+evaluates it with an ``Error`` threaded through: ``check`` equations merge into it,
+and, by the ``errors`` asked for, NaN-producing primitives, out-of-bounds
+gathers/slices/scatters and divisions by zero add to it. Control flow, calls and
+remat are rewritten with the error's values as extra operands and results (a loop
+carries them), so ``checkify`` composes with ``jit``, ``vmap`` (a batched error
+reports every failing index) and ``grad``.
 
-``checkify(f, errors)`` traces ``f`` to the IR and interprets it with an ``Error``
-threaded through: ``check`` equations merge into it, and, by the ``errors`` asked for,
-NaN-producing primitives, out-of-bounds gathers/slices/scatters and divisions by
-zero add to it. Control flow, calls and remat are rewritten with the error as extra
-operands and results (a loop carries it), so ``checkify`` composes with ``jit``,
-``vmap`` (batched errors report each failing index) and ``grad``.
-
-The first error wins: each check site gets a fresh code, and per kind the earliest
-failing one is kept; ``Error.get`` reports the failure with the smallest code.
+Each check site gets a fresh code; per slot the earliest failure is kept, and
+``Error.get`` reports the failure with the smallest code, as JAX.
 """
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any, NamedTuple
 
 import numpy as np
 
-from jaxprc import lax
 from jaxprc import numpy as jnp
-from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Var, Literal, Primitive, param_type, subjaxprs
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
 from jaxprc.ir.effects import Effect, jaxpr_effects
-from jaxprc.ir.params import Bool, Int, Record, Str, Tuple
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, source_info_of, trace_to_jaxpr
-from jaxprc.ir.tree_util import register_pytree_node_class, tree_flatten, tree_leaves, tree_map, tree_unflatten
+from jaxprc.ir.tree_util import register_pytree_node_class, tree_flatten, tree_leaves, tree_unflatten
 from jaxprc.lax.call import jit_p
 from jaxprc.lax.control_flow.conditionals import cond_p
 from jaxprc.lax.control_flow.loops import scan_p, while_p
 from jaxprc.lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
+from jaxprc.lax.checks import ErrorMessage, JaxRuntimeError, check_p, first_failure, reduce_batched, slots_of
 from jaxprc.lax.remat import checkpoint_p
 from jaxprc.runtime import Array
 
@@ -47,10 +40,6 @@ __all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic
 
 
 # ----------------------------------------------------------------- exceptions
-
-class JaxRuntimeError(ValueError):
-    """A failed check, raised where it runs (``Error.throw``, an eager ``check``)."""
-
 
 class JaxException(Exception):
     """One kind of checked error; its instances are the messages ``Error.get`` reports."""
@@ -89,20 +78,6 @@ div_checks = frozenset({DivisionByZeroError})
 float_checks = nan_checks | div_checks
 automatic_checks = float_checks | index_checks
 all_checks = automatic_checks | user_checks
-
-
-@param_type
-class ErrorMessage(NamedTuple):
-    """What a failure with one code says: ``template.format(*payload, **named payload)``;
-    the last ``kwarg_names`` payload arrays are the named ones."""
-    kind: str
-    template: str
-    kwarg_names: tuple = ()
-
-    def format(self, payload) -> str:
-        n = len(payload) - len(self.kwarg_names)
-        text = self.template.format(*payload[:n], **dict(zip(self.kwarg_names, payload[n:])))
-        return text + " (`check` failed)" if self.kind == "FailedCheckError" else text
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -150,18 +125,10 @@ class Error:
 
     def _exception_at(self, idx) -> JaxException | None:
         """The failure with the smallest code at batch index ``idx`` (``()``: unbatched)."""
-        best = None
-        for effect, pred in self._pred.items():
-            if bool(np.asarray(pred)[idx]):
-                code = int(np.asarray(self._code[effect])[idx])
-                if best is None or code < best[0]:
-                    best = (code, effect)
-        if best is None:
-            return None
-        code, effect = best
-        message = self._metadata[code]
-        payload = [np.asarray(p)[idx] for p in self._payload[effect]]
-        return _CATEGORIES[message.kind](message.format(payload))
+        effects = sorted(self._pred)
+        found = first_failure([(self._pred[e], self._code[e], self._payload[e]) for e in effects],
+                              self._metadata, idx)
+        return None if found is None else _CATEGORIES[found[0]](found[1])
 
     def _batched_exception(self) -> JaxException | None:
         shape = np.shape(next(iter(self._pred.values())))
@@ -214,111 +181,26 @@ def _with_placeholders(error: Error, effects) -> Error:
     return Error(pred, code, error._metadata, payload)
 
 
-# ---------------------------------------------------------- the check primitive
-
-check_p = Primitive("check")
-check_p.multiple_results = True      # no results
-check_p.def_params(kinds=Tuple(Str()), payload_counts=Tuple(Int(min=0)), codes=Tuple(Int()),
-                   messages=Tuple(Record(ErrorMessage, kind=Str(), template=Str(), kwarg_names=Tuple(Str()))),
-                   debug=Bool())
-check_p.def_effects(lambda **_: {Effect.check})
-
-
-@check_p.def_abstract_eval
-def _check_abstract_eval(*avals, kinds, payload_counts, codes, messages, debug):
-    if len(kinds) != len(payload_counts) or len(codes) != len(messages):
-        raise JaxprTypeError("check: kinds and payload_counts, codes and messages must pair up")
-    if len(avals) != sum(2 + n for n in payload_counts):
-        raise JaxprTypeError(f"check: {len(avals)} operands for error slots holding "
-                             f"{sum(2 + n for n in payload_counts)} values")
-    at = 0
-    for kind, n in zip(kinds, payload_counts):
-        if kind not in _CATEGORIES:
-            raise JaxprTypeError(f"check: unknown error kind {kind!r}")
-        pred, code = avals[at], avals[at + 1]
-        if pred.shape != () or pred.dtype != np.bool_ or code.shape != () or code.dtype != np.int32:
-            raise JaxprTypeError(f"check: each error slot starts with bool[] and i32[] scalars, "
-                                 f"got {pred.str_short()}, {code.str_short()}")
-        at += 2 + n
-    return []
-
+# ------------------------------------------------------------- check equations
 
 def _error_of_operands(args, kinds, payload_counts, codes, messages) -> Error:
-    pred, code, payload, at = {}, {}, {}, 0
-    for kind, n in zip(kinds, payload_counts):
-        values = list(args[at + 2:at + 2 + n])
+    pred, code, payload = {}, {}, {}
+    for kind, (failed, c, values) in zip(kinds, slots_of(args, payload_counts)):
         effect = _effect(kind, values)
-        pred[effect], code[effect], payload[effect] = args[at], args[at + 1], values
-        at += 2 + n
+        pred[effect], code[effect], payload[effect] = failed, c, values
     return Error(pred, code, dict(zip(codes, messages)), payload)
 
 
 def _check_error(error: Error, *, debug: bool = False):
     """Bind ``check`` on the error's values (a batched error reduced to one failure first)."""
-    if any(np.shape(get_aval(v)) for v in error._pred.values()):
-        error = _reduce_batched(error)
     effects = sorted(error._pred)
-    args = [x for e in effects for x in (error._pred[e], error._code[e], *error._payload[e])]
+    slots = [(error._pred[e], error._code[e], error._payload[e]) for e in effects]
+    if any(np.shape(get_aval(f)) for f, _, _ in slots):
+        slots = reduce_batched(slots)
     codes = tuple(sorted(error._metadata))
-    check_p.bind(*args, kinds=tuple(e.kind for e in effects),
+    check_p.bind(*[v for f, c, p in slots for v in (f, c, *p)], kinds=tuple(e.kind for e in effects),
                  payload_counts=tuple(len(e.payload) for e in effects), codes=codes,
                  messages=tuple(error._metadata[c] for c in codes), debug=bool(debug))
-
-
-def _reduce_batched(error: Error) -> Error:
-    """One failure per slot out of a batch of them: the last failing index (as JAX's argsort)."""
-    out = Error({}, {}, error._metadata, {})
-    for e, pred in error._pred.items():
-        pred = jnp.reshape(pred, (-1,))
-        idx = jnp.argsort(pred)[-1]
-        pick = lambda x: jnp.reshape(x, (pred.shape[0], *np.shape(get_aval(x))[np.ndim(get_aval(error._pred[e])):]))[idx]
-        out._pred[e], out._code[e] = pred[idx], pick(error._code[e])
-        out._payload[e] = [pick(p) for p in error._payload[e]]
-    return out
-
-
-def _check_impl(*args, debug, **params):
-    if not debug:
-        exc = _error_of_operands(args, **params).get_exception()
-        if exc is not None:
-            raise JaxRuntimeError(str(exc)) from exc
-    return []
-
-
-check_p.def_impl(_check_impl)
-
-
-def _check_jvp(primals, tangents, **params):
-    check_p.bind(*primals, **params)
-    return [], []
-
-
-ad.primitive_jvps[check_p] = _check_jvp
-
-
-def _check_batch(args, dims, *, debug, **params):
-    size = next(np.shape(get_aval(x))[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
-    front = [jnp.broadcast_to(x, (size, *np.shape(get_aval(x)))) if d is batching.not_mapped
-             else jnp.moveaxis(x, d, 0) for x, d in zip(args, dims)]
-    _check_error(_error_of_operands(front, **params), debug=debug)
-    return [], []
-
-
-batching.primitive_batchers[check_p] = _check_batch
-
-_FUNCTIONALIZATION_ERROR = (
-    "Cannot abstractly evaluate a checkify.check which was not functionalized. This probably "
-    "means you tried to stage (jit/scan/pmap/...) a `check` without functionalizing it through "
-    "`checkify.checkify`.")
-
-
-def _check_lowering(ctx, *args, debug, **params):
-    if not debug:       # a compiled program cannot raise: checkify must turn the check into values
-        raise ValueError(_FUNCTIONALIZATION_ERROR)
-    return []
-
-
-mlir.register_lowering(check_p, _check_lowering)
 
 
 # ------------------------------------------------------------------ user API

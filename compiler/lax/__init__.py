@@ -44,3 +44,4 @@ _dispatch.install_impls()
 from jaxprc.spmd import sharding_constraint_p, with_sharding_constraint  # noqa: E402,F401
 from .parallel import *  # noqa: E402,F401,F403
 from .host_local import *  # noqa: E402,F401,F403
+from .checks import *  # noqa: E402,F401,F403
