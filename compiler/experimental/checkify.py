@@ -206,7 +206,7 @@ def _check_error(error: Error, *, debug: bool = False):
 # ------------------------------------------------------------------ user API
 
 def _is_scalar_pred(pred) -> bool:
-    if isinstance(pred, (bool, np.bool_)):
+    if isinstance(pred, bool):      # as JAX: a NumPy bool is not taken
         return True
     return isinstance(pred, (Array, Tracer)) and get_aval(pred).shape == () and get_aval(pred).dtype == np.bool_
 
