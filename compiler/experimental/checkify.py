@@ -532,8 +532,8 @@ def _while_rule(error, enabled, eqn, operands):
     error, (checked_body, bhoisted, tree) = _fixed_error(error, trace)
     n_err = tree.num_leaves
 
-    def cond_only(err, args):     # the loop's predicate, taking (and ignoring) the error
-        return err, eval_jaxpr(cond.jaxpr, cond.consts, *args)
+    def cond_only(err, args):     # the loop's predicate; its checks ran in the body already
+        return err, _checkify_jaxpr(cond.jaxpr, cond.consts, enabled, err, args)[1]
     checked_cond, choisted, _ = _checked(cond_only, error, cond.in_avals, err_at=ncc)
     checked_cond = ClosedJaxpr(Jaxpr([], checked_cond.jaxpr.invars, checked_cond.jaxpr.outvars[n_err:],
                                      checked_cond.jaxpr.eqns), [])
