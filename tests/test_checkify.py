@@ -208,3 +208,13 @@ def test_checkify_of_vmap_reports_the_last_failure():
 def test_outputs_keep_their_structure():
     err, out = ck.checkify(lambda x: {"a": x, "b": [x * 2, 1]})(jnp.float32(1))
     assert err.get() is None and set(out) == {"a", "b"} and float(out["b"][0]) == 2.0
+
+
+def test_checkified_control_flow_verifies_and_round_trips():
+    def prog(x):
+        y = cond_prog(x[0])
+        c, ys = scan_prog(x)
+        return y + c + while_prog(np.int32(0)) + jx.jit(two_checks)(x[1]) + ys.sum()
+    cj = jx.make_jaxpr(ck.checkify(prog, errors=ck.all_checks))(jnp.arange(3.0))
+    assert {"cond", "scan", "while", "jit"} <= {e.primitive.name for e in cj.eqns}
+    assert_round_trip(cj)

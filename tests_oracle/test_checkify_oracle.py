@@ -71,55 +71,55 @@ def _grad(m, x):
     return m.jx.grad(f)(x)
 
 
-CASES = [  # (name, program, errors, args)
-    ("user_ok", _user, "user_checks", (F(3.0),)),
-    ("user_fail", _user, "user_checks", (F(-3.0),)),
-    ("first_wins", _two, "user_checks", (F(-0.5),)),
-    ("second", _two, "user_checks", (F(0.5),)),
-    ("index", _index, "index_checks", (np.arange(3, dtype=F), np.int32(5))),
-    ("index_neg", _index, "index_checks", (np.arange(3, dtype=F), np.int32(-7))),
-    ("index_ok", _index, "index_checks", (np.arange(4, dtype=F), np.int32(1))),
-    ("div", _div, "div_checks", (np.arange(3, dtype=np.int32), np.array([1, 0, 2], np.int32))),
-    ("nan", _nan, "nan_checks", (np.array([2.0, 0.5], F),)),
-    ("float_checks", _nan, "float_checks", (np.array([-2.0], F),)),
-    ("cond_nan", _cond, "nan_checks", (F(-1.0),)),
-    ("cond_div", _cond, "float_checks", (F(0.0),)),
-    ("scan", _scan, "all_checks", (np.arange(4, dtype=F),)),
-    ("while", _while, "user_checks", (np.int32(0),)),
-    ("while_cond_checked", _while, "user_checks", (np.int32(3),)),
-    ("nested", _nested, "all_checks", (F(0.5),)),
-    ("nested_nan", _nested, "all_checks", (F(2.5),)),
-    ("nested_user_only", _nested, "nan_checks", (F(0.5),)),
-    ("grad", _grad, "user_checks", (F(-2.0),)),
-    ("grad_nan", _grad, "nan_checks", (F(np.inf),)),
+CASES = [  # (name, program, errors, argument tuples: one jitted function runs them all)
+    ("user", _user, "user_checks", [(F(3.0),), (F(-3.0),)]),
+    ("first_wins", _two, "user_checks", [(F(-0.5),), (F(0.5),), (F(2.0),)]),
+    ("index", _index, "index_checks", [(np.arange(3, dtype=F), np.int32(i)) for i in (5, -7, 1)]),
+    ("div", _div, "div_checks", [(np.arange(3, dtype=np.int32), np.array([1, 0, 2], np.int32))]),
+    ("nan", _nan, "nan_checks", [(np.array([2.0, 0.5], F),)]),
+    ("float_checks", _nan, "float_checks", [(np.array([-2.0], F),)]),
+    ("cond_nan", _cond, "nan_checks", [(F(-1.0),)]),
+    ("cond_div", _cond, "float_checks", [(F(0.0),), (F(2.0),)]),
+    ("scan", _scan, "all_checks", [(np.arange(4, dtype=F),)]),
+    ("while", _while, "user_checks", [(np.int32(0),), (np.int32(3),), (np.int32(5),)]),
+    ("nested", _nested, "all_checks", [(F(0.5),), (F(2.5),)]),
+    ("nested_user_only", _nested, "nan_checks", [(F(0.5),)]),
+    ("grad", _grad, "user_checks", [(F(-2.0),)]),
+    ("grad_nan", _grad, "nan_checks", [(F(np.inf),)]),
 ]
 
 
-def _run(m, prog, errors, args, wrap):
-    f = m.ck.checkify(lambda *a: prog(m, *a), errors=getattr(m.ck, errors))
-    err, out = wrap(m, f)(*map(m.jnp.asarray, args))
-    return err.get(), [np.asarray(o) for o in jax.tree_util.tree_leaves(out)] if m is JAX else \
-        [np.asarray(o) for o in jaxprc.tree_util.tree_leaves(out)]
+def _results(m, prog, errors, arg_sets, wrap):
+    """(err.get(), output leaves) per argument tuple, from one checkified (and wrapped) function."""
+    f = wrap(m, m.ck.checkify(lambda *a: prog(m, *a), errors=getattr(m.ck, errors)))
+    leaves = jax.tree_util.tree_leaves if m is JAX else jaxprc.tree_util.tree_leaves
+    out = []
+    for args in arg_sets:
+        err, res = f(*map(m.jnp.asarray, args))
+        out.append((err.get(), [np.asarray(o) for o in leaves(res)]))
+    return out
 
 
-def _same(prog, errors, args, wrap):
-    want = _run(JAX, prog, errors, args, wrap)
-    got = _run(OURS, prog, errors, args, wrap)
-    assert got[0] == want[0]
-    assert len(got[1]) == len(want[1])
-    for g, w in zip(got[1], want[1]):
-        np.testing.assert_allclose(g, w, rtol=1e-6)
+def _same(prog, errors, args, wrap, more=()):
+    """Same messages and outputs from JAX and jaxprc on ``args`` (and each tuple of ``more``)."""
+    arg_sets = [args, *more]
+    for (got, got_out), (want, want_out) in zip(_results(OURS, prog, errors, arg_sets, wrap),
+                                                _results(JAX, prog, errors, arg_sets, wrap)):
+        assert got == want
+        assert len(got_out) == len(want_out)
+        for g, w in zip(got_out, want_out):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
 
 
-@pytest.mark.parametrize("name,prog,errors,args", CASES, ids=[c[0] for c in CASES])
-def test_jit_of_checkify(name, prog, errors, args):
-    _same(prog, errors, args, lambda m, f: m.jx.jit(f))
+@pytest.mark.parametrize("name,prog,errors,arg_sets", CASES, ids=[c[0] for c in CASES])
+def test_jit_of_checkify(name, prog, errors, arg_sets):
+    _same(prog, errors, arg_sets[0], lambda m, f: m.jx.jit(f), arg_sets[1:])
 
 
-@pytest.mark.parametrize("name", ["user_fail", "div", "cond_nan", "scan"])
+@pytest.mark.parametrize("name", ["user", "div", "cond_nan", "scan"])
 def test_eager_checkify(name):
-    _, prog, errors, args = next(c for c in CASES if c[0] == name)
-    _same(prog, errors, args, lambda m, f: f)
+    _, prog, errors, arg_sets = next(c for c in CASES if c[0] == name)
+    _same(prog, errors, arg_sets[-1], lambda m, f: f)
 
 
 def test_checkify_of_jit():
@@ -129,8 +129,8 @@ def test_checkify_of_jit():
 def test_vmap_of_checkify_reports_each_failing_index():
     xs = np.array([1.0, -2.0, 3.0, -4.0], F)
     _same(_user, "user_checks", (xs,), lambda m, f: m.jx.jit(m.jx.vmap(f)))
-    _same(_nan, "nan_checks", (np.array([[2.0], [-1.0], [0.5]], F),), lambda m, f: m.jx.vmap(f))
-    _same(_scan, "user_checks", (np.array([[0.0, 1.0], [3.0, 4.0]], F),), lambda m, f: m.jx.vmap(f))
+    _same(_nan, "nan_checks", (np.array([[2.0], [-1.0], [0.5]], F),), lambda m, f: m.jx.jit(m.jx.vmap(f)))
+    _same(_scan, "user_checks", (np.array([[0.0, 1.0], [3.0, 4.0]], F),), lambda m, f: m.jx.jit(m.jx.vmap(f)))
 
 
 def test_checkify_of_vmap_reports_the_last_failure():
@@ -164,3 +164,23 @@ def test_check_under_jit_is_not_functionalized():
 def test_public_names_match():
     names = lambda mod: {n for n in dir(mod) if not n.startswith("_")}  # noqa: E731
     assert names(jck) <= names(xck)
+
+
+def _indexing(m, x, i, j):
+    return (x[i, j], x[:, j], m.lax.dynamic_slice(x, (i, j), (2, 2)), x[m.jnp.array([0, i])],
+            x.at[i, j].set(0.0))
+
+
+@pytest.mark.parametrize("x64", [False, pytest.param(True, marks=pytest.mark.x64)])
+def test_multi_axis_indexing_payloads(x64):
+    x = np.arange(12.0, dtype=F).reshape(3, 4)
+    arg_sets = [(x, np.int32(i), np.int32(j)) for i, j in [(1, 7), (5, 1), (-9, 0), (2, 3), (1, 2)]]
+    _same(_indexing, "index_checks", arg_sets[0], lambda m, f: m.jx.jit(f), arg_sets[1:])
+
+
+def test_array_payloads_format_specs_and_more_nan_sources():
+    fmt = lambda m, x: m.ck.check(m.jnp.all(x > 0), "bad {} {:.2f} {x}", x, x[0], x=x[1:])  # noqa: E731
+    _same(fmt, "all_checks", (np.array([1.0, -2.0, 3.0], F),), lambda m, f: m.jx.jit(f))
+    ops = lambda m, x: m.jnp.sum(x / x) + m.jnp.dot(x, x) + m.jnp.cumsum(m.jnp.exp(x * 800)) - m.jnp.inf  # noqa: E731
+    xs = [(np.array(x, F),) for x in ([0.0, 1.0], [1.0, 1.0], [1.0, 2.0])]
+    _same(ops, "all_checks", xs[0], lambda m, f: m.jx.jit(f), xs[1:])
