@@ -87,6 +87,9 @@ class ErrorEffect:
     payload: tuple      # ((shape, dtype name), ...)
 
 
+_DTYPES = {str(d): d for d in dt.ALL_DTYPES}      # an ErrorEffect's dtype names (orderable keys)
+
+
 def _effect(kind: str, payload) -> ErrorEffect:
     return ErrorEffect(kind, tuple((tuple(a.shape), str(a.dtype)) for a in map(get_aval, payload)))
 
@@ -177,7 +180,7 @@ def _with_placeholders(error: Error, effects) -> Error:
     for e in effects:
         if e not in pred:
             pred[e], code[e] = np.bool_(False), np.int32(-1)
-            payload[e] = [np.ones(shape, dtype) for shape, dtype in e.payload]
+            payload[e] = [np.ones(shape, _DTYPES[name]) for shape, name in e.payload]
     return Error(pred, code, error._metadata, payload)
 
 
