@@ -79,6 +79,18 @@ def test_user_errors():
         ck.debug_check(np.bool_(True), "m")
     with pytest.raises(TypeError, match="need to be PyTrees of arrays, but got 3 of type <class 'int'>"):
         ck.check(True, "{}", 3)
+    point = type("Point", (tuple,), {})      # a container the IR cannot write: named clearly
+    jx.tree_util.register_pytree_node(point, lambda p: (list(p), None), lambda _, xs: point(xs))
+    with pytest.raises(TypeError, match="arrays in tuples, lists and dicts"):
+        ck.check(True, "{}", point([jnp.ones(1)]))
+
+
+def test_pytree_format_arguments():
+    f = jx.jit(ck.checkify(lambda x: ck.check(x[0] > 0, "{} {k} {:.2f}", {"a": x, "b": [x[0], None]}, x[1],
+                                              k=(x,))))
+    assert f(jnp.arange(2.0))[0].get() == ("{'a': Array([0., 1.], dtype=float32), 'b': [Array(0., dtype=float32), "
+                                           "None]} (Array([0., 1.], dtype=float32),) 1.00 (`check` failed)")
+    assert_round_trip(jx.make_jaxpr(lambda x: ck.check(x[0] > 0, "{k}", k={"a": (x,)}))(jnp.arange(2.0)))
 
 
 def test_errors_select_the_checks():

@@ -179,7 +179,8 @@ def test_multi_axis_indexing_payloads(x64):
 
 
 def test_array_payloads_format_specs_and_more_nan_sources():
-    fmt = lambda m, x: m.ck.check(m.jnp.all(x > 0), "bad {} {:.2f} {x}", x, x[0], x=x[1:])  # noqa: E731
+    fmt = lambda m, x: m.ck.check(m.jnp.all(x > 0), "bad {} {:.2f} {x} {t}", x, x[0], x=x[1:],  # noqa: E731
+                                  t={"a": [x[0], None], "b": (x,)})
     _same(fmt, "all_checks", (np.array([1.0, -2.0, 3.0], F),), lambda m, f: m.jx.jit(f))
     ops = lambda m, x: m.jnp.sum(x / x) + m.jnp.dot(x, x) + m.jnp.cumsum(m.jnp.exp(x * 800)) - m.jnp.inf  # noqa: E731
     xs = [(np.array(x, F),) for x in ([0.0, 1.0], [1.0, 1.0], [1.0, 2.0])]

@@ -30,7 +30,8 @@ from jaxprc.lax.call import jit_p
 from jaxprc.lax.control_flow.conditionals import cond_p
 from jaxprc.lax.control_flow.loops import scan_p, while_p
 from jaxprc.lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
-from jaxprc.lax.checks import ErrorMessage, JaxRuntimeError, check_p, first_failure, reduce_batched, slots_of
+from jaxprc.lax.checks import (ErrorMessage, JaxRuntimeError, arg_structure, check_p, first_failure, reduce_batched,
+                               slots_of)
 from jaxprc.lax.remat import checkpoint_p
 from jaxprc.runtime import Array
 
@@ -166,11 +167,12 @@ def _update(error: Error, effect: ErrorEffect, pred, code, payload, metadata) ->
                  {**error._metadata, **metadata}, {**error._payload, effect: new_payload})
 
 
-def _assert(error: Error, pred, kind: str, template: str, payload=(), kwarg_names=()) -> Error:
-    """``error`` updated with a new check site: it fails where ``pred`` is true."""
+def _assert(error: Error, pred, kind: str, template: str, payload=(), args="((), {})") -> Error:
+    """``error`` updated with a new check site: it fails where ``pred`` is true. ``args``: the
+    format arguments' structure over ``payload`` (``ErrorMessage.args``)."""
     code = _next_code()
     return _update(error, _effect(kind, payload), pred, np.int32(code), payload,
-                   {code: ErrorMessage(kind, template, tuple(kwarg_names))})
+                   {code: ErrorMessage(kind, template, args)})
 
 
 def _with_placeholders(error: Error, effects) -> Error:
@@ -219,16 +221,16 @@ def _check(pred, msg, debug, fmt_args, fmt_kwargs):
         raise TypeError(f"{'debug_check' if debug else 'check'} takes a scalar pred as argument, got {pred}")
     if not isinstance(msg, str):
         raise TypeError(f"check: msg must be a string, got {type(msg)}")
-    for arg in tree_leaves((fmt_args, fmt_kwargs)):
+    payload = tree_leaves((fmt_args, fmt_kwargs))
+    for arg in payload:
         if not isinstance(arg, (Array, Tracer, np.ndarray)):
             raise TypeError("Formatting arguments to checkify.check need to be PyTrees of arrays, but got "
                             f"{arg!r} of type {type(arg)}.")
-    for arg in (*fmt_args, *fmt_kwargs.values()):
-        if not isinstance(arg, (Array, Tracer, np.ndarray)):   # the IR keeps a flat list of arrays
-            raise TypeError("checkify.check: jaxprc takes formatting arguments that are arrays, "
-                            f"not other pytrees (got {type(arg).__name__})")
-    payload = [*fmt_args, *fmt_kwargs.values()]
-    error = _assert(init_error, jnp.logical_not(pred), "FailedCheckError", msg, payload, tuple(fmt_kwargs))
+    try:
+        args = arg_structure((fmt_args, fmt_kwargs))
+    except ValueError as e:      # the IR writes the structure as text: builtin containers only
+        raise TypeError(f"checkify.check: {e}") from None
+    error = _assert(init_error, jnp.logical_not(pred), "FailedCheckError", msg, payload, args)
     _check_error(error, debug=debug)
 
 
@@ -364,6 +366,9 @@ def _oob_template(name, shape) -> str:
             f"bounds for axis {{0[1]}} with size {{0[2]}}. ")
 
 
+_ONE_ARRAY = "((0,), {})"      # the structure of an index error's payload
+
+
 def _oob_payload(mask, indices, dims_map, operand_shape):
     """[index, axis, axis size] of the first out-of-bounds index (JAX's payload)."""
     flat = jnp.argmin(jnp.logical_not(mask))
@@ -376,7 +381,7 @@ def _oob_payload(mask, indices, dims_map, operand_shape):
 
 def _oob_assert(error, name, mask, indices, dims_map, operand_shape):
     payload = _oob_payload(mask, indices, dims_map, operand_shape)
-    return _assert(error, jnp.any(mask), "OOBError", _oob_template(name, operand_shape), [payload])
+    return _assert(error, jnp.any(mask), "OOBError", _oob_template(name, operand_shape), [payload], _ONE_ARRAY)
 
 
 def _dynamic_slice_rule(error, enabled, eqn, operands):

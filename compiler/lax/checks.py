@@ -3,7 +3,7 @@
 Its operands are an error state in slots, one per kind of error and payload type:
 ``[failed (bool[]), code (i32[]), *payload]`` per slot. Its params say what the
 slots are (``kinds``, ``payload_counts``) and what each code's failure says
-(``codes``, ``messages``: ``ErrorMessage(kind, template, kwarg_names)``), so the
+(``codes``, ``messages``: ``ErrorMessage(kind, template, args)``), so the
 equation prints and parses. Of the failing slots, the failure with the smallest
 code is reported (codes are handed out in program order).
 
@@ -15,6 +15,7 @@ last failing member (as JAX). Effect ``check`` keeps the equation from DCE/CSE.
 """
 from __future__ import annotations
 
+import ast
 from typing import NamedTuple
 
 import numpy as np
@@ -25,6 +26,7 @@ from jaxprc.ir.core import JaxprTypeError, Literal, Primitive, param_type
 from jaxprc.ir.effects import Effect
 from jaxprc.ir.params import Bool, Int, Record, Str, Tuple
 from jaxprc.ir.tracing import get_aval
+from jaxprc.ir.tree_util import tree_flatten, tree_unflatten
 
 from jaxprc.passes.vmap import moveaxis
 
@@ -39,17 +41,47 @@ class JaxRuntimeError(ValueError):
 
 @param_type
 class ErrorMessage(NamedTuple):
-    """What a failure says: ``template.format(*payload, **named payload)``; the last
-    ``len(kwarg_names)`` payload arrays are the named ones. A failed ``check`` adds JAX's
-    " (`check` failed)"."""
+    """What a failure says: ``template.format(*args, **kwargs)``, where ``args`` writes the
+    arguments' structure with payload positions for arrays (``"((0, [1]), {'x': 2})"``: tuples,
+    lists, dicts and None). A failed ``check`` adds JAX's " (`check` failed)"."""
     kind: str
     template: str
-    kwarg_names: tuple = ()
+    args: str = "((), {})"
 
     def format(self, payload) -> str:
-        n = len(payload) - len(self.kwarg_names)
-        text = self.template.format(*payload[:n], **dict(zip(self.kwarg_names, payload[n:])))
+        args, kwargs = _fill(ast.literal_eval(self.args), [_as_array(p) for p in payload])
+        text = self.template.format(*args, **kwargs)
         return text + " (`check` failed)" if self.kind == "FailedCheckError" else text
+
+
+def arg_structure(tree) -> str:
+    """``tree``'s structure with its leaves numbered, as ``ErrorMessage.args`` writes it; a
+    ValueError for containers other than tuples, lists, dicts and None."""
+    leaves, treedef = tree_flatten(tree)
+    text = repr(tree_unflatten(treedef, list(range(len(leaves)))))
+    try:
+        if tree_flatten(_fill(ast.literal_eval(text), leaves))[1] == treedef:
+            return text
+    except (ValueError, SyntaxError, TypeError):
+        pass
+    raise ValueError(f"formatting arguments must be arrays in tuples, lists and dicts, got {tree!r}")
+
+
+def _fill(skeleton, leaves):
+    """The skeleton's payload positions replaced by the leaves."""
+    if isinstance(skeleton, int) and not isinstance(skeleton, bool):
+        return leaves[skeleton]
+    if isinstance(skeleton, (tuple, list)):
+        return type(skeleton)(_fill(x, leaves) for x in skeleton)
+    if isinstance(skeleton, dict):
+        return {k: _fill(v, leaves) for k, v in skeleton.items()}
+    return skeleton
+
+
+def _as_array(x):
+    """A payload value as an Array, so messages print it as JAX's do."""
+    from jaxprc.api import device_put
+    return device_put(np.asarray(x))
 
 
 def slots_of(args, payload_counts) -> list[tuple]:
@@ -92,7 +124,7 @@ def reduce_batched(slots) -> list[tuple]:
 check_p = Primitive("check")
 check_p.multiple_results = True      # no results
 check_p.def_params(kinds=Tuple(Str()), payload_counts=Tuple(Int(min=0)), codes=Tuple(Int()),
-                   messages=Tuple(Record(ErrorMessage, kind=Str(), template=Str(), kwarg_names=Tuple(Str()))),
+                   messages=Tuple(Record(ErrorMessage, kind=Str(), template=Str(), args=Str())),
                    debug=Bool())
 check_p.def_effects(lambda **_: {Effect.check})
 
