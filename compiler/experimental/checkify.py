@@ -361,7 +361,7 @@ def _div_rule(error, enabled, eqn, operands):
     return _nan_rule(error, enabled, eqn, operands)
 
 
-def _oob_template(name, shape) -> str:
+def _oob_template(shape) -> str:
     return (f"out-of-bounds indexing for array of shape {tuple(shape)}: index {{0[0]}} is out of "
             f"bounds for axis {{0[1]}} with size {{0[2]}}. ")
 
@@ -379,9 +379,9 @@ def _oob_payload(mask, indices, dims_map, operand_shape):
     return jnp.array([index, axis, size], dtype=np.int32)
 
 
-def _oob_assert(error, name, mask, indices, dims_map, operand_shape):
+def _oob_assert(error, mask, indices, dims_map, operand_shape):
     payload = _oob_payload(mask, indices, dims_map, operand_shape)
-    return _assert(error, jnp.any(mask), "OOBError", _oob_template(name, operand_shape), [payload], _ONE_ARRAY)
+    return _assert(error, jnp.any(mask), "OOBError", _oob_template(operand_shape), [payload], _ONE_ARRAY)
 
 
 def _dynamic_slice_rule(error, enabled, eqn, operands):
@@ -391,7 +391,7 @@ def _dynamic_slice_rule(error, enabled, eqn, operands):
         starts = jnp.stack([jnp.asarray(_value(i)) for i in operands[1:]])
         mask = (starts < 0) | (starts + np.asarray(eqn.params["slice_sizes"], starts.dtype)
                                > np.asarray(shape, starts.dtype))
-        error = _oob_assert(error, "dynamic_slice", mask, starts, range(len(shape)), shape)
+        error = _oob_assert(error, mask, starts, range(len(shape)), shape)
     return error, out
 
 
@@ -401,7 +401,7 @@ def _dynamic_update_slice_rule(error, enabled, eqn, operands):
         shape, update = get_aval(_value(operands[0])).shape, get_aval(_value(operands[1])).shape
         starts = jnp.stack([jnp.asarray(_value(i)) for i in operands[2:]])
         mask = (starts < 0) | (starts + np.asarray(update, starts.dtype) > np.asarray(shape, starts.dtype))
-        error = _oob_assert(error, "dynamic_update_slice", mask, starts, range(len(shape)), shape)
+        error = _oob_assert(error, mask, starts, range(len(shape)), shape)
     return error, out
 
 
@@ -414,7 +414,7 @@ def _gather_rule(error, enabled, eqn, operands):
         index_map = list(dn.start_index_map)
         upper = np.asarray([shape[d] - sizes[d] for d in index_map], np.int64)
         mask = (indices < 0) | (indices > upper.astype(indices.dtype))
-        error = _oob_assert(error, "gather", mask, indices, index_map, shape)
+        error = _oob_assert(error, mask, indices, index_map, shape)
     return error, out
 
 
@@ -430,7 +430,7 @@ def _scatter_rule(error, enabled, eqn, operands):
         upper = np.asarray([operand.shape[d] - sizes[d] for d in dn.scatter_dims_to_operand_dims], np.int64)
         upper = np.minimum(upper, np.iinfo(indices.dtype).max).astype(indices.dtype)
         mask = (idx < 0) | (idx > upper)
-        error = _oob_assert(error, eqn.primitive.name, mask, idx, dn.scatter_dims_to_operand_dims, operand.shape)
+        error = _oob_assert(error, mask, idx, dn.scatter_dims_to_operand_dims, operand.shape)
     return error, out
 
 
