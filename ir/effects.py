@@ -6,7 +6,8 @@ equation (a host callback that prints, writes a file, ...) may be none of
 these. Its effects are a set of ``Effect``s:
 
 - ``debug`` / ``ordered_debug``: ``jaxprc.debug.print`` and ``debug.callback``;
-- ``io`` / ``ordered_io``: ``jaxprc.experimental.io_callback``.
+- ``io`` / ``ordered_io``: ``jaxprc.experimental.io_callback``;
+- ``check``: ``jaxprc.experimental.checkify.check`` (and ``check_error``, ``debug_check``).
 
 Ordered effects also run in program order, across separate compiled calls
 too (the lowering threads tokens through them). An equation's effects come
@@ -36,6 +37,7 @@ class Effect(enum.Enum):
     ordered_debug = "ordered_debug"
     io = "io"
     ordered_io = "ordered_io"
+    check = "check"      # ``checkify.check``: raises where it runs unless ``checkify`` functionalizes it
 
     @property
     def ordered(self) -> bool:

@@ -1092,6 +1092,15 @@ def test_random_gamma_and_its_derivative():
         np.testing.assert_allclose(draws.mean(1), [0.5, 3.0], rtol=0.1)
 
 
+def test_checkify_check_lowers_to_nothing_in_debug_mode_else_refuses():
+    from jaxprc.experimental import checkify
+    x = sample((3,), F32)
+    (out,) = run(lambda a: [checkify.debug_check(a[0] > 0, "dbg {}", a), a * 2][1], x)
+    check(out, x.astype(F64) * 2, F32)
+    with pytest.raises(ValueError, match="not functionalized"):
+        run(lambda a: [checkify.check(a[0] > 0, "no"), a][1], x)
+
+
 def test_every_builtin_primitive_is_checked_numerically(request, builtins):
     """Runs last: the tests above must have run (and checked) every built-in primitive."""
     if request.session.testscollected != len(request.session.items):

@@ -14,6 +14,7 @@ import pytest
 
 import jaxprc as jx
 import jaxprc.numpy as jnp
+from jaxprc.experimental import checkify
 from jaxprc import lax
 from jaxprc.ad_checkpoint import checkpoint_name
 from jaxprc.ir import ClosedJaxpr, JaxprTypeError, ParseError, parse, pp_jaxpr, verify
@@ -93,6 +94,7 @@ CORPUS = {
                                   lax.slice(x, (0,), (2,), (1,)), lax.dynamic_slice(x, (1,), (2,)),
                                   lax.dynamic_update_slice(x, x[:1], (1,))), [(3,)]),
     "gather_scatter": (_gather_scatter, [(3,)]),
+    "check": (lambda x: checkify.debug_check(x[0] > 0, "{} and {y}", x, y=x[1]), [(3,)]),
     "control_flow": (lambda x: (lax.while_loop(lambda c: c < 3.0, lambda c: c + 1.0, x[0]),
                                 lax.scan(lambda c, a: (c + a, c), x[0], x),
                                 lax.cond(x[0] > 0, jnp.sin, jnp.cos, x)), [(3,)]),

@@ -188,6 +188,9 @@ def _structural_cases():
                                 [X3]),
         "custom_root": (lambda x: cf.custom_root(lambda v: v - x, x, lambda f, v: x, lambda g, y: y), [X3]),
         "top_k": (lambda x: lax.top_k(x, 2, axis=0), [x23]),
+        "check": (lambda x: prims.check_p.bind(
+            lax.gt(x[0], 0.0), np.int32(7), x, kinds=("FailedCheckError",), payload_counts=(1,), codes=(7,),
+            messages=(prims.ErrorMessage("FailedCheckError", "x = {x}", "((), {'x': 0})"),), debug=False), [X3]),
         "reduce_precision": (lambda x: lax.reduce_precision(x, 5, 10), [X3]),
         "mulhi": (lambda x, y: lax.mulhi(x, y), [sa((3,), i32), sa((3,), i32)]),
         "optimization_barrier": (lambda x, y: lax.optimization_barrier((x, y)), [X3, x23]),

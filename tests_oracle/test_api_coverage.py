@@ -31,6 +31,7 @@ ENFORCED = {
     "jax.experimental.mesh_utils": "jaxprc.experimental.mesh_utils",
     "jax.experimental.compilation_cache.compilation_cache":
         "jaxprc.experimental.compilation_cache.compilation_cache",
+    "jax.experimental.checkify": "jaxprc.experimental.checkify",
     **{f"jax.scipy.stats.{m}": f"jaxprc.scipy.stats.{m}" for m in sorted(
         n for n in dir(jax.scipy.stats) if not n.startswith("_") and
         type(getattr(jax.scipy.stats, n)).__name__ == "module")},

@@ -1,4 +1,4 @@
-"""jaxprc.experimental: ``ode`` (odeint), ``io_callback``, ``mesh_utils``, ``compilation_cache``."""
+"""jaxprc.experimental: ``ode`` (odeint), ``io_callback``, ``mesh_utils``, ``compilation_cache``, ``checkify``."""
 from . import ode  # noqa: F401
 from ..callback import io_callback  # noqa: F401,E402
-from . import compilation_cache, mesh_utils  # noqa: F401,E402
+from . import checkify, compilation_cache, mesh_utils  # noqa: F401,E402

@@ -45,3 +45,4 @@ from jaxprc.spmd import sharding_constraint_p, with_sharding_constraint  # noqa:
 from .parallel import *  # noqa: E402,F401,F403
 from .ragged_collectives import *  # noqa: E402,F401,F403
 from .host_local import *  # noqa: E402,F401,F403
+from .checks import *  # noqa: E402,F401,F403
