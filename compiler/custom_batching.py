@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from .custom_derivatives import _name, _resolve_kwargs
+from .custom_derivatives import _name, _resolve_kwargs, forward_def_attr
 from .ir.tracing import close_over_consts, get_aval, trace_to_jaxpr
 from .ir.tree_util import tree_flatten, tree_map, tree_unflatten
 from .lax.control_flow.loops import map as _lax_map
@@ -31,6 +31,8 @@ class custom_vmap:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.vmap_rule: Callable | None = None
+
+    __getattr__ = forward_def_attr
 
     def __get__(self, instance, owner=None):
         return self if instance is None else functools.partial(self, instance)
@@ -55,20 +57,22 @@ class custom_vmap:
                                                         name=_name(self.fun)))
         out_tree = store["out_tree"]
         rule = VmapRule(_name(self.vmap_rule), len(consts),
-                        fn=FlatVmapRule(self.vmap_rule, _name(self.fun), in_tree, out_tree))
+                        fn=FlatVmapRule(self.vmap_rule, _name(self.fun), in_tree, out_tree, consts))
         outs = custom_vmap_call_p.bind(*consts, *flat_args, call=call, rule=rule)
         return tree_unflatten(out_tree, outs)
 
 
 class FlatVmapRule:
     """The user's rule on flat lists: ``(axis_size, in_batched, *args) -> (outs, out_batched)``,
-    its output structure checked against the function's. Equal when the rule and the structures
-    are: tracing a function again gives an equal program."""
+    its output structure checked against the function's. ``closed``: the values the function
+    closes over (the node's leading operands), which the rule may use too. Equal when the rule and
+    the structures are: tracing a function again gives an equal program."""
 
-    __slots__ = ("rule", "fun_name", "in_tree", "out_tree")
+    __slots__ = ("rule", "fun_name", "in_tree", "out_tree", "closed")
 
-    def __init__(self, rule: Callable, fun_name: str, in_tree, out_tree):
+    def __init__(self, rule: Callable, fun_name: str, in_tree, out_tree, closed=()):
         self.rule, self.fun_name, self.in_tree, self.out_tree = rule, fun_name, in_tree, out_tree
+        self.closed = tuple(closed)
 
     def __call__(self, axis_size, in_batched, *args):
         rule_name = _name(self.rule)

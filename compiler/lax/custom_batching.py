@@ -32,9 +32,9 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, Literal, Primitive, param_type
 from jaxprc.ir.host_callback import HostCallback
 from jaxprc.ir.params import ClosedJaxprParam, Int, Record, Str, Tuple
-from jaxprc.ir.tracing import close_over_consts, trace_to_jaxpr
+from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, standing_in, trace_to_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, is_differentiable, jvp_eval, jvp_jaxpr, tangent_aval
-from jaxprc.passes.vmap import aval_of, axis_size_of, batch_eval, moveaxis, unbatched_aval
+from jaxprc.passes.vmap import aval_of, axis_size_of, batch_jaxpr, matchaxis, moveaxis, unbatched_aval
 
 from .control_flow.common import check_operand_types, check_subjaxpr
 
@@ -83,7 +83,9 @@ class VmapRule(HostCallback):
         if any(in_batched[:n]):
             raise ValueError(f"the custom_vmap function with rule {self.name} closes over a value that "
                              "vmap batches; pass that value to the function as an argument instead")
-        outs, out_batched = self.fn(axis_size, in_batched[n:], *args[n:])
+        # the user's rule may use values the function closed over: their replayed values
+        with standing_in(zip(getattr(self.fn, "closed", ()), args[:n])):
+            outs, out_batched = self.fn(axis_size, in_batched[n:], *args[n:])
         return list(outs), list(out_batched)
 
     def __eq__(self, other):
@@ -181,42 +183,61 @@ ad.primitive_jvps[custom_vmap_call_p] = _custom_vmap_call_jvp
 def _jvp_of_rule(inner, added: int, n_in: int, n_out: int):
     """The rule of a jvp node, given the rule ``inner`` of the node it differentiates (JAX's
     ``jvp_of_rule_rule``). Operands: ``added`` body constants, ``n_in`` primals, the tangents of
-    the differentiable primals; results: ``n_out`` primals, then the differentiable ones' tangents."""
+    the differentiable primals; results: ``n_out`` primals, then the differentiable ones' tangents.
+
+    ``inner`` sees the arguments whose primal and tangent are both batched (an argument without a
+    tangent, an integer, counts as its primal); the jvp of what it returns is vmapped over the
+    arguments batched in only one of the two. Where that vmap would batch a result ``inner``
+    already batched (JAX then returns a result of the wrong shape), every argument batched in
+    either is broadcast to be batched in both, and ``inner`` sees them all."""
     def rule(axis_size, in_batched, args):
         args, in_batched = args[added:], in_batched[added:]
-        primals, p_batched = args[:n_in], in_batched[:n_in]
+        primals = args[:n_in]
         diff = [is_differentiable(aval_of(p)) for p in primals]
         t_iter, tb_iter = iter(args[n_in:]), iter(in_batched[n_in:])
         tangents = [next(t_iter) if d else None for d in diff]
-        t_batched = [next(tb_iter) if d else False for d in diff]
-        mutual = [p and t for p, t in zip(p_batched, t_batched)]
-        p_extra = [0 if p and not t else None for p, t in zip(p_batched, t_batched)]
-        t_extra = [0 if t and not p else None for p, t, d in zip(p_batched, t_batched, diff) if d]
-        mutual_out: list = []
-
-        def per_example(*ps_ts):
-            # the rule on the mutually batched arguments, differentiated; the other batched
-            # arguments are one example here (vmapped below)
-            ps, ts = ps_ts[:n_in], iter(ps_ts[n_in:])
-
-            def to_jvp(*ps):
-                outs, out_batched = inner(axis_size, mutual, list(ps))
-                mutual_out[:] = out_batched
-                return outs
-            body = trace_to_jaxpr(to_jvp, [aval_of(p) for p in ps], name="custom_vmap_rule")
-            full_ts = [next(ts) if d else Zero(tangent_aval(aval_of(p))) for p, d in zip(ps, diff)]
-            outs, touts = jvp_eval(body.jaxpr, body.consts, list(ps), full_ts)
-            return list(outs) + [instantiate_zeros(t) for t, o in zip(touts, outs)
-                                 if is_differentiable(aval_of(o))]
-        operands = list(primals) + [t for t in tangents if t is not None]
-        dims = p_extra + t_extra
-        avals = [unbatched_aval(aval_of(x), d) for x, d in zip(operands, dims)]
-        g = trace_to_jaxpr(per_example, avals, name="custom_vmap_jvp")
-        outs, out_dims = batch_eval(g.jaxpr, g.consts, operands, dims)
-        outs = [moveaxis(x, d, 0) if d is not None else x for x, d in zip(outs, out_dims)]
-        out_diff = [is_differentiable(aval_of(o)) for o in outs[:n_out]]
-        batched = [m or d is not None for m, d in zip(mutual_out, out_dims[:n_out])]
-        t_mutual = [m for m, d in zip(mutual_out, out_diff) if d]
-        batched += [m or d is not None for m, d in zip(t_mutual, out_dims[n_out:])]
-        return outs, batched
+        t_batched = [next(tb_iter) if d else p for d, p in zip(diff, in_batched[:n_in])]
+        outs = _jvp_of_rule_on(inner, axis_size, primals, tangents, in_batched[:n_in], t_batched, n_out)
+        if outs is None:
+            both = [p or t for p, t in zip(in_batched[:n_in], t_batched)]
+            primals = [matchaxis(x, 0 if p else None, 0 if b else None, axis_size)
+                       for x, p, b in zip(primals, in_batched, both)]
+            tangents = [None if x is None else matchaxis(x, 0 if t else None, 0 if b else None, axis_size)
+                        for x, t, b in zip(tangents, t_batched, both)]
+            outs = _jvp_of_rule_on(inner, axis_size, primals, tangents, both, both, n_out)
+        return outs
     return rule
+
+
+def _jvp_of_rule_on(inner, axis_size, primals, tangents, p_batched, t_batched, n_out):
+    """One try of ``_jvp_of_rule``: (outs, out_batched), or None where the vmap over the
+    arguments batched in only one of primal and tangent would batch a result ``inner`` batched."""
+    n_in = len(primals)
+    diff = [t is not None for t in tangents]
+    mutual = [p and t for p, t in zip(p_batched, t_batched)]
+    mutual_out: list = []
+
+    def per_example(*ps_ts):
+        ps, ts = ps_ts[:n_in], iter(ps_ts[n_in:])
+
+        def to_jvp(*ps):
+            outs, out_batched = inner(axis_size, mutual, list(ps))
+            mutual_out[:] = out_batched
+            return outs
+        body = trace_to_jaxpr(to_jvp, [aval_of(p) for p in ps], name="custom_vmap_rule")
+        full_ts = [next(ts) if d else Zero(tangent_aval(aval_of(p))) for p, d in zip(ps, diff)]
+        outs, touts = jvp_eval(body.jaxpr, body.consts, list(ps), full_ts)
+        return list(outs) + [instantiate_zeros(t) for t, o in zip(touts, outs) if is_differentiable(aval_of(o))]
+    operands = list(primals) + [t for t in tangents if t is not None]
+    dims = [0 if p and not t else None for p, t in zip(p_batched, t_batched)]
+    dims += [0 if t and not p else None for p, t, d in zip(p_batched, t_batched, diff) if d]
+    g, consts = close_over_consts(trace_to_jaxpr(per_example, [unbatched_aval(aval_of(x), d)
+                                                               for x, d in zip(operands, dims)],
+                                                 name="custom_vmap_jvp"))
+    g, extra_out = batch_jaxpr(g, axis_size, [None] * len(consts) + dims)
+    out_diff = [is_differentiable(a) for a in g.out_avals[:n_out]]
+    mutual_out = list(mutual_out) + [m for m, d in zip(mutual_out, out_diff) if d]
+    if any(m and e for m, e in zip(mutual_out, extra_out)):
+        return None
+    outs = eval_jaxpr(g.jaxpr, g.consts, *consts, *operands)
+    return outs, [m or e for m, e in zip(mutual_out, extra_out)]
