@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import numpy as np
+
 from .custom_derivatives import _name, _resolve_kwargs, forward_def_attr
 from .ir.tracing import close_over_consts, get_aval, trace_to_jaxpr
 from .ir.tree_util import tree_flatten, tree_map, tree_unflatten
@@ -92,6 +94,9 @@ class FlatVmapRule:
             raise ValueError(f"structure of output returned by custom vmap rule ({rule_name}) does not "
                              f"match that of original custom-vmapped function.\nOriginal output: "
                              f"{self.out_tree}\nRule output: {tree}")
+        if not all(isinstance(b, (bool, np.bool_)) for b in flags):
+            raise TypeError(f"custom vmap rule ({rule_name}) for function {self.fun_name}: its out_batched "
+                            f"must be a pytree of bools (one per output), got {out_batched!r:.200}")
         return outs, [bool(b) for b in flags]
 
     def __eq__(self, other):

@@ -814,7 +814,10 @@ def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_ar
     transpose is ``fun_transpose(residual_args, cotangents) -> cotangents of linear_args``: reverse
     mode (and ``linear_transpose``) calls ``fun_transpose`` instead of transposing ``fun``, and the
     transpose of that call is ``fun`` again. Forward mode applies ``fun`` to the tangents; vmap maps
-    both. The transpose is traced when first needed, so its errors show then, as in JAX."""
+    both. The transpose is traced when first needed, so its errors show then, as in JAX.
+    Outside any trace this is just ``fun(residual_args, linear_args)``."""
+    if current_builder() is None:
+        return fun(residual_args, linear_args)
     res_flat, res_tree = tree_flatten(residual_args)
     lin_flat, lin_tree = tree_flatten(linear_args)
     res_avals, lin_avals = [get_aval(x) for x in res_flat], [get_aval(x) for x in lin_flat]
