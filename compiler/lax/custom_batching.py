@@ -38,7 +38,7 @@ from jaxprc.passes.vmap import aval_of, axis_size_of, batch_jaxpr, matchaxis, mo
 
 from .control_flow.common import check_operand_types, check_subjaxpr
 
-__all__ = ["custom_vmap_call_p", "VmapRule"]
+__all__ = ["custom_vmap_call_p"]
 
 
 # ------------------------------------------------------------------ the rule
