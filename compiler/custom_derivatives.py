@@ -814,10 +814,8 @@ def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_ar
     transpose is ``fun_transpose(residual_args, cotangents) -> cotangents of linear_args``: reverse
     mode (and ``linear_transpose``) calls ``fun_transpose`` instead of transposing ``fun``, and the
     transpose of that call is ``fun`` again. Forward mode applies ``fun`` to the tangents; vmap maps
-    both. The transpose is traced when first needed, so its errors show then, as in JAX.
-    Outside any trace this is just ``fun(residual_args, linear_args)``."""
-    if current_builder() is None:
-        return fun(residual_args, linear_args)
+    both. Errors of ``fun_transpose`` (structure, types) show when it is needed, as in JAX.
+    Outside any trace ``fun``'s jaxpr runs op by op (JAX's impl), without the transpose."""
     res_flat, res_tree = tree_flatten(residual_args)
     lin_flat, lin_tree = tree_flatten(linear_args)
     res_avals, lin_avals = [get_aval(x) for x in res_flat], [get_aval(x) for x in lin_flat]
@@ -830,6 +828,8 @@ def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_ar
         return out_leaves
     callee, f_consts = close_over_consts(trace_to_jaxpr(flat_fun, res_avals + lin_avals, name=_name(fun)))
     out_tree, out_avals = store["out_tree"], callee.out_avals
+    if current_builder() is None:
+        return tree_unflatten(out_tree, eval_jaxpr(callee.jaxpr, [], *f_consts, *res_flat, *lin_flat))
     t_name = _name(fun_transpose)
 
     def flat_transpose(*leaves):
