@@ -23,6 +23,7 @@ ENFORCED = {
     "jax.nn.initializers": "jaxprc.nn.initializers", "jax.numpy.linalg": "jaxprc.numpy.linalg",
     "jax.numpy.fft": "jaxprc.numpy.fft", "jax.scipy.linalg": "jaxprc.scipy.linalg",
     "jax.distributed": "jaxprc.distributed",
+    "jax.custom_batching": "jaxprc.custom_batching",
     **{f"jax.scipy.stats.{m}": f"jaxprc.scipy.stats.{m}" for m in sorted(
         n for n in dir(jax.scipy.stats) if not n.startswith("_") and
         type(getattr(jax.scipy.stats, n)).__name__ == "module")},
@@ -64,7 +65,7 @@ NOT_APPLICABLE = {
                          "allow_f16_reductions", "softmax_custom_jvp", "jax2tf_associative_scan_reductions"],
                         "JAX-internal configuration switches without a jaxprc counterpart"),
         **dict.fromkeys(["api_util", "lib", "stages", "typing", "monitoring", "profiler", "dlpack", "ds", "export",
-                         "memory", "custom_batching", "fwd_and_bwd", "make_user_context"],
+                         "memory", "fwd_and_bwd", "make_user_context"],
                         "JAX-internal or not yet ported submodules and helpers"),
     },
 }
