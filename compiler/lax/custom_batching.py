@@ -28,8 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from jaxprc.interpreters import ad, batching, mlir
-from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, Literal, Primitive, param_type
+from jaxprc.ir.core import JaxprTypeError, Literal, Primitive, param_type
 from jaxprc.ir.host_callback import HostCallback
 from jaxprc.ir.params import ClosedJaxprParam, Int, Record, Str, Tuple
 from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, standing_in, trace_to_jaxpr

@@ -66,7 +66,7 @@ def _as_operand(t, aval: ShapedArray):
     """A linear operand from a tangent or cotangent: zeros where it is ``Zero`` (of the primal's
     dtype for integer values, whose tangents are float0)."""
     from jaxprc import lax
-    if isinstance(t, Zero) or t.dtype == dt.float0:
+    if isinstance(t, Zero) or get_aval(t).dtype == dt.float0:
         return lax.full(aval.shape, 0, aval.dtype)
     return t
 
