@@ -105,6 +105,8 @@ def test_custom_vmap_errors_match_jax():
          "custom-vmapped function."),
         (lambda lib: lib.grad(with_rule(lib, lambda n, b, x: (x, True)))(1.0), ValueError,
          "Linearization failed to produce known values for all output primals."),
+        (lambda lib: lib.grad(lambda x: lib.vmap(with_rule(lib, lambda n, b, x: (x, True)))(x).sum())(XS),
+         ValueError, "Linearization failed to produce known values for all output primals."),
         (lambda lib: with_rule(lib, lambda n, b, x: (x, True))(1.0, 2.0), TypeError,
          "could not be resolved to positional-only arguments"),
     ]
