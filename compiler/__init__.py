@@ -18,6 +18,7 @@ from .vmap import *  # noqa: E402,F401,F403
 from . import lax, numpy, nn, tree_util, tree, random, core, interpreters, dtypes  # noqa: E402,F401
 from .custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert  # noqa: E402,F401
 from . import custom_derivatives  # noqa: E402,F401
+from . import custom_batching  # noqa: E402,F401
 from . import scipy, experimental  # noqa: E402,F401
 from .ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402,F401
 from . import ad_checkpoint  # noqa: E402,F401

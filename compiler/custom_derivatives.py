@@ -34,13 +34,14 @@ from .ir import dtypes as dt
 from . import lax
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Thunk, Var
 from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
+from .lax.linear_call import linear_call_p
 from .ir.tracing import Tracer, close_over_consts, current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
 from .ir.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_structure, tree_unflatten
 from .ad import _NestedBuilder
 from .passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert", "SymbolicZero",
-           "CustomVJPPrimal", "custom_vjp_primal_tree_values", "zero_from_primal"]
+           "CustomVJPPrimal", "custom_vjp_primal_tree_values", "zero_from_primal", "linear_call"]
 
 
 class SymbolicZero:
@@ -329,6 +330,14 @@ def _check_avals(what: str, expected: Sequence[ShapedArray], got: Sequence[Shape
                             f"expected {e.strip_weak_type().str_short()}.")
 
 
+def forward_def_attr(self, name):
+    """``__getattr__`` of the custom-function decorators: ``def*`` names come from the wrapped
+    function, so stacked decorators (``custom_vjp`` over ``custom_vmap``) each take their rule."""
+    if name.startswith("def"):
+        return getattr(self.fun, name)
+    raise AttributeError(name)
+
+
 # -------------------------------------------------------------- custom_jvp
 
 class custom_jvp:
@@ -346,6 +355,8 @@ class custom_jvp:
         self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.jvp: Callable | None = None
         self.symbolic_zeros = False
+
+    __getattr__ = forward_def_attr
 
     def __get__(self, instance, owner=None):
         return self if instance is None else functools.partial(self, instance)
@@ -529,6 +540,8 @@ class custom_vjp:
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
         self.symbolic_zeros = False
+
+    __getattr__ = forward_def_attr
 
     def __get__(self, instance, owner=None):
         return self if instance is None else functools.partial(self, instance)
@@ -785,3 +798,61 @@ def closure_convert(fun: Callable, *example_args):
         outs = eval_jaxpr(jaxpr, closed, *args_and_consts[n_args:], *leaves)
         return tree_unflatten(store["tree"], outs)
     return converted, consts
+
+
+# ------------------------------------------------------------- linear_call
+
+def _with_inputs_at(cj: ClosedJaxpr, at: int, avals: Sequence[ShapedArray]) -> ClosedJaxpr:
+    """``cj`` taking (and ignoring) extra inputs of the given types before its input ``at``."""
+    j = cj.jaxpr
+    invars = j.invars[:at] + [Var(a) for a in avals] + j.invars[at:]
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, j.outvars, j.eqns), cj.consts)
+
+
+def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_args):
+    """``fun(residual_args, linear_args)``, where ``fun`` is linear in ``linear_args`` and its
+    transpose is ``fun_transpose(residual_args, cotangents) -> cotangents of linear_args``: reverse
+    mode (and ``linear_transpose``) calls ``fun_transpose`` instead of transposing ``fun``, and the
+    transpose of that call is ``fun`` again. Forward mode applies ``fun`` to the tangents; vmap maps
+    both. Errors of ``fun_transpose`` (structure, types) show when it is needed, as in JAX.
+    Outside any trace ``fun``'s jaxpr runs op by op (JAX's impl), without the transpose."""
+    res_flat, res_tree = tree_flatten(residual_args)
+    lin_flat, lin_tree = tree_flatten(linear_args)
+    res_avals, lin_avals = [get_aval(x) for x in res_flat], [get_aval(x) for x in lin_flat]
+    n_res = len(res_flat)
+    store = {}
+
+    def flat_fun(*leaves):
+        out = fun(tree_unflatten(res_tree, leaves[:n_res]), tree_unflatten(lin_tree, leaves[n_res:]))
+        out_leaves, store["out_tree"] = tree_flatten(out)
+        return out_leaves
+    callee, f_consts = close_over_consts(trace_to_jaxpr(flat_fun, res_avals + lin_avals, name=_name(fun)))
+    out_tree, out_avals = store["out_tree"], callee.out_avals
+    if current_builder() is None:
+        return tree_unflatten(out_tree, eval_jaxpr(callee.jaxpr, [], *f_consts, *res_flat, *lin_flat))
+    t_name = _name(fun_transpose)
+
+    def flat_transpose(*leaves):
+        cts = fun_transpose(tree_unflatten(res_tree, leaves[:n_res]), tree_unflatten(out_tree, leaves[n_res:]))
+        ct_leaves, ct_tree = tree_flatten(cts)
+        if ct_tree != lin_tree:      # JAX's text
+            raise TypeError("transpose output pytree structure must match that of linear inputs, got "
+                            f"output structure {ct_tree} and input structure {lin_tree}.")
+        for i, (ct, a) in enumerate(zip(ct_leaves, lin_avals)):
+            ca = get_aval(ct)
+            if ca.shape != a.shape or ca.dtype != a.dtype:
+                raise ValueError(f"linear_call transpose {t_name} for function {_name(fun)}: cotangent {i} "
+                                 f"of the linear arguments: Expected cotangent type {_jax_type(a)} but got "
+                                 f"{_jax_type(ca)}")
+        return ct_leaves
+    key = (id(fun_transpose), "linear_call", id(fun), res_tree, lin_tree, tuple(res_avals), tuple(lin_avals))
+    thunk, t_consts = _form_rule(key, t_name, lambda: trace_to_jaxpr(
+        flat_transpose, res_avals + list(out_avals), name=t_name))
+    # callee and transpose both take every const: the transpose's, then the callee's
+    t_avals, f_avals = [get_aval(c) for c in t_consts], [get_aval(c) for c in f_consts]
+    n_t = len(t_consts)
+    transpose = Thunk(lambda: _with_inputs_at(thunk(), n_t, f_avals), name=t_name) if f_consts else thunk
+    callee = _with_inputs_at(callee, 0, t_avals)
+    outs = linear_call_p.bind(*t_consts, *f_consts, *res_flat, *lin_flat, callee=callee,
+                              transpose_thunk=transpose, num_consts=n_t + len(f_consts), num_res=n_res)
+    return tree_unflatten(out_tree, outs)

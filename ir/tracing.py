@@ -254,6 +254,7 @@ class TraceState(threading.local):
         self.builder: JaxprBuilder | None = None
         self.compile_time_eval = False
         self.location = _Location()
+        self.stand_ins: dict = {}   # id(finished tracer) -> (it, the value standing in for it)
 
     def _sync(self) -> None:
         self.builder = self.stack[-1] if self.stack and not self.compile_time_eval else None
@@ -268,6 +269,28 @@ class _Location:
 
 
 trace_state = TraceState()
+
+
+class standing_in:
+    """Within this block, tracers of finished traces in ``pairs`` ``(tracer, value)`` are read as
+    their values: a rule called by a pass (a custom_vmap rule) may use values its function closed
+    over, which the pass has replayed as new values."""
+
+    def __init__(self, pairs):
+        self.pairs = [(t, v) for t, v in pairs if isinstance(t, Tracer)]
+
+    def __enter__(self):
+        table = trace_state.stand_ins
+        self.saved = [(id(t), table.get(id(t))) for t, _ in self.pairs]
+        table.update((id(t), (t, v)) for t, v in self.pairs)
+
+    def __exit__(self, *exc):
+        table = trace_state.stand_ins
+        for key, old in reversed(self.saved):
+            if old is None:
+                table.pop(key, None)
+            else:
+                table[key] = old
 
 
 class source_info_of:
@@ -378,6 +401,9 @@ class JaxprBuilder:
             if x._builder is self:
                 return x._var
             if not x._builder.live:
+                stand_in = trace_state.stand_ins.get(id(x))
+                if stand_in is not None and stand_in[0] is x:
+                    return self.to_atom(stand_in[1])
                 raise UnexpectedTracerError(
                     f"Encountered an unexpected tracer {x!r}: a value from a trace ('{x._builder.name}') "
                     "that has already finished was used. This happens when a traced value escapes a "

@@ -98,7 +98,10 @@ def linearize_jaxpr(cj: ClosedJaxpr, nonzeros: Sequence[bool], primal_values=Non
     n_tangents = len(jvp_cj.in_avals) - n_in
     known, unknown, out_uk, n_res = partial_eval_jaxpr(
         jvp_cj, [False] * n_in + [True] * n_tangents, [False] * n_out + [True] * sum(out_nz))
-    assert not any(out_uk[:n_out]), "primal outputs must not depend on tangents"
+    if any(out_uk[:n_out]):     # an operation without reverse mode (custom_vmap): JAX's text
+        raise ValueError("Linearization failed to produce known values for all output primals. This is "
+                         "typically caused by attempting to differentiate a function uses an operation "
+                         "that does not support reverse-mode autodiff.")
     return known, unknown, out_nz, n_res
 
 

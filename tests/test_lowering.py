@@ -903,6 +903,19 @@ def test_custom_nodes_lower_their_primal_function():
     assert not never.forced
 
 
+def test_custom_vmap_and_linear_call_lower_their_function():
+    from jaxprc.lax.custom_batching import VmapRule
+    fun = sub(lambda k, a: P["mul"].bind(P["sin"].bind(a), k), ((3,), F32), ((3,), F32))
+    never = ir.Thunk(lambda: pytest.fail("lowering must not form the transpose"), name="t")
+    x, k = sample((3,), F32), sample((3,), F32)
+    cj = trace(lambda k_, a: [
+        P["custom_vmap_call"].bind(k_, a, call=fun, rule=VmapRule("rule", num_consts=1))[0],
+        P["linear_call"].bind(k_, a, callee=fun, transpose_thunk=never, num_consts=0, num_res=1)[0]], k, x)
+    for got in run_jaxpr(cj, k, x):
+        check(got, np.sin(x.astype(F64)) * k, F32)
+    assert not never.forced
+
+
 def test_seed_style_rule_with_op_classes():
     """The seed's multiply_add rule: op classes (hlo.AddOp), registered for cpu only."""
     from jaxlib.mlir.dialects import stablehlo as hlo

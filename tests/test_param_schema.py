@@ -150,7 +150,14 @@ CORPUS = {
                                                    lax.logistic, lax.sin, lax.cos, lax.tan, lax.sqrt, lax.rsqrt,
                                                    lax.cbrt))], [(3,)]),
     "host_local": (lambda x: _host_local_round_trip(x), [(3,)]),
+    "custom_batching": (lambda x: _custom_batching(x), [(3,)]),
 }
+
+
+def _custom_batching(x):
+    from jaxprc.custom_batching import sequential_vmap
+    from jaxprc.custom_derivatives import linear_call
+    return sequential_vmap(jnp.sin)(x), linear_call(lambda r, v: v * r, lambda r, ct: ct * r, x, x)
 
 
 def _host_local_round_trip(x):

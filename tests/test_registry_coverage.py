@@ -39,6 +39,7 @@ LINEAR = {
     "pbroadcast",   # its transpose sums the cotangents onto the source device
     "pvary",   # a type cast: the cotangent passes (shard_map's transpose sums replicated arguments')
     "host_local_array_to_global_array", "global_array_to_host_local_array",   # each the other's transpose
+    "linear_call",   # linear in its linear arguments: transposing it calls the user's transpose
 }
 
 # (pass, primitive) -> why the pass has no rule for it.

@@ -234,7 +234,22 @@ def _structural_cases():
         **{name: (lambda x, p=getattr(prims, name + "_p"): p.bind(x, global_mesh=ShardingParam(
             ("x", "y"), (1, 1), ("Auto", "Explicit"), (0,), ()), pspec=(("y", "x"), ())), [sa((3, 2))])
            for name in ("host_local_array_to_global_array", "global_array_to_host_local_array")},
+        # a custom_vmap rule as read from text: by name, without a Python function
+        "custom_vmap_call": (lambda x, t: prims.custom_vmap_call_p.bind(
+            x, t, call=trace(lambda a, b: [lax.sin_p.bind(a), lax.mul_p.bind(lax.cos_p.bind(a), b)], X3, X3),
+            rule=_VmapRule("f_rule", num_consts=0, jvps=((0, 1, 1),))), [X3, X3]),
+        "linear_call": (lambda r, x: _linear_call(lambda r, v: v * r, lambda r, ct: ct * r, r, x), [X3, X3]),
     }
+
+
+def _VmapRule(*args, **kwargs):
+    from jaxprc.lax.custom_batching import VmapRule
+    return VmapRule(*args, **kwargs)
+
+
+def _linear_call(*args):
+    from jaxprc.custom_derivatives import linear_call
+    return linear_call(*args)
 
 
 _LINALG = {"cholesky": lambda a: lax.linalg.cholesky(a), "lu": lambda a: lax.linalg.lu(a),

@@ -32,6 +32,7 @@ ENFORCED = {
     "jax.experimental.compilation_cache.compilation_cache":
         "jaxprc.experimental.compilation_cache.compilation_cache",
     "jax.experimental.checkify": "jaxprc.experimental.checkify",
+    "jax.custom_batching": "jaxprc.custom_batching",
     **{f"jax.scipy.stats.{m}": f"jaxprc.scipy.stats.{m}" for m in sorted(
         n for n in dir(jax.scipy.stats) if not n.startswith("_") and
         type(getattr(jax.scipy.stats, n)).__name__ == "module")},
@@ -72,7 +73,7 @@ NOT_APPLICABLE = {
                          "allow_f16_reductions", "softmax_custom_jvp", "jax2tf_associative_scan_reductions"],
                         "JAX-internal configuration switches without a jaxprc counterpart"),
         **dict.fromkeys(["api_util", "lib", "profiler", "ds", "export",
-                         "memory", "custom_batching", "fwd_and_bwd", "make_user_context"],
+                         "memory", "fwd_and_bwd", "make_user_context"],
                         "JAX-internal or not yet ported submodules and helpers"),
     },
 }

@@ -16,6 +16,8 @@ from .control_flow import *  # noqa: F401,F403
 from .call import *  # noqa: F401,F403
 from .remat import *  # noqa: F401,F403
 from .custom_derivatives import *  # noqa: F401,F403
+from .custom_batching import *  # noqa: F401,F403
+from .linear_call import *  # noqa: F401,F403
 from .callbacks import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
 from .conveniences import *  # noqa: F401,F403
