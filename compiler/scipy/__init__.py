@@ -8,3 +8,6 @@ from . import ndimage  # noqa: F401
 from . import stats  # noqa: F401
 from . import optimize  # noqa: F401
 from . import integrate  # noqa: F401
+from . import interpolate  # noqa: F401
+from . import cluster  # noqa: F401
+from . import spatial  # noqa: F401

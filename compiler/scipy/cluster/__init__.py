@@ -1,0 +1,2 @@
+"""jax.scipy.cluster: vector quantization (``vq``)."""
+from . import vq  # noqa: F401

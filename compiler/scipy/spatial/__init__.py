@@ -1,0 +1,2 @@
+"""jax.scipy.spatial: 3-D rotations (``transform.Rotation``, ``transform.Slerp``)."""
+from . import transform  # noqa: F401

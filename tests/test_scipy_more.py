@@ -1,0 +1,300 @@
+"""jaxprc.scipy.interpolate, .cluster.vq and .spatial.transform: identities, finite differences,
+jit/vmap agreement and the text round trip (no JAX import; JAX comparisons live in
+tests_oracle/test_scipy_more_oracle.py)."""
+import itertools
+
+import numpy as np
+import pytest
+
+import jaxprc as jx
+import jaxprc.numpy as jnp
+from jaxprc.scipy.cluster.vq import vq
+from jaxprc.scipy.interpolate import RegularGridInterpolator
+from jaxprc.scipy.spatial.transform import Rotation, Slerp
+from roundtrip import assert_round_trip
+
+RNG = np.random.default_rng(7)
+QUATS = np.concatenate([RNG.normal(size=(5, 4)),
+                        [[0, 0, 0, 1], [0, 0, 0, -1], [1, 0, 0, 0], [0, 0, 1, 0], [1e-5, 0, 0, 1]]]).astype(np.float32)
+SEQS = ["".join(p) for p in itertools.product("xyz", repeat=3) if p[0] != p[1] and p[1] != p[2]]
+
+
+def _same_rotation(a, b, atol=2e-5):
+    """Quaternions equal up to their sign."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert np.minimum(np.abs(a - b).max(-1), np.abs(a + b).max(-1)).max() <= atol
+
+
+# ------------------------------------------------------------------------------ Rotation
+def test_conversions_round_trip():
+    r = Rotation.from_quat(QUATS)
+    np.testing.assert_allclose(np.linalg.norm(r.quat, axis=-1), 1, atol=1e-6)
+    _same_rotation(Rotation.from_matrix(r.as_matrix()).quat, r.quat)
+    _same_rotation(Rotation.from_rotvec(r.as_rotvec()).quat, r.quat)
+    _same_rotation(Rotation.from_rotvec(r.as_rotvec(degrees=True), degrees=True).quat, r.quat, 1e-4)
+    _same_rotation(Rotation.from_mrp(r.as_mrp()).quat, r.quat)
+    m = np.asarray(r.as_matrix())
+    np.testing.assert_allclose(m @ np.swapaxes(m, -1, -2), np.broadcast_to(np.eye(3), m.shape), atol=1e-5)
+    np.testing.assert_allclose(np.linalg.det(m), 1, atol=1e-5)
+    np.testing.assert_allclose(r.magnitude(), np.linalg.norm(r.as_rotvec(), axis=-1), atol=1e-5)
+    assert np.all(np.asarray(r.magnitude()) <= np.pi + 1e-6)
+    np.testing.assert_allclose(np.linalg.norm(r.as_mrp(), axis=-1) <= 1 + 1e-6, True)
+
+
+@pytest.mark.parametrize("seq", SEQS)
+def test_euler_round_trip_all_sequences(seq):
+    r = Rotation.from_quat(QUATS)
+    for s in (seq, seq.upper()):
+        for degrees in (False, True):
+            angles = r.as_euler(s, degrees=degrees)
+            _same_rotation(Rotation.from_euler(s, angles, degrees=degrees).quat, r.quat, 1e-4)
+        angles = np.asarray(r.as_euler(s))
+        middle = angles[:, 1]
+        # all angles are wrapped to [-pi, pi) (as JAX): a middle angle of pi reads -pi
+        assert np.all((middle >= -1e-6) | (middle <= -np.pi + 1e-6)) if seq[0] == seq[2] else \
+            np.all(np.abs(middle) <= np.pi / 2 + 1e-6)
+        # gimbal lock: the middle angle at its limit still reproduces the rotation
+        lock = np.array([[0.3, 0. if seq[0] == seq[2] else np.pi / 2, -0.4],
+                         [0.3, np.pi if seq[0] == seq[2] else -np.pi / 2, 0.2]], np.float32)
+        locked = Rotation.from_euler(s, lock)
+        _same_rotation(Rotation.from_euler(s, locked.as_euler(s)).quat, locked.quat, 1e-4)
+
+
+def test_euler_matches_elementary_composition():
+    a = np.array([0.3, -1.2, 2.0], np.float32)
+    rx, ry, rz = (Rotation.from_euler(c, a[i]) for i, c in enumerate("xyz"))
+    _same_rotation(Rotation.from_euler("xyz", a).quat, (rz * ry * rx).quat)      # extrinsic
+    _same_rotation(Rotation.from_euler("XYZ", a).quat, (rx * ry * rz).quat)      # intrinsic
+    c, s = np.cos(0.3), np.sin(0.3)
+    np.testing.assert_allclose(Rotation.from_euler("z", 0.3).as_matrix(), [[c, -s, 0], [s, c, 0], [0, 0, 1]], atol=1e-6)
+    np.testing.assert_allclose(Rotation.from_euler("z", 90., degrees=True).apply(np.array([1., 0, 0], np.float32)),
+                               [0, 1, 0], atol=1e-6)
+
+
+def test_composition_inverse_apply():
+    r = Rotation.from_quat(QUATS)
+    p = Rotation.from_quat(QUATS[::-1])
+    _same_rotation((r * r.inv()).quat, np.broadcast_to([0, 0, 0, 1.], QUATS.shape))
+    v = RNG.normal(size=(len(QUATS), 3)).astype(np.float32)
+    np.testing.assert_allclose((r * p).apply(v), r.apply(p.apply(v)), atol=1e-5)
+    np.testing.assert_allclose(r.apply(r.apply(v), inverse=True), v, atol=1e-5)
+    np.testing.assert_allclose(r.inv().apply(v), r.apply(v, inverse=True), atol=1e-5)
+    np.testing.assert_allclose(r.apply(v), np.einsum("nij,nj->ni", r.as_matrix(), v), atol=1e-5)
+    np.testing.assert_allclose(r[0].apply(v), v @ np.asarray(r[0].as_matrix()).T, atol=1e-5)
+    np.testing.assert_allclose(r.apply([1, 2, 3]), np.asarray(r.as_matrix()) @ [1, 2, 3], atol=1e-5)
+
+
+def test_canonical_and_scalar_first():
+    q = np.array([[0, 0, 0, -1], [0, -1, 0, 0], [0, 0, -1, 0], [-0.5, 0.5, 0.5, 0.5], [1, 0, 0, 0]], np.float32)
+    c = np.asarray(Rotation(jnp.asarray(q)).as_quat(canonical=True))
+    first = [row[[3, 0, 1, 2]][np.nonzero(row[[3, 0, 1, 2]])[0][0]] for row in c]
+    assert np.all(np.array(first) > 0)
+    _same_rotation(c, q)
+    np.testing.assert_array_equal(Rotation(jnp.asarray(q)).as_quat(scalar_first=True), np.roll(q, 1, axis=-1))
+
+
+def test_containers_and_constructors():
+    r = Rotation.from_quat(QUATS)
+    assert len(r) == len(QUATS) and not r.single and r[0].single
+    assert len(r[1:3]) == 2
+    with pytest.raises(TypeError, match="not subscriptable"):
+        r[0][0]
+    with pytest.raises(TypeError, match="no len"):
+        len(r[0])
+    both = Rotation.concatenate([r, r[0], r[2:4]])
+    np.testing.assert_array_equal(both.quat, np.concatenate([r.quat, r.quat[:1], r.quat[2:4]]))
+    np.testing.assert_array_equal(Rotation.identity().quat, [0, 0, 0, 1])
+    assert Rotation.identity(3).quat.shape == (3, 4)
+    rand = Rotation.random(jx.random.key(0), 1000)
+    np.testing.assert_allclose(np.linalg.norm(rand.quat, axis=-1), 1, atol=1e-5)
+    assert abs(float(np.mean(np.asarray(rand.as_matrix())[:, 0, 0]))) < 0.1     # uniform: E[R] = 0
+    np.testing.assert_array_equal(Rotation.random(jx.random.key(0)).quat, Rotation.random(jx.random.key(0)).quat)
+    m = Rotation.from_quat(np.broadcast_to(QUATS[0], (3, 4))).mean()
+    _same_rotation(m.quat, r[0].quat)
+    _same_rotation(Rotation.from_quat(QUATS[:2]).mean(np.array([1., 0.])).quat, r[0].quat)
+    small = Rotation.from_rotvec(np.array([[0, 0, 0.1], [0, 0, -0.1]], np.float32))
+    _same_rotation(small.mean().quat, [0, 0, 0, 1])
+
+
+def test_argument_errors():
+    with pytest.raises(ValueError, match="consecutive"):
+        Rotation.from_euler("xxy", np.zeros(3))
+    with pytest.raises(ValueError, match="Expected axes"):
+        Rotation.from_euler("xYz", np.zeros(3))
+    with pytest.raises(ValueError, match="upto 3"):
+        Rotation.from_euler("xyzx", np.zeros(4))
+    with pytest.raises(ValueError, match="from_euler.*length 3"):
+        Rotation.from_euler("xyz", np.zeros(2))
+    with pytest.raises(ValueError, match="3 axes"):
+        Rotation.identity().as_euler("xy")
+    with pytest.raises(ValueError, match="from_quat.*length 4"):
+        Rotation.from_quat(np.zeros(3))
+    with pytest.raises(ValueError, match="from_matrix"):
+        Rotation.from_matrix(np.eye(4))
+    with pytest.raises(ValueError, match="apply"):
+        Rotation.identity().apply(np.ones(4))
+    with pytest.raises(ValueError, match="weights"):
+        Rotation.from_quat(QUATS).mean(np.ones(2))
+    with pytest.raises(ValueError, match="at least 2"):
+        Slerp.init(np.zeros(1), Rotation.from_quat(QUATS[:1]))
+    with pytest.raises(ValueError, match="timestamps"):
+        Slerp.init(np.arange(3.), Rotation.from_quat(QUATS[:2]))
+
+
+def test_nan_and_empty():
+    r = Rotation.from_quat(np.array([[np.nan, 0, 0, 1], [0, 0, 0, 1]], np.float32))
+    assert np.isnan(r.as_matrix()[0]).all() and not np.isnan(r.as_matrix()[1]).any()
+    e = Rotation.from_quat(np.zeros((0, 4), np.float32))
+    assert e.as_matrix().shape == (0, 3, 3) and e.as_euler("zyz").shape == (0, 3)
+    assert e.as_rotvec().shape == (0, 3) and e.magnitude().shape == (0,)
+    assert e.apply(np.zeros((0, 3), np.float32)).shape == (0, 3)
+
+
+def _fd_jacobian(f, x, eps=1e-6):
+    x = np.asarray(x, np.float64)
+    cols = [(np.asarray(f(x + eps * d)) - np.asarray(f(x - eps * d))) / (2 * eps) for d in np.eye(x.size)]
+    return np.stack(cols, axis=-1)
+
+
+def test_derivatives_at_zero_rotation_vector():
+    """The exponential and logarithm maps are smooth at the identity: exact derivatives there."""
+    jac = jx.jacfwd(lambda v: Rotation.from_rotvec(v).quat)(jnp.zeros(3))
+    np.testing.assert_allclose(jac, np.vstack([0.5 * np.eye(3), np.zeros(3)]), atol=1e-7)
+    np.testing.assert_allclose(jx.jacrev(lambda v: Rotation.from_rotvec(v).as_rotvec())(jnp.zeros(3)),
+                               np.eye(3), atol=1e-7)
+    np.testing.assert_allclose(jx.jacrev(lambda q: Rotation(q).as_rotvec())(jnp.array([0., 0, 0, 1])),
+                               np.hstack([2 * np.eye(3), np.zeros((3, 1))]), atol=1e-7)
+    # d/dv (R(v) x) at v = 0 is -[x]_x
+    x = np.array([1., 2., 3.], np.float32)
+    skew = np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+    np.testing.assert_allclose(jx.jacfwd(lambda v: Rotation.from_rotvec(v).apply(x))(jnp.zeros(3)), -skew, atol=1e-6)
+
+
+def test_derivatives_match_finite_differences():
+    with jx.enable_x64(True):
+        v0 = np.array([0.3, -0.2, 0.5])
+        for fn in (lambda v: Rotation.from_rotvec(v).as_matrix().reshape(-1),
+                   lambda v: Rotation.from_rotvec(v).as_euler("zxz"),
+                   lambda v: Rotation.from_rotvec(v * 1e-4).as_rotvec(),   # the small-angle series
+                   lambda v: Rotation.from_mrp(v).as_quat(),
+                   lambda v: Rotation.from_matrix(Rotation.from_rotvec(v).as_matrix()).as_rotvec()):
+            np.testing.assert_allclose(jx.jacfwd(fn)(jnp.asarray(v0)), _fd_jacobian(fn, v0), atol=1e-6)
+            np.testing.assert_allclose(jx.jacrev(fn)(jnp.asarray(v0)), _fd_jacobian(fn, v0), atol=1e-6)
+
+
+def test_slerp():
+    keys = Rotation.from_quat(QUATS[:4])
+    times = np.array([0., 1., 2.5, 3.], np.float32)
+    s = Slerp.init(times, keys)
+    _same_rotation(s(times).quat, keys.quat, 1e-5)
+    half = s(0.5)
+    assert half.single
+    step = keys[0].inv() * keys[1]
+    _same_rotation((keys[0].inv() * half).quat, Rotation.from_rotvec(step.as_rotvec() / 2).quat, 1e-5)
+    with pytest.raises(ValueError, match="at most 1-dimensional"):
+        s(np.zeros((2, 2)))
+
+
+def test_pytrees_jit_vmap_and_text():
+    r = Rotation.from_quat(QUATS)
+    v = RNG.normal(size=(len(QUATS), 3)).astype(np.float32)
+    f = jx.jit(lambda r, v: (r * r.inv(), r.apply(v), r.as_euler("ZYX")))
+    out = f(r, v)
+    assert isinstance(out[0], Rotation)
+    np.testing.assert_allclose(out[1], r.apply(v), atol=1e-6)
+    np.testing.assert_allclose(jx.vmap(lambda r, v: r.apply(v))(r, v), r.apply(v), atol=1e-6)
+    np.testing.assert_allclose(jx.vmap(lambda q: Rotation.from_quat(q).as_euler("xyx"))(QUATS),
+                               r.as_euler("xyx"), atol=1e-6)
+    s = Slerp.init(np.arange(4.), Rotation.from_quat(QUATS[:4]))
+    t = np.array([0.2, 1.7], np.float32)
+    np.testing.assert_allclose(jx.jit(lambda s, t: s(t).quat)(s, t), s(t).quat, atol=1e-6)
+    assert_round_trip(jx.make_jaxpr(lambda q, v: Rotation.from_quat(q).apply(v) + Rotation.from_quat(q).as_rotvec())(QUATS, v))
+
+
+# ------------------------------------------------------------------------------ interpolate
+GRID = (np.array([0., 1., 3.], np.float32), np.array([-1., 0.5], np.float32))
+
+
+def _affine(x, y):
+    return 2 * x - 3 * y + 0.5 * x * y + 1     # bilinear: reproduced exactly by linear interpolation
+
+
+def test_linear_reproduces_bilinear_function_and_fill():
+    values = _affine(*np.meshgrid(*GRID, indexing="ij"))
+    it = RegularGridInterpolator(GRID, values)
+    xi = np.array([[0.5, 0.], [0., -1.], [3., 0.5], [1., 0.5], [2.2, -0.3]], np.float32)
+    np.testing.assert_allclose(it(xi), _affine(xi[:, 0], xi[:, 1]), rtol=1e-5)
+    outside = np.array([[-1., 0.], [4., 0.], [1., 0.6], [np.nan, 0.]], np.float32)
+    np.testing.assert_array_equal(np.isnan(it(outside)), True)
+    np.testing.assert_allclose(RegularGridInterpolator(GRID, values, fill_value=7.)(outside)[:3], 7.)
+    # fill_value=None extrapolates the edge cell's bilinear function
+    np.testing.assert_allclose(RegularGridInterpolator(GRID, values, fill_value=None)(outside[:3]),
+                               _affine(outside[:3, 0], outside[:3, 1]), rtol=1e-5)
+    tup = it((np.array([0.5, 2.2], np.float32), np.array([0., -0.3], np.float32)))
+    np.testing.assert_allclose(tup, _affine(np.array([0.5, 2.2]), np.array([0., -0.3])), rtol=1e-5)
+    assert it(xi.reshape(5, 1, 2)).shape == (5, 1)
+    assert it(np.zeros((0, 2), np.float32)).shape == (0,)
+
+
+def test_nearest_and_trailing_dims():
+    values = np.arange(12., dtype=np.float32).reshape(3, 2, 2)
+    it = RegularGridInterpolator(GRID, values, method="nearest")
+    xi = np.array([[0.5, -1.], [0.6, 0.5], [2.9, -0.5], [2., -0.25]], np.float32)
+    # ties (0.5 between 0 and 1, -0.25 between -1 and 0.5) go to the lower node
+    np.testing.assert_array_equal(it(xi), values[[0, 1, 2, 1], [0, 1, 0, 0]])
+    lin = RegularGridInterpolator(GRID, values)(xi, method="linear")
+    assert lin.shape == (4, 2)
+    np.testing.assert_allclose(lin[:, 1] - lin[:, 0], 1, rtol=1e-6)
+
+
+def test_interpolator_errors():
+    values = np.zeros((3, 2), np.float32)
+    with pytest.raises(ValueError, match="not defined"):
+        RegularGridInterpolator(GRID, values, method="cubic")
+    with pytest.raises(NotImplementedError, match="bounds_error"):
+        RegularGridInterpolator(GRID, values, bounds_error=True)
+    with pytest.raises(ValueError, match="point arrays"):
+        RegularGridInterpolator(GRID * 2, values)
+    with pytest.raises(ValueError, match="fill_value"):
+        RegularGridInterpolator(GRID, values, fill_value=1j)
+    with pytest.raises(ValueError, match="dimension 3"):
+        RegularGridInterpolator(GRID, values)(np.zeros((1, 3), np.float32))
+
+
+def test_interpolator_derivatives_jit_vmap():
+    rng = np.random.default_rng(1)
+    values = rng.normal(size=(3, 2)).astype(np.float32)
+    xi = np.array([[0.5, 0.], [2.2, -0.3], [1.3, 0.1]], np.float32)
+    f = lambda vals, x: RegularGridInterpolator(GRID, vals)(x).sum()  # noqa: E731
+    # linear in the values: the gradient is the sum of the interpolation weights
+    gv = jx.grad(f)(values, xi)
+    np.testing.assert_allclose(gv.sum(), len(xi), rtol=1e-6)
+    with jx.enable_x64(True):
+        x64 = xi.astype(np.float64)
+        fd = _fd_jacobian(lambda x: f(values.astype(np.float64), x.reshape(3, 2)), x64.reshape(-1))
+        np.testing.assert_allclose(jx.grad(f, 1)(values.astype(np.float64), x64).reshape(-1), fd, atol=1e-6)
+    it = RegularGridInterpolator(GRID, values)
+    np.testing.assert_allclose(jx.jit(lambda it, x: it(x))(it, xi), it(xi), atol=1e-6)
+    np.testing.assert_allclose(jx.vmap(lambda x: it(x[None])[0])(xi), it(xi), atol=1e-6)
+    stacked = np.stack([values, 2 * values])
+    np.testing.assert_allclose(jx.vmap(lambda v: RegularGridInterpolator(GRID, v)(xi))(stacked),
+                               np.stack([it(xi), 2 * it(xi)]), rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------ vq
+def test_vq_against_brute_force():
+    rng = np.random.default_rng(2)
+    obs, book = rng.normal(size=(7, 3)).astype(np.float32), rng.normal(size=(4, 3)).astype(np.float32)
+    d = np.linalg.norm(obs[:, None] - book[None], axis=-1)
+    code, dist = vq(obs, book)
+    np.testing.assert_array_equal(code, d.argmin(-1))
+    np.testing.assert_allclose(dist, d.min(-1), rtol=1e-5)
+    code, dist = vq(np.array([1., 5.]), np.array([0., 4., 6.]))       # 1-D: scalar observations
+    np.testing.assert_array_equal(code, [0, 1])                       # 5 is tied: the first code
+    np.testing.assert_allclose(dist, [1., 1.])
+    assert vq(np.zeros((0, 3), np.float32), book)[0].shape == (0,)
+    np.testing.assert_array_equal(jx.jit(vq)(obs, book)[0], d.argmin(-1))
+    with pytest.raises(ValueError, match="same rank"):
+        vq(obs, book[0])
+    with pytest.raises(ValueError, match="ndim"):
+        vq(obs[None], book[None])
