@@ -152,12 +152,25 @@ def def_deriv(prim, deriv):
 def deriv_prop(prim, deriv, primals_in, series_in, **params):
     x, = primals_in
     series, = series_in
-    c0, cs = _jet_inline(deriv, primals_in, series_in)
-    c, u = [c0] + cs, [x] + list(series)
     v: list[Any] = [prim.bind(x, **params)] + [None] * len(series)
+    if not series:
+        return v[0], []
+    # c's terms up to order K-1 suffice (so a deriv using prim itself, as tan's, terminates)
+    c0, cs = _jet_inline(deriv, primals_in, [list(series[:-1])])
+    c, u = [c0] + cs, [x] + list(series)
     for k in range(1, len(v)):
-        v[k] = sum(j * c[k - j] * u[j] for j in range(1, k + 1)) / k
+        v[k] = ode_term(c, u, k)
     return v[0], v[1:]
+
+
+def ode_term(c, u, k: int):
+    """The k-th term of v where ``v' = c u'``: ``sum_{j=1..k} j c_{k-j} u_j / k`` (written out
+    without the multiplications by 1, so programs stay small)."""
+    total = None
+    for j in range(1, k + 1):
+        term = c[k - j] * u[j] if j == 1 else j * c[k - j] * u[j]
+        total = term if total is None else total + term
+    return total if k == 1 else total / k
 
 
 def def_comp(prim, comp):

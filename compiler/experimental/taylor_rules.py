@@ -9,7 +9,8 @@ the compositions its series come from: ``tanh`` as ``2 logistic(2x) - 1``).
 """
 from __future__ import annotations
 
-from functools import partial
+import operator
+from functools import partial, reduce
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,12 @@ from jaxprc import lax
 from jaxprc.ir.tracing import close_over_consts, get_aval
 from jaxprc.passes.jet import jet_eval, jet_jaxpr
 
-from .jet import _jet_inline, def_comp, def_deriv, deflinear, defzero, jet_rules
+from .jet import _jet_inline, def_comp, def_deriv, deflinear, defzero, jet_rules, ode_term
+
+def _sum(terms):
+    """The sum of a non-empty sequence of terms, without a leading 0 (an op fewer)."""
+    return reduce(operator.add, terms)
+
 
 # ---------------------------------------------------------------- zero and linear
 
@@ -70,7 +76,7 @@ def _bilinear_rule(prim, primals_in, series_in, **params):
     (x, y), (xs, ys) = primals_in, series_in
     u, w = [x] + xs, [y] + ys
     op = partial(prim.bind, **params)
-    v = [sum(op(u[j], w[k - j]) for j in range(k + 1)) for k in range(len(u))]
+    v = [_sum(op(u[j], w[k - j]) for j in range(k + 1)) for k in range(len(u))]
     return v[0], v[1:]
 
 
@@ -84,8 +90,7 @@ def _div_rule(primals_in, series_in):
     u, w = [x] + xs, [y] + ys
     v: list[Any] = [lax.div_p.bind(x, y)]
     for k in range(1, len(u)):
-        conv = sum(v[j] * w[k - j] for j in range(k))
-        v.append((u[k] - conv) / w[0])
+        v.append((u[k] - _sum(v[j] * w[k - j] for j in range(k))) / w[0])
     return v[0], v[1:]
 
 
@@ -98,7 +103,7 @@ def _exp_series(v0, u, scale=None):
     """The series of ``v = exp(s u)`` given ``v_0``: ``v' = s v u'``."""
     v = [v0]
     for k in range(1, len(u)):
-        term = sum(j * v[k - j] * u[j] for j in range(1, k + 1)) / k
+        term = ode_term(v, u, k)
         v.append(term if scale is None else scale * term)
     return v
 
@@ -121,8 +126,8 @@ def _log_rule(primals_in, series_in, **params):
     u = [x] + series_in[0]
     v: list[Any] = [lax.log_p.bind(x, **params)]
     for k in range(1, len(u)):
-        conv = sum(j * v[j] * u[k - j] for j in range(1, k))
-        v.append((u[k] - conv / k) / u[0])
+        rest = u[k] if k == 1 else u[k] - _sum(j * v[j] * u[k - j] for j in range(1, k)) / k
+        v.append(rest / u[0])
     return v[0], v[1:]
 
 
@@ -165,8 +170,8 @@ def _logistic_series(v0, u):
     v: list[Any] = [v0]
     e: list[Any] = [v0 * (1 - v0)]
     for k in range(1, len(u)):
-        v.append(sum(j * e[k - j] * u[j] for j in range(1, k + 1)) / k)
-        e.append((1 - v[0]) * v[k] - sum(v[j] * v[k - j] for j in range(1, k + 1)))
+        v.append(ode_term(e, u, k))
+        e.append((1 - v[0]) * v[k] - _sum(v[j] * v[k - j] for j in range(1, k + 1)))
     return v
 
 
@@ -195,8 +200,8 @@ def _sinusoidal_rule(sign, pair, which, primals_in, series_in, **params):
     u = [x] + series_in[0]
     s, c = [pair[0](x)], [pair[1](x)]
     for k in range(1, len(u)):
-        s.append(sum(j * u[j] * c[k - j] for j in range(1, k + 1)) / k)
-        c.append(sum(j * u[j] * s[k - j] for j in range(1, k + 1)) / k * sign)
+        s.append(ode_term(c, u, k))
+        c.append(ode_term(s, u, k) * sign)
     prim = (pair[2], pair[3])[which]
     return prim.bind(x, **params), (s, c)[which][1:]
 
@@ -214,7 +219,7 @@ def _atan2_rule(primals_in, series_in):
     q0, qs = _jet_inline(lax.div, primals_in, series_in)
     c0, cs = _jet_inline(lambda q: lax.div(lax.full_like(q, 1), 1 + lax.square(q)), [q0], [qs])
     c, u = [c0] + cs, [q0] + qs
-    v = [sum(j * c[k - j] * u[j] for j in range(1, k + 1)) / k for k in range(1, len(u))]
+    v = [ode_term(c, u, k) for k in range(1, len(u))]
     return lax.atan2_p.bind(*primals_in), v
 
 
@@ -273,10 +278,10 @@ def _erf_inv_rule(primals_in, series_in):
     e = [lax.exp(s[0])]
     c = [const * e[0]]
     for k in range(1, len(u)):
-        v.append(sum(j * c[k - j] * u[j] for j in range(1, k + 1)) / k)
+        v.append(ode_term(c, u, k))
         if k + 1 < len(u):
-            s.append(sum(v[k - j] * v[j] for j in range(k + 1)))
-            e.append(sum(j * e[k - j] * s[j] for j in range(1, k + 1)) / k)
+            s.append(_sum(v[k - j] * v[j] for j in range(k + 1)))
+            e.append(ode_term(e, s, k))
             c.append(const * e[k])
     return v[0], v[1:]
 
