@@ -179,13 +179,43 @@ def test_custom_jvp_uses_the_primal_function_and_checkpoint_inlines():
     np.testing.assert_allclose(terms, want, rtol=1e-6)
 
 
+def test_control_flow_against_nested_jvp(x64):
+    # beyond JAX's jet, which has no rules for cond, scan and while
+    x = np.array([0.3, -0.4])
+    hs = [rng.normal(size=2) for _ in range(K)]
+
+    def f(x):
+        branch = lax.cond(x[0] > 0, lambda y: jnp.sin(y) * y[::-1], lambda y: y ** 3, x)
+        carry, ys = lax.scan(lambda c, a: (c * jnp.sin(a * x), jnp.exp(c + a)), x + 1, jnp.arange(3.) * x[0])
+        power = lax.fori_loop(0, 3, lambda i, c: c * x, jnp.ones(2))
+        loop = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.tanh(c[1]) * x), (0, x))[1]
+        return branch, carry, ys, power, loop
+    _check_against_jvp(f, (x,), (hs,))
+
+
 def test_no_rule_is_a_clear_error():
-    f = lambda x: lax.while_loop(lambda c: c < 1, lambda c: c * 2, x)
-    with pytest.raises(NotImplementedError, match="'while'"):
-        jet(f, (0.3,), ((1.0,),))
+    f = lambda x: jnp.sort(x)
+    with pytest.raises(NotImplementedError, match="Jet rule for 'sort' not implemented"):
+        jet(f, (np.ones(2),), ((np.ones(2),),))
     # without a series through it, a primitive needs no rule
-    out, terms = jet(lambda x: x + f(0.3), (0.3,), ((1.0,),))
+    out, terms = jet(lambda x: x + f(np.ones(2))[0], (0.3,), ((1.0,),))
     np.testing.assert_allclose(terms, [1.0])
+
+
+def test_rules_cover_jax_jet():
+    names = {p.name for p in jetmod.jet_rules}
+    jax_jet = {   # the primitives jax.experimental.jet 0.10.2 has rules for (those jaxprc has)
+        "le", "lt", "gt", "ge", "eq", "ne", "not", "and", "or", "xor", "floor", "ceil", "round", "sign",
+        "stop_gradient", "is_finite", "shift_left", "shift_right_arithmetic", "shift_right_logical",
+        "bitcast_convert_type", "neg", "real", "complex", "conj", "imag", "add", "sub",
+        "convert_element_type", "broadcast_in_dim", "concatenate", "pad", "reshape", "squeeze", "rev",
+        "transpose", "slice", "reduce_sum", "reduce_window_sum", "fft", "copy", "dynamic_slice",
+        "dynamic_update_slice", "cumsum", "cumprod", "cummax", "cummin", "erf", "expm1", "log1p", "sqrt",
+        "square", "rsqrt", "asinh", "acosh", "atanh", "erfc", "rem", "clamp", "erf_inv", "exp", "pow",
+        "integer_pow", "logistic", "tanh", "log", "atan2", "div", "sin", "cos", "sinh", "cosh",
+        "dot_general", "mul", "conv_general_dilated", "gather", "reduce_max", "reduce_min", "abs",
+        "select_n", "max", "min", "scatter-add", "jit", "custom_jvp_call_jaxpr", "custom_vjp_call_jaxpr"}
+    assert jax_jet <= names, sorted(jax_jet - names)
 
 
 def test_bad_inputs():
@@ -220,12 +250,14 @@ def test_user_primitive_rules():
 
 
 def test_pipeline_pass_and_text():
-    cj = jx.make_jaxpr(lambda x, n: jnp.sin(x) * jnp.exp(x) + n)(np.float32(0.5), np.int32(1))
+    g = lambda x: jnp.sin(x) * jnp.exp(x) + lax.cond(x > 0, jnp.cos, jnp.sin, x) + lax.fori_loop(
+        0, 2, lambda i, c: c * x, 1.)
+    cj = jx.make_jaxpr(lambda x, n: g(x) + n)(np.float32(0.5), np.int32(1))
     out = run_pipeline(cj, "jet:order=2,dce", verify=True)
     # inputs: x, n, then x's two terms (n is an integer: no series); outputs: primal, two terms
     assert len(out.in_avals) == 4 and len(out.out_avals) == 3
     assert_round_trip(out)
     res = jx.core.eval_jaxpr(out.jaxpr, out.consts, np.float32(0.5), np.int32(1),
                              np.float32(1.), np.float32(0.))
-    _, terms = jet2(lambda x: jnp.sin(x) * jnp.exp(x) + 1, (np.float32(0.5),), ((1., 0.),))
+    _, terms = jet2(lambda x: g(x) + 1, (np.float32(0.5),), ((1., 0.),))
     np.testing.assert_allclose([float(r) for r in res[1:]], terms, rtol=1e-6)

@@ -37,6 +37,11 @@ CASES = {
         lax.dynamic_update_slice(x, lax.dynamic_slice(x, (1,), (2,)) ** 2, (0,)),
         jnp.cumsum(x), jnp.cumprod(x), lax.cummax(x), lax.cummin(x)),
         (X,), ((T1, T2),)),
+    "edges": (lambda _, jnp, lax: lambda x: (
+        jnp.abs(x), jnp.maximum(x, 0.5 * jnp.ones_like(x)), jnp.minimum(x, x),
+        lax.clamp(jnp.zeros_like(x), x, jnp.full_like(x, 0.5)), jnp.sqrt(x), jnp.log(x), 1 / x,
+        jnp.exp(x * 1e3), jnp.arctanh(x * 2)),
+        (np.array([0., 0.5, -0.5], np.float32),), ((T1, T2),)),
     "max_ties": (lambda _, jnp, lax: jnp.max, (np.array([1., 2., 2.], np.float32),), ((T1, T2),)),
     "dot": (lambda _, jnp, lax: lambda a, x: jnp.tanh(a @ x), (M, X), ((M, M), (T1, T2))),
     "jit_inside": (lambda lib, jnp, lax: lambda x: lib.jit(lambda y: jnp.exp(jnp.sin(y)))(x) * 2,

@@ -16,7 +16,10 @@ from typing import Any
 import numpy as np
 
 from jaxprc import lax
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Var
 from jaxprc.ir.tracing import close_over_consts, get_aval
+from jaxprc.lax.control_flow.conditionals import _hoist_shared
+from jaxprc.lax.control_flow.loops import _groups, _reorder
 from jaxprc.passes.jet import jet_eval, jet_jaxpr
 
 from .jet import _jet_inline, def_comp, def_deriv, deflinear, defzero, jet_rules, ode_term
@@ -370,3 +373,73 @@ jet_rules[lax.jit_p] = _jit_rule
 jet_rules[lax.checkpoint_p] = _inlined_rule("jaxpr")
 jet_rules[lax.custom_jvp_call_jaxpr_p] = _inlined_rule("fun_jaxpr")
 jet_rules[lax.custom_vjp_call_jaxpr_p] = _inlined_rule("fun_jaxpr")
+
+
+# ------------------------------------------- control flow (beyond JAX, whose jet has none)
+
+def _chunks(flat, order: int) -> list:
+    return [list(flat[i:i + order]) for i in range(0, len(flat), order)] if order else []
+
+
+def _flat(series) -> list:
+    return [t for s in series for t in s]
+
+
+def _cond_rule(primals_in, series_in, *, branches):
+    """Each branch by its jet; the index is piecewise constant."""
+    index, *ops = primals_in
+    order = len(series_in[0])
+    new, consts = _hoist_shared([jet_jaxpr(br, order, [True] * len(ops), instantiate=True)[0]
+                                 for br in branches])
+    outs = lax.cond_p.bind(index, *consts, *ops, *_flat(series_in[1:]), branches=tuple(new))
+    n = len(branches[0].out_avals)
+    return outs[:n], _chunks(outs[n:], order) or [[] for _ in range(n)]
+
+
+def _scan_rule(primals_in, series_in, *, jaxpr, length, reverse, unroll, num_consts, num_carry,
+               linear):
+    """The body's jet, the series of consts, carries and xs beside them."""
+    order = len(series_in[0])
+    nc, nk = num_consts, num_carry
+    nx, ny = len(primals_in) - nc - nk, len(jaxpr.out_avals) - nk
+    body, _ = jet_jaxpr(jaxpr, order, [True] * len(primals_in), instantiate=True)
+    body, hoisted = close_over_consts(body)
+    # body inputs: hoisted, consts, carry, xs, their series -> consts, carry, xs each with series
+    h, c, k, x, sc, sk, sx = _groups([len(hoisted), nc, nk, nx, nc * order, nk * order, nx * order])
+    oc, oy, osc, osy = _groups([nk, ny, nk * order, ny * order])
+    body = _reorder(body, h + c + sc + k + sk + x + sx, oc + osc + oy + osy)
+    p, s = primals_in, series_in
+    operands = [*hoisted, *p[:nc], *_flat(s[:nc]), *p[nc:nc + nk], *_flat(s[nc:nc + nk]),
+                *p[nc + nk:], *_flat(s[nc + nk:])]
+    outs = lax.scan_p.bind(*operands, jaxpr=body, length=length, reverse=reverse, unroll=unroll,
+                           num_consts=len(hoisted) + nc * (1 + order), num_carry=nk * (1 + order),
+                           linear=(False,) * len(operands))
+    carry, s_carry, ys, s_ys = (outs[i[0]:i[-1] + 1] if i else [] for i in _groups(
+        [nk, nk * order, ny, ny * order]))
+    n_out = nk + ny
+    return list(carry) + list(ys), (_chunks(s_carry, order) + _chunks(s_ys, order)
+                                    or [[] for _ in range(n_out)])
+
+
+def _while_rule(primals_in, series_in, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """The body's jet carries the series; the condition ignores them (piecewise constant)."""
+    order = len(series_in[0])
+    cn, bn = cond_nconsts, body_nconsts
+    nk = len(primals_in) - cn - bn
+    body, _ = jet_jaxpr(body_jaxpr, order, [True] * (bn + nk), instantiate=True)
+    body, hoisted = close_over_consts(body)
+    h, b, k, sb, sk = _groups([len(hoisted), bn, nk, bn * order, nk * order])
+    body = _reorder(body, h + b + sb + k + sk, list(range(nk * (1 + order))))
+    cj = cond_jaxpr.jaxpr
+    ignored = [Var(v.aval) for v in body.jaxpr.invars[len(h + b + sb) + nk:]]
+    cond = ClosedJaxpr(Jaxpr(cj.constvars, cj.invars + ignored, cj.outvars, cj.eqns), cond_jaxpr.consts)
+    p, s = primals_in, series_in
+    outs = lax.while_p.bind(*p[:cn], *hoisted, *p[cn:cn + bn], *_flat(s[cn:cn + bn]),
+                            *p[cn + bn:], *_flat(s[cn + bn:]), cond_jaxpr=cond, body_jaxpr=body,
+                            cond_nconsts=cn, body_nconsts=len(hoisted) + bn * (1 + order))
+    return outs[:nk], _chunks(outs[nk:], order) or [[] for _ in range(nk)]
+
+
+jet_rules[lax.cond_p] = _cond_rule
+jet_rules[lax.scan_p] = _scan_rule
+jet_rules[lax.while_p] = _while_rule
