@@ -52,6 +52,8 @@ CASES = {
     "zero_series_out": (lambda _, jnp, lax: lambda x: (jnp.floor(x), x > 0.5, jnp.ones(2), x),
                         (X,), ((T1, T2),)),
     "scalars": (lambda _, jnp, lax: lambda x: jnp.exp(x) * 3.0, (0.5,), ((1.0, 0.5),)),
+    "complex": (lambda _, jnp, lax: lambda z: jnp.exp(z) * z, (1 + 1j,), ((1 + 0j, 0.5j),)),
+    "int_terms": (lambda _, jnp, lax: jnp.sin, (X,), ((np.ones(3, np.int32), np.full(3, 2, np.int32)),)),
     "order_zero": (lambda _, jnp, lax: jnp.sin, (X,), ((),)),
 }
 

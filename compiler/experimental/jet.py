@@ -65,7 +65,7 @@ def _check_term(i: int, j: int, x, t):
         if not ta.weak_type:
             raise TypeError(f"jet: term {j} for argument {i} has dtype {ta.dtype}, "
                             f"but the primal has dtype {pa.dtype}")
-        t = lax.convert_element_type(t, pa.dtype)
+        t = lax.convert_element_type_p.bind(t, new_dtype=pa.dtype, weak_type=True)
     return t
 
 
@@ -81,10 +81,10 @@ def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
     ``factorial_scaled``).
     """
     order = _check_inputs(primals, series)
-    series = [[_check_term(i, j, x, t) for j, t in enumerate(terms)]
-              for i, (x, terms) in enumerate(zip(primals, series))]
     if factorial_scaled:
         series = [[t / fact(k + 1) for k, t in enumerate(terms)] for terms in series]
+    series = [[_check_term(i, j, x, t) for j, t in enumerate(terms)]
+              for i, (x, terms) in enumerate(zip(primals, series))]
     flat_fun, store = _flatten_fun(fun, tree_structure(tuple(primals)))
     cj, consts = _trace_flat(flat_fun, list(primals), "jet")
     nonzeros = [False] * len(consts) + [True] * len(primals)
