@@ -12,7 +12,7 @@ may return ``zero_series`` for an output (comparisons, rounding). A term may be 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Var
@@ -41,7 +41,6 @@ class ZeroTerm:
 zero_series = ZeroSeries()
 zero_term = ZeroTerm()
 
-JetRule = Callable[..., Any]
 jet_rules: dict = {}
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 from jaxprc import lax
 from jaxprc.ad import _evaluate, _flatten_fun, _simplify, _trace_flat, _without_gc
 from jaxprc.ir.tracing import get_aval
-from jaxprc.ir.tree_util import tree_flatten, tree_structure, tree_unflatten, treedef_is_leaf
+from jaxprc.ir.tree_util import tree_structure, tree_unflatten, treedef_is_leaf
 from jaxprc.passes.jet import (ZeroSeries, ZeroTerm, instantiate_series, jet_eval, jet_jaxpr,
                                jet_rules, zero_series, zero_term)
 from jaxprc.passes.registry import verify_pass_result
