@@ -1,4 +1,5 @@
-"""jaxprc.experimental: ``ode`` (odeint), ``io_callback``, ``mesh_utils``, ``compilation_cache``, ``checkify``."""
+"""jaxprc.experimental: ``ode`` (odeint), ``io_callback``, ``mesh_utils``, ``compilation_cache``, ``checkify``,
+``jet`` (Taylor-mode differentiation)."""
 from . import ode  # noqa: F401
 from ..callback import io_callback  # noqa: F401,E402
-from . import checkify, compilation_cache, mesh_utils  # noqa: F401,E402
+from . import checkify, compilation_cache, jet, mesh_utils  # noqa: F401,E402
