@@ -566,8 +566,9 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
         split, concat = int(split_axis) % v.ndim, int(concat_axis) % v.ndim
         if not tiled:
             if v.shape[split] != n:
-                raise ValueError(f"all_to_all: the size of axis {axis_name!r} ({n}{'' if groups is None else ', per group'}) "
-                                 f"must equal x.shape[split_axis] ({v.shape[split]})")
+                per = "" if groups is None else ", per group"
+                raise ValueError(f"all_to_all: the size of axis {axis_name!r} ({n}{per}) must equal "
+                                 f"x.shape[split_axis] ({v.shape[split]})")
             if split < concat:
                 concat += 1
                 v = lax.expand_dims(v, (concat,))
