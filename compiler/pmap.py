@@ -102,7 +102,6 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                             f"types as leaves, but got {axes}.")
     cache: dict = {}
     per_tree: dict = {}      # (argument structure, static positions) -> (in_axes per leaf, donated leaves)
-
     inner_axes: dict = {}    # cache key -> the inner pmaps' axes found in the body ((name, size), ...)
 
     @functools.wraps(fun)
@@ -123,8 +122,8 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
             try:
                 return call(_jitted(key), flat)
             except _InnerAxis as e:      # trace again on a mesh with the inner pmap's axis
-                if (e.name, e.size) in inner_axes.get(key, ()):
-                    raise
+                if (e.name, e.size) in inner_axes.get(key, ()):     # held, yet not found: a bug
+                    raise RuntimeError(f"pmap: the inner pmap over {e.name!r} missed its mesh axis") from e
                 inner_axes[key] = inner_axes.get(key, ()) + ((e.name, e.size),)
 
     def _jitted(key):

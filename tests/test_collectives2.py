@@ -75,3 +75,23 @@ def test_ragged_all_to_all_lowers_as_jax_and_xla_cpu_reports_it():
             "tensor<1x1xi64>}}") in text, text
     with pytest.raises(Exception, match="ragged-all-to-all. is not supported by XLA:CPU"):
         f(F, F, I, I, I, I)
+
+
+def test_collectives_over_a_vmap_axis_match_a_loop():
+    """Example b of pswapaxes gets row b of every example; pshuffle's gets example perm[b]'s; a
+    partial ppermute leaves zeros; an operand not batched is the same in every example."""
+    x = np.arange(4 * 4 * 3, dtype=np.float32).reshape(4, 4, 3)
+    swapped = jx.vmap(lambda v: lax.pswapaxes(v, "b", 0), axis_name="b")(x)
+    np.testing.assert_array_equal(np.asarray(swapped), x.transpose(1, 0, 2))
+    tiled = jx.vmap(lambda v: lax.all_to_all(v, "b", 1, 0, tiled=True), axis_name="b")(x[:, :, :2].repeat(2, 2))
+    want = np.stack([np.concatenate([x[a, :, :2].repeat(2, 1)[:, b:b + 1] for a in range(4)], 0) for b in range(4)])
+    np.testing.assert_array_equal(np.asarray(tiled), want)
+    shuffled = jx.vmap(lambda v: lax.pshuffle(v, "b", [2, 3, 1, 0]), axis_name="b")(x)
+    np.testing.assert_array_equal(np.asarray(shuffled), x[[2, 3, 1, 0]])
+    partial = jx.vmap(lambda v: lax.ppermute(v, "b", [(0, 2), (3, 1)]), axis_name="b")(x)
+    np.testing.assert_array_equal(np.asarray(partial), np.stack([0 * x[0], x[3], x[0], 0 * x[0]]))
+    same = jx.vmap(lambda v, w: lax.pswapaxes(w, "b", 0) + v, axis_name="b", in_axes=(0, None))(0 * x, x[1])
+    np.testing.assert_array_equal(np.asarray(same), np.broadcast_to(x[1][:, None], (4, 4, 3)))
+    with pytest.raises(NotImplementedError, match="ragged_all_to_all over a vmap axis"):
+        jx.make_jaxpr(jx.vmap(lambda *a: lax.ragged_all_to_all(*a, axis_name="b"), axis_name="b"))(
+            np.zeros((2, 4)), np.zeros((2, 4)), *[np.zeros((2, 2), np.int32)] * 4)

@@ -566,8 +566,9 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
         split, concat = int(split_axis) % v.ndim, int(concat_axis) % v.ndim
         if not tiled:
             if v.shape[split] != n:
-                raise ValueError(f"all_to_all: the size of axis {axis_name!r} ({n}{'' if groups is None else ', per group'}) "
-                                 f"must equal x.shape[split_axis] ({v.shape[split]})")
+                per = "" if groups is None else ", per group"
+                raise ValueError(f"all_to_all: the size of axis {axis_name!r} ({n}{per}) must equal "
+                                 f"x.shape[split_axis] ({v.shape[split]})")
             if split < concat:
                 concat += 1
                 v = lax.expand_dims(v, (concat,))
@@ -645,9 +646,18 @@ for _p in (psum_p, pmax_p, pmin_p):
 
 
 def _ppermute_batch(args, dims, *, axes, perm):
-    if _vmapped("ppermute", axes) and dims[0] is not batching.not_mapped:
-        raise NotImplementedError("ppermute over a vmap axis is not supported")
-    return ppermute_p.bind(args[0], axes=axes, perm=perm), dims[0]
+    """Over the vmapped axis: example ``dst`` gets example ``src``'s value, zeros where no pair
+    sends to it."""
+    from jaxprc import lax
+    (x,), (d,) = args, dims
+    if not _vmapped("ppermute", axes):
+        return ppermute_p.bind(x, axes=axes, perm=perm), d
+    n = _batching_size()
+    x = batching.moveaxis(x, d, 0) if d is not batching.not_mapped else \
+        lax.broadcast_in_dim(x, (n,) + x.aval.shape, tuple(range(1, x.aval.ndim + 1)))
+    source = dict((dst, src) for src, dst in perm)
+    zero = lax.full((1,) + x.aval.shape[1:], 0, x.aval.dtype)
+    return lax.concatenate([lax.index_in_dim(x, source[b], 0) if b in source else zero for b in range(n)], 0), 0
 
 
 batching.primitive_batchers[ppermute_p] = _ppermute_batch
@@ -691,11 +701,35 @@ ad.primitive_transposes[all_to_all_p] = lambda ct, x, *, split_axis, concat_axis
 
 
 def _all_to_all_batch(args, dims, *, split_axis, concat_axis, **params):
-    x = batching.moveaxis(args[0], dims[0], 0)
-    return all_to_all_p.bind(x, split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params), 0
+    from jaxprc import lax
+    x, d = args[0], dims[0]
+    if not _vmapped("all_to_all", params["axes"]):
+        if d is batching.not_mapped:
+            return all_to_all_p.bind(x, split_axis=split_axis, concat_axis=concat_axis, **params), d
+        x = batching.moveaxis(x, d, 0)
+        return all_to_all_p.bind(x, split_axis=split_axis + 1, concat_axis=concat_axis + 1, **params), 0
+    # over the vmapped axis: example b gets chunk b of every example's split axis, concatenated
+    # (source-major) along the concat axis
+    if params.get("axis_index_groups") is not None:
+        raise NotImplementedError("all_to_all with axis_index_groups over a vmap axis is not supported (nor is "
+                                  "it in JAX)")
+    n = _batching_size()
+    x = batching.moveaxis(x, d, 0) if d is not batching.not_mapped else \
+        lax.broadcast_in_dim(x, (n,) + x.aval.shape, tuple(range(1, x.aval.ndim + 1)))
+    shape = list(x.aval.shape[1:])
+    labels = ["src"] + [i for i in range(len(shape)) if i < split_axis] + ["chunk"] + \
+        [i for i in range(len(shape)) if i >= split_axis]
+    sizes = {"src": n, "chunk": n, **dict(enumerate(shape))}
+    sizes[split_axis] //= n
+    x = lax.reshape(x, tuple(sizes[lb] for lb in labels))
+    order = ["chunk"] + [lb for i in range(len(shape)) for lb in (["src", i] if i == concat_axis else [i])]
+    x = lax.transpose(x, tuple(labels.index(lb) for lb in order))
+    out = [n] + [sizes[i] * (n if i == concat_axis else 1) for i in range(len(shape))]
+    return lax.reshape(x, tuple(out)), 0
 
 
 batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
+rules_for_unbatched.add(all_to_all_p)
 ad.primitive_transposes[psum_scatter_p] = lambda ct, x, *, axes, axis_size, scatter_dimension, tiled: [
     ct if isinstance(ct, Zero) else all_gather_p.bind(ct, axes=axes, axis_size=axis_size,
                                                       all_gather_dimension=scatter_dimension, tiled=tiled)]

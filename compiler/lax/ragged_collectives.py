@@ -82,9 +82,10 @@ ad.primitive_jvps[ragged_all_to_all_p] = _ragged_jvp
 def _received_rows(offsets, sizes, rows: int):
     """bool[rows]: whether each row of the result was written by a received slice."""
     from jaxprc import lax
-    r = lax.broadcasted_iota(offsets.dtype, (rows, offsets.shape[0]), 0)
-    start = lax.broadcast_in_dim(offsets, (rows, offsets.shape[0]), (1,))
-    end = lax.broadcast_in_dim(lax.add(offsets, lax.convert_element_type(sizes, offsets.dtype)), (rows, offsets.shape[0]), (1,))
+    shape = (rows, offsets.shape[0])
+    r = lax.broadcasted_iota(offsets.dtype, shape, 0)
+    start = lax.broadcast_in_dim(offsets, shape, (1,))
+    end = lax.broadcast_in_dim(lax.add(offsets, lax.convert_element_type(sizes, offsets.dtype)), shape, (1,))
     return lax.reduce_or(lax.bitwise_and(lax.ge(r, start), lax.lt(r, end)), (1,))
 
 
