@@ -120,6 +120,21 @@ def test_jvp_differentiates_the_function_and_vmap_of_jvp_the_rule():
     close(t, -np.sin(XS) * YS)
 
 
+def test_second_order_forward_mode_under_vmap_uses_the_rule_twice_differentiated():
+    @custom_vmap
+    def f(x, y):
+        return jnp.sin(x) * y
+
+    @f.def_vmap
+    def rule(n, b, x, y):
+        return jnp.cos(x) * y ** 2, b[0] or b[1]
+    close(jx.vmap(jx.jacfwd(jx.jacfwd(f)))(XS, YS), -np.cos(XS) * YS ** 2)
+    # both levels' tangents batched with the primals: one rule call sees everything batched
+    _, tt = jx.vmap(lambda x, y: jx.jvp(lambda x: jx.jvp(f, (x, y), (x, y))[1], (x,), (y,)))(XS, YS)
+    d1 = lambda x, y: -np.sin(x) * y ** 2 * x + np.cos(x) * 2 * y * y      # d/dt of rule(x+t x, y+t y)
+    close(tt, (d1(XS + 1e-3 * YS, YS) - d1(XS - 1e-3 * YS, YS)) / 2e-3, tol=2e-3)
+
+
 def test_jvp_matches_finite_differences_and_grad_is_refused():
     f = sequential_vmap(lambda x: jnp.tanh(x) * x)
     x, eps = F32(0.3), 1e-3
