@@ -8,7 +8,7 @@ import jaxprc as jx
 import jaxprc.numpy as jnp
 from jaxprc.custom_batching import custom_vmap, sequential_vmap
 from jaxprc.custom_derivatives import linear_call
-from jaxprc.ir import parse, program_callbacks, verify
+from jaxprc.ir import ParseError, parse, program_callbacks, verify
 from jaxprc.lax.custom_batching import CustomVmapRuleUnavailableError
 from jaxprc.lax.linear_call import LinearCallResidualError
 from jaxprc.passes.jvp import jvp as jvp_pass, jvp_jaxpr
@@ -248,6 +248,9 @@ def test_text_round_trip_and_verified_pass_outputs():
     close(jx.jit(jx.jaxpr_as_fun(unbound))(F32(1.0), F32(2.0))[0], np.sin(1.0) * 2.0)
     with pytest.raises(CustomVmapRuleUnavailableError, match="callbacks=\\{'rule': fn\\}"):
         vmap_jaxpr(unbound, in_axes=0, axis_size=3)
+    bad = str(cj).replace("jvps=((0, 2, 1),)", "jvps=((0, 1, 1),)")
+    with pytest.raises(ParseError, match=r"jvps \(\(0, 1, 1\),\) do not describe the 4 operands"):
+        parse(bad)
 
 
 # ------------------------------------------------------------------ linear_call

@@ -113,12 +113,27 @@ custom_vmap_call_p.def_params(call=ClosedJaxprParam(),
 @custom_vmap_call_p.def_abstract_eval
 def _custom_vmap_call_abstract_eval(*avals, call, rule):
     check_subjaxpr("custom_vmap_call", "call", call)
-    if rule.num_consts > len(avals):
-        raise JaxprTypeError(f"custom_vmap_call: the rule's num_consts {rule.num_consts} exceeds the "
-                             f"{len(avals)} operands")
+    _check_levels(rule, list(avals), list(call.out_avals))
     check_operand_types("custom_vmap_call", "operands (call's inputs: closed-over values, then arguments)",
                         call.in_avals, avals)
     return list(call.out_avals)
+
+
+def _check_levels(rule: VmapRule, ins, outs) -> None:
+    """The rule's jvp levels, outermost first, must describe the operands and results: a level's
+    operands are its added constants, the level below's, then tangents of its differentiable ones;
+    its results the level below's, then their differentiable ones' tangents."""
+    def fail(what):
+        raise JaxprTypeError(f"custom_vmap_call: rule {rule.name}'s jvps {rule.jvps} {what}")
+    for added, n_in, n_out in reversed(rule.jvps):
+        below = ins[added:added + n_in]
+        if len(ins) != added + n_in + sum(map(is_differentiable, below)):
+            fail(f"do not describe the {len(ins)} operands ({added} added, {n_in} below, their tangents)")
+        if len(outs) != n_out + sum(map(is_differentiable, outs[:n_out])):
+            fail(f"do not describe the {len(outs)} results ({n_out} below, their tangents)")
+        ins, outs = below, outs[:n_out]
+    if rule.num_consts > len(ins):
+        fail(f"leave {len(ins)} operands to the rule, fewer than its num_consts {rule.num_consts}")
 
 
 def _custom_vmap_call_lowering(ctx, *args, call, rule):
