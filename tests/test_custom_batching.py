@@ -215,7 +215,7 @@ def _rule_error(rule_output):
     (lambda x: ((x, x), True), ValueError, r"do not match.\nOutput values: PyTreeDef\(\(\*, \*\)\)"),
     (lambda x: (x, (True,)), ValueError, r"output value and output batching specification"),
     (lambda x: ((x, x), (True, True)), ValueError, r"does not match that of original custom-vmapped"),
-    (lambda x: (x[:2], True), ValueError, r"output 0 has shape \(2,\), expected \(3,\)"),
+    (lambda x: (x[:2], True), ValueError, r"for function <lambda>: output 0 has shape \(2,\), expected \(3,\)"),
     (lambda x: (x, False), ValueError, r"expected \(\) \(the function's output shape \(\), unbatched\)"),
     (lambda x: (x.astype(np.int32), True), TypeError, r"dtype int32, expected float32"),
 ])

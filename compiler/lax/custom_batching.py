@@ -155,18 +155,20 @@ def _custom_vmap_call_batch(args, dims, *, call, rule):
     args = [_rule_operand(moveaxis(x, d, 0) if d is not None else x) for x, d in zip(args, dims)]
     outs, out_batched = rule.apply(size, [d is not None for d in dims], args)
     out_avals = call.out_avals
+    fun_name = getattr(rule.fn, "fun_name", None)
+    who = f"custom vmap rule ({rule.name})" + (f" for function {fun_name}" if fun_name else "")
     if len(outs) != len(out_avals) or len(out_batched) != len(out_avals):
-        raise ValueError(f"custom vmap rule ({rule.name}) returned {len(outs)} outputs and {len(out_batched)} "
+        raise ValueError(f"{who} returned {len(outs)} outputs and {len(out_batched)} "
                          f"batching flags for a function with {len(out_avals)} outputs")
     for i, (x, b, a) in enumerate(zip(outs, out_batched, out_avals)):
         got = aval_of(x)
         want = a.update(shape=(size, *a.shape)) if b else a
         if got.shape != want.shape:
-            raise ValueError(f"custom vmap rule ({rule.name}) output {i} has shape {got.shape}, expected "
+            raise ValueError(f"{who}: output {i} has shape {got.shape}, expected "
                              f"{want.shape} (the function's output shape {a.shape}"
                              f"{f' with a leading batch axis of size {size}' if b else ', unbatched'})")
         if got.dtype != a.dtype:
-            raise TypeError(f"custom vmap rule ({rule.name}) output {i} has dtype {got.dtype.name}, expected "
+            raise TypeError(f"{who}: output {i} has dtype {got.dtype.name}, expected "
                             f"{a.dtype.name} (the function's output dtype)")
     return outs, [0 if b else None for b in out_batched]
 
