@@ -8,7 +8,7 @@ import jaxprc as jx
 import jaxprc.numpy as jnp
 from jaxprc.custom_batching import custom_vmap, sequential_vmap
 from jaxprc.custom_derivatives import linear_call
-from jaxprc.ir import parse, program_callbacks, verify
+from jaxprc.ir import ParseError, parse, program_callbacks, verify
 from jaxprc.lax.custom_batching import CustomVmapRuleUnavailableError
 from jaxprc.lax.linear_call import LinearCallResidualError
 from jaxprc.passes.jvp import jvp as jvp_pass, jvp_jaxpr
@@ -120,6 +120,21 @@ def test_jvp_differentiates_the_function_and_vmap_of_jvp_the_rule():
     close(t, -np.sin(XS) * YS)
 
 
+def test_second_order_forward_mode_under_vmap_uses_the_rule_twice_differentiated():
+    @custom_vmap
+    def f(x, y):
+        return jnp.sin(x) * y
+
+    @f.def_vmap
+    def rule(n, b, x, y):
+        return jnp.cos(x) * y ** 2, b[0] or b[1]
+    close(jx.vmap(jx.jacfwd(jx.jacfwd(f)))(XS, YS), -np.cos(XS) * YS ** 2)
+    # both levels' tangents batched with the primals: one rule call sees everything batched
+    _, tt = jx.vmap(lambda x, y: jx.jvp(lambda x: jx.jvp(f, (x, y), (x, y))[1], (x,), (y,)))(XS, YS)
+    d1 = lambda x, y: -np.sin(x) * y ** 2 * x + np.cos(x) * 2 * y * y      # d/dt of rule(x+t x, y+t y)
+    close(tt, (d1(XS + 1e-3 * YS, YS) - d1(XS - 1e-3 * YS, YS)) / 2e-3, tol=2e-3)
+
+
 def test_jvp_matches_finite_differences_and_grad_is_refused():
     f = sequential_vmap(lambda x: jnp.tanh(x) * x)
     x, eps = F32(0.3), 1e-3
@@ -200,7 +215,7 @@ def _rule_error(rule_output):
     (lambda x: ((x, x), True), ValueError, r"do not match.\nOutput values: PyTreeDef\(\(\*, \*\)\)"),
     (lambda x: (x, (True,)), ValueError, r"output value and output batching specification"),
     (lambda x: ((x, x), (True, True)), ValueError, r"does not match that of original custom-vmapped"),
-    (lambda x: (x[:2], True), ValueError, r"output 0 has shape \(2,\), expected \(3,\)"),
+    (lambda x: (x[:2], True), ValueError, r"for function <lambda>: output 0 has shape \(2,\), expected \(3,\)"),
     (lambda x: (x, False), ValueError, r"expected \(\) \(the function's output shape \(\), unbatched\)"),
     (lambda x: (x.astype(np.int32), True), TypeError, r"dtype int32, expected float32"),
 ])
@@ -233,6 +248,9 @@ def test_text_round_trip_and_verified_pass_outputs():
     close(jx.jit(jx.jaxpr_as_fun(unbound))(F32(1.0), F32(2.0))[0], np.sin(1.0) * 2.0)
     with pytest.raises(CustomVmapRuleUnavailableError, match="callbacks=\\{'rule': fn\\}"):
         vmap_jaxpr(unbound, in_axes=0, axis_size=3)
+    bad = str(cj).replace("jvps=((0, 2, 1),)", "jvps=((0, 1, 1),)")
+    with pytest.raises(ParseError, match=r"jvps \(\(0, 1, 1\),\) do not describe the 4 operands"):
+        parse(bad)
 
 
 # ------------------------------------------------------------------ linear_call

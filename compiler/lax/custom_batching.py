@@ -113,12 +113,27 @@ custom_vmap_call_p.def_params(call=ClosedJaxprParam(),
 @custom_vmap_call_p.def_abstract_eval
 def _custom_vmap_call_abstract_eval(*avals, call, rule):
     check_subjaxpr("custom_vmap_call", "call", call)
-    if rule.num_consts > len(avals):
-        raise JaxprTypeError(f"custom_vmap_call: the rule's num_consts {rule.num_consts} exceeds the "
-                             f"{len(avals)} operands")
+    _check_levels(rule, list(avals), list(call.out_avals))
     check_operand_types("custom_vmap_call", "operands (call's inputs: closed-over values, then arguments)",
                         call.in_avals, avals)
     return list(call.out_avals)
+
+
+def _check_levels(rule: VmapRule, ins, outs) -> None:
+    """The rule's jvp levels, outermost first, must describe the operands and results: a level's
+    operands are its added constants, the level below's, then tangents of its differentiable ones;
+    its results the level below's, then their differentiable ones' tangents."""
+    def fail(what):
+        raise JaxprTypeError(f"custom_vmap_call: rule {rule.name}'s jvps {rule.jvps} {what}")
+    for added, n_in, n_out in reversed(rule.jvps):
+        below = ins[added:added + n_in]
+        if len(ins) != added + n_in + sum(map(is_differentiable, below)):
+            fail(f"do not describe the {len(ins)} operands ({added} added, {n_in} below, their tangents)")
+        if len(outs) != n_out + sum(map(is_differentiable, outs[:n_out])):
+            fail(f"do not describe the {len(outs)} results ({n_out} below, their tangents)")
+        ins, outs = below, outs[:n_out]
+    if rule.num_consts > len(ins):
+        fail(f"leave {len(ins)} operands to the rule, fewer than its num_consts {rule.num_consts}")
 
 
 def _custom_vmap_call_lowering(ctx, *args, call, rule):
@@ -140,18 +155,20 @@ def _custom_vmap_call_batch(args, dims, *, call, rule):
     args = [_rule_operand(moveaxis(x, d, 0) if d is not None else x) for x, d in zip(args, dims)]
     outs, out_batched = rule.apply(size, [d is not None for d in dims], args)
     out_avals = call.out_avals
+    fun_name = getattr(rule.fn, "fun_name", None)
+    who = f"custom vmap rule ({rule.name})" + (f" for function {fun_name}" if fun_name else "")
     if len(outs) != len(out_avals) or len(out_batched) != len(out_avals):
-        raise ValueError(f"custom vmap rule ({rule.name}) returned {len(outs)} outputs and {len(out_batched)} "
+        raise ValueError(f"{who} returned {len(outs)} outputs and {len(out_batched)} "
                          f"batching flags for a function with {len(out_avals)} outputs")
     for i, (x, b, a) in enumerate(zip(outs, out_batched, out_avals)):
         got = aval_of(x)
         want = a.update(shape=(size, *a.shape)) if b else a
         if got.shape != want.shape:
-            raise ValueError(f"custom vmap rule ({rule.name}) output {i} has shape {got.shape}, expected "
+            raise ValueError(f"{who}: output {i} has shape {got.shape}, expected "
                              f"{want.shape} (the function's output shape {a.shape}"
                              f"{f' with a leading batch axis of size {size}' if b else ', unbatched'})")
         if got.dtype != a.dtype:
-            raise TypeError(f"custom vmap rule ({rule.name}) output {i} has dtype {got.dtype.name}, expected "
+            raise TypeError(f"{who}: output {i} has dtype {got.dtype.name}, expected "
                             f"{a.dtype.name} (the function's output dtype)")
     return outs, [0 if b else None for b in out_batched]
 
