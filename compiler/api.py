@@ -773,6 +773,24 @@ class Compiled(_Stage):
     def cost_analysis(self):
         return self._call.executable.cost_analysis()
 
+    @property
+    def input_shardings(self):
+        """Where each argument leaf is expected, as a pytree like ``args_info``."""
+        return self._in_tree.unflatten(self._shardings(self._call.jaxpr.in_avals, "in_hlo"))
+
+    @property
+    def output_shardings(self):
+        """Where each result is put, as a pytree like ``out_info``."""
+        if isinstance(self._call, _CompiledCall):
+            return self._out_tree.unflatten(self._shardings(self._call.jaxpr.out_avals, "out_hlo"))
+        return self._out_tree.unflatten(list(self._call.out_shardings))
+
+    def _shardings(self, avals, which: str) -> list:
+        if isinstance(self._call, _CompiledCall):      # one device: the default one
+            return [sharding.SingleDeviceSharding(runtime.backend().device)] * len(avals)
+        hlos = getattr(self._call.executable, which) or [runtime.sharded.REPLICATED] * len(avals)
+        return [self._call._named(h, a.ndim) for h, a in zip(hlos, avals)]
+
     def runtime_executable(self):
         """jaxlib's loaded executable (None for a program XLA runs in several parts)."""
         return getattr(self._call.executable, "loaded", None)

@@ -85,6 +85,9 @@ def test_traced_runs_and_lowered_speaks_hlo():
         lowered.compile({"xla_cpu_enable_fast_math": True})
     compiled = lowered.compile()
     assert compiled.runtime_executable() is not None and "sine" in compiled.as_text()
+    here = jx.sharding.SingleDeviceSharding(jx.devices()[0])
+    assert compiled.input_shardings == ((here,), {"y": here})
+    assert compiled.output_shardings == {"a": here, "b": here}
     np.testing.assert_allclose(np.asarray(compiled(X, y=3.0)["b"]), 3.0)
 
 
