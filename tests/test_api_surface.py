@@ -14,6 +14,7 @@ from jaxprc import dlpack, monitoring, stages, test_util
 from jaxprc.example_libraries import optimizers
 from jaxprc.experimental import mesh_utils
 from jaxprc.experimental.compilation_cache import compilation_cache as cc
+from multidevice import run_script
 
 
 # ----------------------------------------------------------------------------- typing
@@ -350,3 +351,7 @@ def test_clear_event_listeners_removes_every_kind():
     monitoring.record_event("/x")
     monitoring.record_scalar("/y", 1)
     assert heard == []
+
+
+def test_checks_on_4_cpu_devices():
+    run_script("api_surface_checks.py", devices=4)
