@@ -268,3 +268,12 @@ def test_monitoring_dispatch_matches_jax():
             log.append("AssertionError")
         return log
     _same(calls)
+
+
+@pytest.mark.x64
+def test_from_dlpack_keeps_64_bit_types_under_x64():
+    def imported(lib, m):
+        dl = jax.dlpack if lib is jax else jaxprc.dlpack
+        sources = (np.arange(3.0), np.arange(3), np.arange(2, dtype=np.uint64), m.arange(3.0))
+        return [(str(y.dtype), np.asarray(y).tolist()) for y in map(dl.from_dlpack, sources)]
+    _same(imported)
