@@ -9,7 +9,6 @@ import jax.dlpack
 import jax.experimental.mesh_utils
 import jax.numpy as jnp
 import jax.test_util
-import ml_dtypes
 import numpy as np
 import pytest
 
