@@ -101,6 +101,9 @@ class elapsed:
     __slots__ = ("event", "fun_name", "start")
 
     def __init__(self, event: str, fun_name: str):
+        # Modules are named jit_f (as in JAX's HLO); JAX's events name the function jit(f).
+        if fun_name.startswith("jit_"):
+            fun_name = f"jit({fun_name[4:]})"
         self.event, self.fun_name = event, fun_name
 
     def __enter__(self):

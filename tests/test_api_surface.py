@@ -315,7 +315,7 @@ def test_compiles_record_jax_events(listeners):
     durations = {e: k for e, _, k in listeners["duration"]}
     assert {"/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
             "/jax/core/compile/backend_compile_duration"} <= set(durations)
-    assert durations["/jax/core/compile/backend_compile_duration"] == {"fun_name": "jit_<lambda>"}
+    assert durations["/jax/core/compile/backend_compile_duration"] == {"fun_name": "jit(<lambda>)"}
     assert {e for e, _ in listeners["event"]}.isdisjoint({"/jax/compilation_cache/cache_hits"})
     spans = {e for e, _, _ in listeners["span"]}
     assert "/jax/core/compile/backend_compile_duration" in spans

@@ -227,7 +227,8 @@ def test_compile_events_use_jax_names():
     def heard(lib, m):
         names = set()
         mon = lib.monitoring
-        listeners = [lambda e, **k: names.add(e), lambda e, d, **k: names.add(e)]
+        listeners = [lambda e, **k: names.add((e, tuple(k.items()))),
+                     lambda e, d, **k: names.add((e, tuple(k.items())))]
         mon.register_event_listener(listeners[0])
         mon.register_event_duration_secs_listener(listeners[1])
         try:
@@ -237,8 +238,9 @@ def test_compile_events_use_jax_names():
             mon.unregister_event_duration_listener(listeners[1])
         return names
     got = _both(heard)
-    compile_events = {"/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
-                      "/jax/core/compile/backend_compile_duration"}
+    compile_events = {("/jax/core/compile/jaxpr_trace_duration", (("fun_name", "<lambda>"),)),
+                      ("/jax/core/compile/jaxpr_to_mlir_module_duration", (("fun_name", "jit(<lambda>)"),)),
+                      ("/jax/core/compile/backend_compile_duration", (("fun_name", "jit(<lambda>)"),))}
     assert compile_events <= got["jax"] and compile_events <= got["jaxprc"]
     assert got["jaxprc"] <= got["jax"], got["jaxprc"] - got["jax"]
 
