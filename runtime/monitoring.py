@@ -15,6 +15,8 @@ from typing import Callable
 JAXPR_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 JAXPR_TO_MLIR_MODULE_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+CACHE_USED_EVENT = "/jax/compilation_cache/tasks_using_cache"
+CACHE_DISABLED_EVENT = "/jax/compilation_cache/task_disabled_cache"
 CACHE_REQUEST_EVENT = "/jax/compilation_cache/compile_requests_use_cache"
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 CACHE_MISS_EVENT = "/jax/compilation_cache/cache_misses"

@@ -325,11 +325,13 @@ def test_compilation_cache_switches_and_events(tmp_path, listeners):
     before = jx.config.jaxprc_compilation_cache_dir
     try:
         cc.set_cache_dir(tmp_path)
+        cc.reset_cache()            # the next compile reports whether the process uses the cache
         assert jx.config.jaxprc_compilation_cache_dir == tmp_path
         for _ in range(2):          # the second compile of the same program comes from the directory
             jx.jit(lambda x: x * 3.5 + 0.25)(1.0)
         events = [e for e, _ in listeners["event"]]
-        assert events == ["/jax/compilation_cache/compile_requests_use_cache", "/jax/compilation_cache/cache_misses",
+        assert events == ["/jax/compilation_cache/tasks_using_cache",
+                          "/jax/compilation_cache/compile_requests_use_cache", "/jax/compilation_cache/cache_misses",
                           "/jax/compilation_cache/compile_requests_use_cache", "/jax/compilation_cache/cache_hits"]
         assert any(e == "/jax/compilation_cache/cache_retrieval_time_sec" for e, _, _ in listeners["duration"])
         assert len(list(tmp_path.iterdir())) == 1
@@ -337,8 +339,9 @@ def test_compilation_cache_switches_and_events(tmp_path, listeners):
         assert not jx.runtime.compile_cache.stats
         cc.set_cache_dir(None)
         listeners["event"].clear()
-        jx.jit(lambda x: x * 3.5 + 0.75)(1.0)
-        assert listeners["event"] == []
+        for scale in (0.75, 1.75):      # reported once per process (or reset)
+            jx.jit(lambda x: x * 3.5 + scale)(1.0)
+        assert [e for e, _ in listeners["event"]] == ["/jax/compilation_cache/task_disabled_cache"]
     finally:
         jx.config.update("jaxprc_compilation_cache_dir", before)
 

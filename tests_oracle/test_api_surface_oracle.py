@@ -236,7 +236,8 @@ def test_compile_events_use_jax_names():
         finally:
             mon.unregister_event_listener(listeners[0])
             mon.unregister_event_duration_listener(listeners[1])
-        return names
+        # whether the process uses the cache is reported by its first compile only
+        return {n for n in names if "task" not in n[0]}
     got = _both(heard)
     compile_events = {("/jax/core/compile/jaxpr_trace_duration", (("fun_name", "<lambda>"),)),
                       ("/jax/core/compile/jaxpr_to_mlir_module_duration", (("fun_name", "jit(<lambda>)"),)),
