@@ -694,15 +694,15 @@ class Traced(_Stage):
 
     def __call__(self, *args, **kwargs):
         """Evaluate the traced jaxpr on arguments of its signature (op by op, as JAX does)."""
-        leaves = _leaves_of_signature(self._in_tree, args, kwargs, f"Traced function '{self.fun_name}'")
+        leaves = _leaves_of_signature(self._in_tree, args, kwargs, f"Traced function '{self.fun_name}'", "traced")
         return self._out_tree.unflatten(eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *leaves))
 
 
-def _leaves_of_signature(in_tree, args, kwargs, what: str) -> list:
+def _leaves_of_signature(in_tree, args, kwargs, what: str, stage: str) -> list:
     leaves, tree = _flatten((args, kwargs))
     if tree != in_tree:
         raise TypeError(f"{what} called with arguments of container (pytree) structure {tree}, but it "
-                        f"was compiled for {in_tree} (static arguments are not passed again).")
+                        f"was {stage} for {in_tree} (static arguments are not passed again).")
     return leaves
 
 
@@ -796,7 +796,7 @@ class Compiled(_Stage):
         return getattr(self._call.executable, "loaded", None)
 
     def __call__(self, *args, **kwargs):
-        leaves = _leaves_of_signature(self._in_tree, args, kwargs, "Compiled function")
+        leaves = _leaves_of_signature(self._in_tree, args, kwargs, "Compiled function", "compiled")
         want = [_shape_struct(a) for a in self._call.jaxpr.in_avals]
         got = [_shape_struct(get_aval(x)) for x in leaves]
         if [(s.shape, s.dtype) for s in want] != [(s.shape, s.dtype) for s in got]:
