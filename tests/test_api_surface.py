@@ -82,8 +82,10 @@ def test_traced_runs_and_lowered_speaks_hlo():
     assert lowered.cost_analysis()["transcendentals"] == 3.0
     with pytest.raises(ValueError, match="dialect"):
         lowered.as_text("tosa")
-    with pytest.raises(ValueError, match="compiler_options"):
-        lowered.compile({"xla_cpu_enable_fast_math": True})
+    fast = lowered.compile({"xla_cpu_enable_fast_math": True, "exec_time_optimization_effort": 0.5})
+    np.testing.assert_allclose(np.asarray(fast(X, y=3.0)["a"]), np.sin(X) * 2 + 3, rtol=1e-5)
+    with pytest.raises(jx.errors.JaxRuntimeError, match="No such compile option: 'no_such_option'"):
+        lowered.compile({"no_such_option": 1})
     compiled = lowered.compile()
     assert compiled.runtime_executable() is not None and "sine" in compiled.as_text()
     here = jx.sharding.SingleDeviceSharding(jx.devices()[0])
