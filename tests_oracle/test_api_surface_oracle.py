@@ -279,3 +279,15 @@ def test_from_dlpack_keeps_64_bit_types_under_x64():
         sources = (np.arange(3.0), np.arange(3), np.arange(2, dtype=np.uint64), m.arange(3.0))
         return [(str(y.dtype), np.asarray(y).tolist()) for y in map(dl.from_dlpack, sources)]
     _same(imported)
+
+
+def test_compile_with_compiler_options_like_jax():
+    def outcomes(lib, m):
+        lowered = lib.jit(lambda x: m.sin(x) * 2).lower(np.float32(0.5))
+        out = [float(lowered.compile({"xla_cpu_enable_fast_math": False})(np.float32(0.5)))]
+        try:
+            lowered.compile({"no_such_option": 1})
+        except lib.errors.JaxRuntimeError as e:
+            out.append("No such compile option: 'no_such_option'" in str(e))
+        return out
+    _same(outcomes)
