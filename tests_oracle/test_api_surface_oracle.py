@@ -291,3 +291,16 @@ def test_compile_with_compiler_options_like_jax():
             out.append("No such compile option: 'no_such_option'" in str(e))
         return out
     _same(outcomes)
+
+
+@pytest.mark.x64
+@pytest.mark.parametrize("atol", [None, 1e-12])
+def test_check_grads_verdict_under_x64(atol):
+    def verdict(lib, m):
+        tu = jax.test_util if lib is jax else jaxprc.test_util
+        try:
+            tu.check_grads(lambda x: m.sin(x) * x, (np.linspace(-1, 1, 4),), order=1, atol=atol, rtol=atol)
+            return "pass"
+        except AssertionError as e:
+            return str(e).strip().splitlines()[0]
+    _same(verdict)
