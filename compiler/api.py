@@ -17,7 +17,7 @@ import weakref
 from typing import Callable, Sequence
 
 import numpy as np
-from jaxlib import _jax
+from jaxlib import _jax, xla_client as xc
 
 from . import compile_guards, cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
@@ -317,11 +317,11 @@ class _CompiledCall:
     __slots__ = ("executable", "jaxpr", "in_avals", "const_buffers", "out_tree", "single_output",
                  "_execute", "_handlers", "_out_aval", "_effectful", "_donated")
 
-    def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated_invars):
+    def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated_invars, options=None):
         self.jaxpr = cj
         cj, hoisted = _hoist_large_consts(cj)
         donated = (False,) * len(hoisted) + tuple(donated_invars)
-        self.executable = compile_closed_jaxpr(cj, name, donated if any(donated) else ())
+        self.executable = compile_closed_jaxpr(cj, name, donated if any(donated) else (), options)
         self.in_avals = [runtime_aval(a) for a in cj.in_avals[len(hoisted):]]
         self.const_buffers = [to_device_buffer(c, runtime_aval(v.aval))
                               for c, v in zip(hoisted, cj.jaxpr.invars)]
@@ -713,15 +713,15 @@ class Traced(_Stage):
 
     def __call__(self, *args, **kwargs):
         """Evaluate the traced jaxpr on arguments of its signature (op by op, as JAX does)."""
-        leaves = _leaves_of_signature(self._in_tree, args, kwargs, f"Traced function '{self.fun_name}'")
+        leaves = _leaves_of_signature(self._in_tree, args, kwargs, f"Traced function '{self.fun_name}'", "traced")
         return self._out_tree.unflatten(eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *leaves))
 
 
-def _leaves_of_signature(in_tree, args, kwargs, what: str) -> list:
+def _leaves_of_signature(in_tree, args, kwargs, what: str, stage: str) -> list:
     leaves, tree = _flatten((args, kwargs))
     if tree != in_tree:
         raise TypeError(f"{what} called with arguments of container (pytree) structure {tree}, but it "
-                        f"was compiled for {in_tree} (static arguments are not passed again).")
+                        f"was {stage} for {in_tree} (static arguments are not passed again).")
     return leaves
 
 
@@ -757,12 +757,30 @@ class Lowered(_Stage):
         return _jax.hlo_module_cost_analysis(runtime.backend().client, self._hlo().get_hlo_module())
 
     def compile(self, compiler_options: dict | None = None) -> "Compiled":
-        if compiler_options:
-            raise ValueError(f"Lowered.compile of '{self._name}': jaxprc takes no compiler_options "
-                             f"(got {sorted(compiler_options)}).")
-        call = (spmd.ShardedCall(self._sharded) if self._sharded is not None
-                else _CompiledCall(self.jaxpr, self._out_tree, self._name, self._donated))
-        return Compiled(call, self._in_tree, self._donated)
+        """XLA's executable. ``compiler_options``: XLA options by name (``{"xla_cpu_enable_fast_math":
+        True}``), as JAX passes them; an unknown one is an XlaCompileError."""
+        if self._sharded is not None:
+            if compiler_options:
+                raise ValueError(f"Lowered.compile of '{self._name}': compiler_options are not supported "
+                                 "for programs over several devices.")
+            return Compiled(spmd.ShardedCall(self._sharded), self._in_tree, self._donated)
+        return Compiled(_CompiledCall(self.jaxpr, self._out_tree, self._name, self._donated,
+                                      _compile_options(compiler_options)), self._in_tree, self._donated)
+
+
+def _compile_options(compiler_options: dict | None):
+    """XLA's CompileOptions carrying ``compiler_options``; the ones JAX sets on the build options
+    go there, the others are overrides of XLA's debug options."""
+    if not compiler_options:
+        return None
+    options = xc.CompileOptions()
+    overrides = dict(compiler_options)
+    for name in ("exec_time_optimization_effort", "memory_fitting_effort", "optimization_level",
+                 "memory_fitting_level"):
+        if name in overrides:
+            setattr(options.executable_build_options, name, overrides.pop(name))
+    options.env_option_overrides = list(overrides.items())
+    return options
 
 
 def _dialect(dialect: str | None) -> str:
@@ -792,12 +810,30 @@ class Compiled(_Stage):
     def cost_analysis(self):
         return self._call.executable.cost_analysis()
 
+    @property
+    def input_shardings(self):
+        """Where each argument leaf is expected, as a pytree like ``args_info``."""
+        return self._in_tree.unflatten(self._shardings(self._call.jaxpr.in_avals, "in_hlo"))
+
+    @property
+    def output_shardings(self):
+        """Where each result is put, as a pytree like ``out_info``."""
+        if isinstance(self._call, _CompiledCall):
+            return self._out_tree.unflatten(self._shardings(self._call.jaxpr.out_avals, "out_hlo"))
+        return self._out_tree.unflatten(list(self._call.out_shardings))
+
+    def _shardings(self, avals, which: str) -> list:
+        if isinstance(self._call, _CompiledCall):      # one device: the default one
+            return [sharding.SingleDeviceSharding(runtime.backend().device)] * len(avals)
+        hlos = getattr(self._call.executable, which) or [runtime.sharded.REPLICATED] * len(avals)
+        return [self._call._named(h, a.ndim) for h, a in zip(hlos, avals)]
+
     def runtime_executable(self):
         """jaxlib's loaded executable (None for a program XLA runs in several parts)."""
         return getattr(self._call.executable, "loaded", None)
 
     def __call__(self, *args, **kwargs):
-        leaves = _leaves_of_signature(self._in_tree, args, kwargs, "Compiled function")
+        leaves = _leaves_of_signature(self._in_tree, args, kwargs, "Compiled function", "compiled")
         want = [_shape_struct(a) for a in self._call.jaxpr.in_avals]
         got = [_shape_struct(get_aval(x)) for x in leaves]
         if [(s.shape, s.dtype) for s in want] != [(s.shape, s.dtype) for s in got]:

@@ -41,7 +41,7 @@ class ConcretizationTypeError(JAXTypeError):
     """A traced (abstract) value was used where Python needs a concrete one."""
 
 
-class UnexpectedTracerError(JaxprcError):
+class UnexpectedTracerError(JAXTypeError):
     """A tracer escaped the trace that created it."""
 
 

@@ -34,6 +34,8 @@ import jaxlib
 from jaxlib import _jax, xla_client as xc
 from jaxlib.mlir.passmanager import PassManager
 
+from . import monitoring
+
 _MAGIC = b"jaxprc-executable\n"
 _FORMAT = 1
 
@@ -41,13 +43,25 @@ _FORMAT = 1
 stats: collections.Counter = collections.Counter()
 
 _warned_unwritable: set[str] = set()
+_checked = False      # whether this process has reported if it uses the cache (once, as JAX)
 
 
 def reset() -> None:
-    """Back to the state of a fresh process: no statistics, and an unwritable directory warns
-    again. Entries on disk stay (delete the directory to empty it)."""
+    """Back to the state of a fresh process: no statistics, an unwritable directory warns again,
+    and the next compile reports again whether the cache is used. Entries on disk stay (delete
+    the directory to empty it)."""
+    global _checked
     stats.clear()
     _warned_unwritable.clear()
+    _checked = False
+
+
+def report_use_once(cache_dir) -> None:
+    """JAX's once-per-process event: whether this process compiles with the cache."""
+    global _checked
+    if not _checked:
+        _checked = True
+        monitoring.record_event(monitoring.CACHE_USED_EVENT if cache_dir else monitoring.CACHE_DISABLED_EVENT)
 
 
 def directory(value) -> str:

@@ -30,7 +30,6 @@ class DLDeviceType(enum.IntEnum):
 PLATFORM_OF = {DLDeviceType.kDLCPU: "cpu", DLDeviceType.kDLCUDA: "cuda", DLDeviceType.kDLCUDAHost: "cuda",
                DLDeviceType.kDLROCM: "rocm"}
 
-DLPACK_VERSION = (0, 8)
 MIN_DLPACK_VERSION = (0, 5)
 
 

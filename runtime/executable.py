@@ -146,6 +146,7 @@ def _cached_or_compiled(module, name: str, b, options, host_callbacks, cache_dir
     """The loaded executable: from the persistent cache if it has it, else compiled by XLA (and
     stored). Records JAX's cache events (monitoring.py)."""
     entry_key = None
+    compile_cache.report_use_once(cache_dir)
     if cache_dir and not host_callbacks:
         monitoring.record_event(monitoring.CACHE_REQUEST_EVENT)
         start = time.monotonic()

@@ -15,6 +15,8 @@ from typing import Callable
 JAXPR_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 JAXPR_TO_MLIR_MODULE_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+CACHE_USED_EVENT = "/jax/compilation_cache/tasks_using_cache"
+CACHE_DISABLED_EVENT = "/jax/compilation_cache/task_disabled_cache"
 CACHE_REQUEST_EVENT = "/jax/compilation_cache/compile_requests_use_cache"
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 CACHE_MISS_EVENT = "/jax/compilation_cache/cache_misses"
@@ -101,6 +103,9 @@ class elapsed:
     __slots__ = ("event", "fun_name", "start")
 
     def __init__(self, event: str, fun_name: str):
+        # Modules are named jit_f (as in JAX's HLO); JAX's events name the function jit(f).
+        if fun_name.startswith("jit_"):
+            fun_name = f"jit({fun_name[4:]})"
         self.event, self.fun_name = event, fun_name
 
     def __enter__(self):
