@@ -9,15 +9,7 @@ from jaxprc.experimental import mesh_utils
 from jaxprc.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from multidevice import run  # noqa: E402
-
-CHECKS = []
-
-
-def check(fn):
-    CHECKS.append(fn)
-    return fn
-
+from multidevice import check, run  # noqa: E402
 
 @check
 def device_mesh_of_the_process_devices():
@@ -41,4 +33,4 @@ def compiled_shardings_over_a_mesh():
     assert compiled.output_shardings[0] == split
 
 
-run(CHECKS)
+run()

@@ -11,27 +11,10 @@ from jaxprc import lax
 from jaxprc.sharding import PartitionSpec as P
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from multidevice import run  # noqa: E402
+from multidevice import check, raises, run  # noqa: E402
 
 X = np.arange(8 * 8 * 2, dtype=np.float32).reshape(8, 8, 2) / 7 - 3
 mesh = jx.make_mesh((4, 2), ("x", "y"))
-CHECKS = []
-
-
-def check(fn):
-    CHECKS.append(fn)
-    return fn
-
-
-def raises(exc, fn, text=""):
-    try:
-        fn()
-    except exc as e:
-        assert text in str(e), e
-    else:
-        raise AssertionError(f"{fn} did not raise {exc.__name__}")
-
-
 def swap(x, groups=None):
     """numpy pswapaxes of axis 0 with axis 1 of x (device axis 0), within each group of devices."""
     out = np.empty_like(x)
@@ -188,4 +171,4 @@ def ragged_all_to_all_lowers_and_xla_cpu_refuses_it():
 
 
 if __name__ == "__main__":
-    run(CHECKS)
+    run()

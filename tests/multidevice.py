@@ -1,6 +1,6 @@
 """Checks that need several CPU devices run in a process of their own, since the device count is
-fixed when the client is created: a checks script (``tests/*_checks.py``) collects its checks and
-ends with ``run(CHECKS)``; its pytest test calls ``run_script("..._checks.py")``."""
+fixed when the client is created: a checks script (``tests/*_checks.py``) marks its checks with
+``@check`` and ends with ``run()``; its pytest test calls ``run_script("..._checks.py")``."""
 import os
 import pathlib
 import subprocess
@@ -8,7 +8,26 @@ import sys
 import traceback
 
 
-def run(checks) -> None:
+CHECKS = []      # this process's checks, in the order the script defines them
+
+
+def check(fn):
+    """Marks ``fn`` as one of the script's checks."""
+    CHECKS.append(fn)
+    return fn
+
+
+def raises(exc, fn, text=""):
+    """Asserts that ``fn()`` raises ``exc`` with ``text`` in its message."""
+    try:
+        fn()
+    except exc as e:
+        assert text in str(e), e
+    else:
+        raise AssertionError(f"{fn} did not raise {exc.__name__}")
+
+
+def run(checks=CHECKS) -> None:
     """Every check, each reported ok or FAIL with its traceback; the exit status counts failures."""
     failed = 0
     for check in checks:

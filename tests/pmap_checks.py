@@ -12,29 +12,12 @@ from jaxprc.runtime import sharded as rs
 from jaxprc.sharding import NamedSharding, PartitionSpec as P
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from multidevice import run  # noqa: E402
+from multidevice import check, raises, run  # noqa: E402
 from roundtrip import assert_round_trip  # noqa: E402
 
 X = np.arange(8, dtype=np.float32) + 1
 M = np.arange(48, dtype=np.float32).reshape(8, 3, 2) / 5
 mesh = jx.make_mesh((4, 2), ("x", "y"))
-CHECKS = []
-
-
-def check(fn):
-    CHECKS.append(fn)
-    return fn
-
-
-def raises(exc, fn, text=""):
-    try:
-        fn()
-    except exc as e:
-        assert text in str(e), e
-    else:
-        raise AssertionError(f"{fn} did not raise {exc.__name__}")
-
-
 @contextlib.contextmanager
 def no_host_copies():
     """Fail if a sharded array is copied to the host inside the block."""
@@ -305,4 +288,4 @@ def visualize_array_sharding():
     raises(ValueError, lambda: jx.debug.visualize_array_sharding(jnp.zeros((2, 2, 2))), "1 and 2 dimensions")
 
 
-run(CHECKS)
+run()

@@ -9,20 +9,12 @@ import jaxprc.numpy as jnp
 from jaxprc.sharding import AxisType, NamedSharding, PartitionSpec as P, SingleDeviceSharding
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from multidevice import run  # noqa: E402
+from multidevice import check, run  # noqa: E402
 from roundtrip import assert_round_trip  # noqa: E402
 
 mesh = jx.make_mesh((4, 2), ("x", "y"))
 auto = jx.make_mesh((4, 2), ("x", "y"), axis_types=(AxisType.Auto,) * 2)   # constraints need Auto axes
 X = np.arange(32, dtype=np.float32).reshape(8, 4)
-CHECKS = []
-
-
-def check(fn):
-    CHECKS.append(fn)
-    return fn
-
-
 @check
 def devices():
     assert jx.device_count() == jx.local_device_count() == len(jx.devices()) == 8
@@ -279,4 +271,4 @@ def vmap_axis_name():
         raise AssertionError("axis_index over a vmap axis accepted")
 
 
-run(CHECKS)
+run()

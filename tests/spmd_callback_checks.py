@@ -9,19 +9,11 @@ import numpy as np
 import jaxprc as jx
 from jaxprc.sharding import NamedSharding, PartitionSpec as P
 
-from multidevice import run
+from multidevice import check, run
 
 mesh = jx.make_mesh((8,), ("x",))
 mesh2 = jx.make_mesh((4, 2), ("x", "y"))
 X = np.arange(8, dtype=np.float32)
-CHECKS = []
-
-
-def check(fn):
-    CHECKS.append(fn)
-    return fn
-
-
 def printed(fn, *args):
     """The value of fn(*args) and the lines its callbacks printed (sorted: devices run in any order)."""
     buf = io.StringIO()
@@ -211,4 +203,4 @@ def one_device_unchanged():
     assert lines == [str(X)] and np.allclose(np.asarray(out), np.sin(X)) and out.devices() == {jx.devices()[3]}
 
 
-run(CHECKS)
+run()
