@@ -185,3 +185,17 @@ def test_array_payloads_format_specs_and_more_nan_sources():
     ops = lambda m, x: m.jnp.sum(x / x) + m.jnp.dot(x, x) + m.jnp.cumsum(m.jnp.exp(x * 800)) - m.jnp.inf  # noqa: E731
     xs = [(np.array(x, F),) for x in ([0.0, 1.0], [1.0, 1.0], [1.0, 2.0])]
     _same(ops, "all_checks", xs[0], lambda m, f: m.jx.jit(f), xs[1:])
+
+
+def _index_in_control_flow(m, x, i):
+    lax, jnp = m.lax, m.jnp
+    a = lax.cond(i > 1, lambda: x[i, jnp.array([0, i])], lambda: x[jnp.array([i, 0]), i])
+    c, ys = lax.scan(lambda c, k: (c + x[k, i], x[i, k]), 0.0, jnp.arange(3) + i)
+    w = lax.while_loop(lambda c: x[c, 0] < 5, lambda c: c + 1, i)
+    return a, c, ys, w
+
+
+def test_index_checks_in_branches_loop_bodies_and_loop_conds():
+    x = np.arange(12.0, dtype=F).reshape(3, 4)
+    arg_sets = [(x, np.int32(i)) for i in (0, 1, 2, 3, -1)]
+    _same(_index_in_control_flow, "all_checks", arg_sets[0], lambda m, f: m.jx.jit(f), arg_sets[1:])
