@@ -12,6 +12,12 @@ reports every failing index) and ``grad``.
 
 Each check site gets a fresh code; per slot the earliest failure is kept, and
 ``Error.get`` reports the failure with the smallest code, as JAX.
+
+Unlike JAX: a custom_jvp/custom_vjp function that adds checks is checked inline
+(the checkified program keeps no custom rule for it); ``shard_map`` bodies are not
+entered (checks there raise NotImplementedError); a while loop batched by ``vmap``
+carries no mark of it, so checks in its body also see members that have finished
+(JAX refuses checkify of a batched while).
 """
 from __future__ import annotations
 
