@@ -185,3 +185,30 @@ def test_array_payloads_format_specs_and_more_nan_sources():
     ops = lambda m, x: m.jnp.sum(x / x) + m.jnp.dot(x, x) + m.jnp.cumsum(m.jnp.exp(x * 800)) - m.jnp.inf  # noqa: E731
     xs = [(np.array(x, F),) for x in ([0.0, 1.0], [1.0, 1.0], [1.0, 2.0])]
     _same(ops, "all_checks", xs[0], lambda m, f: m.jx.jit(f), xs[1:])
+
+
+def _index_in_control_flow(m, x, i):
+    lax, jnp = m.lax, m.jnp
+    a = lax.cond(i > 1, lambda: x[i, jnp.array([0, i])], lambda: x[jnp.array([i, 0]), i])
+    c, ys = lax.scan(lambda c, k: (c + x[k, i], x[i, k]), 0.0, jnp.arange(3) + i)
+    w = lax.while_loop(lambda c: x[c, 0] < 5, lambda c: c + 1, i)
+    return a, c, ys, w
+
+
+def test_index_checks_in_branches_loop_bodies_and_loop_conds():
+    x = np.arange(12.0, dtype=F).reshape(3, 4)
+    arg_sets = [(x, np.int32(i)) for i in (0, 1, 2, 3, -1)]
+    _same(_index_in_control_flow, "all_checks", arg_sets[0], lambda m, f: m.jx.jit(f), arg_sets[1:])
+
+
+def test_derivatives_of_checkified_functions():
+    def grads(m):
+        body = lambda c, x: ([m.ck.check(x < 2.5, "big {}", x), c + m.jnp.sin(x) * c + x][1],  # noqa: E731
+                             m.jnp.log(c + 1))
+        prog = m.ck.checkify(lambda xs: m.lax.scan(body, 1.0, xs), errors=m.ck.all_checks)
+        loop = m.ck.checkify(lambda x: m.lax.fori_loop(0, 3, lambda i, c: c * x, x))
+        return (m.jx.jit(m.jx.grad(lambda xs: prog(xs)[1][1].sum()))(m.jnp.arange(4.0)),
+                m.jx.jit(m.jx.jacfwd(lambda x: loop(x)[1]))(m.jnp.float32(3.0)),
+                m.jx.vmap(m.jx.grad(lambda x: loop(x)[1]))(m.jnp.array([1.0, 2.0])))
+    for got, want in zip(grads(OURS), grads(JAX)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)

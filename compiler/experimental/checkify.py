@@ -12,6 +12,12 @@ reports every failing index) and ``grad``.
 
 Each check site gets a fresh code; per slot the earliest failure is kept, and
 ``Error.get`` reports the failure with the smallest code, as JAX.
+
+Unlike JAX: a custom_jvp/custom_vjp function that adds checks is checked inline
+(the checkified program keeps no custom rule for it); ``shard_map`` bodies are not
+entered (checks there raise NotImplementedError); a while loop batched by ``vmap``
+carries no mark of it, so checks in its body also see members that have finished
+(JAX refuses checkify of a batched while).
 """
 from __future__ import annotations
 
@@ -260,16 +266,33 @@ def checkify(f, errors=user_checks):
     errors = frozenset(errors)
 
     def checked_fun(*args, **kwargs):
+        leaves, in_tree = tree_flatten((args, kwargs))
+        # Array arguments are the program's inputs (a Python int index stays an operand, so its
+        # gather is checked), with their values known where they are concrete: Python may still
+        # branch on them, as on JAX's closed-over arguments. Other leaves are passed as they are.
+        traced = [i for i, x in enumerate(leaves) if _is_array(x)]
         store = []
 
-        def flat_f():
-            leaves, tree = tree_flatten(f(*args, **kwargs))
+        def flat_f(*xs):
+            given = dict(zip(traced, xs))
+            a, kw = tree_unflatten(in_tree, [given.get(i, x) for i, x in enumerate(leaves)])
+            outs, tree = tree_flatten(f(*a, **kw))
             store.append(tree)
-            return leaves
-        closed = trace_to_jaxpr(flat_f, [], name="checkify")
-        error, outs = _checkify_jaxpr(closed.jaxpr, closed.consts, errors, init_error, [])
+            return outs
+        inputs = [leaves[i] for i in traced]
+        known = [None if isinstance(x, Tracer) else x for x in inputs]
+        closed = trace_to_jaxpr(flat_f, [get_aval(x) for x in inputs], name="checkify", concrete_args=known)
+        error, outs = _checkify_jaxpr(closed.jaxpr, closed.consts, errors, init_error, inputs)
         return error, tree_unflatten(store[0], outs)
     return checked_fun
+
+
+def _is_array(x) -> bool:
+    try:
+        get_aval(x)
+    except TypeError:
+        return False
+    return True
 
 
 def _value(x):

@@ -50,7 +50,10 @@ class ErrorMessage(NamedTuple):
 
     def format(self, payload) -> str:
         args, kwargs = _fill(ast.literal_eval(self.args), [_as_array(p) for p in payload])
-        text = self.template.format(*args, **kwargs)
+        try:
+            text = self.template.format(*args, **kwargs)
+        except (IndexError, KeyError, ValueError, AttributeError, TypeError) as e:
+            text = f"{self.template} (its arguments do not format: {type(e).__name__}: {e})"
         return text + " (`check` failed)" if self.kind == "FailedCheckError" else text
 
 
@@ -103,7 +106,9 @@ def first_failure(slots, messages: dict, idx=()) -> tuple[str, str] | None:
                 best = (c, payload)
     if best is None:
         return None
-    message = messages[best[0]]
+    message = messages.get(best[0])
+    if message is None:      # a hand-written program may name no message for a code
+        return "FailedCheckError", f"check failed with error code {best[0]}, which no message names"
     return message.kind, message.format([np.asarray(p)[idx] for p in best[1]])
 
 
@@ -134,6 +139,14 @@ def _check_abstract_eval(*avals, kinds, payload_counts, codes, messages, debug):
     if len(kinds) != len(payload_counts) or len(codes) != len(messages):
         raise JaxprTypeError("check: kinds and payload_counts, and codes and messages, must pair up, got "
                              f"{len(kinds)} and {len(payload_counts)}, {len(codes)} and {len(messages)}")
+    for m in messages:
+        try:
+            ast.literal_eval(m.args)
+        except (ValueError, SyntaxError):
+            raise JaxprTypeError(f"check: message args {m.args!r} is not a structure of payload "
+                                 "positions (tuples, lists, dicts of ints)") from None
+        if m.kind not in KINDS:
+            raise JaxprTypeError(f"check: unknown error kind {m.kind!r}, expected one of {KINDS}")
     want = sum(2 + n for n in payload_counts)
     if len(avals) != want:
         raise JaxprTypeError(f"check: {len(avals)} operands for error slots of {want} values")
