@@ -151,16 +151,17 @@ def def_deriv(prim, deriv):
 
 def deriv_prop(prim, deriv, primals_in, series_in, **params):
     x, = primals_in
-    series, = series_in
-    v: list[Any] = [prim.bind(x, **params)] + [None] * len(series)
+    return prim.bind(x, **params), deriv_series(deriv, x, series_in[0])
+
+
+def deriv_series(deriv, x, series) -> list:
+    """The terms of ``v`` where ``v' = deriv(u) u'``, ``u`` having primal ``x`` and terms ``series``."""
     if not series:
-        return v[0], []
+        return []
     # c's terms up to order K-1 suffice (so a deriv using prim itself, as tan's, terminates)
-    c0, cs = _jet_inline(deriv, primals_in, [list(series[:-1])])
+    c0, cs = _jet_inline(deriv, [x], [list(series[:-1])])
     c, u = [c0] + cs, [x] + list(series)
-    for k in range(1, len(v)):
-        v[k] = ode_term(c, u, k)
-    return v[0], v[1:]
+    return [ode_term(c, u, k) for k in range(1, len(u))]
 
 
 def ode_term(c, u, k: int):

@@ -22,7 +22,10 @@ from jaxprc.lax.control_flow.conditionals import _hoist_shared
 from jaxprc.lax.control_flow.loops import _groups, _reorder
 from jaxprc.passes.jet import jet_eval, jet_jaxpr
 
-from .jet import _jet_inline, def_comp, def_deriv, deflinear, defzero, jet_rules, ode_term
+from jaxprc.lax.slicing import take_along_axis
+
+from .jet import (_jet_inline, def_comp, def_deriv, deflinear, defzero, deriv_series, jet_rules,
+                  ode_term)
 
 def _sum(terms):
     """The sum of a non-empty sequence of terms, without a leading 0 (an op fewer)."""
@@ -373,6 +376,54 @@ jet_rules[lax.jit_p] = _jit_rule
 jet_rules[lax.checkpoint_p] = _inlined_rule("jaxpr")
 jet_rules[lax.custom_jvp_call_jaxpr_p] = _inlined_rule("fun_jaxpr")
 jet_rules[lax.custom_vjp_call_jaxpr_p] = _inlined_rule("fun_jaxpr")
+
+
+# -------------------------------------- more functions (beyond JAX, whose jet has no rule)
+
+def_deriv(lax.cbrt_p, lambda x: lax.div(lax.full_like(x, 1), 3 * lax.square(lax.cbrt(x))))
+def_deriv(lax.lgamma_p, lax.digamma)
+def_deriv(lax.digamma_p, lambda x: lax.polygamma(lax.full_like(x, 1), x))
+
+
+def _polygamma_rule(primals_in, series_in):
+    """Through x (m is an integer order, held fixed): the derivative is polygamma(m + 1, x)."""
+    m, x = primals_in
+    return lax.polygamma_p.bind(m, x), deriv_series(lambda x: lax.polygamma(m + 1, x), x, series_in[1])
+
+
+jet_rules[lax.polygamma_p] = _polygamma_rule
+
+
+def _reduce_prod_rule(primals_in, series_in, *, axes):
+    """The last of the running products over the reduced axes (moved last and flattened)."""
+    x, = primals_in
+    out = lax.reduce_prod_p.bind(x, axes=axes)
+    shape = get_aval(x).shape
+    keep = [d for d in range(len(shape)) if d not in axes]
+    n = int(np.prod([shape[d] for d in axes], dtype=np.int64))
+    if n == 0:
+        return out, [lax.full_like(out, 0) for _ in series_in[0]]
+
+    def prod(x):
+        y = lax.reshape(lax.transpose(x, keep + list(axes)), [shape[d] for d in keep] + [n])
+        return lax.squeeze(lax.slice_in_dim(lax.cumprod(y, axis=len(keep)), n - 1, n, axis=len(keep)),
+                           [len(keep)])
+    return out, _jet_inline(prod, primals_in, series_in)[1]
+
+
+jet_rules[lax.reduce_prod_p] = _reduce_prod_rule
+
+
+def _sort_rule(primals_in, series_in, *, dimension, is_stable, num_keys):
+    """Sort a position iota along; every term moves by that permutation."""
+    iota = lax.broadcasted_iota(np.int32, get_aval(primals_in[0]).shape, dimension)
+    *outs, perm = lax.sort_p.bind(*primals_in, iota, dimension=dimension, is_stable=is_stable,
+                                  num_keys=num_keys)
+    return outs, [[take_along_axis(t, perm, dimension, permutation=True) for t in terms]
+                  for terms in series_in]
+
+
+jet_rules[lax.sort_p] = _sort_rule
 
 
 # ------------------------------------------- control flow (beyond JAX, whose jet has none)
