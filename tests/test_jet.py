@@ -274,3 +274,12 @@ def test_pipeline_pass_and_text():
                              np.float32(1.), np.float32(0.))
     _, terms = jet2(lambda x: g(x) + 1, (np.float32(0.5),), ((1., 0.),))
     np.testing.assert_allclose([float(r) for r in res[1:]], terms, rtol=1e-6)
+
+
+def test_transformations_of_jet():
+    second = lambda x: jet(jnp.sin, (x,), ((1., 0.),))[1][1]       # -sin(x)
+    np.testing.assert_allclose(jx.grad(second)(0.5), -np.cos(0.5), rtol=1e-5)
+    np.testing.assert_allclose(jx.vmap(second)(jnp.array([0.5, 1.0])), -np.sin([0.5, 1.0]), rtol=1e-5)
+    nested = lambda x: jet(lambda y: jet(jnp.exp, (y,), ((1.,),))[1][0], (x,), ((1.,),))
+    out, (term,) = nested(0.3)
+    np.testing.assert_allclose([out, term], [np.exp(0.3)] * 2, rtol=1e-6)
