@@ -44,7 +44,8 @@ for _p in (lax.le_p, lax.lt_p, lax.gt_p, lax.ge_p, lax.eq_p, lax.ne_p, lax.not_p
 for _p in (lax.neg_p, lax.real_p, lax.complex_p, lax.conj_p, lax.imag_p, lax.add_p, lax.sub_p,
            lax.convert_element_type_p, lax.broadcast_in_dim_p, lax.concatenate_p, lax.pad_p,
            lax.reshape_p, lax.squeeze_p, lax.rev_p, lax.transpose_p, lax.slice_p, lax.reduce_sum_p,
-           lax.reduce_window_sum_p, lax.fft_p, lax.copy_p, lax.cumsum_p):
+           lax.reduce_window_sum_p, lax.fft_p, lax.copy_p, lax.cumsum_p,
+           lax.name_p, lax.optimization_barrier_p, lax.sharding_constraint_p):   # beyond JAX
     deflinear(_p)
 
 
