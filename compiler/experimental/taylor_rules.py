@@ -1,5 +1,5 @@
 """Jet rules of the built-in primitives: those of JAX's ``jax.experimental.jet``, by the same
-recurrences, so the series agree with JAX's.
+recurrences, so the series agree with JAX's, and some more (marked "beyond JAX").
 
 Terms are Taylor coefficients (not factorial scaled). Most recurrences come from an ODE the
 function satisfies: for ``v = f(u)`` with ``f' = c``, ``v' = c(u) u'`` gives
@@ -20,12 +20,12 @@ from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Var
 from jaxprc.ir.tracing import close_over_consts, get_aval
 from jaxprc.lax.control_flow.conditionals import _hoist_shared
 from jaxprc.lax.control_flow.loops import _groups, _reorder
-from jaxprc.passes.jet import jet_eval, jet_jaxpr
-
 from jaxprc.lax.slicing import take_along_axis
+from jaxprc.passes.jet import jet_eval, jet_jaxpr
 
 from .jet import (_jet_inline, def_comp, def_deriv, deflinear, defzero, deriv_series, jet_rules,
                   ode_term)
+
 
 def _sum(terms):
     """The sum of a non-empty sequence of terms, without a leading 0 (an op fewer)."""
