@@ -64,7 +64,7 @@ NOT_APPLICABLE = {
         **dict.fromkeys(["JetTrace", "JetTracer", "jet_fun", "jet_subtrace", "traceable", "call_param_updaters"],
                         "JAX's tracer machinery: jaxprc's jet is a pass over the traced jaxpr "
                         "(jaxprc.passes.jet), whose calls get rules in jet_rules"),
-        **dict.fromkeys(["ad_util", "api_util", "core", "dispatch", "jnp", "lax_internal", "lu", "np", "pe",
+        **dict.fromkeys(["Any", "ad_util", "api_util", "core", "dispatch", "jnp", "lax_internal", "lu", "np", "pe",
                          "pjit", "register_pytree_node", "safe_zip", "sharding_impls", "tree_flatten", "unzip2",
                          "weakref_lru_cache"],
                         "a name JAX's module imports for its own use, not API"),

@@ -5,22 +5,24 @@ r"""Taylor-mode higher-order differentiation (``jax.experimental.jet``).
 derivatives of ``f`` along the curve, ``(f1, ..., fK)``, in one pass instead of K nested jvps.
 
 ``fun`` is traced to a jaxpr and transformed by the ``jet`` pass (``jaxprc.passes.jet``), which
-propagates the series through each equation with the rule of its primitive in ``jet_rules``;
-a user primitive gets one by adding an entry there (``defzero``, ``deflinear``, ``def_deriv``
-and ``def_comp`` build the common ones). The rules of the built-in primitives are in
-``taylor_rules``.
+propagates the series through each equation with the rule of its primitive in ``jet_rules``
+(``jaxprc.interpreters.jet``, where each primitive family registers its rules); a user primitive
+gets one by adding an entry there (``defzero``, ``deflinear``, ``def_deriv`` and ``def_comp``
+build the common ones).
 """
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Sequence
+from typing import Callable
 
 from jaxprc import lax
 from jaxprc.ad import _evaluate, _flatten_fun, _simplify, _trace_flat, _without_gc
 from jaxprc.ir.tracing import get_aval
 from jaxprc.ir.tree_util import tree_structure, tree_unflatten, treedef_is_leaf
-from jaxprc.passes.jet import (ZeroSeries, ZeroTerm, instantiate_series, jet_eval, jet_jaxpr,
-                               jet_rules, zero_series, zero_term)
+from jaxprc.interpreters.jet import (ZeroSeries, ZeroTerm, def_comp, def_deriv, deflinear,  # noqa: F401
+                                     defzero, deriv_prop, jet_rules, linear_prop, zero_prop,
+                                     zero_series, zero_term)
+from jaxprc.passes.jet import jet_jaxpr
 from jaxprc.passes.registry import verify_pass_result
 
 __all__ = ["jet", "jet2", "fact", "jet_rules", "zero_series", "zero_term", "ZeroSeries",
@@ -103,84 +105,3 @@ def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
 
 
 jet2 = partial(jet, factorial_scaled=False)
-
-
-def _jet_inline(fun: Callable, primals: Sequence[Any], series: Sequence[Sequence[Any]]):
-    """``jet2`` of ``fun`` (flat arrays in and out, or one array) for use inside rules: traced
-    and propagated into the current trace, with every output's series instantiated."""
-    order = len(series[0]) if series else 0
-    flat_fun, store = _flatten_fun(fun, tree_structure(tuple(primals)))
-    cj, consts = _trace_flat(flat_fun, list(primals), "jet")
-    outs, souts = jet_eval(cj.jaxpr, [], [*consts, *primals],
-                           [zero_series] * len(consts) + [list(s) for s in series], order)
-    souts = [instantiate_series(s, get_aval(o), order, weak=True) for o, s in zip(outs, souts)]
-    out_tree = store["out_tree"]
-    return tree_unflatten(out_tree, outs), tree_unflatten(out_tree, souts)
-
-
-# ------------------------------------------------------ rules of common shapes
-
-def defzero(prim):
-    """The series of ``prim``'s outputs is zero (comparisons, rounding, bit operations)."""
-    jet_rules[prim] = partial(zero_prop, prim)
-
-
-def zero_prop(prim, primals_in, series_in, **params):
-    out = prim.bind(*primals_in, **params)
-    return out, ([zero_series] * len(out) if prim.multiple_results else zero_series)
-
-
-def deflinear(prim):
-    """``prim`` is linear in its operands jointly: each term is ``prim`` of the operands' terms."""
-    jet_rules[prim] = partial(linear_prop, prim)
-
-
-def linear_prop(prim, primals_in, series_in, **params):
-    out = prim.bind(*primals_in, **params)
-    series_out = [prim.bind(*terms, **params) for terms in zip(*series_in)]
-    if prim.multiple_results:
-        series_out = [list(s) for s in zip(*series_out)] if series_out else [[] for _ in out]
-    return out, series_out
-
-
-def def_deriv(prim, deriv):
-    """The rule of a unary ``prim`` from its first derivative ``deriv`` (a function of the
-    operand): the series of ``f(u)`` solves ``f(u)' = deriv(u) u'`` term by term."""
-    jet_rules[prim] = partial(deriv_prop, prim, deriv)
-
-
-def deriv_prop(prim, deriv, primals_in, series_in, **params):
-    x, = primals_in
-    series, = series_in
-    v: list[Any] = [prim.bind(x, **params)] + [None] * len(series)
-    if not series:
-        return v[0], []
-    # c's terms up to order K-1 suffice (so a deriv using prim itself, as tan's, terminates)
-    c0, cs = _jet_inline(deriv, primals_in, [list(series[:-1])])
-    c, u = [c0] + cs, [x] + list(series)
-    for k in range(1, len(v)):
-        v[k] = ode_term(c, u, k)
-    return v[0], v[1:]
-
-
-def ode_term(c, u, k: int):
-    """The k-th term of v where ``v' = c u'``: ``sum_{j=1..k} j c_{k-j} u_j / k`` (written out
-    without the multiplications by 1, so programs stay small)."""
-    total = None
-    for j in range(1, k + 1):
-        term = c[k - j] * u[j] if j == 1 else j * c[k - j] * u[j]
-        total = term if total is None else total + term
-    return total if k == 1 else total / k
-
-
-def def_comp(prim, comp):
-    """The rule of ``prim`` from ``comp``, a composition of primitives that have rules: the
-    series are ``comp``'s (it gets the operands, not the params), the primal output ``prim``'s."""
-    jet_rules[prim] = partial(_comp_prop, prim, comp)
-
-
-def _comp_prop(prim, comp, primals_in, series_in, **params):
-    return prim.bind(*primals_in, **params), _jet_inline(comp, primals_in, series_in)[1]
-
-
-from . import taylor_rules  # noqa: E402,F401  (the rules of the built-in primitives)

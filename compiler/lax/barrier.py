@@ -7,6 +7,7 @@ pass through one barrier together, as in JAX.
 from __future__ import annotations
 
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir.core import Primitive
 from jaxprc.ir.tree_util import tree_flatten
@@ -40,3 +41,7 @@ ad.primitive_transposes[optimization_barrier_p] = _barrier_transpose
 batching.primitive_batchers[optimization_barrier_p] = lambda args, dims: (
     optimization_barrier_p.bind(*args), list(dims))
 mlir.register_lowering(optimization_barrier_p, lambda ctx, *args: list(hlo.OptimizationBarrierOp(list(args)).results))
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+jet.deflinear(optimization_barrier_p)   # beyond JAX

@@ -10,6 +10,7 @@ function in the lowered module) under differentiation and batching; the
 from __future__ import annotations
 
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir.core import JaxprTypeError, Primitive
 from jaxprc.ir.effects import has_ordered_effects
@@ -17,6 +18,7 @@ from jaxprc.ir.params import ClosedJaxprParam, Str
 from jaxprc.ir.tracing import close_over_consts
 from jaxprc.passes.inline import call_primitives
 from jaxprc.passes.dce import dce_closed
+from jaxprc.passes.jet import jet_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
@@ -129,3 +131,17 @@ def _call(ctx, *args, jaxpr, name):
 
 
 mlir.register_lowering(jit_p, _call)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+def _jit_jet(primals_in, series_in, *, jaxpr, name):
+    """A jit stays a call, of its callee's jet."""
+    order = len(series_in[0])
+    body, _ = jet_jaxpr(jaxpr, order, [True] * len(primals_in), instantiate=True)
+    body, consts = close_over_consts(body)
+    outs = jit_p.bind(*consts, *primals_in, *(t for s in series_in for t in s), jaxpr=body, name=name)
+    n = len(jaxpr.out_avals)
+    return outs[:n], [outs[n + i * order:n + (i + 1) * order] for i in range(n)]
+
+
+jet.jet_rules[jit_p] = _jit_jet

@@ -12,6 +12,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
@@ -376,3 +377,7 @@ def _algorithm_dot(ctx, lhs, rhs, dnums, algorithm):
 
 
 mlir.register_lowering(dot_general_p, _dot_general_lowering)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+jet.defbilinear(dot_general_p)

@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
@@ -548,3 +549,7 @@ def _conv_lowering(ctx, lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_
 
 
 mlir.register_lowering(conv_general_dilated_p, _conv_lowering)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+jet.defbilinear(conv_general_dilated_p)

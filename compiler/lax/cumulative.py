@@ -10,6 +10,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import Primitive
 from jaxprc.ir.params import Bool
@@ -208,3 +209,19 @@ for _prim, _kind, _combine in [(cumsum_p, "sum", hlo.add), (cumprod_p, "prod", h
                                (cummax_p, "max", None), (cummin_p, "min", None),
                                (cumlogsumexp_p, "logsumexp", None)]:
     mlir.register_lowering(_prim, functools.partial(_cumulative_lowering, _kind, _combine))
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+jet.deflinear(cumsum_p)
+
+
+def _cumulative_jet(prim, combine, primals_in, series_in, *, axis, reverse):
+    """Through the parallel prefix scan, whose pieces have rules (as JAX's jet)."""
+    _, series_out = jet.jet_call(
+        lambda x: lax.associative_scan(combine, x, axis=axis, reverse=reverse), primals_in, series_in)
+    return prim.bind(*primals_in, axis=axis, reverse=reverse), series_out
+
+
+jet.jet_rules[cumprod_p] = lambda p, s, **kw: _cumulative_jet(cumprod_p, lax.mul, p, s, **kw)
+jet.jet_rules[cummax_p] = lambda p, s, **kw: _cumulative_jet(cummax_p, lax.max, p, s, **kw)
+jet.jet_rules[cummin_p] = lambda p, s, **kw: _cumulative_jet(cummin_p, lax.min, p, s, **kw)

@@ -14,6 +14,7 @@ import threading
 from typing import Sequence
 
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, Primitive, ShapedArray, Thunk
@@ -457,3 +458,8 @@ def as_primal_call(eqn, primal_only):
         return None
     return eqn.replace(primitive=jit_p, params={"jaxpr": primal_only(eqn.params["fun_jaxpr"]),
                                                  "name": "primal"})
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+jet.definlined(custom_jvp_call_jaxpr_p, "fun_jaxpr")
+jet.definlined(custom_vjp_call_jaxpr_p, "fun_jaxpr")

@@ -9,11 +9,14 @@ from __future__ import annotations
 import builtins
 import enum
 import math
+from functools import partial
 
 import numpy as np
 from jaxlib.mlir.dialects import chlo
 
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc import lax
+from jaxprc.interpreters import jet
 from jaxprc.interpreters.ad import Zero, add_tangents, instantiate_zeros, is_undefined_primal
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
@@ -953,3 +956,211 @@ mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
 mlir.register_lowering(bitcast_convert_type_p, _bitcast_convert_type_lowering)
 mlir.register_lowering(clamp_p, _clamp_lowering)
 mlir.register_lowering(select_n_p, _select_n_lowering)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+# Rules of JAX's jax.experimental.jet, by the same recurrences (some beyond it, marked). The
+# primal output is always the primitive itself (JAX computes some from the compositions its
+# series come from: tanh as 2 logistic(2x) - 1). Terms are Taylor coefficients.
+
+for _p in (le_p, lt_p, gt_p, ge_p, eq_p, ne_p, not_p, and_p, or_p, xor_p, floor_p, ceil_p, round_p,
+           sign_p, stop_gradient_p, is_finite_p, shift_left_p, shift_right_arithmetic_p,
+           shift_right_logical_p, bitcast_convert_type_p):
+    jet.defzero(_p)
+for _p in (neg_p, real_p, complex_p, conj_p, imag_p, add_p, sub_p, convert_element_type_p, copy_p):
+    jet.deflinear(_p)
+jet.defbilinear(mul_p)
+
+
+def _select_n_jet(primals_in, series_in):
+    which, *cases = primals_in
+    return (select_n_p.bind(which, *cases),
+            [select_n_p.bind(which, *terms) for terms in zip(*series_in[1:])])
+
+
+def _div_jet(primals_in, series_in):
+    """``v w = u``, solved term by term: ``v_k = (u_k - sum_{j<k} v_j w_{k-j}) / w_0``."""
+    (x, y), (xs, ys) = primals_in, series_in
+    u, w = [x] + xs, [y] + ys
+    v = [div_p.bind(x, y)]
+    for k in range(1, len(u)):
+        v.append((u[k] - jet.sum_terms(v[j] * w[k - j] for j in range(k))) / w[0])
+    return v[0], v[1:]
+
+
+def _exp_series(v0, u, scale=None):
+    """The series of ``v = exp(s u)`` given ``v_0``: ``v' = s v u'``."""
+    v = [v0]
+    for k in range(1, len(u)):
+        term = jet.ode_term(v, u, k)
+        v.append(term if scale is None else scale * term)
+    return v
+
+
+def _exp_jet(primals_in, series_in, **params):
+    x, = primals_in
+    v = _exp_series(exp_p.bind(x, **params), [x] + series_in[0])
+    return v[0], v[1:]
+
+
+def _exp2_jet(primals_in, series_in, **params):      # beyond JAX: exp2(u) = exp(log(2) u)
+    x, = primals_in
+    v = _exp_series(exp2_p.bind(x, **params), [x] + series_in[0], float(np.log(2.)))
+    return v[0], v[1:]
+
+
+def _log_jet(primals_in, series_in, **params):
+    """``u v' = u'``: ``v_k = (u_k - sum_{0<j<k} j v_j u_{k-j} / k) / u_0``."""
+    x, = primals_in
+    u = [x] + series_in[0]
+    v = [log_p.bind(x, **params)]
+    for k in range(1, len(u)):
+        rest = u[k] if k == 1 else u[k] - jet.sum_terms(j * v[j] * u[k - j] for j in range(1, k)) / k
+        v.append(rest / u[0])
+    return v[0], v[1:]
+
+
+def _pow_jet(primals_in, series_in):
+    """``x ** y = exp(y log x)``."""
+    x, y = primals_in
+    e0, es = jet.jet_call(lambda x, y: lax.mul(y, lax.log(x)), primals_in, series_in)
+    v = _exp_series(pow_p.bind(x, y), [e0] + es)
+    return v[0], v[1:]
+
+
+def _pow_by_squaring(x, n: int):
+    if n < 0:
+        return _pow_by_squaring(1 / x, -n)
+    if n == 0:
+        return 1
+    if n % 2 == 0:
+        return _pow_by_squaring(x * x, n // 2)
+    return x * _pow_by_squaring(x * x, (n - 1) // 2)
+
+
+def _integer_pow_jet(primals_in, series_in, *, y):
+    x, = primals_in
+    out = integer_pow_p.bind(x, y=y)
+    if y == 0:
+        return out, [lax.full_like(t, 0) for t in series_in[0]]
+    return out, jet.jet_call(lambda x: _pow_by_squaring(x, y), primals_in, series_in)[1]
+
+
+def _logistic_series(v0, u):
+    """``v = logistic(u)``: ``v' = e u'`` with ``e = v (1 - v)``, both expanded together."""
+    v, e = [v0], [v0 * (1 - v0)]
+    for k in range(1, len(u)):
+        v.append(jet.ode_term(e, u, k))
+        e.append((1 - v[0]) * v[k] - jet.sum_terms(v[j] * v[k - j] for j in range(1, k + 1)))
+    return v
+
+
+def _logistic_jet(primals_in, series_in, **params):
+    x, = primals_in
+    v = _logistic_series(logistic_p.bind(x, **params), [x] + series_in[0])
+    return v[0], v[1:]
+
+
+def _tanh_jet(primals_in, series_in, **params):
+    """``tanh(x) = 2 logistic(2x) - 1``."""
+    x, = primals_in
+    v = _logistic_series(logistic(2 * x), [2 * x] + [2 * t for t in series_in[0]])
+    return tanh_p.bind(x, **params), [2 * t for t in v[1:]]
+
+
+def _sinusoidal_jet(sign, pair, which, primals_in, series_in, **params):
+    """``s' = c u'`` and ``c' = sign s u'``, expanded together (sin/cos: -1, sinh/cosh: +1)."""
+    x, = primals_in
+    u = [x] + series_in[0]
+    s, c = [pair[0](x)], [pair[1](x)]
+    for k in range(1, len(u)):
+        s.append(jet.ode_term(c, u, k))
+        c.append(jet.ode_term(s, u, k) * sign)
+    return pair[2 + which].bind(x, **params), (s, c)[which][1:]
+
+
+def _atan2_jet(primals_in, series_in):
+    """``atan2(x, y)`` has the series of ``atan(x / y)``, whose derivative is ``1 / (1 + q^2)``."""
+    q0, qs = jet.jet_call(lax.div, primals_in, series_in)
+    c0, cs = jet.jet_call(lambda q: lax.div(lax.full_like(q, 1), 1 + lax.square(q)), [q0], [qs])
+    c, u = [c0] + cs, [q0] + qs
+    return atan2_p.bind(*primals_in), [jet.ode_term(c, u, k) for k in range(1, len(u))]
+
+
+def _rem_jet(primals_in, series_in):
+    """``rem(x, y) = x - y trunc(x / y)``, the quotient locally constant. (JAX's jet composes
+    ``x - y floor(x / y)``, another function where x / y < 0.)"""
+    x, y = primals_in
+    q = lax.div(x, y)
+    q = lax.mul(lax.sign(q), lax.floor(lax.abs(q)))
+    return rem_p.bind(x, y), [tx - ty * q for tx, ty in zip(*series_in)]
+
+
+def _erf_inv_jet(primals_in, series_in):
+    """``v = erf_inv(u)``: ``v' = c u'`` with ``c = sqrt(pi)/2 exp(v^2)``, a function of the
+    result, so c's series is built alongside v's (through ``s = v^2`` and ``e = exp(s)``)."""
+    x, = primals_in
+    u = [x] + series_in[0]
+    const = np.sqrt(np.pi) / 2.
+    v = [erf_inv_p.bind(x)]
+    s = [lax.square(v[0])]
+    e = [lax.exp(s[0])]
+    c = [const * e[0]]
+    for k in range(1, len(u)):
+        v.append(jet.ode_term(c, u, k))
+        if k + 1 < len(u):
+            s.append(jet.sum_terms(v[k - j] * v[j] for j in range(k + 1)))
+            e.append(jet.ode_term(e, s, k))
+            c.append(const * e[k])
+    return v[0], v[1:]
+
+
+def _abs_jet(primals_in, series_in):
+    """The terms times the sign of x (+1 at 0, as JAX's jet)."""
+    x, = primals_in
+    negs = lax.select(lax.lt(x, lax.full_like(x, 0)), lax.full_like(x, -1), lax.full_like(x, 1))
+    return abs_p.bind(x), [negs * t for t in series_in[0]]
+
+
+def _max_min_jet(prim, compare, primals_in, series_in):
+    """The terms of the chosen operand; at ties, their mean (as JAX's jet)."""
+    x, y = primals_in
+    chosen, tie = compare(x, y), lax.eq(x, y)
+
+    def pick(tx, ty):
+        return lax.select(tie, (tx + ty) / 2, lax.select(chosen, tx, ty))
+    return prim.bind(x, y), [pick(tx, ty) for tx, ty in zip(*series_in)]
+
+
+jet.jet_rules.update({
+    select_n_p: _select_n_jet, div_p: _div_jet, exp_p: _exp_jet, exp2_p: _exp2_jet, log_p: _log_jet,
+    pow_p: _pow_jet, integer_pow_p: _integer_pow_jet, logistic_p: _logistic_jet, tanh_p: _tanh_jet,
+    sin_p: partial(_sinusoidal_jet, -1, (sin, cos, sin_p, cos_p), 0),
+    cos_p: partial(_sinusoidal_jet, -1, (sin, cos, sin_p, cos_p), 1),
+    sinh_p: partial(_sinusoidal_jet, 1, (sinh, cosh, sinh_p, cosh_p), 0),
+    cosh_p: partial(_sinusoidal_jet, 1, (sinh, cosh, sinh_p, cosh_p), 1),
+    atan2_p: _atan2_jet, rem_p: _rem_jet, erf_inv_p: _erf_inv_jet, abs_p: _abs_jet,
+    max_p: partial(_max_min_jet, max_p, gt), min_p: partial(_max_min_jet, min_p, lt),
+})
+jet.def_deriv(erf_p, lambda x: (2. / np.sqrt(np.pi)) * lax.exp(lax.neg(lax.square(x))))
+# beyond JAX: tan, the inverse trigonometric functions, cbrt, lgamma and digamma
+jet.def_deriv(tan_p, lambda x: 1 + lax.square(lax.tan(x)))
+jet.def_deriv(asin_p, lambda x: lax.rsqrt(1 - lax.square(x)))
+jet.def_deriv(acos_p, lambda x: lax.neg(lax.rsqrt(1 - lax.square(x))))
+jet.def_deriv(atan_p, lambda x: lax.div(lax.full_like(x, 1), 1 + lax.square(x)))
+jet.def_deriv(cbrt_p, lambda x: lax.div(lax.full_like(x, 1), 3 * lax.square(lax.cbrt(x))))
+jet.def_deriv(lgamma_p, lambda x: lax.digamma(x))
+jet.def_deriv(digamma_p, lambda x: lax.polygamma(lax.full_like(x, 1), x))
+for _p, _comp in {
+    expm1_p: lambda x: lax.exp(x) - 1,
+    log1p_p: lambda x: lax.log(1 + x),
+    sqrt_p: lambda x: x ** 0.5,
+    square_p: lambda x: x * x,
+    rsqrt_p: lambda x: x ** -0.5,
+    asinh_p: lambda x: lax.log(x + lax.sqrt(lax.square(x) + 1)),
+    acosh_p: lambda x: lax.log(x + lax.sqrt(lax.square(x) - 1)),
+    atanh_p: lambda x: 0.5 * lax.log(lax.div(1 + x, 1 - x)),
+    erfc_p: lambda x: 1 - lax.erf(x),
+    clamp_p: lambda lo, x, hi: lax.min(lax.max(lo, x), hi),
+}.items():
+    jet.def_comp(_p, _comp)

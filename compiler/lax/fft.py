@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, param_type
@@ -190,3 +191,7 @@ def _fft_lowering_gpu(ctx, x, *, fft_type, fft_lengths):
 mlir.register_lowering(fft_p, _fft_lowering)
 mlir.register_lowering(fft_p, _fft_lowering_gpu, platform="cuda")
 mlir.register_lowering(fft_p, _fft_lowering_gpu, platform="rocm")
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+jet.deflinear(fft_p)

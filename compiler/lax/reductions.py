@@ -12,6 +12,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray
@@ -243,3 +244,43 @@ def _argminmax_lowering(kind, ctx, x, *, axes, index_dtype):
 
 mlir.register_lowering(argmax_p, functools.partial(_argminmax_lowering, "max"))
 mlir.register_lowering(argmin_p, functools.partial(_argminmax_lowering, "min"))
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+jet.deflinear(reduce_sum_p)
+jet.defzero(argmax_p)       # beyond JAX: integer results, as the comparisons
+jet.defzero(argmin_p)
+
+
+def _reduce_chooser_jet(prim, primals_in, series_in, *, axes):
+    """The terms of the chosen elements, averaged over ties (as JAX's jet)."""
+    x, = primals_in
+    out = prim.bind(x, axes=axes)
+    shape = aval_of(x).shape
+    kept = [1 if i in axes else d for i, d in enumerate(shape)]
+    dtype = aval_of(series_in[0][0]).dtype if series_in[0] else aval_of(x).dtype
+    where = lax.convert_element_type(lax.eq(x, lax.reshape(out, kept)), dtype)
+    counts = reduce_sum_p.bind(where, axes=axes)
+    return out, [lax.div(reduce_sum_p.bind(lax.mul(t, where), axes=axes), counts) for t in series_in[0]]
+
+
+def _reduce_prod_jet(primals_in, series_in, *, axes):
+    """Beyond JAX: the last of the running products over the reduced axes (moved last)."""
+    x, = primals_in
+    out = reduce_prod_p.bind(x, axes=axes)
+    shape = aval_of(x).shape
+    keep = [d for d in range(len(shape)) if d not in axes]
+    n = int(np.prod([shape[d] for d in axes], dtype=np.int64))
+    if n == 0:
+        return out, [lax.full_like(out, 0) for _ in series_in[0]]
+
+    def prod(x):
+        y = lax.reshape(lax.transpose(x, keep + list(axes)), [shape[d] for d in keep] + [n])
+        last = lax.slice_in_dim(lax.cumprod(y, axis=len(keep)), n - 1, n, axis=len(keep))
+        return lax.squeeze(last, [len(keep)])
+    return out, jet.jet_call(prod, primals_in, series_in)[1]
+
+
+jet.jet_rules[reduce_max_p] = functools.partial(_reduce_chooser_jet, reduce_max_p)
+jet.jet_rules[reduce_min_p] = functools.partial(_reduce_chooser_jet, reduce_min_p)
+jet.jet_rules[reduce_prod_p] = _reduce_prod_jet

@@ -22,6 +22,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Primitive, Var, param_type
@@ -325,3 +326,8 @@ def _depend_on_last(args, avals):
 
 mlir.register_lowering(name_p, lambda ctx, x, **_: x)      # the identity
 mlir.register_lowering(checkpoint_p, _checkpoint)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+jet.definlined(checkpoint_p, "jaxpr")
+jet.deflinear(name_p)     # beyond JAX

@@ -16,6 +16,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.lowering import broadcast_in_dim as _hlo_broadcast_in_dim
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
@@ -537,3 +538,8 @@ mlir.register_lowering(rev_p, _rev_lowering)
 mlir.register_lowering(pad_p, _pad_lowering)
 mlir.register_lowering(concatenate_p, _concatenate_lowering)
 mlir.register_lowering(iota_p, _iota_lowering)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+for _p in (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, squeeze_p, rev_p, transpose_p):
+    jet.deflinear(_p)

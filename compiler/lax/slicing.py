@@ -19,6 +19,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
 from jaxprc.ir.params import Bool, Enum, Int, OneOf, Record, Scalar, Tuple
@@ -874,3 +875,11 @@ mlir.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lowering)
 mlir.register_lowering(gather_p, _gather_lowering)
 for _p in _SCATTER_COMBINERS:
     mlir.register_lowering(_p, _scatter_lowering)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+jet.deflinear(slice_p)
+jet.deflinear_in(dynamic_slice_p, {0})
+jet.deflinear_in(dynamic_update_slice_p, {0, 1})
+jet.deflinear_in(gather_p, {0})
+jet.deflinear_in(scatter_add_p, {0, 2})

@@ -11,6 +11,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive
@@ -131,3 +132,16 @@ def _sort_lowering(ctx, *operands, dimension, is_stable=True, num_keys=1):
 
 
 mlir.register_lowering(sort_p, _sort_lowering)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+def _sort_jet(primals_in, series_in, *, dimension, is_stable, num_keys):
+    """Beyond JAX: sort a position iota along; every term moves by that permutation."""
+    iota = lax.broadcasted_iota(np.int32, aval_of(primals_in[0]).shape, dimension)
+    *outs, perm = sort_p.bind(*primals_in, iota, dimension=dimension, is_stable=is_stable,
+                              num_keys=num_keys)
+    return outs, [[take_along_axis(t, perm, dimension, permutation=True) for t in terms]
+                  for terms in series_in]
+
+
+jet.jet_rules[sort_p] = _sort_jet

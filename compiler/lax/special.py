@@ -18,6 +18,7 @@ from jaxlib.mlir.dialects import chlo
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, mlir
+from jaxprc.interpreters import jet
 from jaxprc.ir import dtypes as dt
 
 from . import elementwise as ew
@@ -459,3 +460,13 @@ def _chlo_lowering(op):
 
 for _prim, _op in [(zeta_p, chlo.zeta), (polygamma_p, chlo.polygamma), (bessel_i1e_p, chlo.bessel_i1e)]:
     mlir.register_lowering(_prim, _chlo_lowering(_op))
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+def _polygamma_jet(primals_in, series_in):
+    """Beyond JAX: through x (m, an integer order, held fixed); the derivative is polygamma(m + 1, x)."""
+    m, x = primals_in
+    return polygamma_p.bind(m, x), jet.deriv_series(lambda x: polygamma(m + 1, x), x, series_in[1])
+
+
+jet.jet_rules[polygamma_p] = _polygamma_jet

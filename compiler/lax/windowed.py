@@ -18,6 +18,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import Primitive, ShapedArray
@@ -481,3 +482,7 @@ def _select_and_scatter_add_lowering(ctx, source, x, *, select_prim, window_dime
 
 
 mlir.register_lowering(select_and_scatter_add_p, _select_and_scatter_add_lowering)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+jet.deflinear(reduce_window_sum_p)

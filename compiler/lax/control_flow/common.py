@@ -149,3 +149,13 @@ def _pick(xs, mask, keep=True):
 
 def _new_vars(avals):
     return [Var(a) for a in avals]
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+def _flat_series(series) -> list:
+    return [t for s in series for t in s]
+
+
+def _series_chunks(flat, order: int, n: int) -> list:
+    """``n`` series of ``order`` terms from a flat list."""
+    return [list(flat[i * order:(i + 1) * order]) for i in range(n)]

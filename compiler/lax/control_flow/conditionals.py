@@ -14,6 +14,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
@@ -22,6 +23,7 @@ from jaxprc.ir.effects import has_ordered_effects
 from jaxprc.ir.params import ClosedJaxprParam, Tuple
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, trace_to_jaxpr
 from jaxprc.passes.dce import dce_closed
+from jaxprc.passes.jet import jet_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
@@ -31,6 +33,7 @@ from jaxprc.passes.vmap import align, aval_of, axis_size_of, batch_eval, batch_j
 from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
                      _pick, _split_outs, _trace, _transpose_call_outputs, check_operand_types,
                      check_subjaxpr, typematch)
+from .common import _flat_series, _series_chunks
 
 __all__ = ["cond_p", "cond", "switch"]
 
@@ -363,3 +366,19 @@ def _cond_lowering(ctx, index, *operands, branches, **_):
 
 
 mlir.register_lowering(cond_p, _cond_lowering)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+def _cond_jet(primals_in, series_in, *, branches):
+    """Beyond JAX (whose jet has no control flow): each branch by its jet; the index is
+    piecewise constant."""
+    index, *ops = primals_in
+    order = len(series_in[0])
+    new, consts = _hoist_shared([jet_jaxpr(br, order, [True] * len(ops), instantiate=True)[0]
+                                 for br in branches])
+    outs = cond_p.bind(index, *consts, *ops, *_flat_series(series_in[1:]), branches=tuple(new))
+    n = len(branches[0].out_avals)
+    return outs[:n], _series_chunks(outs[n:], order, n)
+
+
+jet.jet_rules[cond_p] = _cond_jet

@@ -27,6 +27,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
+from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
@@ -35,6 +36,7 @@ from jaxprc.ir.effects import has_ordered_effects
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Tuple
 from jaxprc.ir.tracing import ConcretizationTypeError, Tracer, close_over_consts, trace_to_jaxpr
 from jaxprc.passes.dce import dce_closed
+from jaxprc.passes.jet import jet_jaxpr
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, jvp_jaxpr, tangent_aval, zeros
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.transpose import UndefinedPrimal, backward_pass, is_undefined_primal
@@ -43,6 +45,7 @@ from jaxprc.passes.vmap import align, axis_size_of, batch_eval, batch_jaxpr, bat
 from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
                      _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types,
                      typematch)
+from .common import _flat_series, _series_chunks
 
 __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
 
@@ -900,3 +903,48 @@ def _scan_lowering(ctx, *args, jaxpr, length, reverse, num_consts, num_carry, **
 
 mlir.register_lowering(while_p, _while_lowering)
 mlir.register_lowering(scan_p, _scan_lowering)
+
+
+# ---------------------------------------------------------- jet (Taylor series)
+def _scan_jet(primals_in, series_in, *, jaxpr, length, reverse, unroll, num_consts, num_carry, linear):
+    """Beyond JAX: the body's jet, the series of consts, carries and xs beside them."""
+    order = len(series_in[0])
+    nc, nk = num_consts, num_carry
+    nx, ny = len(primals_in) - nc - nk, len(jaxpr.out_avals) - nk
+    body, _ = jet_jaxpr(jaxpr, order, [True] * len(primals_in), instantiate=True)
+    body, hoisted = close_over_consts(body)
+    # body inputs: hoisted, consts, carry, xs, their series -> consts, carry, xs each with series
+    h, c, k, x, sc, sk, sx = _groups([len(hoisted), nc, nk, nx, nc * order, nk * order, nx * order])
+    oc, oy, osc, osy = _groups([nk, ny, nk * order, ny * order])
+    body = _reorder(body, h + c + sc + k + sk + x + sx, oc + osc + oy + osy)
+    p, s = primals_in, series_in
+    operands = [*hoisted, *p[:nc], *_flat_series(s[:nc]), *p[nc:nc + nk], *_flat_series(s[nc:nc + nk]),
+                *p[nc + nk:], *_flat_series(s[nc + nk:])]
+    outs = scan_p.bind(*operands, jaxpr=body, length=length, reverse=reverse, unroll=unroll,
+                       num_consts=len(hoisted) + nc * (1 + order), num_carry=nk * (1 + order),
+                       linear=(False,) * len(operands))
+    carry, s_carry, ys, s_ys = ([outs[i] for i in g] for g in _groups([nk, nk * order, ny, ny * order]))
+    return carry + ys, _series_chunks(s_carry, order, nk) + _series_chunks(s_ys, order, ny)
+
+
+def _while_jet(primals_in, series_in, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """Beyond JAX: the body's jet carries the series; the condition ignores them."""
+    order = len(series_in[0])
+    cn, bn = cond_nconsts, body_nconsts
+    nk = len(primals_in) - cn - bn
+    body, _ = jet_jaxpr(body_jaxpr, order, [True] * (bn + nk), instantiate=True)
+    body, hoisted = close_over_consts(body)
+    h, b, k, sb, sk = _groups([len(hoisted), bn, nk, bn * order, nk * order])
+    body = _reorder(body, h + b + sb + k + sk, list(range(nk * (1 + order))))
+    cj = cond_jaxpr.jaxpr
+    ignored = [Var(v.aval) for v in body.jaxpr.invars[len(h + b + sb) + nk:]]
+    cond = ClosedJaxpr(Jaxpr(cj.constvars, cj.invars + ignored, cj.outvars, cj.eqns), cond_jaxpr.consts)
+    p, s = primals_in, series_in
+    outs = while_p.bind(*p[:cn], *hoisted, *p[cn:cn + bn], *_flat_series(s[cn:cn + bn]),
+                        *p[cn + bn:], *_flat_series(s[cn + bn:]), cond_jaxpr=cond, body_jaxpr=body,
+                        cond_nconsts=cn, body_nconsts=len(hoisted) + bn * (1 + order))
+    return outs[:nk], _series_chunks(outs[nk:], order, nk)
+
+
+jet.jet_rules[scan_p] = _scan_jet
+jet.jet_rules[while_p] = _while_jet
