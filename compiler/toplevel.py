@@ -24,7 +24,7 @@ from .ir.core import ShapedArray
 from .ir.tracing import get_aval
 from .ir.tree_util import tree_leaves, tree_map
 
-__all__ = ["Device", "clear_caches", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
+__all__ = ["Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
            "device_count", "device_get", "disable_jit", "enable_x64", "host_count", "host_id", "host_ids",
            "jacobian", "live_arrays", "local_device_count", "local_devices", "log_compiles", "named_call", "named_scope",
            "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_count",
@@ -84,6 +84,16 @@ def debug_infs(new_val: bool = True):
 def disable_jit(disable: bool = True):
     """Context manager: ``jit`` functions run their Python function op by op (eagerly) in the block."""
     return _Option("jax_disable_jit", bool)(disable)
+
+
+def check_tracer_leaks(new_val: bool = True):
+    """Context manager: every trace checks, when it ends, that none of its tracers outlives it
+    (kept in a global, a closure, a list...), and raises naming the leaked tracers and their
+    holders. Slow (it walks the garbage collector's objects): for debugging."""
+    return _Option("jax_check_tracer_leaks", bool)(new_val)
+
+
+checking_leaks = check_tracer_leaks
 
 
 def log_compiles(new_val: bool = True):

@@ -341,3 +341,31 @@ def test_explain_cache_misses(caplog):
     caplog.clear()
     f(x, x, c=5)
     assert not [r for r in caplog.records if r.name == "jaxprc"]
+
+
+# ------------------------------------------------------------------ tracer-leak checking
+
+_LEAKED = []
+
+
+def test_checking_leaks():
+    def leaky(x):
+        _LEAKED.append(x * 2)
+        return x + 1
+    x = _fresh()
+    with jaxprc.checking_leaks():
+        for transform in (jaxprc.jit, jaxprc.vmap, jaxprc.grad):
+            with pytest.raises(Exception, match=r"Leaked trace .*Leaked tracer\(s\):\n\nTraced<f32\[.*\]>, created "
+                                                r"on line .*test_array_misc.py:\d+\n  is referred to by <list \d+> "
+                                                r"\(the global .*test_array_misc._LEAKED\)"):
+                transform(lambda v: leaky(v).sum())(x)
+            _LEAKED.clear()
+        # no false alarms: nested traces, control flow, derivatives
+        np.testing.assert_allclose(jaxprc.jit(jaxprc.grad(lambda v: jaxprc.lax.cond(
+            v > 0, jnp.sin, jnp.cos, v)))(1.0), np.cos(1.0), rtol=1e-6)
+        jaxprc.jit(lambda v: jaxprc.lax.scan(lambda c, y: (c + y, c * y), v[0], v))(x)
+        jaxprc.hessian(lambda v: (v ** 3).sum())(x)
+    assert not jaxprc.config.jax_check_tracer_leaks
+    jaxprc.jit(lambda v: leaky(v).sum())(x)       # off: the leak goes unnoticed until the tracer is used
+    with pytest.raises(jaxprc.errors.UnexpectedTracerError):
+        _LEAKED.pop() + 1
