@@ -300,6 +300,10 @@ def test_no_tracing():
         with pytest.raises(RuntimeError, match="re-tracing function sin"):
             jnp.sin(x)
         jaxprc.make_jaxpr(g)(y)                             # not a jit trace (as in JAX)
+        with pytest.raises(RuntimeError, match="no_tracing"):
+            f.lower(y)
+        with pytest.raises(RuntimeError, match="no_tracing"):
+            jaxprc.eval_shape(g, y)
     assert not jaxprc.config.jax_no_tracing
     f(y)
 
