@@ -369,6 +369,14 @@ def test_checking_leaks():
             v > 0, jnp.sin, jnp.cos, v)))(1.0), np.cos(1.0), rtol=1e-6)
         jaxprc.jit(lambda v: jaxprc.lax.scan(lambda c, y: (c + y, c * y), v[0], v))(x)
         jaxprc.hessian(lambda v: (v ** 3).sum())(x)
+
+        def h(v, w):      # custom rules traced lazily keep their call's tracers: jaxprc's, no leak
+            @jaxprc.custom_vjp
+            def f(u):
+                return u * w
+            f.defvjp(lambda u: (f(u), None), lambda _, g: (7. * g,))
+            return f(v)
+        np.testing.assert_allclose(jaxprc.vmap(jaxprc.grad(h))(x, x), [7.] * 3)
     assert not jaxprc.config.jax_check_tracer_leaks
     jaxprc.jit(lambda v: leaky(v).sum())(x)       # off: the leak goes unnoticed until the tracer is used
     with pytest.raises(jaxprc.errors.UnexpectedTracerError):
