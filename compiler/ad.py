@@ -24,6 +24,7 @@ from .evaluate import evaluate_jaxpr
 from .lax.custom_derivatives import custom_lin_p
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from .ir.deep import deep_entry
+from .ir.leak_check import check_leaks
 from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,
                          _outside_any_trace, current_builder, get_aval, trace_to_jaxpr)
 from .ir.tree_util import Partial, tree_flatten, tree_map, tree_structure, tree_unflatten
@@ -72,6 +73,8 @@ def _trace_flat(fun: Callable, args: Sequence[Any], name: str):
                 builder.outer_args[t._var] = x
             tracers.append(t)
         cj = builder.build(fun(*tracers))
+    tracers = t = None               # this frame's own references
+    check_leaks(builder)
     return close_over_consts(cj)
 
 

@@ -163,9 +163,13 @@ def argnums_positions(argnums: int | Sequence[int], nargs: int, what: str,
 
 
 @deep_entry(retry_if=_outside_any_trace)
-def _trace(fun, spec: _ArgSpec, args, kwargs, name: str):
+def _trace(fun, spec: _ArgSpec, args, kwargs, name: str, staged: bool = True):
     """Trace ``fun(*args, **kwargs)`` on abstract values: (ClosedJaxpr, output treedef).
-    Very deeply nested functions (1000 nested conds) are traced again on a large stack."""
+    Very deeply nested functions (1000 nested conds) are traced again on a large stack.
+    ``staged``: a trace for jit (its calls, ``lower``, ``eval_shape``), which ``no_tracing``
+    refuses; ``make_jaxpr``'s is not one, as in JAX."""
+    if staged:
+        compile_guards.check_tracing(fun)
     dyn, static, static_pos = spec.split(args, kwargs)
     leaves, in_tree = _flatten(dyn)
     try:
@@ -226,7 +230,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args, **kwargs):
-        cj, out_tree = _trace(fun, spec, args, kwargs, _fun_name(fun))
+        cj, out_tree = _trace(fun, spec, args, kwargs, _fun_name(fun), staged=False)
         if return_shape:
             return cj, out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
         return cj
@@ -514,7 +518,6 @@ class JitFunction:
                                     compile_guards.leaf_labels(dyn_args, dyn_kwargs))
 
     def _compile(self, args, kwargs) -> _CompiledCall:
-        compile_guards.check_tracing(compile_guards.fun_sourceinfo(self._fun))
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
         if getattr(_config, "jax_log_compiles", False):
             import logging
@@ -558,7 +561,6 @@ class JitFunction:
             key = None
         traced = self._traced.get(key)
         if traced is None:
-            compile_guards.check_tracing(compile_guards.fun_sourceinfo(self._fun))
             cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
             jaxpr, consts = close_over_consts(cj)
             traced = (jaxpr, consts, out_tree)

@@ -47,10 +47,12 @@ def fun_sourceinfo(fun) -> str:
     return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code is not None else name
 
 
-def check_tracing(what: str) -> None:
-    """Raise if ``no_tracing`` is on; ``what``: the function about to be traced."""
+def check_tracing(what) -> None:
+    """Raise if ``no_tracing`` is on; ``what``: the function about to be traced (a Python
+    function, or the name of a primitive)."""
     if config.jax_no_tracing:
-        raise RuntimeError(f"re-tracing function {what} for `jit`, but 'no_tracing' is set")
+        name = what if isinstance(what, str) else fun_sourceinfo(what)
+        raise RuntimeError(f"re-tracing function {name} for `jit`, but 'no_tracing' is set")
 
 
 def execution_refused(name: str) -> RuntimeError:

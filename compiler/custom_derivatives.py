@@ -35,6 +35,7 @@ from . import lax
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Thunk, Var
 from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
 from .lax.linear_call import linear_call_p
+from .ir.leak_check import check_leaks
 from .ir.tracing import Tracer, close_over_consts, current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
 from .ir.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_structure, tree_unflatten
 from .ad import _NestedBuilder
@@ -198,7 +199,10 @@ def _trace(fun: Callable, values: Sequence[Any], extra_avals: Sequence[ShapedArr
                 t = builder.new_arg(get_aval(x), x)
             inputs.append(t)
         inputs += [builder.new_arg(a) for a in extra_avals]
-        return builder.build(fun(*inputs))
+        cj = builder.build(fun(*inputs))
+    inputs = t = None                # this frame's own references
+    check_leaks(builder)
+    return cj
 
 
 def _hoist_tracer_consts(cj: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:

@@ -3,7 +3,8 @@ queries, host transfer, caches, and ``named_call``.
 
 The context managers (``enable_x64``, ``debug_nans``, ``debug_infs``,
 ``disable_jit``, ``default_device``, ``numpy_rank_promotion``,
-``numpy_dtype_promotion``, ``default_matmul_precision``, ``log_compiles``) set a
+``numpy_dtype_promotion``, ``default_matmul_precision``, ``log_compiles``,
+``check_tracer_leaks``) set a
 ``jaxprc.config`` option for the ``with`` block and restore it after; the same
 options are set for good with ``jaxprc.config.update("jax_debug_nans", True)``
 and friends. Their state is per process, not per thread.
@@ -24,7 +25,8 @@ from .ir.core import ShapedArray
 from .ir.tracing import get_aval
 from .ir.tree_util import tree_leaves, tree_map
 
-__all__ = ["Device", "clear_caches", "copy_to_host_async", "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
+__all__ = ["Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "copy_to_host_async",
+           "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
            "device_count", "device_get", "disable_jit", "enable_x64", "host_count", "host_id", "host_ids",
            "jacobian", "live_arrays", "local_device_count", "local_devices", "log_compiles", "named_call", "named_scope",
            "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_count",
@@ -84,6 +86,16 @@ def debug_infs(new_val: bool = True):
 def disable_jit(disable: bool = True):
     """Context manager: ``jit`` functions run their Python function op by op (eagerly) in the block."""
     return _Option("jax_disable_jit", bool)(disable)
+
+
+def check_tracer_leaks(new_val: bool = True):
+    """Context manager: every trace checks, when it ends, that none of its tracers outlives it
+    (kept in a global, a closure, a list...), and raises naming the leaked tracers and their
+    holders. Slow (it walks the garbage collector's objects): for debugging."""
+    return _Option("jax_check_tracer_leaks", bool)(new_val)
+
+
+checking_leaks = check_tracer_leaks
 
 
 def log_compiles(new_val: bool = True):

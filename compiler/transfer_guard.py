@@ -22,6 +22,7 @@ shares it, so a guard set through either library guards both.
 from __future__ import annotations
 
 import contextlib
+import os
 
 from jaxlib import _jax
 
@@ -64,6 +65,9 @@ def _on_config(name: str, value) -> None:
 
 
 type(config).listeners.append(_on_config)
+for _name in ("jax_transfer_guard", *(f"jax_transfer_guard_{d}" for d in _DIRECTIONS)):
+    if os.environ.get(_name.upper()):        # JAX_TRANSFER_GUARD=disallow ..., as JAX reads them
+        config.update(_name, os.environ[_name.upper()])
 
 
 # -- context managers: the calling thread's state ----------------------------------------

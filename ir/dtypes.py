@@ -158,7 +158,7 @@ class Config:
 
     _BOOL_FLAGS = ("jax_enable_x64", "jaxprc_verify_passes", "jax_debug_nans", "jax_debug_infs",
                    "jax_disable_jit", "jaxprc_cpp_dispatch", "jax_no_tracing", "jax_no_execution",
-                   "jax_explain_cache_misses")
+                   "jax_explain_cache_misses", "jax_check_tracer_leaks")
 
     def __init__(self):
         self.jax_enable_x64 = _env_flag("JAX_ENABLE_X64")
@@ -171,6 +171,8 @@ class Config:
         self.jax_no_tracing = _env_flag("JAX_NO_TRACING")
         self.jax_no_execution = _env_flag("JAX_NO_EXECUTION")
         self.jax_explain_cache_misses = _env_flag("JAX_EXPLAIN_CACHE_MISSES")
+        # Each trace checks that none of its tracers outlives it (jaxprc.checking_leaks).
+        self.jax_check_tracer_leaks = _env_flag("JAX_CHECK_TRACER_LEAKS")
         self.jaxprc_compilation_cache_dir = os.environ.get("JAXPRC_COMPILATION_CACHE_DIR") or None
         self.jaxprc_cpp_dispatch = os.environ.get("JAXPRC_CPP_DISPATCH", "1").strip().lower() not in (
             "0", "false", "no", "off")

@@ -25,6 +25,7 @@ import numpy as np
 from . import core
 from . import dtypes as dt
 from .deep import deep_entry
+from .leak_check import check_leaks
 from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprcError, Literal, Primitive, ShapedArray,
                    SourceInfo, Var)
 
@@ -622,7 +623,10 @@ def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str 
         args = [builder.new_arg(a, v) for a, v in zip(in_avals, values)]
         with source_info_of(None):   # a freshly traced function records its own lines
             outs = fun(*args)
-        return builder.build(outs)
+        closed = builder.build(outs)
+    del args, outs                   # this frame's own references
+    check_leaks(builder)
+    return closed
 
 
 def close_over_consts(cj: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:

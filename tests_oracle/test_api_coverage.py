@@ -75,8 +75,6 @@ NOT_APPLICABLE = {
                                                  "partitionable as JAX's default"),
         **dict.fromkeys(["Ref", "empty_ref", "free_ref", "new_ref", "freeze", "ref"],
                         "mutable array references: jaxprc's IR has no stateful values"),
-        **dict.fromkeys(["check_tracer_leaks", "checking_leaks"],
-                        "tracer-leak checking: jaxprc raises UnexpectedTracerError on use of a leaked tracer"),
         "array_garbage_collection_guard": "garbage-collection guard of jax.Array: not implemented",
         **dict.fromkeys(["enable_checks",
                          "allow_f16_reductions", "softmax_custom_jvp", "jax2tf_associative_scan_reductions"],
