@@ -143,3 +143,17 @@ def test_device_memory_profile_is_gzipped_pprof(tmp_path):
     _protobuf_fields(gzip.decompress((tmp_path / "mem.prof").read_bytes()))
     with pytest.raises(RuntimeError, match="tpu"):
         profiler.device_memory_profile("tpu")
+
+
+def test_python_dispatched_jit_is_named_as_cpp_names_it(tmp_path):
+    jaxprc.config.update("jaxprc_cpp_dispatch", False)
+    try:
+        python_path = jaxprc.jit(lambda x: x + 1)
+    finally:
+        jaxprc.config.update("jaxprc_cpp_dispatch", True)
+    assert type(python_path).__name__ == "JitFunction"       # not jaxlib's PjitFunction
+    x = jnp.ones(2)
+    python_path(x)
+    with profiler.trace(tmp_path):
+        python_path(x)
+    assert "PjitFunction(<lambda>)" in {name for _, _, name, _ in _events(tmp_path)}
