@@ -157,3 +157,26 @@ def test_python_dispatched_jit_is_named_as_cpp_names_it(tmp_path):
     with profiler.trace(tmp_path):
         python_path(x)
     assert "PjitFunction(<lambda>)" in {name for _, _, name, _ in _events(tmp_path)}
+
+
+def test_profile_options_reach_the_session(tmp_path):
+    options = profiler.ProfileOptions()
+    options.python_tracer_level = 0          # no Python function events
+    with profiler.trace(tmp_path, profiler_options=options):
+        with profiler.TraceAnnotation("kept_label"):
+            scaled_sine(jnp.ones(3)).block_until_ready()
+    names = {name for _, _, name, _ in _events(tmp_path)}
+    assert "kept_label" in names and not any(n.startswith("$") for n in names)
+
+
+def test_failed_export_raises_and_ends_the_trace(tmp_path):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    profiler.start_trace(not_a_dir)
+    with pytest.raises(jaxprc.errors.JaxRuntimeError, match="is not a directory"):
+        profiler.stop_trace()
+    # JAX keeps the failed session, so no trace can start again; jaxprc ends it
+    with pytest.raises(RuntimeError, match="No profile started"):
+        profiler.stop_trace()
+    with profiler.trace(tmp_path / "next"):
+        pass
