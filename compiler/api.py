@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 from jaxlib import _jax, xla_client as xc
+from jaxlib._profiler import TraceMe as _TraceMe
 
 from . import compile_guards, cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
@@ -454,6 +455,12 @@ class JitFunction:
         self._cpp = None        # a weak reference to the C++ function made of this one, if any
 
     def __call__(self, *args, **kwargs):
+        # A call C++ does not dispatch (shardings, negative static argnums, C++ dispatch off) is
+        # named in profiler traces as jaxlib's PjitFunction names its calls; checked first, as
+        # making the event costs ~1 us even when no trace runs.
+        if _TraceMe.is_enabled():
+            with _TraceMe(f"PjitFunction({self._name})"):
+                return self._call(args, kwargs)[0]
         return self._call(args, kwargs)[0]
 
     # -- the fast path ----------------------------------------------------------

@@ -33,6 +33,7 @@ ENFORCED = {
     "jax.experimental.checkify": "jaxprc.experimental.checkify",
     "jax.custom_batching": "jaxprc.custom_batching",
     "jax.distributed": "jaxprc.distributed", "jax.experimental.jet": "jaxprc.experimental.jet",
+    "jax.profiler": "jaxprc.profiler",
     **{f"jax.scipy.stats.{m}": f"jaxprc.scipy.stats.{m}" for m in sorted(
         n for n in dir(jax.scipy.stats) if not n.startswith("_") and
         type(getattr(jax.scipy.stats, n)).__name__ == "module")},
@@ -79,7 +80,7 @@ NOT_APPLICABLE = {
         **dict.fromkeys(["enable_checks",
                          "allow_f16_reductions", "softmax_custom_jvp", "jax2tf_associative_scan_reductions"],
                         "JAX-internal configuration switches without a jaxprc counterpart"),
-        **dict.fromkeys(["api_util", "lib", "profiler", "ds", "export",
+        **dict.fromkeys(["api_util", "lib", "ds", "export",
                          "memory", "fwd_and_bwd", "make_user_context"],
                         "JAX-internal or not yet ported submodules and helpers"),
     },
