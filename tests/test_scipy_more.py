@@ -17,6 +17,8 @@ RNG = np.random.default_rng(7)
 QUATS = np.concatenate([RNG.normal(size=(5, 4)),
                         [[0, 0, 0, 1], [0, 0, 0, -1], [1, 0, 0, 0], [0, 0, 1, 0], [1e-5, 0, 0, 1]]]).astype(np.float32)
 SEQS = ["".join(p) for p in itertools.product("xyz", repeat=3) if p[0] != p[1] and p[1] != p[2]]
+# a deterministic sample (symmetric and not, extrinsic and intrinsic); the oracle test sweeps all 24
+EULER_SAMPLE = ["xyz", "ZYX", "zxz", "YXY", "xzy", "ZXZ"]
 
 
 def _same_rotation(a, b, atol=2e-5):
@@ -26,38 +28,59 @@ def _same_rotation(a, b, atol=2e-5):
 
 
 # ------------------------------------------------------------------------------ Rotation
+@jx.jit
+def _conversions(q):
+    r = Rotation.from_quat(q)
+    return dict(quat=r.quat, matrix=r.as_matrix(), rotvec=r.as_rotvec(), mrp=r.as_mrp(), magnitude=r.magnitude(),
+                from_matrix=Rotation.from_matrix(r.as_matrix()).quat,
+                from_rotvec=Rotation.from_rotvec(r.as_rotvec()).quat,
+                from_degrees=Rotation.from_rotvec(r.as_rotvec(degrees=True), degrees=True).quat,
+                from_mrp=Rotation.from_mrp(r.as_mrp()).quat)
+
+
 def test_conversions_round_trip():
-    r = Rotation.from_quat(QUATS)
-    np.testing.assert_allclose(np.linalg.norm(r.quat, axis=-1), 1, atol=1e-6)
-    _same_rotation(Rotation.from_matrix(r.as_matrix()).quat, r.quat)
-    _same_rotation(Rotation.from_rotvec(r.as_rotvec()).quat, r.quat)
-    _same_rotation(Rotation.from_rotvec(r.as_rotvec(degrees=True), degrees=True).quat, r.quat, 1e-4)
-    _same_rotation(Rotation.from_mrp(r.as_mrp()).quat, r.quat)
-    m = np.asarray(r.as_matrix())
+    c = _conversions(QUATS)
+    np.testing.assert_allclose(np.linalg.norm(c["quat"], axis=-1), 1, atol=1e-6)
+    for name in ("from_matrix", "from_rotvec", "from_mrp"):
+        _same_rotation(c[name], c["quat"])
+    _same_rotation(c["from_degrees"], c["quat"], 1e-4)
+    m = np.asarray(c["matrix"])
     np.testing.assert_allclose(m @ np.swapaxes(m, -1, -2), np.broadcast_to(np.eye(3), m.shape), atol=1e-5)
     np.testing.assert_allclose(np.linalg.det(m), 1, atol=1e-5)
-    np.testing.assert_allclose(r.magnitude(), np.linalg.norm(r.as_rotvec(), axis=-1), atol=1e-5)
-    assert np.all(np.asarray(r.magnitude()) <= np.pi + 1e-6)
-    np.testing.assert_allclose(np.linalg.norm(r.as_mrp(), axis=-1) <= 1 + 1e-6, True)
+    np.testing.assert_allclose(c["magnitude"], np.linalg.norm(c["rotvec"], axis=-1), atol=1e-5)
+    assert np.all(np.asarray(c["magnitude"]) <= np.pi + 1e-6)
+    assert np.all(np.linalg.norm(c["mrp"], axis=-1) <= 1 + 1e-6)
 
 
-@pytest.mark.parametrize("seq", SEQS)
-def test_euler_round_trip_all_sequences(seq):
-    r = Rotation.from_quat(QUATS)
-    for s in (seq, seq.upper()):
-        for degrees in (False, True):
-            angles = r.as_euler(s, degrees=degrees)
-            _same_rotation(Rotation.from_euler(s, angles, degrees=degrees).quat, r.quat, 1e-4)
-        angles = np.asarray(r.as_euler(s))
-        middle = angles[:, 1]
+def _lock_angles(seq):
+    """Euler angles with the middle one at its gimbal-lock limits."""
+    symmetric = seq[0].lower() == seq[2].lower()
+    return np.array([[0.3, 0. if symmetric else np.pi / 2, -0.4],
+                     [0.3, np.pi if symmetric else -np.pi / 2, 0.2]], np.float32)
+
+
+@jx.jit
+def _euler_round_trips(q):
+    r = Rotation.from_quat(q)
+    out = {}
+    for seq in EULER_SAMPLE:
+        locked = Rotation.from_euler(seq, _lock_angles(seq))
+        out[seq] = (r.as_euler(seq), Rotation.from_euler(seq, r.as_euler(seq)).quat,
+                    Rotation.from_euler(seq, r.as_euler(seq, degrees=True), degrees=True).quat,
+                    locked.quat, Rotation.from_euler(seq, locked.as_euler(seq)).quat)
+    return out
+
+
+def test_euler_round_trip_all_sequences():
+    out = _euler_round_trips(QUATS)
+    for seq, (angles, back, back_degrees, locked, locked_back) in out.items():
+        _same_rotation(back, QUATS / np.linalg.norm(QUATS, axis=-1, keepdims=True), 1e-4)
+        _same_rotation(back_degrees, back, 1e-4)
+        _same_rotation(locked_back, locked, 1e-4)      # gimbal lock still reproduces the rotation
+        middle = np.asarray(angles)[:, 1]
         # all angles are wrapped to [-pi, pi) (as JAX): a middle angle of pi reads -pi
-        assert np.all((middle >= -1e-6) | (middle <= -np.pi + 1e-6)) if seq[0] == seq[2] else \
+        assert np.all((middle >= -1e-6) | (middle <= -np.pi + 1e-6)) if seq[0].lower() == seq[2].lower() else \
             np.all(np.abs(middle) <= np.pi / 2 + 1e-6)
-        # gimbal lock: the middle angle at its limit still reproduces the rotation
-        lock = np.array([[0.3, 0. if seq[0] == seq[2] else np.pi / 2, -0.4],
-                         [0.3, np.pi if seq[0] == seq[2] else -np.pi / 2, 0.2]], np.float32)
-        locked = Rotation.from_euler(s, lock)
-        _same_rotation(Rotation.from_euler(s, locked.as_euler(s)).quat, locked.quat, 1e-4)
 
 
 def test_euler_matches_elementary_composition():
@@ -170,27 +193,39 @@ def test_derivatives_at_zero_rotation_vector():
     np.testing.assert_allclose(jx.jacfwd(lambda v: Rotation.from_rotvec(v).apply(x))(jnp.zeros(3)), -skew, atol=1e-6)
 
 
+def _chain(v):
+    return jnp.concatenate([Rotation.from_rotvec(v).as_matrix().reshape(-1),
+                            Rotation.from_rotvec(v * 1e-4).as_rotvec(),      # the small-angle series
+                            Rotation.from_mrp(v).as_quat(),
+                            Rotation.from_matrix(Rotation.from_mrp(v).as_matrix()).as_quat()])
+
+
 def test_derivatives_match_finite_differences():
+    """Forward mode along one tangent and reverse mode for one cotangent, against central
+    differences of the whole chain."""
     with jx.enable_x64(True):
-        v0 = np.array([0.3, -0.2, 0.5])
-        for fn in (lambda v: Rotation.from_rotvec(v).as_matrix().reshape(-1),
-                   lambda v: Rotation.from_rotvec(v).as_euler("zxz"),
-                   lambda v: Rotation.from_rotvec(v * 1e-4).as_rotvec(),   # the small-angle series
-                   lambda v: Rotation.from_mrp(v).as_quat(),
-                   lambda v: Rotation.from_matrix(Rotation.from_rotvec(v).as_matrix()).as_rotvec()):
-            np.testing.assert_allclose(jx.jacfwd(fn)(jnp.asarray(v0)), _fd_jacobian(fn, v0), atol=1e-6)
-            np.testing.assert_allclose(jx.jacrev(fn)(jnp.asarray(v0)), _fd_jacobian(fn, v0), atol=1e-6)
+        v0, t = np.array([0.3, -0.2, 0.5]), np.array([0.7, 0.1, -0.4])
+        fd = _fd_jacobian(jx.jit(_chain), v0)
+        ct = np.random.default_rng(3).normal(size=fd.shape[0])
+        np.testing.assert_allclose(jx.jit(lambda v, t: jx.jvp(_chain, (v,), (t,))[1])(v0, t), fd @ t, atol=1e-6)
+        np.testing.assert_allclose(jx.jit(jx.grad(lambda v: jnp.dot(_chain(v), ct)))(v0), ct @ fd, atol=1e-6)
 
 
 def test_slerp():
     keys = Rotation.from_quat(QUATS[:4])
     times = np.array([0., 1., 2.5, 3.], np.float32)
+
+    @jx.jit
+    def run(times, keys):
+        s = Slerp.init(times, keys)
+        half = s(0.5)
+        assert half.single
+        return s(times).quat, (keys[0].inv() * half).quat, Rotation.from_rotvec((keys[0].inv() * keys[1]).as_rotvec() / 2).quat
+
+    at_keys, half, expected = run(times, keys)
+    _same_rotation(at_keys, keys.quat, 1e-5)
+    _same_rotation(half, expected, 1e-5)
     s = Slerp.init(times, keys)
-    _same_rotation(s(times).quat, keys.quat, 1e-5)
-    half = s(0.5)
-    assert half.single
-    step = keys[0].inv() * keys[1]
-    _same_rotation((keys[0].inv() * half).quat, Rotation.from_rotvec(step.as_rotvec() / 2).quat, 1e-5)
     with pytest.raises(ValueError, match="at most 1-dimensional"):
         s(np.zeros((2, 2)))
 
@@ -219,21 +254,28 @@ def _affine(x, y):
     return 2 * x - 3 * y + 0.5 * x * y + 1     # bilinear: reproduced exactly by linear interpolation
 
 
+@jx.jit
+def _interpolations(values, xi, outside, xs, ys):
+    it = RegularGridInterpolator(GRID, values)
+    return (it(xi), it(outside), RegularGridInterpolator(GRID, values, fill_value=7.)(outside),
+            RegularGridInterpolator(GRID, values, fill_value=None)(outside),
+            it((xs, ys)), it(xi.reshape(5, 1, 2)), it(xi[:0]))
+
+
 def test_linear_reproduces_bilinear_function_and_fill():
     values = _affine(*np.meshgrid(*GRID, indexing="ij"))
-    it = RegularGridInterpolator(GRID, values)
     xi = np.array([[0.5, 0.], [0., -1.], [3., 0.5], [1., 0.5], [2.2, -0.3]], np.float32)
-    np.testing.assert_allclose(it(xi), _affine(xi[:, 0], xi[:, 1]), rtol=1e-5)
     outside = np.array([[-1., 0.], [4., 0.], [1., 0.6], [np.nan, 0.]], np.float32)
-    np.testing.assert_array_equal(np.isnan(it(outside)), True)
-    np.testing.assert_allclose(RegularGridInterpolator(GRID, values, fill_value=7.)(outside)[:3], 7.)
+    xs, ys = np.array([0.5, 2.2], np.float32), np.array([0., -0.3], np.float32)
+    inside, nan_filled, filled, extrapolated, tup, batched, empty = _interpolations(values, xi, outside, xs, ys)
+    np.testing.assert_allclose(inside, _affine(xi[:, 0], xi[:, 1]), rtol=1e-5)
+    np.testing.assert_array_equal(np.isnan(nan_filled), True)
+    np.testing.assert_allclose(filled[:3], 7.)
+    assert np.isnan(filled[3])                 # NaN coordinates are not "outside": they give NaN
     # fill_value=None extrapolates the edge cell's bilinear function
-    np.testing.assert_allclose(RegularGridInterpolator(GRID, values, fill_value=None)(outside[:3]),
-                               _affine(outside[:3, 0], outside[:3, 1]), rtol=1e-5)
-    tup = it((np.array([0.5, 2.2], np.float32), np.array([0., -0.3], np.float32)))
-    np.testing.assert_allclose(tup, _affine(np.array([0.5, 2.2]), np.array([0., -0.3])), rtol=1e-5)
-    assert it(xi.reshape(5, 1, 2)).shape == (5, 1)
-    assert it(np.zeros((0, 2), np.float32)).shape == (0,)
+    np.testing.assert_allclose(extrapolated[:3], _affine(outside[:3, 0], outside[:3, 1]), rtol=1e-5)
+    np.testing.assert_allclose(tup, _affine(xs, ys), rtol=1e-5)
+    assert batched.shape == (5, 1) and empty.shape == (0,)
 
 
 def test_nearest_and_trailing_dims():
