@@ -63,18 +63,19 @@ def _held_by_jaxprc(tracer, ours, depth: int = 6) -> bool:
     frontier, seen = [tracer], {id(tracer)}
     for _ in range(depth):
         above = []
-        for obj in frontier:
-            for holder in gc.get_referrers(obj):
-                if (id(holder) in seen or holder is frontier or holder is above or any(holder is o for o in ours)
-                        or isinstance(holder, (types.FrameType, types.ModuleType))):
-                    continue
-                seen.add(id(holder))
-                module = (holder.__module__ if isinstance(holder, types.FunctionType)
-                          else type(holder).__module__) or ""
-                if module.startswith("jaxprc."):
-                    return True
-                if isinstance(holder, dict) and "__name__" in holder and "__builtins__" in holder:
-                    continue      # a module's globals
-                above.append(holder)
+        for holder in gc.get_referrers(*frontier):      # one walk of the heap per level
+            if (id(holder) in seen or holder is frontier or holder is above or any(holder is o for o in ours)
+                    or isinstance(holder, (types.FrameType, types.ModuleType))):
+                continue
+            seen.add(id(holder))
+            module = (holder.__module__ if isinstance(holder, types.FunctionType)
+                      else type(holder).__module__) or ""
+            if module.startswith("jaxprc."):
+                return True
+            if isinstance(holder, dict) and "__name__" in holder and "__builtins__" in holder:
+                continue      # a module's globals
+            above.append(holder)
+        if not above:
+            return False
         frontier = above
     return False

@@ -167,10 +167,11 @@ def test_forwarding_methods_match_numpy():
     parts = np.asarray(x.argpartition(1, axis=1))
     assert np.all(np.take_along_axis(a, parts, 1)[:, :1] <= np.take_along_axis(a, parts, 1)[:, 1:2])
     assert parts.dtype == np.int32
-    np.testing.assert_array_equal(x.compress(np.array([False, True]), axis=0), a.compress([False, True], axis=0))
-    s = jnp.array([0., 1., 1., 3.])
-    np.testing.assert_array_equal(s.searchsorted(jnp.array([1., 2., -1., 9.]), side="right"),
-                                  np.searchsorted([0., 1., 1., 3.], [1., 2., -1., 9.], side="right"))
+    # one program each (their eager forms run many small ones)
+    np.testing.assert_array_equal(jaxprc.jit(lambda v: v.compress(np.array([False, True]), axis=0))(x),
+                                  a.compress([False, True], axis=0))
+    np.testing.assert_array_equal(jaxprc.jit(lambda v: jnp.sort(v.ravel()).searchsorted(v[0], side="right"))(x),
+                                  np.searchsorted(np.sort(a.ravel()), a[0], side="right"))
     idx = jnp.array([0, 2, 1])
     choices = [np.arange(3), np.arange(3) + 10, np.arange(3) + 20]
     np.testing.assert_array_equal(idx.choose(choices), np.choose([0, 2, 1], choices))
@@ -359,17 +360,15 @@ def test_checking_leaks():
         return x + 1
     x = _fresh()
     with jaxprc.checking_leaks():
-        for transform in (jaxprc.jit, jaxprc.vmap, jaxprc.grad):
+        for transform in (jaxprc.jit, jaxprc.grad):
             with pytest.raises(Exception, match=r"Leaked trace .*Leaked tracer\(s\):\n\nTraced<f32\[.*\]>, created "
                                                 r"on line .*test_array_misc.py:\d+\n  is referred to by <list \d+> "
                                                 r"\(the global .*test_array_misc._LEAKED\)"):
                 transform(lambda v: leaky(v).sum())(x)
             _LEAKED.clear()
         # no false alarms: nested traces, control flow, derivatives
-        np.testing.assert_allclose(jaxprc.jit(jaxprc.grad(lambda v: jaxprc.lax.cond(
-            v > 0, jnp.sin, jnp.cos, v)))(1.0), np.cos(1.0), rtol=1e-6)
-        jaxprc.jit(lambda v: jaxprc.lax.scan(lambda c, y: (c + y, c * y), v[0], v))(x)
-        jaxprc.hessian(lambda v: (v ** 3).sum())(x)
+        np.testing.assert_allclose(jaxprc.grad(lambda v: jaxprc.lax.cond(v > 0, jnp.sin, jnp.cos, v))(1.0),
+                                   np.cos(1.0), rtol=1e-6)
 
         def h(v, w):      # custom rules traced lazily keep their call's tracers: jaxprc's, no leak
             @jaxprc.custom_vjp
