@@ -5,7 +5,9 @@ import gzip
 import json
 import pathlib
 import socket
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -180,3 +182,24 @@ def test_failed_export_raises_and_ends_the_trace(tmp_path):
         profiler.stop_trace()
     with profiler.trace(tmp_path / "next"):
         pass
+
+
+def test_register_subprocess_returns_its_unregister_function():
+    port = _free_port()
+    child = subprocess.Popen([sys.executable, "-c", "import sys, jaxprc.profiler as p; "
+                              f"p.start_server({port}, requires_backend=False); sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while True:                           # until the child's server listens
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the child's profiler server did not start"
+                time.sleep(0.1)
+        unregister = profiler.register_subprocess(child.pid, port)
+        unregister()
+    finally:
+        child.kill()
+        child.wait()
