@@ -136,11 +136,11 @@ def _protobuf_fields(data: bytes) -> list:
 
 
 def test_device_memory_profile_is_gzipped_pprof(tmp_path):
-    live = jnp.arange(1000.0)                 # noqa: F841 -- a live buffer to profile
+    live = jnp.arange(1000.0).block_until_ready()         # a live buffer to profile
     fields = _protobuf_fields(gzip.decompress(profiler.device_memory_profile()))
     strings = [v for f, v in fields if f == 6]                       # pprof Profile.string_table
     assert strings[0] == b"" and b"space" in strings                  # sample type ("space", "bytes")
-    assert any(f == 2 for f, _ in fields)                            # samples: the live buffers
+    assert any(f == 2 for f, _ in fields) and not live.is_deleted()  # samples: the live buffers
     profiler.save_device_memory_profile(tmp_path / "mem.prof", backend=jaxprc.default_backend())
     _protobuf_fields(gzip.decompress((tmp_path / "mem.prof").read_bytes()))
     with pytest.raises(RuntimeError, match="tpu"):
