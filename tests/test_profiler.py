@@ -7,7 +7,9 @@ import pathlib
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -203,3 +205,35 @@ def test_register_subprocess_returns_its_unregister_function():
     finally:
         child.kill()
         child.wait()
+
+
+def _port_free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def test_perfetto_link_serves_the_trace_until_fetched(tmp_path, capsys):
+    if not _port_free(9001):
+        pytest.skip("port 9001 (where ui.perfetto.dev looks) is in use")
+    fetched = []
+
+    def perfetto_ui():               # what ui.perfetto.dev does with the printed link
+        for _ in range(300):
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:9001/perfetto_trace.json.gz", timeout=5) as r:
+                    fetched.append((r.headers["Access-Control-Allow-Origin"], r.read()))
+                    return
+            except OSError:
+                time.sleep(0.1)
+    ui = threading.Thread(target=perfetto_ui)
+    ui.start()
+    with profiler.trace(tmp_path, create_perfetto_link=True):
+        scaled_sine(jnp.ones(3)).block_until_ready()
+    ui.join()
+    (cors, body), = fetched
+    assert cors == "*" and "traceEvents" in json.loads(gzip.decompress(body))
+    assert "https://ui.perfetto.dev/#!/?url=http://127.0.0.1:9001/perfetto_trace.json.gz" in capsys.readouterr().out
