@@ -106,7 +106,8 @@ def start_trace(log_dir: os.PathLike | str, create_perfetto_link: bool = False,
 
 def stop_trace() -> None:
     """Stop the running trace and save it to the ``log_dir`` given to :func:`start_trace`;
-    RuntimeError if no trace is running."""
+    RuntimeError if no trace is running. A failed export (``log_dir`` not a directory) raises
+    jaxlib's error and still ends the trace (JAX's stays started: no trace could start again)."""
     with _state.lock:
         if _state.session is None:
             raise RuntimeError("No profile started")

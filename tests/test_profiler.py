@@ -5,7 +5,11 @@ import gzip
 import json
 import pathlib
 import socket
+import subprocess
 import sys
+import threading
+import time
+import urllib.request
 
 import pytest
 
@@ -134,11 +138,11 @@ def _protobuf_fields(data: bytes) -> list:
 
 
 def test_device_memory_profile_is_gzipped_pprof(tmp_path):
-    live = jnp.arange(1000.0)                 # noqa: F841 -- a live buffer to profile
+    live = jnp.arange(1000.0).block_until_ready()         # a live buffer to profile
     fields = _protobuf_fields(gzip.decompress(profiler.device_memory_profile()))
     strings = [v for f, v in fields if f == 6]                       # pprof Profile.string_table
     assert strings[0] == b"" and b"space" in strings                  # sample type ("space", "bytes")
-    assert any(f == 2 for f, _ in fields)                            # samples: the live buffers
+    assert any(f == 2 for f, _ in fields) and not live.is_deleted()  # samples: the live buffers
     profiler.save_device_memory_profile(tmp_path / "mem.prof", backend=jaxprc.default_backend())
     _protobuf_fields(gzip.decompress((tmp_path / "mem.prof").read_bytes()))
     with pytest.raises(RuntimeError, match="tpu"):
@@ -180,3 +184,56 @@ def test_failed_export_raises_and_ends_the_trace(tmp_path):
         profiler.stop_trace()
     with profiler.trace(tmp_path / "next"):
         pass
+
+
+def test_register_subprocess_returns_its_unregister_function():
+    port = _free_port()
+    child = subprocess.Popen([sys.executable, "-c", "import sys, jaxprc.profiler as p; "
+                              f"p.start_server({port}, requires_backend=False); sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while True:                           # until the child's server listens
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the child's profiler server did not start"
+                time.sleep(0.1)
+        unregister = profiler.register_subprocess(child.pid, port)
+        unregister()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _port_free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def test_perfetto_link_serves_the_trace_until_fetched(tmp_path, capsys):
+    if not _port_free(9001):
+        pytest.skip("port 9001 (where ui.perfetto.dev looks) is in use")
+    fetched = []
+
+    def perfetto_ui():               # what ui.perfetto.dev does with the printed link
+        for _ in range(300):
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:9001/perfetto_trace.json.gz", timeout=5) as r:
+                    fetched.append((r.headers["Access-Control-Allow-Origin"], r.read()))
+                    return
+            except OSError:
+                time.sleep(0.1)
+    ui = threading.Thread(target=perfetto_ui)
+    ui.start()
+    with profiler.trace(tmp_path, create_perfetto_link=True):
+        scaled_sine(jnp.ones(3)).block_until_ready()
+    ui.join()
+    (cors, body), = fetched
+    assert cors == "*" and "traceEvents" in json.loads(gzip.decompress(body))
+    assert "https://ui.perfetto.dev/#!/?url=http://127.0.0.1:9001/perfetto_trace.json.gz" in capsys.readouterr().out

@@ -3,7 +3,6 @@
 Both libraries drive the one process-wide jaxlib profiler, so their traces run one after the other."""
 import gzip
 import json
-import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -82,10 +81,11 @@ def _has_pprof_sample_type(profile: bytes) -> bool:
 
 
 def test_device_memory_profile_matches(tmp_path):
-    keep = [np_.arange(100.0) for _, np_, _ in LIBS.values()]    # noqa: F841 -- live buffers
+    live = [np_.arange(100.0).block_until_ready() for _, np_, _ in LIBS.values()]
     for name, (_, _, prof) in LIBS.items():
         assert _has_pprof_sample_type(prof.device_memory_profile()), name
         prof.save_device_memory_profile(tmp_path / name)
         assert _has_pprof_sample_type((tmp_path / name).read_bytes()), name
+    assert not any(x.is_deleted() for x in live)
     errors = {name: _raised(lambda: prof.device_memory_profile("tpu")) for name, (_, _, prof) in LIBS.items()}
     assert errors["jax"][0] is errors["jaxprc"][0] is RuntimeError
