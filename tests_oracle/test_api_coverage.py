@@ -23,6 +23,8 @@ ENFORCED = {
     "jax.nn.initializers": "jaxprc.nn.initializers", "jax.numpy.linalg": "jaxprc.numpy.linalg",
     "jax.numpy.fft": "jaxprc.numpy.fft", "jax.scipy.linalg": "jaxprc.scipy.linalg",
     "jax.distributed": "jaxprc.distributed",
+    "jax.scipy.interpolate": "jaxprc.scipy.interpolate", "jax.scipy.cluster.vq": "jaxprc.scipy.cluster.vq",
+    "jax.scipy.spatial.transform": "jaxprc.scipy.spatial.transform",
     **{f"jax.scipy.stats.{m}": f"jaxprc.scipy.stats.{m}" for m in sorted(
         n for n in dir(jax.scipy.stats) if not n.startswith("_") and
         type(getattr(jax.scipy.stats, n)).__name__ == "module")},
