@@ -34,6 +34,8 @@ ENFORCED = {
     "jax.custom_batching": "jaxprc.custom_batching",
     "jax.distributed": "jaxprc.distributed", "jax.experimental.jet": "jaxprc.experimental.jet",
     "jax.profiler": "jaxprc.profiler",
+    "jax.scipy.interpolate": "jaxprc.scipy.interpolate", "jax.scipy.cluster.vq": "jaxprc.scipy.cluster.vq",
+    "jax.scipy.spatial.transform": "jaxprc.scipy.spatial.transform",
     **{f"jax.scipy.stats.{m}": f"jaxprc.scipy.stats.{m}" for m in sorted(
         n for n in dir(jax.scipy.stats) if not n.startswith("_") and
         type(getattr(jax.scipy.stats, n)).__name__ == "module")},

@@ -1,4 +1,4 @@
-"""jaxprc.scipy: SciPy functions with JAX's semantics (special, stats, linalg, fft, signal, ndimage, sparse.linalg, optimize, integrate)."""
+"""jaxprc.scipy: SciPy functions with JAX's semantics (special, stats, linalg, fft, signal, ndimage, sparse.linalg, optimize, integrate, interpolate, cluster.vq, spatial.transform)."""
 from . import special  # noqa: F401
 from . import fft  # noqa: F401
 from . import sparse  # noqa: F401

@@ -14,7 +14,8 @@ def vq(obs, code_book, check_finite: bool = True):
     ``obs`` (M, N), and the distance to it; 1-D arguments are length-1 vectors. ``check_finite``
     is accepted and unused, as in JAX (values cannot be checked on traced arrays)."""
     del check_finite
-    aval_of(obs, "scipy.cluster.vq.vq"), aval_of(code_book, "scipy.cluster.vq.vq")
+    for x in (obs, code_book):
+        aval_of(x, "scipy.cluster.vq.vq")       # a clear error for lists and other non-arrays
     obs, code_book = promote_no_broadcast("scipy.cluster.vq.vq", obs, code_book)
     if obs.ndim != code_book.ndim:
         raise ValueError("Observation and code_book should have the same rank")

@@ -263,10 +263,11 @@ class Rotation(typing.NamedTuple):
 
     def apply(self, vectors, inverse: bool = False):
         """Rotate ``vectors`` (shape (..., 3)), by the inverse rotation if ``inverse``."""
-        vectors = jnp.asarray(vectors) if isinstance(vectors, (list, tuple)) else vectors
-        if aval_of(vectors, "Rotation.apply").shape[-1:] != (3,):
-            raise ValueError(f"{located('Rotation.apply')}: expected vectors of shape (..., 3), "
-                             f"got shape {aval_of(vectors).shape}")
+        if isinstance(vectors, (list, tuple)):
+            vectors = jnp.asarray(vectors)
+        shape = aval_of(vectors, "Rotation.apply").shape
+        if shape[-1:] != (3,):
+            raise ValueError(f"{located('Rotation.apply')}: expected vectors of shape (..., 3), got shape {shape}")
         matrix = self.as_matrix()
         matrix = jnp.where(inverse, jnp.swapaxes(matrix, -1, -2), matrix)
         return jnp.matmul(matrix, jnp.asarray(vectors)[..., None])[..., 0]
@@ -297,7 +298,7 @@ class Rotation(typing.NamedTuple):
         return jnp.roll(quat, 1, axis=-1) if scalar_first else quat
 
     def inv(self):
-        return Rotation(self.quat * jnp.array([-1, -1, -1, 1], dtype=self.quat.dtype))
+        return Rotation(jnp.concatenate([-self.quat[..., :3], self.quat[..., 3:]], axis=-1))
 
     def magnitude(self):
         """The rotation angles, in [0, pi]."""
@@ -313,7 +314,7 @@ class Rotation(typing.NamedTuple):
         if w.shape[0] != n:
             raise ValueError("Expected `weights` to have number of values equal to number of rotations, "
                              f"got {w.shape[0]} values and {n} rotations.")
-        _, vectors = jnp.linalg.eigh(jnp.matmul(w * quat.T, quat))
+        _, vectors = jnp.linalg.eigh(jnp.matmul(w[None, :] * quat.T, quat))
         return Rotation(vectors[:, -1])
 
     @property
