@@ -268,3 +268,27 @@ def test_array_arguments_are_inputs_with_known_values():
     checked = ck.checkify(g)
     assert checked(jnp.float32(3), 2, "x")[0].get() == "x 3.0 too big (`check` failed)"
     assert checked(jnp.float32(-3), 2, "x")[0].get() is None
+
+
+def _count_to(n):
+    """Member ``n`` loops ``n`` times; one more step would index past ``x`` and fail its check."""
+    x = jnp.arange(3.0)
+
+    def body(c):
+        i, s = c
+        ck.check(i < 3, "i is {}", i)
+        return i + 1, s + x[i]
+    return lax.while_loop(lambda c: c[0] < n, body, (0, 0.0))[1]
+
+
+def test_batched_while_stopping_per_member_is_refused_not_misreported():
+    ns = jnp.array([1, 3, 2])     # members stop at different steps; finished ones would fail
+    err, out = jx.vmap(ck.checkify(_count_to, errors=ck.all_checks))(ns)
+    assert err.get() is None and out.tolist() == [0.0, 3.0, 1.0]
+    for f in (ck.checkify(jx.vmap(_count_to)), ck.checkify(jx.jit(jx.vmap(_count_to)), errors=ck.index_checks),
+              ck.checkify(jx.vmap(jx.jit(_count_to)))):
+        with pytest.raises(ValueError, match="^Checkify does not support batched while-loops"):
+            f(ns)
+    count = lambda n: lax.while_loop(lambda c: c < n, lambda c: c + 1, 0)     # noqa: E731
+    err, out = ck.checkify(jx.vmap(count), errors=ck.all_checks)(ns)     # nothing to check: runs
+    assert err.get() is None and out.tolist() == [1, 3, 2]

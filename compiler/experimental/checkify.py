@@ -15,9 +15,9 @@ Each check site gets a fresh code; per slot the earliest failure is kept, and
 
 Unlike JAX: a custom_jvp/custom_vjp function that adds checks is checked inline
 (the checkified program keeps no custom rule for it); ``shard_map`` bodies are not
-entered (checks there raise NotImplementedError); a while loop batched by ``vmap``
-carries no mark of it, so checks in its body also see members that have finished
-(JAX refuses checkify of a batched while).
+entered (checks there raise NotImplementedError). A while loop batched by ``vmap``
+whose members stop at different steps is refused as in JAX (ValueError) only where
+its body or cond would add checks; JAX refuses every such loop.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, s
 from jaxprc.ir.tree_util import register_pytree_node_class, tree_flatten, tree_leaves, tree_unflatten
 from jaxprc.lax.call import jit_p
 from jaxprc.lax.control_flow.conditionals import cond_p
-from jaxprc.lax.control_flow.loops import scan_p, while_p
+from jaxprc.lax.control_flow.loops import scan_p, stops_per_member, while_p
 from jaxprc.lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
 from jaxprc.lax.checks import (ErrorMessage, JaxRuntimeError, arg_structure, check_p, first_failure, reduce_batched,
                                slots_of)
@@ -544,6 +544,12 @@ def _scan_rule(error, enabled, eqn, operands):
     return _split_error(tree, outs)
 
 
+# A loop batched by vmap whose members stop at different steps runs its body for members that
+# have finished too; checking it would report failures that never happen (as JAX, refused).
+_BATCHED_WHILE = ("Checkify does not support batched while-loops (checkify-of-vmap-of-while). \nHint: "
+                  "if possible, move the vmap to the outer level to get vmap-of-checkify-of-while.")
+
+
 def _while_rule(error, enabled, eqn, operands):
     """The cond is checked once before the loop and after each body (in the body); the body
     carries the error: (cond consts, body consts, error, carry) -> (error, carry)."""
@@ -561,6 +567,8 @@ def _while_rule(error, enabled, eqn, operands):
     body_avals = [*cond.in_avals[:ncc], *body.in_avals]
     trace = lambda err: _checked(body_then_cond, err, body_avals, err_at=ncc + nbc)
     error, (checked_body, bhoisted, tree) = _fixed_error(error, trace)
+    if stops_per_member(cond) and _error_skeleton(tree)._metadata != error._metadata:
+        raise ValueError(_BATCHED_WHILE)
     n_err = tree.num_leaves
 
     def cond_only(err, args):     # the loop's predicate; its checks ran in the body already

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import weakref
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -623,6 +624,17 @@ def _while_rule(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
     return outs, carry_dims
 
 
+# The cond jaxprs of loops whose batch members stop at different steps (a member that has
+# stopped still runs the body, its results dropped): checkify must not check those bodies.
+_PER_MEMBER_CONDS = weakref.WeakSet()
+
+
+def stops_per_member(cond_jaxpr: ClosedJaxpr) -> bool:
+    """Whether a while's cond was made by ``vmap`` of a loop whose members stop at different
+    steps (its body also runs for members that have finished)."""
+    return cond_jaxpr.jaxpr in _PER_MEMBER_CONDS
+
+
 def _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size, cond_jaxpr, body_jaxpr):
     """Examples stop at different steps: loop while any continues; the others keep their carry."""
     nc, nb, n = len(cconsts), len(bconsts), len(init)
@@ -648,6 +660,7 @@ def _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size, cond_
         return outs
 
     cond_j = trace_to_jaxpr(new_cond, cond_avals, name="vmap")
+    _PER_MEMBER_CONDS.add(cond_j.jaxpr)
     body_j = trace_to_jaxpr(new_body, [*cond_avals[:nc], *body_avals], name="vmap")
     init = [matchaxis(x, d, 0, size) for x, d in zip(init, idims)]
     # The body evaluates the predicate too, so it gets the cond consts ahead of its own.
