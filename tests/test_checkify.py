@@ -292,3 +292,27 @@ def test_batched_while_stopping_per_member_is_refused_not_misreported():
     count = lambda n: lax.while_loop(lambda c: c < n, lambda c: c + 1, 0)     # noqa: E731
     err, out = ck.checkify(jx.vmap(count), errors=ck.all_checks)(ns)     # nothing to check: runs
     assert err.get() is None and out.tolist() == [1, 3, 2]
+
+
+@jx.custom_jvp
+def _sin_checked(x):
+    ck.check(x > 0, "f got {}", x)
+    return jnp.sin(x)
+
+
+_sin_checked.defjvp(lambda p, t: (_sin_checked(p[0]), t[0] * 2))     # not sin's derivative
+
+
+def test_checkify_keeps_custom_jvp_rules():
+    g = ck.checkify(lambda x: _sin_checked(x) * x, errors=ck.all_checks)
+    assert g(F(-1))[0].get() == "f got -1.0 (`check` failed)"
+    want = 2 * 1.5 + np.sin(1.5)      # the rule's 2, not cos
+    assert np.isclose(float(jx.grad(lambda x: g(x)[1])(F(1.5))), want)
+    assert np.isclose(float(jx.jit(jx.grad(lambda x: g(x)[1]))(F(1.5))), want)
+    np.testing.assert_allclose(jx.vmap(jx.grad(lambda x: g(x)[1]))(jnp.array([1.5, -1.0])),
+                               [want, -2 + np.sin(-1.0)], rtol=1e-6)
+    (err, _), (_, t) = jx.jvp(g, (F(-1),), (F(1),))
+    assert err.get() is None and np.isclose(float(t), -2 + np.sin(-1.0))   # as JAX: the rule forwards
+    cj = jx.make_jaxpr(g)(F(1))
+    assert "custom_jvp_call" in str(cj)
+    assert_round_trip(cj)

@@ -227,3 +227,20 @@ def test_batched_while_whose_members_stop_apart_is_refused_alike():
             m.ck.checkify(m.jx.vmap(lambda n: count_to(m, n)), errors=m.ck.all_checks)(ns)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+def test_custom_jvp_rules_survive_checkify():
+    def run(m):
+        @m.jx.custom_jvp
+        def f(x):
+            m.ck.check(x > 0, "f got {}", x)
+            return m.jnp.sin(x)
+        f.defjvp(lambda p, t: (f(p[0]), t[0] * 2))
+        g = m.ck.checkify(lambda x: f(x) * x, errors=m.ck.all_checks)
+        (err, _), (_, t) = m.jx.jvp(g, (F(2),), (F(1),))
+        return (g(F(-1))[0].get(), err.get(), float(t), float(m.jx.grad(lambda x: g(x)[1])(F(1.5))),
+                np.asarray(m.jx.vmap(m.jx.grad(lambda x: g(x)[1]))(m.jnp.array([1.5, 0.5]))).tolist())
+    got, want = run(OURS), run(JAX)
+    assert got[:2] == want[:2]
+    np.testing.assert_allclose(got[2:4], want[2:4], rtol=1e-6)
+    np.testing.assert_allclose(got[4], want[4], rtol=1e-6)

@@ -13,11 +13,14 @@ reports every failing index) and ``grad``.
 Each check site gets a fresh code; per slot the earliest failure is kept, and
 ``Error.get`` reports the failure with the smallest code, as JAX.
 
-Unlike JAX: a custom_jvp/custom_vjp function that adds checks is checked inline
-(the checkified program keeps no custom rule for it); ``shard_map`` bodies are not
-entered (checks there raise NotImplementedError). A while loop batched by ``vmap``
-whose members stop at different steps is refused as in JAX (ValueError) only where
-its body or cond would add checks; JAX refuses every such loop.
+A custom_jvp function keeps its rule: the call takes and returns the error, and its
+rule, as JAX's, forwards the error it is given. Unlike JAX: the rule runs with the
+checks it contains removed (JAX runs them eagerly and raises where one fails); a
+custom_vjp function that adds checks is checked inline (the checkified program keeps
+no custom rule for it); ``shard_map`` bodies are not entered (checks there raise
+NotImplementedError). A while loop batched by ``vmap`` whose members stop at
+different steps is refused as in JAX (ValueError) only where its body or cond would
+add checks; JAX refuses every such loop.
 """
 from __future__ import annotations
 
@@ -28,17 +31,18 @@ import numpy as np
 
 from jaxprc import numpy as jnp
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Thunk, Var, subjaxprs
 from jaxprc.ir.effects import Effect, jaxpr_effects
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, source_info_of, trace_to_jaxpr
 from jaxprc.ir.tree_util import register_pytree_node_class, tree_flatten, tree_leaves, tree_unflatten
 from jaxprc.lax.call import jit_p
 from jaxprc.lax.control_flow.conditionals import cond_p
 from jaxprc.lax.control_flow.loops import scan_p, stops_per_member, while_p
-from jaxprc.lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
+from jaxprc.lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p, rule_const_count
 from jaxprc.lax.checks import (ErrorMessage, JaxRuntimeError, arg_structure, check_p, first_failure, reduce_batched,
                                slots_of)
 from jaxprc.lax.remat import checkpoint_p
+from jaxprc.passes.jvp import is_differentiable
 from jaxprc.runtime import Array
 
 __all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic_checks", "check",
@@ -582,12 +586,52 @@ def _while_rule(error, enabled, eqn, operands):
     return _split_error(tree, outs)
 
 
+def _checks_nothing(fun: ClosedJaxpr, error: Error, tree) -> bool:
+    """Whether a custom function, checked into an error of ``tree``, can be kept as it is."""
+    return _error_skeleton(tree)._metadata == error._metadata and Effect.check not in jaxpr_effects(fun.jaxpr)
+
+
+def _custom_jvp_rule(error, enabled, eqn, operands):
+    """A custom_jvp call stays one, its function checked: it takes and returns the error's
+    values (arguments, after the consts), and its rule forwards the error it is given, as JAX's
+    (a derivative does not check again: the rule runs with its checks removed)."""
+    p = eqn.params
+    fun, nc, rule = p["fun_jaxpr"], p["num_consts"], p["jvp_jaxpr_thunk"]
+    trace = lambda err: _checked(_runner(fun, enabled), err, fun.in_avals, err_at=nc)
+    if _checks_nothing(fun, error, trace(error)[2]):
+        return error, eqn.primitive.bind(*operands, **p)
+    error, (checked, hoisted, tree) = _fixed_error(error, trace)
+    err_leaves, h = tree_leaves(error), len(hoisted)
+    j = checked.jaxpr      # its inputs: hoisted, consts, error, args -> consts, hoisted, error, args
+    new_fun = ClosedJaxpr(Jaxpr([], [*j.invars[h:h + nc], *j.invars[:h], *j.invars[h + nc:]], j.outvars, j.eqns), [])
+    err_avals, arg_avals = [get_aval(x) for x in err_leaves], fun.in_avals[nc:]
+    n_out = len(fun.out_avals)
+
+    def forwarding_rule():     # (rule consts, error, args, error tangents, arg tangents)
+        r = rule()
+        n_args = len(arg_avals)
+        k = rule_const_count(r, n_args + sum(map(is_differentiable, arg_avals)))
+        err_tangents = [a for a in err_avals if is_differentiable(a)]
+        n_err, n_et = len(err_avals), len(err_tangents)
+
+        def lifted(*xs):
+            consts, err, args, ts = xs[:k], xs[k:k + n_err], xs[k + n_err:k + n_err + n_args], xs[k + n_err + n_args:]
+            outs = _checkify_jaxpr(r.jaxpr, r.consts, frozenset(), init_error, [*consts, *args, *ts[n_et:]])[1]
+            return [*err, *outs[:n_out], *ts[:n_et], *outs[n_out:]]
+        avals = [*r.in_avals[:k], *err_avals, *arg_avals, *err_tangents, *r.in_avals[k + n_args:]]
+        return trace_to_jaxpr(lifted, avals, name="checkify")
+    outs = eqn.primitive.bind(*operands[:nc], *hoisted, *err_leaves, *operands[nc:], fun_jaxpr=new_fun,
+                              jvp_jaxpr_thunk=Thunk(forwarding_rule, name=rule.name), num_consts=nc + h,
+                              symbolic_zeros=p["symbolic_zeros"])
+    return _split_error(tree, outs)
+
+
 def _custom_rule(error, enabled, eqn, operands):
-    """A custom_jvp/custom_vjp call: kept whole when its function checks nothing; otherwise
-    its function is checked inline (the custom rule is not kept then)."""
+    """A custom_vjp call: kept whole when its function checks nothing; otherwise its function
+    is checked inline (the custom rule is not kept then)."""
     fun = eqn.params["fun_jaxpr"]
     checked, consts, tree = _checked(_runner(fun, enabled), error, fun.in_avals)
-    if _error_skeleton(tree)._metadata == error._metadata:
+    if _checks_nothing(fun, error, tree):
         return error, eqn.primitive.bind(*operands, **eqn.params)
     return _split_error(tree, eval_jaxpr(checked.jaxpr, [], *consts, *tree_leaves(error), *operands))
 
@@ -610,7 +654,7 @@ def _rules() -> dict:
     for n in ("scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"):
         rules[PRIMITIVES[n]] = _scatter_nan_rule
     rules.update({check_p: _check_rule, jit_p: _call_rule, checkpoint_p: _call_rule, cond_p: _cond_rule,
-                  scan_p: _scan_rule, while_p: _while_rule, custom_jvp_call_jaxpr_p: _custom_rule,
+                  scan_p: _scan_rule, while_p: _while_rule, custom_jvp_call_jaxpr_p: _custom_jvp_rule,
                   custom_vjp_call_jaxpr_p: _custom_rule})
     return rules
 
