@@ -316,3 +316,26 @@ def test_checkify_keeps_custom_jvp_rules():
     cj = jx.make_jaxpr(g)(F(1))
     assert "custom_jvp_call" in str(cj)
     assert_round_trip(cj)
+
+
+@jx.custom_vjp
+def _scaled_sin(x, y):
+    ck.check(x > 0, "f got {}", x)
+    return jnp.sin(x) * y
+
+
+_scaled_sin.defvjp(lambda x, y: (_scaled_sin(x, y), (x, y)), lambda r, ct: (3 * ct * r[1], ct * r[0]))
+
+
+def test_checkify_keeps_custom_vjp_rules():
+    g = ck.checkify(lambda x, y: _scaled_sin(x, y) * x, errors=ck.all_checks)
+    assert g(F(-1), F(2))[0].get() == "f got -1.0 (`check` failed)"
+    want = (3 * 2 * 1.5 + np.sin(1.5) * 2, 1.5 * 1.5)      # bwd's 3 * ct * y, not cos
+    for grad in (jx.grad(lambda x, y: g(x, y)[1], (0, 1)), jx.jit(jx.grad(lambda x, y: g(x, y)[1], (0, 1)))):
+        np.testing.assert_allclose(grad(F(1.5), F(2)), want, rtol=1e-6)
+    np.testing.assert_allclose(jx.vmap(jx.grad(lambda x: g(x, F(2))[1]))(jnp.array([1.5, -1.0])),
+                               [want[0], 3 * 2 * -1.0 + np.sin(-1.0) * 2], rtol=1e-6)
+    assert jx.vmap(g)(jnp.array([1.5, -0.5]), jnp.ones(2))[0].get() == "at mapped index 1: f got -0.5 (`check` failed)"
+    cj = jx.make_jaxpr(g)(F(1), F(2))
+    assert "custom_vjp_call" in str(cj)
+    assert_round_trip(cj)

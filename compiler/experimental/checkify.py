@@ -13,14 +13,13 @@ reports every failing index) and ``grad``.
 Each check site gets a fresh code; per slot the earliest failure is kept, and
 ``Error.get`` reports the failure with the smallest code, as JAX.
 
-A custom_jvp function keeps its rule: the call takes and returns the error, and its
-rule, as JAX's, forwards the error it is given. Unlike JAX: the rule runs with the
-checks it contains removed (JAX runs them eagerly and raises where one fails); a
-custom_vjp function that adds checks is checked inline (the checkified program keeps
-no custom rule for it); ``shard_map`` bodies are not entered (checks there raise
-NotImplementedError). A while loop batched by ``vmap`` whose members stop at
-different steps is refused as in JAX (ValueError) only where its body or cond would
-add checks; JAX refuses every such loop.
+custom_jvp/custom_vjp functions keep their rules: the call takes and returns the
+error, and its rules, as JAX's, forward the error they are given. Unlike JAX: a
+rule runs with the checks it contains removed (JAX runs them eagerly and raises
+where one fails, and cannot compile them under jit); ``shard_map`` bodies are not
+entered (checks there raise NotImplementedError). A while loop batched by ``vmap``
+whose members stop at different steps is refused as in JAX (ValueError) only where
+its body or cond would add checks; JAX refuses every such loop.
 """
 from __future__ import annotations
 
@@ -42,7 +41,7 @@ from jaxprc.lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_ca
 from jaxprc.lax.checks import (ErrorMessage, JaxRuntimeError, arg_structure, check_p, first_failure, reduce_batched,
                                slots_of)
 from jaxprc.lax.remat import checkpoint_p
-from jaxprc.passes.jvp import is_differentiable
+from jaxprc.passes.jvp import Zero, instantiate_zeros, is_differentiable
 from jaxprc.runtime import Array
 
 __all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic_checks", "check",
@@ -591,19 +590,35 @@ def _checks_nothing(fun: ClosedJaxpr, error: Error, tree) -> bool:
     return _error_skeleton(tree)._metadata == error._metadata and Effect.check not in jaxpr_effects(fun.jaxpr)
 
 
-def _custom_jvp_rule(error, enabled, eqn, operands):
-    """A custom_jvp call stays one, its function checked: it takes and returns the error's
-    values (arguments, after the consts), and its rule forwards the error it is given, as JAX's
-    (a derivative does not check again: the rule runs with its checks removed)."""
-    p = eqn.params
-    fun, nc, rule = p["fun_jaxpr"], p["num_consts"], p["jvp_jaxpr_thunk"]
+def _checked_custom(error, enabled, eqn):
+    """A custom call's function checked, for a call that takes and returns the error's values
+    (arguments, after the consts): (error with its slots, the function, hoisted consts, output
+    error tree); None when the call checks nothing and stays as it is."""
+    fun, nc = eqn.params["fun_jaxpr"], eqn.params["num_consts"]
     trace = lambda err: _checked(_runner(fun, enabled), err, fun.in_avals, err_at=nc)
     if _checks_nothing(fun, error, trace(error)[2]):
-        return error, eqn.primitive.bind(*operands, **p)
+        return None
     error, (checked, hoisted, tree) = _fixed_error(error, trace)
-    err_leaves, h = tree_leaves(error), len(hoisted)
-    j = checked.jaxpr      # its inputs: hoisted, consts, error, args -> consts, hoisted, error, args
+    j, h = checked.jaxpr, len(hoisted)      # inputs: hoisted, consts, error, args -> consts, hoisted, ...
     new_fun = ClosedJaxpr(Jaxpr([], [*j.invars[h:h + nc], *j.invars[:h], *j.invars[h + nc:]], j.outvars, j.eqns), [])
+    return error, new_fun, hoisted, tree
+
+
+def _unchecked(r: ClosedJaxpr, args):
+    """A custom rule evaluated with the checks it contains removed (it is not checked, as JAX's)."""
+    return _checkify_jaxpr(r.jaxpr, r.consts, frozenset(), init_error, args)[1]
+
+
+def _custom_jvp_rule(error, enabled, eqn, operands):
+    """A custom_jvp call stays one, its function checked; its rule forwards the error it is
+    given, as JAX's (a derivative does not check again)."""
+    p = eqn.params
+    found = _checked_custom(error, enabled, eqn)
+    if found is None:
+        return error, eqn.primitive.bind(*operands, **p)
+    error, new_fun, hoisted, tree = found
+    fun, nc, rule = p["fun_jaxpr"], p["num_consts"], p["jvp_jaxpr_thunk"]
+    err_leaves = tree_leaves(error)
     err_avals, arg_avals = [get_aval(x) for x in err_leaves], fun.in_avals[nc:]
     n_out = len(fun.out_avals)
 
@@ -616,24 +631,69 @@ def _custom_jvp_rule(error, enabled, eqn, operands):
 
         def lifted(*xs):
             consts, err, args, ts = xs[:k], xs[k:k + n_err], xs[k + n_err:k + n_err + n_args], xs[k + n_err + n_args:]
-            outs = _checkify_jaxpr(r.jaxpr, r.consts, frozenset(), init_error, [*consts, *args, *ts[n_et:]])[1]
+            outs = _unchecked(r, [*consts, *args, *ts[n_et:]])
             return [*err, *outs[:n_out], *ts[:n_et], *outs[n_out:]]
         avals = [*r.in_avals[:k], *err_avals, *arg_avals, *err_tangents, *r.in_avals[k + n_args:]]
         return trace_to_jaxpr(lifted, avals, name="checkify")
     outs = eqn.primitive.bind(*operands[:nc], *hoisted, *err_leaves, *operands[nc:], fun_jaxpr=new_fun,
-                              jvp_jaxpr_thunk=Thunk(forwarding_rule, name=rule.name), num_consts=nc + h,
+                              jvp_jaxpr_thunk=Thunk(forwarding_rule, name=rule.name), num_consts=nc + len(hoisted),
                               symbolic_zeros=p["symbolic_zeros"])
     return _split_error(tree, outs)
 
 
-def _custom_rule(error, enabled, eqn, operands):
-    """A custom_vjp call: kept whole when its function checks nothing; otherwise its function
-    is checked inline (the custom rule is not kept then)."""
-    fun = eqn.params["fun_jaxpr"]
-    checked, consts, tree = _checked(_runner(fun, enabled), error, fun.in_avals)
-    if _checks_nothing(fun, error, tree):
-        return error, eqn.primitive.bind(*operands, **eqn.params)
-    return _split_error(tree, eval_jaxpr(checked.jaxpr, [], *consts, *tree_leaves(error), *operands))
+class _ErrorBwd(Thunk):
+    """A custom_vjp ``bwd`` for a call that also takes and returns the error: it drops the
+    error's cotangents and gives the error's inputs zero ones. ``call`` (residuals, error
+    cotangents, output cotangents) runs the original; as a thunk it is that call's jaxpr."""
+
+    def __init__(self, bwd: Thunk, err_avals, n_out_cts: int):
+        super().__init__(self._trace, bwd.name)
+        self.bwd, self.n_out_cts = bwd, n_out_cts
+        self.err_avals = [a for a in err_avals if is_differentiable(a)]
+        self.runs_on_values = getattr(bwd, "runs_on_values", False)
+
+    def call(self, *args):
+        n_res = len(args) - len(self.err_avals) - self.n_out_cts
+        res, cts = args[:n_res], args[n_res + len(self.err_avals):]
+        call = getattr(self.bwd, "call", None)
+        if call is not None:
+            arg_cts = list(call(*res, *cts))
+        else:
+            j = self.bwd()
+            arg_cts = eval_jaxpr(j.jaxpr, j.consts, *res, *map(instantiate_zeros, cts))
+        return [*map(Zero, self.err_avals), *arg_cts]
+
+    def _trace(self) -> ClosedJaxpr:
+        in_avals = self.bwd().in_avals
+        n_res = len(in_avals) - self.n_out_cts
+        avals = [*in_avals[:n_res], *self.err_avals, *in_avals[n_res:]]
+        return trace_to_jaxpr(lambda *a: list(map(instantiate_zeros, self.call(*a))), avals, name=self.name)
+
+
+def _custom_vjp_rule(error, enabled, eqn, operands):
+    """A custom_vjp call stays one, its function checked; its fwd forwards the error it is
+    given and its bwd gives the error no cotangent, as JAX's."""
+    p = eqn.params
+    found = _checked_custom(error, enabled, eqn)
+    if found is None:
+        return error, eqn.primitive.bind(*operands, **p)
+    error, new_fun, hoisted, tree = found
+    fun, nc, fwd = p["fun_jaxpr"], p["num_consts"], p["fwd_jaxpr_thunk"]
+    err_leaves = tree_leaves(error)
+    err_avals, arg_avals = [get_aval(x) for x in err_leaves], fun.in_avals[nc:]
+
+    def forwarding_fwd():      # (fwd consts, error, args) -> (error, outs, residuals)
+        r = fwd()
+        k = rule_const_count(r, len(arg_avals))
+        n_err = len(err_avals)
+        lifted = lambda *xs: [*xs[k:k + n_err], *_unchecked(r, [*xs[:k], *xs[k + n_err:]])]  # noqa: E731
+        return trace_to_jaxpr(lifted, [*r.in_avals[:k], *err_avals, *arg_avals], name="checkify")
+    n_out_cts = sum(map(is_differentiable, fun.out_avals))
+    outs = eqn.primitive.bind(*operands[:nc], *hoisted, *err_leaves, *operands[nc:], fun_jaxpr=new_fun,
+                              fwd_jaxpr_thunk=Thunk(forwarding_fwd, name=fwd.name),
+                              bwd=_ErrorBwd(p["bwd"], err_avals, n_out_cts), num_consts=nc + len(hoisted),
+                              out_trees=p["out_trees"], symbolic_zeros=p["symbolic_zeros"])
+    return _split_error(tree, outs)
 
 
 _NAN_PRIMITIVES = (
@@ -655,7 +715,7 @@ def _rules() -> dict:
         rules[PRIMITIVES[n]] = _scatter_nan_rule
     rules.update({check_p: _check_rule, jit_p: _call_rule, checkpoint_p: _call_rule, cond_p: _cond_rule,
                   scan_p: _scan_rule, while_p: _while_rule, custom_jvp_call_jaxpr_p: _custom_jvp_rule,
-                  custom_vjp_call_jaxpr_p: _custom_rule})
+                  custom_vjp_call_jaxpr_p: _custom_vjp_rule})
     return rules
 
 
