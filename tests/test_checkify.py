@@ -7,6 +7,7 @@ import jaxprc as jx
 import jaxprc.numpy as jnp
 from jaxprc import lax
 from jaxprc.experimental import checkify as ck
+from multidevice import run_script
 from roundtrip import assert_round_trip
 
 F = np.float32
@@ -339,3 +340,7 @@ def test_checkify_keeps_custom_vjp_rules():
     cj = jx.make_jaxpr(g)(F(1), F(2))
     assert "custom_vjp_call" in str(cj)
     assert_round_trip(cj)
+
+
+def test_shard_map_bodies_on_4_cpu_devices():
+    run_script("checkify_checks.py", devices=4)      # tests/checkify_checks.py, in its own process

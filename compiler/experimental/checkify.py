@@ -16,10 +16,10 @@ Each check site gets a fresh code; per slot the earliest failure is kept, and
 custom_jvp/custom_vjp functions keep their rules: the call takes and returns the
 error, and its rules, as JAX's, forward the error they are given. Unlike JAX: a
 rule runs with the checks it contains removed (JAX runs them eagerly and raises
-where one fails, and cannot compile them under jit); ``shard_map`` bodies are not
-entered (checks there raise NotImplementedError). A while loop batched by ``vmap``
-whose members stop at different steps is refused as in JAX (ValueError) only where
-its body or cond would add checks; JAX refuses every such loop.
+where one fails, and cannot compile them under jit). A ``shard_map`` body gives
+each device's error, stacked on a new leading axis (as JAX's). A while loop batched
+by ``vmap`` whose members stop at different steps is refused as in JAX (ValueError)
+only where its body or cond would add checks; JAX refuses every such loop.
 """
 from __future__ import annotations
 
@@ -33,13 +33,14 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Thunk, Var, subjaxprs
 from jaxprc.ir.effects import Effect, jaxpr_effects
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, source_info_of, trace_to_jaxpr
-from jaxprc.ir.tree_util import register_pytree_node_class, tree_flatten, tree_leaves, tree_unflatten
+from jaxprc.ir.tree_util import register_pytree_node_class, tree_flatten, tree_leaves, tree_map, tree_unflatten
 from jaxprc.lax.call import jit_p
 from jaxprc.lax.control_flow.conditionals import cond_p
 from jaxprc.lax.control_flow.loops import scan_p, stops_per_member, while_p
 from jaxprc.lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p, rule_const_count
 from jaxprc.lax.checks import (ErrorMessage, JaxRuntimeError, arg_structure, check_p, first_failure, reduce_batched,
                                slots_of)
+from jaxprc.lax.parallel import _manual_sizes, _replicated, _trace_body, shard_map_p
 from jaxprc.lax.remat import checkpoint_p
 from jaxprc.passes.jvp import Zero, instantiate_zeros, is_differentiable
 from jaxprc.runtime import Array
@@ -329,10 +330,11 @@ def _runner(cj: ClosedJaxpr, enabled):
     return lambda err, args: _checkify_jaxpr(cj.jaxpr, cj.consts, enabled, err, args)
 
 
-def _checked(run, error: Error, arg_avals, err_at: int = 0):
+def _checked(run, error: Error, arg_avals, err_at: int = 0, trace=None):
     """Trace ``run(error, args) -> (error, outs)`` into a ClosedJaxpr without consts taking
     (hoisted consts, args with the error's values inserted at ``err_at``) and returning
-    (error values, outs). Returns it, the hoisted consts and the output error's tree."""
+    (error values, outs). Returns it, the hoisted consts and the output error's tree.
+    ``trace(fun, avals)``: how to trace it (default ``trace_to_jaxpr``)."""
     err_leaves, err_tree = tree_flatten(error)
     n = len(err_leaves)
     out_tree = []
@@ -345,7 +347,8 @@ def _checked(run, error: Error, arg_avals, err_at: int = 0):
         return [*leaves, *outs]
     avals = list(arg_avals)
     avals[err_at:err_at] = map(get_aval, err_leaves)
-    checked, consts = close_over_consts(trace_to_jaxpr(fun, avals, name="checkify"))
+    traced = trace_to_jaxpr(fun, avals, name="checkify") if trace is None else trace(fun, avals)
+    checked, consts = close_over_consts(traced)
     return checked, consts, out_tree[0]
 
 
@@ -696,6 +699,29 @@ def _custom_vjp_rule(error, enabled, eqn, operands):
     return _split_error(tree, outs)
 
 
+def _shard_map_rule(error, enabled, eqn, operands):
+    """As JAX's: the body takes the error replicated and gives each device's error, stacked
+    along a new leading axis over every mesh axis (the error is then batched: ``Error.get``
+    reports each failing device's index)."""
+    p = eqn.params
+    body, axes = p["jaxpr"], tuple(p["manual_axes"])
+    sizes = _manual_sizes(p["mesh"], axes)
+
+    def run(err, args):
+        err, outs = _checkify_jaxpr(body.jaxpr, body.consts, enabled, err, args)
+        return tree_map(lambda x: jnp.expand_dims(x, 0), err), outs
+    checked, hoisted, tree = _checked(run, error, body.in_avals,
+                                      trace=lambda fun, avals: _trace_body(fun, avals, sizes))
+    if _error_skeleton(tree)._metadata == error._metadata:
+        return error, eqn.primitive.bind(*operands, **p)
+    err_leaves = tree_leaves(error)
+    stacked = tuple((axes, *(() for _ in a.shape[1:])) for a in checked.out_avals[:tree.num_leaves])
+    outs = eqn.primitive.bind(*hoisted, *err_leaves, *operands, jaxpr=checked, mesh=p["mesh"],
+                              in_specs=_replicated([*hoisted, *err_leaves]) + tuple(p["in_specs"]),
+                              out_specs=stacked + tuple(p["out_specs"]), manual_axes=p["manual_axes"])
+    return _split_error(tree, outs)
+
+
 _NAN_PRIMITIVES = (
     "acos acosh add asin asinh atan2 atan atanh bessel_i0e bessel_i1e cbrt conv_general_dilated cos cosh "
     "cumlogsumexp cummax cummin cumprod cumsum digamma dot_general erf_inv erf erfc exp expm1 fft "
@@ -715,7 +741,7 @@ def _rules() -> dict:
         rules[PRIMITIVES[n]] = _scatter_nan_rule
     rules.update({check_p: _check_rule, jit_p: _call_rule, checkpoint_p: _call_rule, cond_p: _cond_rule,
                   scan_p: _scan_rule, while_p: _while_rule, custom_jvp_call_jaxpr_p: _custom_jvp_rule,
-                  custom_vjp_call_jaxpr_p: _custom_vjp_rule})
+                  custom_vjp_call_jaxpr_p: _custom_vjp_rule, shard_map_p: _shard_map_rule})
     return rules
 
 
