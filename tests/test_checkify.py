@@ -282,16 +282,25 @@ def _count_to(n):
     return lax.while_loop(lambda c: c[0] < n, body, (0, 0.0))[1]
 
 
-def test_batched_while_stopping_per_member_is_refused_not_misreported():
-    ns = jnp.array([1, 3, 2])     # members stop at different steps; finished ones would fail
-    err, out = jx.vmap(ck.checkify(_count_to, errors=ck.all_checks))(ns)
-    assert err.get() is None and out.tolist() == [0.0, 3.0, 1.0]
-    for f in (ck.checkify(jx.vmap(_count_to)), ck.checkify(jx.jit(jx.vmap(_count_to)), errors=ck.index_checks),
-              ck.checkify(jx.vmap(jx.jit(_count_to)))):
-        with pytest.raises(ValueError, match="^Checkify does not support batched while-loops"):
-            f(ns)
+def test_checkify_of_vmap_checks_each_member_only_while_it_loops():
+    # members stop at different steps; a finished member's extra steps would fail (JAX refuses)
+    ns = jnp.array([1, 3, 2])
+    for f in (ck.checkify(jx.vmap(_count_to), errors=ck.all_checks), jx.jit(ck.checkify(jx.vmap(_count_to))),
+              ck.checkify(jx.vmap(jx.jit(_count_to)), errors=ck.index_checks)):
+        err, out = f(ns)
+        assert err.get() is None and out.tolist() == [0.0, 3.0, 1.0]
+    nested = ck.checkify(jx.vmap(jx.vmap(_count_to)), errors=ck.all_checks)
+    assert nested(jnp.array([[1, 3], [2, 0]]))[0].get() is None
+    assert nested(jnp.array([[1, 4], [2, 0]]))[0].get() == "i is 3 (`check` failed)"
+    # a member that does fail: as vmap-of-checkify's last failing member
+    ns = jnp.array([5, 1, 4])
+    err, _ = ck.checkify(jx.vmap(_count_to), errors=ck.all_checks)(ns)
+    each, _ = jx.vmap(ck.checkify(_count_to, errors=ck.all_checks))(ns)
+    assert each.get().splitlines()[-1] == "at mapped index 2: " + err.get() == "at mapped index 2: i is 3 (`check` failed)"
+    err, _ = ck.checkify(jx.vmap(while_prog))(jnp.array([4, -7, 5], np.int32))     # checks in the cond too
+    assert err.get() == "cond saw -7 (`check` failed)"
     count = lambda n: lax.while_loop(lambda c: c < n, lambda c: c + 1, 0)     # noqa: E731
-    err, out = ck.checkify(jx.vmap(count), errors=ck.all_checks)(ns)     # nothing to check: runs
+    err, out = ck.checkify(jx.vmap(count), errors=ck.all_checks)(jnp.array([1, 3, 2]))
     assert err.get() is None and out.tolist() == [1, 3, 2]
 
 

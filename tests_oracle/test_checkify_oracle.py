@@ -214,21 +214,6 @@ def test_derivatives_of_checkified_functions():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
 
 
-def test_batched_while_whose_members_stop_apart_is_refused_alike():
-    def count_to(m, n):
-        def body(c):
-            m.ck.check(c[0] < 3, "i is {}", c[0])
-            return c[0] + 1, c[1] + m.jnp.arange(3.0)[c[0]]
-        return m.lax.while_loop(lambda c: c[0] < n, body, (0, 0.0))[1]
-    ns = np.array([1, 3, 2], np.int32)
-    messages = []
-    for m in (OURS, JAX):
-        with pytest.raises(ValueError) as info:
-            m.ck.checkify(m.jx.vmap(lambda n: count_to(m, n)), errors=m.ck.all_checks)(ns)
-        messages.append(str(info.value))
-    assert messages[0] == messages[1]
-
-
 def test_custom_jvp_rules_survive_checkify():
     def run(m):
         @m.jx.custom_jvp

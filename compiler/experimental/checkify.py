@@ -18,8 +18,8 @@ error, and its rules, as JAX's, forward the error they are given. Unlike JAX: a
 rule runs with the checks it contains removed (JAX runs them eagerly and raises
 where one fails, and cannot compile them under jit). A ``shard_map`` body gives
 each device's error, stacked on a new leading axis (as JAX's). A while loop batched
-by ``vmap`` whose members stop at different steps is refused as in JAX (ValueError)
-only where its body or cond would add checks; JAX refuses every such loop.
+by ``vmap`` whose members stop at different steps (JAX refuses it) checks each member
+only while it loops.
 """
 from __future__ import annotations
 
@@ -36,13 +36,14 @@ from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, s
 from jaxprc.ir.tree_util import register_pytree_node_class, tree_flatten, tree_leaves, tree_map, tree_unflatten
 from jaxprc.lax.call import jit_p
 from jaxprc.lax.control_flow.conditionals import cond_p
-from jaxprc.lax.control_flow.loops import scan_p, stops_per_member, while_p
+from jaxprc.lax.control_flow.loops import per_member_loop, scan_p, while_p
 from jaxprc.lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p, rule_const_count
 from jaxprc.lax.checks import (ErrorMessage, JaxRuntimeError, arg_structure, check_p, first_failure, reduce_batched,
                                slots_of)
 from jaxprc.lax.parallel import _manual_sizes, _replicated, _trace_body, shard_map_p
 from jaxprc.lax.remat import checkpoint_p
 from jaxprc.passes.jvp import Zero, instantiate_zeros, is_differentiable
+from jaxprc.passes.vmap import batch_eval, matchaxis
 from jaxprc.runtime import Array
 
 __all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic_checks", "check",
@@ -550,19 +551,38 @@ def _scan_rule(error, enabled, eqn, operands):
     return _split_error(tree, outs)
 
 
-# A loop batched by vmap whose members stop at different steps runs its body for members that
-# have finished too; checking it would report failures that never happen (as JAX, refused).
-_BATCHED_WHILE = ("Checkify does not support batched while-loops (checkify-of-vmap-of-while). \nHint: "
-                  "if possible, move the vmap to the outer level to get vmap-of-checkify-of-while.")
-
-
 def _while_rule(error, enabled, eqn, operands):
+    p = eqn.params
+    loop = per_member_loop(p["cond_jaxpr"])
+    if loop is not None:
+        return _per_member_while(error, enabled, loop, p["cond_nconsts"], operands)
+    return _checked_while(error, enabled, p["cond_jaxpr"], p["body_jaxpr"], p["cond_nconsts"],
+                          p["body_nconsts"], operands)
+
+
+def _per_member_while(error, enabled, loop, ncc: int, operands):
+    """A while made by vmap for members that stop at different steps runs its body for finished
+    members too: the unbatched loop is checked and batched instead (each member's error is
+    carried, so it stops with the member), and the members' errors reduced as a batched check."""
+    carry = operands[len(operands) - len(loop.cond_jaxpr.in_avals[ncc:]):]
+    nbc = len(loop.body_jaxpr.in_avals) - len(carry)
+    args = [*operands[:ncc], *operands[2 * ncc:2 * ncc + nbc], *carry]    # its body got the cond consts twice
+    run = lambda err, xs: _checked_while(err, enabled, loop.cond_jaxpr, loop.body_jaxpr, ncc, nbc, xs)  # noqa: E731
+    checked, hoisted, tree = _checked(run, init_error, [*loop.cond_jaxpr.in_avals[:ncc], *loop.body_jaxpr.in_avals])
+    outs, dims = batch_eval(checked.jaxpr, [], [*hoisted, *args],
+                            [*[None] * len(hoisted), *loop.cond_dims, *loop.body_dims, *[0] * len(carry)])
+    size = get_aval(carry[0]).shape[0]
+    member_err, outs = _split_error(tree, [matchaxis(x, d, 0, size) for x, d in zip(outs, dims)])
+    for e in sorted(member_err._pred):
+        (failed, code, payload), = reduce_batched([(member_err._pred[e], member_err._code[e], member_err._payload[e])])
+        error = _update(error, e, failed, code, payload, {})
+    return dataclasses.replace(error, _metadata={**member_err._metadata, **error._metadata}), outs
+
+
+def _checked_while(error, enabled, cond, body, ncc: int, nbc: int, operands):
     """The cond is checked once before the loop and after each body (in the body); the body
     carries the error: (cond consts, body consts, error, carry) -> (error, carry)."""
-    p = eqn.params
-    ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
     cconsts, bconsts, carry = operands[:ncc], operands[ncc:ncc + nbc], operands[ncc + nbc:]
-    cond, body = p["cond_jaxpr"], p["body_jaxpr"]
     error, _ = _checkify_jaxpr(cond.jaxpr, cond.consts, enabled, error, [*cconsts, *carry])
 
     def body_then_cond(err, args):
@@ -573,8 +593,6 @@ def _while_rule(error, enabled, eqn, operands):
     body_avals = [*cond.in_avals[:ncc], *body.in_avals]
     trace = lambda err: _checked(body_then_cond, err, body_avals, err_at=ncc + nbc)
     error, (checked_body, bhoisted, tree) = _fixed_error(error, trace)
-    if stops_per_member(cond) and _error_skeleton(tree)._metadata != error._metadata:
-        raise ValueError(_BATCHED_WHILE)
     n_err = tree.num_leaves
 
     def cond_only(err, args):     # the loop's predicate; its checks ran in the body already

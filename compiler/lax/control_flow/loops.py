@@ -624,15 +624,23 @@ def _while_rule(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
     return outs, carry_dims
 
 
-# The cond jaxprs of loops whose batch members stop at different steps (a member that has
-# stopped still runs the body, its results dropped): checkify must not check those bodies.
-_PER_MEMBER_CONDS = weakref.WeakSet()
+class PerMemberLoop(NamedTuple):
+    """What a while made by ``vmap`` of a loop whose members stop at different steps came
+    from: the unbatched loop and its operands' batch dims (the carry's are 0). Its body also
+    runs for members that have finished (their results dropped), so checkify, which must not
+    check those, checks the unbatched loop batched instead."""
+    cond_jaxpr: ClosedJaxpr
+    body_jaxpr: ClosedJaxpr
+    cond_dims: tuple
+    body_dims: tuple
 
 
-def stops_per_member(cond_jaxpr: ClosedJaxpr) -> bool:
-    """Whether a while's cond was made by ``vmap`` of a loop whose members stop at different
-    steps (its body also runs for members that have finished)."""
-    return cond_jaxpr.jaxpr in _PER_MEMBER_CONDS
+_PER_MEMBER_LOOPS = weakref.WeakKeyDictionary()     # the batched cond's jaxpr -> PerMemberLoop
+
+
+def per_member_loop(cond_jaxpr: ClosedJaxpr) -> PerMemberLoop | None:
+    """The unbatched loop of a while's cond made by ``vmap`` for members stopping apart."""
+    return _PER_MEMBER_LOOPS.get(cond_jaxpr.jaxpr)
 
 
 def _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size, cond_jaxpr, body_jaxpr):
@@ -660,7 +668,7 @@ def _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size, cond_
         return outs
 
     cond_j = trace_to_jaxpr(new_cond, cond_avals, name="vmap")
-    _PER_MEMBER_CONDS.add(cond_j.jaxpr)
+    _PER_MEMBER_LOOPS[cond_j.jaxpr] = PerMemberLoop(cond_jaxpr, body_jaxpr, tuple(cdims), tuple(bdims))
     body_j = trace_to_jaxpr(new_body, [*cond_avals[:nc], *body_avals], name="vmap")
     init = [matchaxis(x, d, 0, size) for x, d in zip(init, idims)]
     # The body evaluates the predicate too, so it gets the cond consts ahead of its own.
