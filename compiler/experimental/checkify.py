@@ -564,7 +564,7 @@ def _per_member_while(error, enabled, loop, ncc: int, operands):
     """A while made by vmap for members that stop at different steps runs its body for finished
     members too: the unbatched loop is checked and batched instead (each member's error is
     carried, so it stops with the member), and the members' errors reduced as a batched check."""
-    carry = operands[len(operands) - len(loop.cond_jaxpr.in_avals[ncc:]):]
+    carry = operands[len(operands) - (len(loop.cond_jaxpr.in_avals) - ncc):]
     nbc = len(loop.body_jaxpr.in_avals) - len(carry)
     args = [*operands[:ncc], *operands[2 * ncc:2 * ncc + nbc], *carry]    # its body got the cond consts twice
     run = lambda err, xs: _checked_while(err, enabled, loop.cond_jaxpr, loop.body_jaxpr, ncc, nbc, xs)  # noqa: E731
