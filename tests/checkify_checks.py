@@ -12,6 +12,7 @@ from jaxprc.sharding import PartitionSpec as P
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from multidevice import check, run  # noqa: E402
+from roundtrip import assert_round_trip  # noqa: E402
 
 mesh = jx.make_mesh((4,), ("x",))
 
@@ -33,6 +34,7 @@ def shard_map_errors_per_device():
         "at mapped index 2: out-of-bounds indexing for array of shape (2,): index 2 is out of bounds for "
         "axis 0 with size 2. \n"
         "at mapped index 3: block starting -1.0 not positive (`check` failed)"), err.get()
+    assert_round_trip(jx.make_jaxpr(f)(x))
     err, out = f(np.full(8, 0.25, np.float32))
     assert err.get() is None and out.shape == (8,)
     sm = jx.shard_map(lambda v: v / lax.psum(v, "x"), mesh=mesh, in_specs=P("x"), out_specs=P("x"))

@@ -286,7 +286,8 @@ def test_checkify_of_vmap_checks_each_member_only_while_it_loops():
     # members stop at different steps; a finished member's extra steps would fail (JAX refuses)
     ns = jnp.array([1, 3, 2])
     for f in (ck.checkify(jx.vmap(_count_to), errors=ck.all_checks), jx.jit(ck.checkify(jx.vmap(_count_to))),
-              ck.checkify(jx.vmap(jx.jit(_count_to)), errors=ck.index_checks)):
+              ck.checkify(jx.vmap(jx.jit(_count_to)), errors=ck.index_checks),
+              ck.checkify(jx.jit(jx.vmap(_count_to)))):
         err, out = f(ns)
         assert err.get() is None and out.tolist() == [0.0, 3.0, 1.0]
     nested = ck.checkify(jx.vmap(jx.vmap(_count_to)), errors=ck.all_checks)
