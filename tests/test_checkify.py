@@ -7,6 +7,7 @@ import jaxprc as jx
 import jaxprc.numpy as jnp
 from jaxprc import lax
 from jaxprc.experimental import checkify as ck
+from multidevice import run_script
 from roundtrip import assert_round_trip
 
 F = np.float32
@@ -268,3 +269,89 @@ def test_array_arguments_are_inputs_with_known_values():
     checked = ck.checkify(g)
     assert checked(jnp.float32(3), 2, "x")[0].get() == "x 3.0 too big (`check` failed)"
     assert checked(jnp.float32(-3), 2, "x")[0].get() is None
+
+
+def _count_to(n):
+    """Member ``n`` loops ``n`` times; one more step would index past ``x`` and fail its check."""
+    x = jnp.arange(3.0)
+
+    def body(c):
+        i, s = c
+        ck.check(i < 3, "i is {}", i)
+        return i + 1, s + x[i]
+    return lax.while_loop(lambda c: c[0] < n, body, (0, 0.0))[1]
+
+
+def test_checkify_of_vmap_checks_each_member_only_while_it_loops():
+    # members stop at different steps; a finished member's extra steps would fail (JAX refuses)
+    ns = jnp.array([1, 3, 2])
+    for f in (ck.checkify(jx.vmap(_count_to), errors=ck.all_checks), jx.jit(ck.checkify(jx.vmap(_count_to))),
+              ck.checkify(jx.vmap(jx.jit(_count_to)), errors=ck.index_checks),
+              ck.checkify(jx.jit(jx.vmap(_count_to)))):
+        err, out = f(ns)
+        assert err.get() is None and out.tolist() == [0.0, 3.0, 1.0]
+    nested = ck.checkify(jx.vmap(jx.vmap(_count_to)), errors=ck.all_checks)
+    assert nested(jnp.array([[1, 3], [2, 0]]))[0].get() is None
+    assert nested(jnp.array([[1, 4], [2, 0]]))[0].get() == "i is 3 (`check` failed)"
+    # a member that does fail: as vmap-of-checkify's last failing member
+    ns = jnp.array([5, 1, 4])
+    err, _ = ck.checkify(jx.vmap(_count_to), errors=ck.all_checks)(ns)
+    each, _ = jx.vmap(ck.checkify(_count_to, errors=ck.all_checks))(ns)
+    assert err.get() == "i is 3 (`check` failed)"
+    assert each.get().splitlines()[-1] == "at mapped index 2: " + err.get()
+    err, _ = ck.checkify(jx.vmap(while_prog))(jnp.array([4, -7, 5], np.int32))     # checks in the cond too
+    assert err.get() == "cond saw -7 (`check` failed)"
+    count = lambda n: lax.while_loop(lambda c: c < n, lambda c: c + 1, 0)     # noqa: E731
+    err, out = ck.checkify(jx.vmap(count), errors=ck.all_checks)(jnp.array([1, 3, 2]))
+    assert err.get() is None and out.tolist() == [1, 3, 2]
+
+
+@jx.custom_jvp
+def _sin_checked(x):
+    ck.check(x > 0, "f got {}", x)
+    return jnp.sin(x)
+
+
+_sin_checked.defjvp(lambda p, t: (_sin_checked(p[0]), t[0] * 2))     # not sin's derivative
+
+
+def test_checkify_keeps_custom_jvp_rules():
+    g = ck.checkify(lambda x: _sin_checked(x) * x, errors=ck.all_checks)
+    assert g(F(-1))[0].get() == "f got -1.0 (`check` failed)"
+    want = 2 * 1.5 + np.sin(1.5)      # the rule's 2, not cos
+    assert np.isclose(float(jx.grad(lambda x: g(x)[1])(F(1.5))), want)
+    assert np.isclose(float(jx.jit(jx.grad(lambda x: g(x)[1]))(F(1.5))), want)
+    np.testing.assert_allclose(jx.vmap(jx.grad(lambda x: g(x)[1]))(jnp.array([1.5, -1.0])),
+                               [want, -2 + np.sin(-1.0)], rtol=1e-6)
+    (err, _), (_, t) = jx.jvp(g, (F(-1),), (F(1),))
+    assert err.get() is None and np.isclose(float(t), -2 + np.sin(-1.0))   # as JAX: the rule forwards
+    cj = jx.make_jaxpr(g)(F(1))
+    assert "custom_jvp_call" in str(cj)
+    assert_round_trip(cj)
+
+
+@jx.custom_vjp
+def _scaled_sin(x, y):
+    ck.check(x > 0, "f got {}", x)
+    return jnp.sin(x) * y
+
+
+_scaled_sin.defvjp(lambda x, y: (_scaled_sin(x, y), (x, y)), lambda r, ct: (3 * ct * r[1], ct * r[0]))
+
+
+def test_checkify_keeps_custom_vjp_rules():
+    g = ck.checkify(lambda x, y: _scaled_sin(x, y) * x, errors=ck.all_checks)
+    assert g(F(-1), F(2))[0].get() == "f got -1.0 (`check` failed)"
+    want = (3 * 2 * 1.5 + np.sin(1.5) * 2, 1.5 * 1.5)      # bwd's 3 * ct * y, not cos
+    for grad in (jx.grad(lambda x, y: g(x, y)[1], (0, 1)), jx.jit(jx.grad(lambda x, y: g(x, y)[1], (0, 1)))):
+        np.testing.assert_allclose(grad(F(1.5), F(2)), want, rtol=1e-6)
+    np.testing.assert_allclose(jx.vmap(jx.grad(lambda x: g(x, F(2))[1]))(jnp.array([1.5, -1.0])),
+                               [want[0], 3 * 2 * -1.0 + np.sin(-1.0) * 2], rtol=1e-6)
+    assert jx.vmap(g)(jnp.array([1.5, -0.5]), jnp.ones(2))[0].get() == "at mapped index 1: f got -0.5 (`check` failed)"
+    cj = jx.make_jaxpr(g)(F(1), F(2))
+    assert "custom_vjp_call" in str(cj)
+    assert_round_trip(cj)
+
+
+def test_shard_map_bodies_on_4_cpu_devices():
+    run_script("checkify_checks.py", devices=4)      # tests/checkify_checks.py, in its own process

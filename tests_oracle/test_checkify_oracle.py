@@ -212,3 +212,35 @@ def test_derivatives_of_checkified_functions():
                 m.jx.vmap(m.jx.grad(lambda x: loop(x)[1]))(m.jnp.array([1.0, 2.0])))
     for got, want in zip(grads(OURS), grads(JAX)):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+def test_custom_jvp_rules_survive_checkify():
+    def run(m):
+        @m.jx.custom_jvp
+        def f(x):
+            m.ck.check(x > 0, "f got {}", x)
+            return m.jnp.sin(x)
+        f.defjvp(lambda p, t: (f(p[0]), t[0] * 2))
+        g = m.ck.checkify(lambda x: f(x) * x, errors=m.ck.all_checks)
+        (err, _), (_, t) = m.jx.jvp(g, (F(2),), (F(1),))
+        return (g(F(-1))[0].get(), err.get(), float(t), float(m.jx.grad(lambda x: g(x)[1])(F(1.5))),
+                np.asarray(m.jx.vmap(m.jx.grad(lambda x: g(x)[1]))(m.jnp.array([1.5, 0.5]))).tolist())
+    got, want = run(OURS), run(JAX)
+    assert got[:2] == want[:2]
+    np.testing.assert_allclose(got[2:4], want[2:4], rtol=1e-6)
+    np.testing.assert_allclose(got[4], want[4], rtol=1e-6)
+
+
+def test_custom_vjp_rules_survive_checkify():
+    def run(m):
+        @m.jx.custom_vjp
+        def f(x, y):
+            m.ck.check(x > 0, "f got {}", x)
+            return m.jnp.sin(x) * y
+        f.defvjp(lambda x, y: (f(x, y), (x, y)), lambda r, ct: (3 * ct * r[1], ct * r[0]))
+        g = m.ck.checkify(lambda x, y: f(x, y) * x, errors=m.ck.all_checks)
+        return (g(F(-1), F(2))[0].get(), [float(d) for d in m.jx.grad(lambda x, y: g(x, y)[1], (0, 1))(F(1.5), F(2))],
+                np.asarray(m.jx.vmap(m.jx.grad(lambda x: g(x, F(2))[1]))(m.jnp.array([1.5, 0.5]))).tolist())
+    got, want = run(OURS), run(JAX)
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1] + got[2], want[1] + want[2], rtol=1e-6)

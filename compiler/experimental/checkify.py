@@ -13,11 +13,13 @@ reports every failing index) and ``grad``.
 Each check site gets a fresh code; per slot the earliest failure is kept, and
 ``Error.get`` reports the failure with the smallest code, as JAX.
 
-Unlike JAX: a custom_jvp/custom_vjp function that adds checks is checked inline
-(the checkified program keeps no custom rule for it); ``shard_map`` bodies are not
-entered (checks there raise NotImplementedError); a while loop batched by ``vmap``
-carries no mark of it, so checks in its body also see members that have finished
-(JAX refuses checkify of a batched while).
+custom_jvp/custom_vjp functions keep their rules: the call takes and returns the
+error, and its rules, as JAX's, forward the error they are given. Unlike JAX: a
+rule runs with the checks it contains removed (JAX runs them eagerly and raises
+where one fails, and cannot compile them under jit). A ``shard_map`` body gives
+each device's error, stacked on a new leading axis (as JAX's). A while loop batched
+by ``vmap`` whose members stop at different steps (JAX refuses it) checks each member
+only while it loops.
 """
 from __future__ import annotations
 
@@ -28,17 +30,20 @@ import numpy as np
 
 from jaxprc import numpy as jnp
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Var, subjaxprs
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Thunk, Var, subjaxprs
 from jaxprc.ir.effects import Effect, jaxpr_effects
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, source_info_of, trace_to_jaxpr
-from jaxprc.ir.tree_util import register_pytree_node_class, tree_flatten, tree_leaves, tree_unflatten
+from jaxprc.ir.tree_util import register_pytree_node_class, tree_flatten, tree_leaves, tree_map, tree_unflatten
 from jaxprc.lax.call import jit_p
 from jaxprc.lax.control_flow.conditionals import cond_p
-from jaxprc.lax.control_flow.loops import scan_p, while_p
-from jaxprc.lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
+from jaxprc.lax.control_flow.loops import per_member_loop, scan_p, while_p
+from jaxprc.lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p, rule_const_count
 from jaxprc.lax.checks import (ErrorMessage, JaxRuntimeError, arg_structure, check_p, first_failure, reduce_batched,
                                slots_of)
+from jaxprc.lax.parallel import _manual_sizes, _replicated, _trace_body, shard_map_p
 from jaxprc.lax.remat import checkpoint_p
+from jaxprc.passes.jvp import Zero, instantiate_zeros, is_differentiable
+from jaxprc.passes.vmap import batch_eval, matchaxis
 from jaxprc.runtime import Array
 
 __all__ = ["Error", "ErrorCategory", "JaxRuntimeError", "all_checks", "automatic_checks", "check",
@@ -326,10 +331,11 @@ def _runner(cj: ClosedJaxpr, enabled):
     return lambda err, args: _checkify_jaxpr(cj.jaxpr, cj.consts, enabled, err, args)
 
 
-def _checked(run, error: Error, arg_avals, err_at: int = 0):
+def _checked(run, error: Error, arg_avals, err_at: int = 0, trace=None):
     """Trace ``run(error, args) -> (error, outs)`` into a ClosedJaxpr without consts taking
     (hoisted consts, args with the error's values inserted at ``err_at``) and returning
-    (error values, outs). Returns it, the hoisted consts and the output error's tree."""
+    (error values, outs). Returns it, the hoisted consts and the output error's tree.
+    ``trace(fun, avals)``: how to trace it (default ``trace_to_jaxpr``)."""
     err_leaves, err_tree = tree_flatten(error)
     n = len(err_leaves)
     out_tree = []
@@ -342,7 +348,8 @@ def _checked(run, error: Error, arg_avals, err_at: int = 0):
         return [*leaves, *outs]
     avals = list(arg_avals)
     avals[err_at:err_at] = map(get_aval, err_leaves)
-    checked, consts = close_over_consts(trace_to_jaxpr(fun, avals, name="checkify"))
+    traced = trace_to_jaxpr(fun, avals, name="checkify") if trace is None else trace(fun, avals)
+    checked, consts = close_over_consts(traced)
     return checked, consts, out_tree[0]
 
 
@@ -545,12 +552,37 @@ def _scan_rule(error, enabled, eqn, operands):
 
 
 def _while_rule(error, enabled, eqn, operands):
+    p = eqn.params
+    loop = per_member_loop(p["cond_jaxpr"])
+    if loop is not None:
+        return _per_member_while(error, enabled, loop, p["cond_nconsts"], operands)
+    return _checked_while(error, enabled, p["cond_jaxpr"], p["body_jaxpr"], p["cond_nconsts"],
+                          p["body_nconsts"], operands)
+
+
+def _per_member_while(error, enabled, loop, ncc: int, operands):
+    """A while made by vmap for members that stop at different steps runs its body for finished
+    members too: the unbatched loop is checked and batched instead (each member's error is
+    carried, so it stops with the member), and the members' errors reduced as a batched check."""
+    carry = operands[len(operands) - (len(loop.cond_jaxpr.in_avals) - ncc):]
+    nbc = len(loop.body_jaxpr.in_avals) - len(carry)
+    args = [*operands[:ncc], *operands[2 * ncc:2 * ncc + nbc], *carry]    # its body got the cond consts twice
+    run = lambda err, xs: _checked_while(err, enabled, loop.cond_jaxpr, loop.body_jaxpr, ncc, nbc, xs)  # noqa: E731
+    checked, hoisted, tree = _checked(run, init_error, [*loop.cond_jaxpr.in_avals[:ncc], *loop.body_jaxpr.in_avals])
+    outs, dims = batch_eval(checked.jaxpr, [], [*hoisted, *args],
+                            [*[None] * len(hoisted), *loop.cond_dims, *loop.body_dims, *[0] * len(carry)])
+    size = get_aval(carry[0]).shape[0]
+    member_err, outs = _split_error(tree, [matchaxis(x, d, 0, size) for x, d in zip(outs, dims)])
+    for e in sorted(member_err._pred):
+        (failed, code, payload), = reduce_batched([(member_err._pred[e], member_err._code[e], member_err._payload[e])])
+        error = _update(error, e, failed, code, payload, {})
+    return dataclasses.replace(error, _metadata={**member_err._metadata, **error._metadata}), outs
+
+
+def _checked_while(error, enabled, cond, body, ncc: int, nbc: int, operands):
     """The cond is checked once before the loop and after each body (in the body); the body
     carries the error: (cond consts, body consts, error, carry) -> (error, carry)."""
-    p = eqn.params
-    ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
     cconsts, bconsts, carry = operands[:ncc], operands[ncc:ncc + nbc], operands[ncc + nbc:]
-    cond, body = p["cond_jaxpr"], p["body_jaxpr"]
     error, _ = _checkify_jaxpr(cond.jaxpr, cond.consts, enabled, error, [*cconsts, *carry])
 
     def body_then_cond(err, args):
@@ -574,14 +606,138 @@ def _while_rule(error, enabled, eqn, operands):
     return _split_error(tree, outs)
 
 
-def _custom_rule(error, enabled, eqn, operands):
-    """A custom_jvp/custom_vjp call: kept whole when its function checks nothing; otherwise
-    its function is checked inline (the custom rule is not kept then)."""
-    fun = eqn.params["fun_jaxpr"]
-    checked, consts, tree = _checked(_runner(fun, enabled), error, fun.in_avals)
+def _checks_nothing(fun: ClosedJaxpr, error: Error, tree) -> bool:
+    """Whether a custom function, checked into an error of ``tree``, can be kept as it is."""
+    return _error_skeleton(tree)._metadata == error._metadata and Effect.check not in jaxpr_effects(fun.jaxpr)
+
+
+def _checked_custom(error, enabled, eqn):
+    """A custom call's function checked, for a call that takes and returns the error's values
+    (arguments, after the consts): (error with its slots, the function, hoisted consts, output
+    error tree); None when the call checks nothing and stays as it is."""
+    fun, nc = eqn.params["fun_jaxpr"], eqn.params["num_consts"]
+    trace = lambda err: _checked(_runner(fun, enabled), err, fun.in_avals, err_at=nc)
+    if _checks_nothing(fun, error, trace(error)[2]):
+        return None
+    error, (checked, hoisted, tree) = _fixed_error(error, trace)
+    j, h = checked.jaxpr, len(hoisted)      # inputs: hoisted, consts, error, args -> consts, hoisted, ...
+    new_fun = ClosedJaxpr(Jaxpr([], [*j.invars[h:h + nc], *j.invars[:h], *j.invars[h + nc:]], j.outvars, j.eqns), [])
+    return error, new_fun, hoisted, tree
+
+
+def _unchecked(r: ClosedJaxpr, args):
+    """A custom rule evaluated with the checks it contains removed (it is not checked, as JAX's)."""
+    return _checkify_jaxpr(r.jaxpr, r.consts, frozenset(), init_error, args)[1]
+
+
+def _custom_jvp_rule(error, enabled, eqn, operands):
+    """A custom_jvp call stays one, its function checked; its rule forwards the error it is
+    given, as JAX's (a derivative does not check again)."""
+    p = eqn.params
+    found = _checked_custom(error, enabled, eqn)
+    if found is None:
+        return error, eqn.primitive.bind(*operands, **p)
+    error, new_fun, hoisted, tree = found
+    fun, nc, rule = p["fun_jaxpr"], p["num_consts"], p["jvp_jaxpr_thunk"]
+    err_leaves = tree_leaves(error)
+    err_avals, arg_avals = [get_aval(x) for x in err_leaves], fun.in_avals[nc:]
+    n_out = len(fun.out_avals)
+
+    def forwarding_rule():     # (rule consts, error, args, error tangents, arg tangents)
+        r = rule()
+        n_args = len(arg_avals)
+        k = rule_const_count(r, n_args + sum(map(is_differentiable, arg_avals)))
+        err_tangents = [a for a in err_avals if is_differentiable(a)]
+        n_err, n_et = len(err_avals), len(err_tangents)
+
+        def lifted(*xs):
+            consts, err, args, ts = xs[:k], xs[k:k + n_err], xs[k + n_err:k + n_err + n_args], xs[k + n_err + n_args:]
+            outs = _unchecked(r, [*consts, *args, *ts[n_et:]])
+            return [*err, *outs[:n_out], *ts[:n_et], *outs[n_out:]]
+        avals = [*r.in_avals[:k], *err_avals, *arg_avals, *err_tangents, *r.in_avals[k + n_args:]]
+        return trace_to_jaxpr(lifted, avals, name="checkify")
+    outs = eqn.primitive.bind(*operands[:nc], *hoisted, *err_leaves, *operands[nc:], fun_jaxpr=new_fun,
+                              jvp_jaxpr_thunk=Thunk(forwarding_rule, name=rule.name), num_consts=nc + len(hoisted),
+                              symbolic_zeros=p["symbolic_zeros"])
+    return _split_error(tree, outs)
+
+
+class _ErrorBwd(Thunk):
+    """A custom_vjp ``bwd`` for a call that also takes and returns the error: it drops the
+    error's cotangents and gives the error's inputs zero ones. ``call`` (residuals, error
+    cotangents, output cotangents) runs the original; as a thunk it is that call's jaxpr."""
+
+    def __init__(self, bwd: Thunk, err_avals, n_out_cts: int):
+        super().__init__(self._trace, bwd.name)
+        self.bwd, self.n_out_cts = bwd, n_out_cts
+        self.err_avals = [a for a in err_avals if is_differentiable(a)]
+        self.runs_on_values = getattr(bwd, "runs_on_values", False)
+
+    def call(self, *args):
+        n_res = len(args) - len(self.err_avals) - self.n_out_cts
+        res, cts = args[:n_res], args[n_res + len(self.err_avals):]
+        call = getattr(self.bwd, "call", None)
+        if call is not None:
+            arg_cts = list(call(*res, *cts))
+        else:
+            j = self.bwd()
+            arg_cts = eval_jaxpr(j.jaxpr, j.consts, *res, *map(instantiate_zeros, cts))
+        return [*map(Zero, self.err_avals), *arg_cts]
+
+    def _trace(self) -> ClosedJaxpr:
+        in_avals = self.bwd().in_avals
+        n_res = len(in_avals) - self.n_out_cts
+        avals = [*in_avals[:n_res], *self.err_avals, *in_avals[n_res:]]
+        return trace_to_jaxpr(lambda *a: list(map(instantiate_zeros, self.call(*a))), avals, name=self.name)
+
+
+def _custom_vjp_rule(error, enabled, eqn, operands):
+    """A custom_vjp call stays one, its function checked; its fwd forwards the error it is
+    given and its bwd gives the error no cotangent, as JAX's."""
+    p = eqn.params
+    found = _checked_custom(error, enabled, eqn)
+    if found is None:
+        return error, eqn.primitive.bind(*operands, **p)
+    error, new_fun, hoisted, tree = found
+    fun, nc, fwd = p["fun_jaxpr"], p["num_consts"], p["fwd_jaxpr_thunk"]
+    err_leaves = tree_leaves(error)
+    err_avals, arg_avals = [get_aval(x) for x in err_leaves], fun.in_avals[nc:]
+
+    def forwarding_fwd():      # (fwd consts, error, args) -> (error, outs, residuals)
+        r = fwd()
+        k = rule_const_count(r, len(arg_avals))
+        n_err = len(err_avals)
+        lifted = lambda *xs: [*xs[k:k + n_err], *_unchecked(r, [*xs[:k], *xs[k + n_err:]])]  # noqa: E731
+        return trace_to_jaxpr(lifted, [*r.in_avals[:k], *err_avals, *arg_avals], name="checkify")
+    n_out_cts = sum(map(is_differentiable, fun.out_avals))
+    outs = eqn.primitive.bind(*operands[:nc], *hoisted, *err_leaves, *operands[nc:], fun_jaxpr=new_fun,
+                              fwd_jaxpr_thunk=Thunk(forwarding_fwd, name=fwd.name),
+                              bwd=_ErrorBwd(p["bwd"], err_avals, n_out_cts), num_consts=nc + len(hoisted),
+                              out_trees=p["out_trees"], symbolic_zeros=p["symbolic_zeros"])
+    return _split_error(tree, outs)
+
+
+def _shard_map_rule(error, enabled, eqn, operands):
+    """As JAX's: the body takes the error replicated and gives each device's error, stacked
+    along a new leading axis over every mesh axis (the error is then batched: ``Error.get``
+    reports each failing device's index)."""
+    p = eqn.params
+    body, axes = p["jaxpr"], tuple(p["manual_axes"])
+    sizes = _manual_sizes(p["mesh"], axes)
+
+    def run(err, args):
+        err, outs = _checkify_jaxpr(body.jaxpr, body.consts, enabled, err, args)
+        return tree_map(lambda x: jnp.expand_dims(x, 0), err), outs
+    checked, hoisted, tree = _checked(run, error, body.in_avals,
+                                      trace=lambda fun, avals: _trace_body(fun, avals, sizes))
     if _error_skeleton(tree)._metadata == error._metadata:
-        return error, eqn.primitive.bind(*operands, **eqn.params)
-    return _split_error(tree, eval_jaxpr(checked.jaxpr, [], *consts, *tree_leaves(error), *operands))
+        return error, eqn.primitive.bind(*operands, **p)
+    err_leaves = tree_leaves(error)
+    stacked = tuple((axes, *(() for _ in a.shape[1:])) for a in checked.out_avals[:tree.num_leaves])
+    outs = eqn.primitive.bind(*hoisted, *err_leaves, *operands, jaxpr=checked, mesh=p["mesh"],
+                              in_specs=_replicated([*hoisted, *err_leaves]) + tuple(p["in_specs"]),
+                              out_specs=stacked + tuple(p["out_specs"]), manual_axes=p["manual_axes"])
+    return _split_error(tree, outs)
 
 
 _NAN_PRIMITIVES = (
@@ -602,8 +758,8 @@ def _rules() -> dict:
     for n in ("scatter", "scatter-add", "scatter-mul", "scatter-min", "scatter-max"):
         rules[PRIMITIVES[n]] = _scatter_nan_rule
     rules.update({check_p: _check_rule, jit_p: _call_rule, checkpoint_p: _call_rule, cond_p: _cond_rule,
-                  scan_p: _scan_rule, while_p: _while_rule, custom_jvp_call_jaxpr_p: _custom_rule,
-                  custom_vjp_call_jaxpr_p: _custom_rule})
+                  scan_p: _scan_rule, while_p: _while_rule, custom_jvp_call_jaxpr_p: _custom_jvp_rule,
+                  custom_vjp_call_jaxpr_p: _custom_vjp_rule, shard_map_p: _shard_map_rule})
     return rules
 
 

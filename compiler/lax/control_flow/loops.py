@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import weakref
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -623,6 +624,25 @@ def _while_rule(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
     return outs, carry_dims
 
 
+class PerMemberLoop(NamedTuple):
+    """What a while made by ``vmap`` of a loop whose members stop at different steps came
+    from: the unbatched loop and its operands' batch dims (the carry's are 0). Its body also
+    runs for members that have finished (their results dropped), so checkify, which must not
+    check those, checks the unbatched loop batched instead."""
+    cond_jaxpr: ClosedJaxpr
+    body_jaxpr: ClosedJaxpr
+    cond_dims: tuple
+    body_dims: tuple
+
+
+_PER_MEMBER_LOOPS = weakref.WeakKeyDictionary()     # the batched cond's jaxpr -> PerMemberLoop
+
+
+def per_member_loop(cond_jaxpr: ClosedJaxpr) -> PerMemberLoop | None:
+    """The unbatched loop of a while's cond made by ``vmap`` for members stopping apart."""
+    return _PER_MEMBER_LOOPS.get(cond_jaxpr.jaxpr)
+
+
 def _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size, cond_jaxpr, body_jaxpr):
     """Examples stop at different steps: loop while any continues; the others keep their carry."""
     nc, nb, n = len(cconsts), len(bconsts), len(init)
@@ -648,6 +668,7 @@ def _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size, cond_
         return outs
 
     cond_j = trace_to_jaxpr(new_cond, cond_avals, name="vmap")
+    _PER_MEMBER_LOOPS[cond_j.jaxpr] = PerMemberLoop(cond_jaxpr, body_jaxpr, tuple(cdims), tuple(bdims))
     body_j = trace_to_jaxpr(new_body, [*cond_avals[:nc], *body_avals], name="vmap")
     init = [matchaxis(x, d, 0, size) for x, d in zip(init, idims)]
     # The body evaluates the predicate too, so it gets the cond consts ahead of its own.
