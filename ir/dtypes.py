@@ -234,6 +234,16 @@ def default_float_dtype() -> np.dtype:
     return canonicalize_dtype(float64)
 
 
+def to_inexact_dtype(dtype) -> np.dtype:
+    """The inexact dtype jax.numpy computes a (canonical) non-inexact ``dtype`` in, as JAX does:
+    booleans and integers of up to 32 bits become float32 even with x64 on; only 64-bit
+    integers (which exist with x64 on) become float64. Inexact dtypes stay as they are."""
+    dtype = np.dtype(dtype)
+    if is_inexact(dtype):
+        return dtype
+    return canonicalize_dtype(float64) if dtype in (int64, uint64) else float32
+
+
 def default_complex_dtype() -> np.dtype:
     return canonicalize_dtype(complex128)
 

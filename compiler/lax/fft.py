@@ -93,7 +93,7 @@ def fft(x, fft_type, fft_lengths):
     if typ == FftType.RFFT:
         if dt.is_complex(a.dtype):
             raise ValueError("fft: only real valued inputs supported for rfft")
-        dtype = a.dtype if dt.is_inexact(a.dtype) else dt.default_float_dtype()
+        dtype = dt.to_inexact_dtype(a.dtype)
     else:
         dtype = _to_complex(a.dtype)
     x = ew.convert_element_type(x, dtype)
@@ -107,8 +107,7 @@ def _to_complex(dtype):
     """The complex dtype holding ``dtype``'s values (JAX's ``to_complex_dtype``)."""
     if dt.is_complex(dtype):
         return dtype
-    real = dtype if dt.is_inexact(dtype) else dt.default_float_dtype()
-    return dt.complex128 if real == dt.float64 else dt.complex64
+    return dt.complex128 if dt.to_inexact_dtype(dtype) == dt.float64 else dt.complex64
 
 
 # --------------------------------------------------------- jvp and transpose

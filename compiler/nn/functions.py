@@ -14,6 +14,7 @@ from jaxprc import numpy as jnp
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import elementwise as ew
 from jaxprc.numpy._util import aval_of, convert, promote
+from jaxprc.numpy.creation import as_array
 
 __all__ = ["relu", "relu6", "sigmoid", "log_sigmoid", "softplus", "silu", "swish", "gelu", "elu",
            "celu", "selu", "leaky_relu", "hard_tanh", "hard_sigmoid", "hard_silu", "soft_sign",
@@ -87,14 +88,14 @@ def gelu(x, approximate: bool = True):
 
 def elu(x, alpha=1.0):
     """``x`` for positive ``x``, ``alpha * (exp(x) - 1)`` otherwise (exp only of non-positive values)."""
-    x, _, _ = _inexact("elu", x)
+    x = as_array(x, "elu")        # (an integer x meets the float 0.0: JAX's promotion, not to_inexact)
     safe = jnp.where(jnp.greater(x, 0), 0.0, x)
     return jnp.where(jnp.greater(x, 0), x, jnp.multiply(alpha, jnp.expm1(safe)))
 
 
 def celu(x, alpha=1.0):
     """``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
-    x, _, _ = _inexact("celu", x)
+    x = as_array(x, "celu")
     return jnp.maximum(x, 0.0) + alpha * jnp.expm1(jnp.minimum(x, 0.0) / alpha)
 
 
@@ -106,7 +107,7 @@ def selu(x):
 
 def leaky_relu(x, negative_slope=1e-2):
     """``x`` where ``x >= 0``, ``negative_slope * x`` elsewhere."""
-    x, _, _ = _inexact("leaky_relu", x)
+    x = as_array(x, "leaky_relu")
     return jnp.where(jnp.greater_equal(x, 0), x, jnp.multiply(negative_slope, x))
 
 
@@ -151,8 +152,15 @@ def _masked(x, where):
     return x if where is None else jnp.where(where, x, -np.inf)
 
 
+def _no_bool(fn, x):
+    """As JAX, the softmaxes refuse booleans (they subtract the maximum before anything else)."""
+    if dt.is_bool(aval_of(x, fn).dtype):
+        raise TypeError(f"{fn}: sub does not accept dtype bool (pass a numeric array)")
+
+
 def log_softmax(x, axis=-1, where=None):
     """``x - logsumexp(x, axis)``, computed stably; -inf at the positions ``where`` excludes."""
+    _no_bool("log_softmax", x)
     x, _, _ = _inexact("log_softmax", x)
     shifted = jnp.subtract(_masked(x, where), _max(x, axis, where))
     total = jnp.sum(jnp.exp(shifted), axis=axis, keepdims=True, where=where)
@@ -162,6 +170,7 @@ def log_softmax(x, axis=-1, where=None):
 
 def softmax(x, axis=-1, where=None):
     """``exp(x) / sum(exp(x), axis)``, computed stably; 0 at the positions ``where`` excludes."""
+    _no_bool("softmax", x)
     x, _, _ = _inexact("softmax", x)
     unnormalized = jnp.exp(jnp.subtract(_masked(x, where), _max(x, axis, where)))
     out = jnp.divide(unnormalized, jnp.sum(unnormalized, axis=axis, keepdims=True, where=where))

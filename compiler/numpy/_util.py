@@ -140,7 +140,7 @@ def promote(fn: str, *args, to_inexact: bool = False):
     _check_promotions(fn, avals)
     dtype, weak = dt.promote_types(*((a.dtype, a.weak_type) for a in avals))
     if to_inexact and not dt.is_inexact(dtype):
-        dtype = dt.default_float_dtype()
+        dtype = dt.to_inexact_dtype(dtype)
     shape = broadcast_shapes(*(a.shape for a in avals), fn=fn)
     out = [broadcast_to_shape(convert(x, dtype, weak), shape) for x in args]
     return out, dtype, weak

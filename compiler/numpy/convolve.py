@@ -15,7 +15,7 @@ def promote_no_broadcast(fn: str, *args, to_inexact: bool = True):
     avals = [aval_of(a, fn) for a in arrays]
     dtype, weak = dt.promote_types(*((a.dtype, a.weak_type) for a in avals))
     if to_inexact and not dt.is_inexact(dtype):
-        dtype = dt.default_float_dtype()
+        dtype = dt.to_inexact_dtype(dtype)
     return [convert(a, dtype, weak) for a in arrays]
 
 

@@ -161,8 +161,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     from ._dtypes import result_type
     out_dtype = dt.canonicalize_dtype(to_dtype(dtype)) if dtype is not None else None
     compute = result_type(start, stop, float)
-    if not dt.is_inexact(compute):
-        compute = dt.default_float_dtype()
+    compute = dt.to_inexact_dtype(compute)
     start, stop = asarray(start, compute), asarray(stop, compute)
     bshape = aval_of(uf.add(start, stop)).shape
     start, stop = broadcast_to_shape(start, bshape), broadcast_to_shape(stop, bshape)

@@ -25,7 +25,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     x = as_array(x, "norm")
     aval = aval_of(x)
     if not dt.is_inexact(aval.dtype):
-        x = convert(x, dt.default_float_dtype())
+        x = convert(x, dt.to_inexact_dtype(aval.dtype))
     if axis is None:
         if ord is not None and aval.ndim > 2:
             raise ValueError(f"norm: ord={ord!r} needs axis for an array of rank {aval.ndim}")
@@ -86,7 +86,13 @@ def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
 
 
 def vector_norm(x, axis=None, keepdims=False, ord=2):
+    from .reductions import _promote_integers
     from .shape_ops import ravel
+    x = as_array(x, "vector_norm")
+    dtype = aval_of(x).dtype
+    if not dt.is_inexact(dtype):
+        # JAX sums integer powers (in the sum's widened type) before the root: 64-bit with x64
+        x = convert(x, dt.to_inexact_dtype(_promote_integers(dtype)))
     if axis is None:
         return norm(ravel(x), ord=ord, keepdims=False)
     return norm(x, ord=ord, axis=axis, keepdims=keepdims)
@@ -140,8 +146,7 @@ def _inexact(fn: str, *xs):
     xs = [as_array(x, fn) for x in xs]
     avals = [aval_of(x, fn) for x in xs]
     dtype, weak = dt.promote_types(*((a.dtype, a.weak_type) for a in avals))
-    if not dt.is_inexact(dtype):
-        dtype = dt.default_float_dtype()
+    dtype = dt.to_inexact_dtype(dtype)
     return [convert(x, dtype, weak) for x in xs]
 
 

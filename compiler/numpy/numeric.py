@@ -32,7 +32,7 @@ def _joint_inexact(fn, *args):
     dtype = aval_of(arrays[0]).dtype
     if not dt.is_inexact(dtype):
         weak = aval_of(arrays[0]).weak_type
-        arrays = [convert(a, dt.default_float_dtype(), weak) for a in arrays]
+        arrays = [convert(a, dt.to_inexact_dtype(dtype), weak) for a in arrays]
     return arrays
 
 
@@ -175,7 +175,7 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
 
 def _space_dtypes(fn, start, stop, dtype):
     out = dt.canonicalize_dtype(to_dtype(dtype)) if dtype is not None else result_type(start, stop)
-    compute = out if dt.is_inexact(out) else dt.default_float_dtype()
+    compute = dt.to_inexact_dtype(out)
     if dtype is None:
         out = compute
     return convert(as_array(start, fn), compute), convert(as_array(stop, fn), compute), out, compute

@@ -22,8 +22,9 @@ from .shape_ops import _promote_all, atleast_1d, concatenate, transpose
 
 def _inexact(fn, *args):
     arrays = _promote_all(list(args), fn)
-    if not dt.is_inexact(aval_of(arrays[0]).dtype):
-        arrays = [convert(a, dt.default_float_dtype(), aval_of(a).weak_type) for a in arrays]
+    dtype = aval_of(arrays[0]).dtype
+    if not dt.is_inexact(dtype):
+        arrays = [convert(a, dt.to_inexact_dtype(dtype), aval_of(a).weak_type) for a in arrays]
     return arrays
 
 

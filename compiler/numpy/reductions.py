@@ -149,7 +149,7 @@ def _count(fn_name, shape, axes, keepdims, where, dtype):
 def _inexact_dtype(dtype, given):
     if given is not None:
         return dt.canonicalize_dtype(to_dtype(given))
-    return dtype if dt.is_inexact(dtype) else dt.default_float_dtype()
+    return dt.to_inexact_dtype(dtype)
 
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):

@@ -426,8 +426,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
         raise NotImplementedError("string values for `bins` not implemented.")
     a = as_array(a, "histogram_bin_edges")
     dtype = aval_of(a).dtype
-    if not dt.is_inexact(dtype):
-        dtype = dt.default_float_dtype()
+    dtype = dt.to_inexact_dtype(dtype)
     if np.ndim(bins) == 1:
         return asarray(bins, dtype=dtype)
     nbins = operator.index(concrete(bins, "bins argument of histogram_bin_edges").item()

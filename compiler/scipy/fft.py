@@ -177,7 +177,7 @@ def idct(x, type=2, n=None, axis=-1, norm=None):
     x, axis, length = _axis_resized("idct", x, n, axis)
     ndim = aval_of(x).ndim
     if not dt.is_inexact(aval_of(x).dtype):
-        x = convert(x, dt.default_float_dtype())
+        x = convert(x, dt.to_inexact_dtype(aval_of(x).dtype))
     if norm is None or norm == "backward":
         x = _ortho_scale(x, axis)
     x = _ortho_scale(x, axis)
