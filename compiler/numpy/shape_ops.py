@@ -386,6 +386,10 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     from .ufuncs import subtract
     a = as_array(a, "diff")
     ax = canonical_axis(axis, aval_of(a).ndim, "diff")
+    if n < 0:
+        raise ValueError(f"diff: order must be non-negative, got n={n}")
+    if n == 0:      # as numpy and JAX: no differences taken, so prepend/append are not joined
+        return a
     if prepend is not None or append is not None:
         def edge(v):
             v = as_array(v, "diff")
