@@ -45,13 +45,16 @@ def _resolve_shape(newshape, size: int, old) -> tuple[int, ...]:
 
 
 def reshape(a, shape=None, order="C", *, newshape=None):
-    """``a`` with a new shape (one dimension may be -1); row-major order only."""
-    if order != "C":
-        raise NotImplementedError("reshape: only order='C' is supported")
+    """``a`` with a new shape (one dimension may be -1), read and written in row-major
+    (``order="C"``) or column-major (``order="F"``) order."""
+    if order not in ("C", "F"):
+        raise NotImplementedError(f"reshape: order={order!r} is not supported (only 'C' and 'F')")
     shape = newshape if shape is None else shape
     a = as_array(a, "reshape")
     aval = aval_of(a)
     new = _resolve_shape(shape, aval.size, aval.shape)
+    if order == "F" and new != aval.shape:   # column-major is row-major on the reversed axes
+        return transpose(lax.reshape(transpose(a), new[::-1]))
     return a if new == aval.shape else lax.reshape(a, new)
 
 
