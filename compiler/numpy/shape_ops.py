@@ -285,7 +285,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
         a, axis = ravel(a), 0
     shp = aval_of(a).shape
     axis = canonical_axis(axis, len(shp), "repeat")
-    if isinstance(repeats, (int, np.integer)):
+    if isinstance(repeats, (int, np.integer)) and total_repeat_length in (None, shp[axis] * int(repeats)):
         r = int(repeats)
         b = lax.broadcast_in_dim(a, shp[:axis + 1] + (r,) + shp[axis + 1:],
                                  tuple(range(axis + 1)) + tuple(range(axis + 2, len(shp) + 1)))
@@ -294,7 +294,12 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     if counts.shape not in ((), (shp[axis],)):
         raise ValueError(f"repeat: repeats must be an int or have length {shp[axis]}, got shape {counts.shape}")
     from .indexing import take
-    return take(a, np.repeat(np.arange(shp[axis]), counts), axis=axis)
+    index = np.repeat(np.arange(shp[axis]), counts)
+    if total_repeat_length is not None:
+        # as JAX: a longer result is cut, a shorter one is filled up with the array's final element
+        total = int(total_repeat_length)
+        index = np.concatenate([index[:total], np.full(max(total - index.size, 0), shp[axis] - 1, index.dtype)])
+    return take(a, index, axis=axis)
 
 
 def flip(m, axis=None):
