@@ -65,7 +65,7 @@ for i, n in enumerate(["sum", "prod", "max", "min", "mean", "var", "std", "nansu
         grid.pop("keepdims") if n == "cumsum" else None
         grid["axis"] = [None, 0, -1]
     xs = (A, I, BO, C, H) if n in ("sum", "prod") else (A, I, BO)
-    for j, kw in enumerate(_grid(grid, 3, i)):
+    for j, kw in enumerate(_grid(grid, 2, i)):
         x = xs[(i + j) % len(xs)]
         case(n, (x,), kw, grad=x is A and n in ("sum", "prod", "mean", "var", "max"))
 case("sum", (BO,), {"promote_integers": False})      # regression: bool sums are integers
@@ -101,7 +101,7 @@ for side in ["left", "right"]:
 U = np.array([[1, 2, 1, 0], [1, 2, 1, 0], [3, 3, 3, 3]], np.int32)
 NANS = np.array([1., np.nan, np.nan, 2., 1.], np.float32)
 for kw in _grid({"return_index": [False, True], "return_inverse": [False, True], "return_counts": [False, True],
-                 "axis": [None, 0], "equal_nan": [False, True]}, 4, 2):
+                 "axis": [None, 0], "equal_nan": [False, True]}, 2, 2):
     case("unique", (U,), kw)
     case("unique", (NANS,), kw)
     case("unique", (np.array([3, 1, 1, 2], np.int32),), dict(kw, size=6, fill_value=-7))
@@ -147,13 +147,13 @@ for b in [False, True]:
     case("cov", (A,), {"rowvar": b, "bias": b})
     case("corrcoef", (C,), {"rowvar": b})
 case("cov", (A,), {"ddof": 2, "fweights": np.array([1, 2, 1, 1]), "aweights": np.array([.5, 1, 2, 1])})
-for ax, ret in itertools.product([None, 0, -1], [False, True]):
+for ax, ret in [(None, False), (0, True), (-1, True)]:
     case("average", (A,), {"axis": ax, "returned": ret})
     case("average", (I,), {"axis": ax, "returned": ret})
 case("average", (A,), {"axis": 1, "weights": np.abs(V), "keepdims": True}, grad=True)
 
 # Shapes, triangles, padding.
-for k in [-1, 0, 2, 5]:
+for k in [-1, 2, 5]:
     case("tril", (A,), {"k": k})
     case("diag", (A,), {"k": k})
     case("trace", (I,), {"offset": k, "dtype": jnp.float32})
@@ -219,12 +219,12 @@ for p in [None, -2, np.inf]:
 
 # fft: n larger/smaller than the axis, negative axes, every norm; s/axes for the n-d transforms.
 for i, f in enumerate(["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]):
-    for j, kw in enumerate(_grid({"n": [..., 2, 7], "axis": [0, -1], "norm": [..., "ortho", "forward"]}, 3, 10 + i)):
+    for j, kw in enumerate(_grid({"n": [..., 2, 7], "axis": [0, -1], "norm": [..., "ortho", "forward"]}, 2, 10 + i)):
         x = (A, C, I)[j] if f not in ("rfft", "ihfft") else (A, I, A)[j]
         case("fft." + f, (x,), kw, grad=x is A and f in ("fft", "rfft"))
 for i, f in enumerate(["fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn"]):
     for kw in _grid({"s": [..., (2, 5)], "axes": [..., (1, 0), (-1, -2)], "norm": [..., "ortho", "forward"]},
-                    2, 20 + i):
+                    1, 20 + i):
         case("fft." + f, (A if f.startswith("r") else C,), kw)
 for f in ["fftfreq", "rfftfreq"]:
     case("fft." + f, (5,), {"d": .5})
