@@ -50,8 +50,11 @@ def _reduce(fn_name, reducer, a, axis, dtype, keepdims, *, out=None, promote_int
     axes = canonical_axes(axis, aval.ndim, fn_name)
     if dtype is not None:
         result_dtype = dt.canonicalize_dtype(to_dtype(dtype))
+    elif promote_integers or (upcast and dt.is_bool(aval.dtype)):
+        # sum and prod count booleans as integers even without promote_integers, as in JAX
+        result_dtype = _promote_integers(aval.dtype)
     else:
-        result_dtype = _promote_integers(aval.dtype) if promote_integers else aval.dtype
+        result_dtype = aval.dtype
     compute_dtype = _upcast_low_precision(result_dtype) if upcast else result_dtype
     x = convert(a, compute_dtype)
     if where is not None:

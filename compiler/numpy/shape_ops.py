@@ -45,13 +45,16 @@ def _resolve_shape(newshape, size: int, old) -> tuple[int, ...]:
 
 
 def reshape(a, shape=None, order="C", *, newshape=None):
-    """``a`` with a new shape (one dimension may be -1); row-major order only."""
-    if order != "C":
-        raise NotImplementedError("reshape: only order='C' is supported")
+    """``a`` with a new shape (one dimension may be -1), read and written in row-major
+    (``order="C"``) or column-major (``order="F"``) order."""
+    if order not in ("C", "F"):
+        raise NotImplementedError(f"reshape: order={order!r} is not supported (only 'C' and 'F')")
     shape = newshape if shape is None else shape
     a = as_array(a, "reshape")
     aval = aval_of(a)
     new = _resolve_shape(shape, aval.size, aval.shape)
+    if order == "F" and new != aval.shape:   # column-major is row-major on the reversed axes
+        return transpose(lax.reshape(transpose(a), new[::-1]))
     return a if new == aval.shape else lax.reshape(a, new)
 
 
@@ -282,7 +285,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
         a, axis = ravel(a), 0
     shp = aval_of(a).shape
     axis = canonical_axis(axis, len(shp), "repeat")
-    if isinstance(repeats, (int, np.integer)):
+    if isinstance(repeats, (int, np.integer)) and total_repeat_length in (None, shp[axis] * int(repeats)):
         r = int(repeats)
         b = lax.broadcast_in_dim(a, shp[:axis + 1] + (r,) + shp[axis + 1:],
                                  tuple(range(axis + 1)) + tuple(range(axis + 2, len(shp) + 1)))
@@ -291,7 +294,12 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
     if counts.shape not in ((), (shp[axis],)):
         raise ValueError(f"repeat: repeats must be an int or have length {shp[axis]}, got shape {counts.shape}")
     from .indexing import take
-    return take(a, np.repeat(np.arange(shp[axis]), counts), axis=axis)
+    index = np.repeat(np.arange(shp[axis]), counts)
+    if total_repeat_length is not None:
+        # as JAX: a longer result is cut, a shorter one is filled up with the array's final element
+        total = int(total_repeat_length)
+        index = np.concatenate([index[:total], np.full(max(total - index.size, 0), shp[axis] - 1, index.dtype)])
+    return take(a, index, axis=axis)
 
 
 def flip(m, axis=None):
@@ -386,6 +394,10 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     from .ufuncs import subtract
     a = as_array(a, "diff")
     ax = canonical_axis(axis, aval_of(a).ndim, "diff")
+    if n < 0:
+        raise ValueError(f"diff: order must be non-negative, got n={n}")
+    if n == 0:      # as numpy and JAX: no differences taken, so prepend/append are not joined
+        return a
     if prepend is not None or append is not None:
         def edge(v):
             v = as_array(v, "diff")

@@ -472,7 +472,9 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):
     else:
         if aval_of(as_array(weights, "histogramdd")).shape != aval_of(as_array(sample, "histogramdd")).shape[:1]:
             raise ValueError("histogramdd: should have one weight for each sample.")
-        (sample, weights), _ = _promote_inexact("histogramdd", sample, weights)
+        # one weight per point: a column, so promotion broadcasts it against the (N, D) sample
+        (sample, weights), _ = _promote_inexact("histogramdd", sample, reshape(weights, (-1, 1)))
+        weights = weights[:, 0]
     N, D = aval_of(sample).shape
     if range is not None and (len(range) != D or builtins.any(r is not None and np.shape(r)[0] != 2 for r in range)):
         raise ValueError(f"For sample.shape={(N, D)}, range must be a sequence of {D} pairs or Nones; got {range}")

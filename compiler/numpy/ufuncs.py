@@ -178,11 +178,14 @@ def _by_parts(fn, x):
 
 
 def round(a, decimals: int = 0):
-    """Round half to even, like numpy; integers are returned unchanged, booleans rejected (as JAX);
+    """Round half to even, like numpy; integers are returned unchanged (negative ``decimals`` on
+    integers is rejected, as JAX, rather than silently ignored), booleans rejected (as JAX);
     complex values round both parts."""
     (x,), dtype, _ = promote("round", a)
     _check_kind("round", dtype, _NOT_BOOL, _NUMERIC)
     if dt.is_int(dtype):
+        if decimals < 0:
+            raise NotImplementedError(f"round: integer input with decimals={decimals} < 0 is not supported (as JAX)")
         return asarray(x)
     if dt.is_complex(dtype):
         return _by_parts(lambda part: round(part, decimals), x)
