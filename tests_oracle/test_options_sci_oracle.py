@@ -221,3 +221,9 @@ def test_bernoulli_ppf_weak_type_follows_q():
     # regression: jaxprc's ppf was weakly typed for strongly typed array operands
     for q, p in ((np.array([0.0, 0.5, 1.0], F32), 0.3), (0.4, 0.3), (0.2, np.array([0.1, 0.5, 2.0], F32))):
         _check(jst.bernoulli.ppf, xst.bernoulli.ppf, (q, p), jit=False)
+
+
+def test_uniform_cdf_strongly_typed():
+    # regression: JAX's uniform.cdf is strongly typed even for Python scalars; jaxprc's was weak
+    for args in ((0.5,), (0.5, -1.0, 3.0), (np.array([-1.0, 0.3, 2.0], F32), 0.0, 1.0)):
+        _check(jst.uniform.cdf, xst.uniform.cdf, args, jit=False)
