@@ -1,6 +1,7 @@
 """What the special functions share: JAX's argument promotion and Horner's rule."""
 from __future__ import annotations
 
+from ... import lax
 from ... import numpy as jnp
 from ...ir import dtypes as dt
 from ...numpy._util import aval_of, located, promote
@@ -39,3 +40,9 @@ def dtype_of(x):
 
 def finfo(x):
     return dt.finfo(dtype_of(x))
+
+
+def strong(x):
+    """``x`` without its weak type: JAX's versions of some functions (ndtr, expi, sici, ...) return
+    a strongly typed result even for a Python scalar, through constants of their own dtype."""
+    return lax.convert_element_type(x, dtype_of(x))

@@ -8,7 +8,7 @@ from ... import lax
 from ... import numpy as jnp
 from ...custom_derivatives import custom_jvp
 from ...ir import dtypes as dt
-from ._common import dtype_of, finfo, float32_or_64, inexact, polyval
+from ._common import dtype_of, finfo, float32_or_64, inexact, polyval, strong
 
 _SQRT_PI = float(np.sqrt(np.pi))
 
@@ -94,7 +94,7 @@ def erfcx(x):
     x = inexact("erfcx", x, complex_ok=True)
     if dt.is_complex(dtype_of(x)):
         return _wofz(lax.complex(-jnp.imag(x), jnp.real(x)))
-    return _erfcx(x)
+    return strong(_erfcx(x))
 
 
 # ------------------------------------------------------------------------ dawsn
@@ -145,7 +145,7 @@ _dawsn.defjvps(lambda t, ans, x: t * (1.0 - 2.0 * x * ans))
 
 def dawsn(x):
     """Dawson's integral exp(-x^2) int_0^x exp(t^2) dt."""
-    return _dawsn(inexact("dawsn", x))
+    return strong(_dawsn(inexact("dawsn", x)))
 
 
 # ---------------------------------------------------------- the normal distribution
@@ -160,7 +160,7 @@ def _ndtr(x):
 
 def ndtr(x):
     """The standard normal CDF Phi(x)."""
-    return _ndtr(float32_or_64("ndtr", x))
+    return strong(_ndtr(float32_or_64("ndtr", x)))
 
 
 # Cephes' ndtri: a rational function of (p - 1/2) in the middle, of 1/sqrt(-2 log p) in the tails.
@@ -250,7 +250,7 @@ def log_ndtr(x, series_order: int = 3):
         raise ValueError("log_ndtr: series_order must be non-negative")
     if series_order > 30:
         raise ValueError("log_ndtr: series_order must be <= 30")
-    return _log_ndtr_custom(series_order, float32_or_64("log_ndtr", x))
+    return strong(_log_ndtr_custom(series_order, float32_or_64("log_ndtr", x)))
 
 
 # ---------------------------------------------------------------------- owens_t

@@ -9,7 +9,7 @@ from ... import numpy as jnp
 from ...vmap import vmap
 from ...custom_derivatives import custom_jvp
 from ...ir import dtypes as dt
-from ._common import dtype_of, finfo, float32_or_64, inexact, polyval
+from ._common import dtype_of, finfo, float32_or_64, inexact, polyval, strong
 from ._gamma import gammaln
 
 # ------------------------------------------------------------------------- expi
@@ -74,7 +74,7 @@ def _expi_jvp(primals, tangents):
 
 def expi(x):
     """The exponential integral Ei(x) = -PV int_{-x}^inf e^-t / t dt."""
-    return _expi(inexact("expi", x))
+    return strong(_expi(inexact("expi", x)))
 
 
 # ---------------------------------------------------------------------- expn
@@ -143,14 +143,17 @@ def _expn_scalar(n, x):
     # every branch runs (each on safe operands, so that its loops end) and one is selected
     large_n, fraction = n >= 5000, x > 1
     series_n = jnp.where(large_n | fraction | ~(n >= 1), 1.0, n)
-    fraction_n = jnp.where(large_n | ~(n >= 0), 1.0, n)
+    # the continued fraction holds for any real n when x > 1 (negative n included, as in JAX)
+    fraction_n = jnp.where(large_n | ~jnp.isfinite(n), 1.0, n)
     by_region = jnp.where(large_n, _expn_large_n(safe_x, n),
                           jnp.where(fraction, _expn_fraction(jnp.where(fraction, x, 2.0), fraction_n),
-                                    _expn_series(jnp.where(fraction, 0.5, x), series_n)))
-    out = jnp.where(n == 0, jnp.exp(-x) / x, by_region)
+                                    # the series has no value for 0 < n < 1 (NaN, as JAX's)
+                                    jnp.where(n >= 1, _expn_series(jnp.where(fraction, 0.5, x), series_n),
+                                              np.nan)))
+    out = jnp.where((n < 0) & ~fraction | (x < 0), np.nan, by_region)
+    out = jnp.where((n == 0) & (x >= 0), jnp.exp(-x) / x, out)
     out = jnp.where((x == 0) & (n >= 2), 1.0 / n1, out)
-    out = jnp.where((x == 0) & (n < 2), np.inf, out)
-    return jnp.where((n < 0) | (x < 0), np.nan, out)
+    return jnp.where((x == 0) & (n < 2), np.inf, out)     # negative n too: the integral diverges
 
 
 def _expn_elementwise(n, x):
@@ -174,7 +177,7 @@ def _expn_jvp(n, primals, tangents):
 def expn(n, x):
     """The generalized exponential integral E_n(x) = int_1^inf e^(-xt) / t^n dt."""
     n, x = inexact("expn", n, x)
-    return _expn(n, x)
+    return strong(_expn(n, x))
 
 
 def exp1(x):
@@ -254,7 +257,7 @@ def _sici_jvp(primals, tangents):
 
 def sici(x):
     """The sine and cosine integrals (Si(x), Ci(x))."""
-    return _sici(inexact("sici", x))
+    return tuple(strong(r) for r in _sici(inexact("sici", x)))
 
 
 # ---------------------------------------------------------------------- fresnel
@@ -372,4 +375,4 @@ def spence(x):
     """Spence's function (the dilogarithm) int_1^x log(t) / (1 - t) dt for x >= 0."""
     x = float32_or_64("spence", x)
     out = _spence_positive(jnp.where(x <= 0, 0.5, x))     # NaN stays NaN
-    return jnp.where(x < 0, np.nan, jnp.where(x == 1.0, 0.0, jnp.where(x == 0.0, np.pi ** 2 / 6, out)))
+    return strong(jnp.where(x < 0, np.nan, jnp.where(x == 1.0, 0.0, jnp.where(x == 0.0, np.pi ** 2 / 6, out))))

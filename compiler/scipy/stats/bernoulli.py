@@ -25,4 +25,5 @@ def cdf(k, p):
 def ppf(q, p):
     q, p = promote_inexact("bernoulli.ppf", q, p)
     invalid = jnp.isnan(q) | jnp.isnan(p) | (p < 0) | (p > 1) | (q < 0) | (q > 1)
-    return jnp.where(invalid, np.nan, jnp.where(q <= 1 - p, 0.0, 1.0))
+    zero, one = jnp.zeros_like(q), jnp.ones_like(q)     # typed as q (strong unless q is weak), as in JAX
+    return jnp.where(invalid, np.nan, jnp.where(q <= 1 - p, zero, one))

@@ -17,7 +17,8 @@ def pdf(x, loc=0, scale=1):
 def cdf(x, loc=0, scale=1):
     x, loc, scale = promote_inexact("uniform.cdf", x, loc, scale)
     inside = (x >= loc) & (x <= loc + scale)
-    return jnp.where(x < loc, 0.0, jnp.where(x > loc + scale, 1.0, jnp.where(inside, (x - loc) / scale, 0.0)))
+    zero, one = jnp.array(0, x.dtype), jnp.array(1, x.dtype)     # strong: JAX's cdf is never weakly typed
+    return jnp.where(x < loc, zero, jnp.where(x > loc + scale, one, jnp.where(inside, (x - loc) / scale, zero)))
 
 
 def ppf(q, loc=0, scale=1):
