@@ -7,6 +7,8 @@ Error messages are checked in-process through `main(argv)` (same code path,
 no start-up cost), plus a few as subprocesses for the exit code and the
 absence of a traceback.
 """
+import contextlib
+import io
 import os
 import runpy
 import subprocess
@@ -43,6 +45,14 @@ def run_concurrently(commands: dict) -> dict:
         out, err = p.communicate(commands[key][1], timeout=120)
         results[key] = subprocess.CompletedProcess(p.args, p.returncode, out, err)
     return results
+
+
+def run_in_process(argv) -> subprocess.CompletedProcess:
+    """`main(argv)`, the code `python -m jaxprc ARGS` runs, in this process (no interpreter start)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
 
 
 def ok(result):
@@ -409,7 +419,9 @@ BIG = "9" * 30             # beyond int64, within Python's
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
-    """User code calling sys.exit, huge integers, binary files: every command started at once."""
+    """User code calling sys.exit, huge integers, binary files. The sys.exit cases and binary stdin
+    run as subprocesses (the exit code, the process's own stdin), started at once; the rest in
+    this process through main."""
     d = tmp_path_factory.mktemp("hostile")
     (d / "exits_at_import.py").write_text("import sys\nsys.exit(3)\n")
     (d / "exits_in_function.py").write_text("import sys\n\ndef f(x):\n    sys.exit(3)\n")
@@ -419,10 +431,12 @@ def hostile(tmp_path_factory):
     (d / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     np.save(d / "array.npy", np.ones(3, np.float32))
     sin = f"{d / 'sin.py'}:f"
-    commands = {
+    exits = {
         "exit_import": ["trace", f"{d / 'exits_at_import.py'}:f", "--args", "f32[3]"],
         "exit_trace": ["trace", f"{d / 'exits_in_function.py'}:f", "--args", "f32[3]"],
         "exit_vjp": ["trace", f"{d / 'exits_in_function.py'}:f", "--args", "f32[3]", "--transform", "vjp"],
+    }
+    commands = {
         "huge_shape": ["trace", sin, "--args", f"f32[{HUGE}]"],
         "big_shape": ["trace", sin, "--args", f"f32[{BIG}]", "--emit", "stablehlo"],
         "big_shape_expr": ["trace", sin, "--args-expr", f"T('f32[{BIG}]')"],
@@ -436,7 +450,8 @@ def hostile(tmp_path_factory):
     for command in ("check", "graph", "lower", "run", "opt"):
         for name in ("random.bin", "image.png", "array.npy"):
             commands[f"{command}:{name}"] = [command, str(d / name)]
-    results = run_concurrently({k: (argv, None) for k, argv in commands.items()})
+    results = run_concurrently({k: (argv, None) for k, argv in exits.items()})
+    results.update({k: run_in_process(argv) for k, argv in commands.items()})
     results["stdin_npy"] = subprocess.run([sys.executable, "-m", "jaxprc", "check", "-"], cwd=ROOT,
                                           input=(d / "array.npy").read_bytes(), capture_output=True)
     results["stdin_npy"].stderr = results["stdin_npy"].stderr.decode()
