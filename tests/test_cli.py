@@ -1,7 +1,9 @@
 """The `jaxprc` command line, driven as a subprocess (`python -m jaxprc ...`).
 
 Each command costs an interpreter start, so the commands of a test batch run
-concurrently (module fixtures) and the tests read their results. Pipeline
+concurrently (module fixtures) and the tests read their results; commands whose
+test is not about the process (its exit code, stdin, argparse's exit) run
+in-process through `main(argv)` instead. Pipeline
 outputs are compared with the Python API called directly, numbers with numpy.
 Error messages are checked in-process through `main(argv)` (same code path,
 no start-up cost), plus a few as subprocesses for the exit code and the
@@ -96,38 +98,43 @@ def data(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def first(data):
-    """Commands that need only the shipped examples, all started at once."""
+    """Commands that need only the shipped examples: those reading stdin, exiting through argparse
+    or failing run as subprocesses started at once (the launcher, the exit code); the rest in this
+    process through main."""
     d, _ = data
     loss_text = open(LOSS_JAXPR).read()
-    return d, run_concurrently({
+    results = run_concurrently({
         "help": (["--help"], None),
-        "trace": (["trace", f"{MODEL}:loss", "--args", LOSS_ARGS, "--transform", "grad",
-                   "--passes", "cse,dce", "--print-after-all", "-o", str(d / "grad.jaxpr")], None),
-        "trace_vmap_hlo": (["trace", f"{MODEL}:loss", "--args", LOSS_ARGS, "--transform", "grad",
-                            "--transform", "vmap:0:axis_size=3", "--emit", "hlo"], None),
         "opt": (["opt", "-", "--passes", "jvp,vmap:axis_size=3,dce", "--print-after", "vmap",
                  "-o", str(d / "opt.jaxpr")], loss_text),
-        "lower": (["lower", COND_JAXPR, "--emit", "stablehlo"], None),
-        "graph": (["graph", COND_JAXPR, "-o", str(d / "cond.svg")], None),
-        "demo": (["demo"], None),
         "bad_file": (["opt", str(d / "missing.jaxpr"), "--passes", "dce"], None),
         "parse_error": (["check", "-"], "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a a\n  in (b,) }\n"),
         "debug": (["--debug", "trace", f"{MODEL}:loss", "--args", "f32[8,4], f32[7]"], None),
     })
+    results.update({k: run_in_process(argv) for k, argv in {
+        "trace": ["trace", f"{MODEL}:loss", "--args", LOSS_ARGS, "--transform", "grad",
+                  "--passes", "cse,dce", "--print-after-all", "-o", str(d / "grad.jaxpr")],
+        "trace_vmap_hlo": ["trace", f"{MODEL}:loss", "--args", LOSS_ARGS, "--transform", "grad",
+                           "--transform", "vmap:0:axis_size=3", "--emit", "hlo"],
+        "lower": ["lower", COND_JAXPR, "--emit", "stablehlo"],
+        "graph": ["graph", COND_JAXPR, "-o", str(d / "cond.svg")],
+        "demo": ["demo"],
+    }.items()})
+    return d, results
 
 
 @pytest.fixture(scope="module")
 def second(first, data):
-    """Commands reading what the first batch wrote."""
+    """Commands reading what the first batch wrote (in this process, through main)."""
     d, _ = data
     opt_out = str(d / "opt.jaxpr")
-    return run_concurrently({
-        "check": (["check", opt_out], None),
-        "run": (["run", opt_out, "--input", f"a={d / 'bw.npy'}", "--input", f"b={d / 'bx.npy'}",
-                 "--input", f"c={d / 'bdw.npy'}", "--input", f"d={d / 'bdx.npy'}",
-                 "--output", str(d / "outs")], None),
-        "run_print": (["run", COND_JAXPR, "--input", "[3.0, 4.0, 0.0, 0.0, 0.0]"], None),
-    })
+    return {k: run_in_process(argv) for k, argv in {
+        "check": ["check", opt_out],
+        "run": ["run", opt_out, "--input", f"a={d / 'bw.npy'}", "--input", f"b={d / 'bx.npy'}",
+                "--input", f"c={d / 'bdw.npy'}", "--input", f"d={d / 'bdx.npy'}",
+                "--output", str(d / "outs")],
+        "run_print": ["run", COND_JAXPR, "--input", "[3.0, 4.0, 0.0, 0.0, 0.0]"],
+    }.items()}
 
 
 # ------------------------------------------------------------------- trace
