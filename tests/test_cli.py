@@ -3,8 +3,8 @@
 Each command costs an interpreter start, so the commands of a test batch run
 concurrently (module fixtures) and the tests read their results; commands whose
 test is not about the process (its exit code, stdin, argparse's exit) run
-in-process through `main(argv)` instead. Pipeline
-outputs are compared with the Python API called directly, numbers with numpy.
+in-process through `main(argv)` instead. Pipeline outputs are compared with
+the Python API called directly, numbers with numpy.
 Error messages are checked in-process through `main(argv)` (same code path,
 no start-up cost), plus a few as subprocesses for the exit code and the
 absence of a traceback.
