@@ -1,12 +1,16 @@
 """The `jaxprc` command line, driven as a subprocess (`python -m jaxprc ...`).
 
 Each command costs an interpreter start, so the commands of a test batch run
-concurrently (module fixtures) and the tests read their results. Pipeline
-outputs are compared with the Python API called directly, numbers with numpy.
+concurrently (module fixtures) and the tests read their results; commands whose
+test is not about the process (its exit code, stdin, argparse's exit) run
+in-process through `main(argv)` instead. Pipeline outputs are compared with
+the Python API called directly, numbers with numpy.
 Error messages are checked in-process through `main(argv)` (same code path,
 no start-up cost), plus a few as subprocesses for the exit code and the
 absence of a traceback.
 """
+import contextlib
+import io
 import os
 import runpy
 import subprocess
@@ -43,6 +47,14 @@ def run_concurrently(commands: dict) -> dict:
         out, err = p.communicate(commands[key][1], timeout=120)
         results[key] = subprocess.CompletedProcess(p.args, p.returncode, out, err)
     return results
+
+
+def run_in_process(argv) -> subprocess.CompletedProcess:
+    """`main(argv)`, the code `python -m jaxprc ARGS` runs, in this process (no interpreter start)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(argv)
+    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
 
 
 def ok(result):
@@ -86,38 +98,43 @@ def data(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def first(data):
-    """Commands that need only the shipped examples, all started at once."""
+    """Commands that need only the shipped examples: those reading stdin, exiting through argparse
+    or failing run as subprocesses started at once (the launcher, the exit code); the rest in this
+    process through main."""
     d, _ = data
     loss_text = open(LOSS_JAXPR).read()
-    return d, run_concurrently({
+    results = run_concurrently({
         "help": (["--help"], None),
-        "trace": (["trace", f"{MODEL}:loss", "--args", LOSS_ARGS, "--transform", "grad",
-                   "--passes", "cse,dce", "--print-after-all", "-o", str(d / "grad.jaxpr")], None),
-        "trace_vmap_hlo": (["trace", f"{MODEL}:loss", "--args", LOSS_ARGS, "--transform", "grad",
-                            "--transform", "vmap:0:axis_size=3", "--emit", "hlo"], None),
         "opt": (["opt", "-", "--passes", "jvp,vmap:axis_size=3,dce", "--print-after", "vmap",
                  "-o", str(d / "opt.jaxpr")], loss_text),
-        "lower": (["lower", COND_JAXPR, "--emit", "stablehlo"], None),
-        "graph": (["graph", COND_JAXPR, "-o", str(d / "cond.svg")], None),
-        "demo": (["demo"], None),
         "bad_file": (["opt", str(d / "missing.jaxpr"), "--passes", "dce"], None),
         "parse_error": (["check", "-"], "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a a\n  in (b,) }\n"),
         "debug": (["--debug", "trace", f"{MODEL}:loss", "--args", "f32[8,4], f32[7]"], None),
     })
+    results.update({k: run_in_process(argv) for k, argv in {
+        "trace": ["trace", f"{MODEL}:loss", "--args", LOSS_ARGS, "--transform", "grad",
+                  "--passes", "cse,dce", "--print-after-all", "-o", str(d / "grad.jaxpr")],
+        "trace_vmap_hlo": ["trace", f"{MODEL}:loss", "--args", LOSS_ARGS, "--transform", "grad",
+                           "--transform", "vmap:0:axis_size=3", "--emit", "hlo"],
+        "lower": ["lower", COND_JAXPR, "--emit", "stablehlo"],
+        "graph": ["graph", COND_JAXPR, "-o", str(d / "cond.svg")],
+        "demo": ["demo"],
+    }.items()})
+    return d, results
 
 
 @pytest.fixture(scope="module")
 def second(first, data):
-    """Commands reading what the first batch wrote."""
+    """Commands reading what the first batch wrote (in this process, through main)."""
     d, _ = data
     opt_out = str(d / "opt.jaxpr")
-    return run_concurrently({
-        "check": (["check", opt_out], None),
-        "run": (["run", opt_out, "--input", f"a={d / 'bw.npy'}", "--input", f"b={d / 'bx.npy'}",
-                 "--input", f"c={d / 'bdw.npy'}", "--input", f"d={d / 'bdx.npy'}",
-                 "--output", str(d / "outs")], None),
-        "run_print": (["run", COND_JAXPR, "--input", "[3.0, 4.0, 0.0, 0.0, 0.0]"], None),
-    })
+    return {k: run_in_process(argv) for k, argv in {
+        "check": ["check", opt_out],
+        "run": ["run", opt_out, "--input", f"a={d / 'bw.npy'}", "--input", f"b={d / 'bx.npy'}",
+                "--input", f"c={d / 'bdw.npy'}", "--input", f"d={d / 'bdx.npy'}",
+                "--output", str(d / "outs")],
+        "run_print": ["run", COND_JAXPR, "--input", "[3.0, 4.0, 0.0, 0.0, 0.0]"],
+    }.items()}
 
 
 # ------------------------------------------------------------------- trace
@@ -409,7 +426,9 @@ BIG = "9" * 30             # beyond int64, within Python's
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
-    """User code calling sys.exit, huge integers, binary files: every command started at once."""
+    """User code calling sys.exit, huge integers, binary files. The sys.exit cases and binary stdin
+    run as subprocesses (the exit code, the process's own stdin), started at once; the rest in
+    this process through main."""
     d = tmp_path_factory.mktemp("hostile")
     (d / "exits_at_import.py").write_text("import sys\nsys.exit(3)\n")
     (d / "exits_in_function.py").write_text("import sys\n\ndef f(x):\n    sys.exit(3)\n")
@@ -419,10 +438,12 @@ def hostile(tmp_path_factory):
     (d / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     np.save(d / "array.npy", np.ones(3, np.float32))
     sin = f"{d / 'sin.py'}:f"
-    commands = {
+    exits = {
         "exit_import": ["trace", f"{d / 'exits_at_import.py'}:f", "--args", "f32[3]"],
         "exit_trace": ["trace", f"{d / 'exits_in_function.py'}:f", "--args", "f32[3]"],
         "exit_vjp": ["trace", f"{d / 'exits_in_function.py'}:f", "--args", "f32[3]", "--transform", "vjp"],
+    }
+    commands = {
         "huge_shape": ["trace", sin, "--args", f"f32[{HUGE}]"],
         "big_shape": ["trace", sin, "--args", f"f32[{BIG}]", "--emit", "stablehlo"],
         "big_shape_expr": ["trace", sin, "--args-expr", f"T('f32[{BIG}]')"],
@@ -436,7 +457,8 @@ def hostile(tmp_path_factory):
     for command in ("check", "graph", "lower", "run", "opt"):
         for name in ("random.bin", "image.png", "array.npy"):
             commands[f"{command}:{name}"] = [command, str(d / name)]
-    results = run_concurrently({k: (argv, None) for k, argv in commands.items()})
+    results = run_concurrently({k: (argv, None) for k, argv in exits.items()})
+    results.update({k: run_in_process(argv) for k, argv in commands.items()})
     results["stdin_npy"] = subprocess.run([sys.executable, "-m", "jaxprc", "check", "-"], cwd=ROOT,
                                           input=(d / "array.npy").read_bytes(), capture_output=True)
     results["stdin_npy"].stderr = results["stdin_npy"].stderr.decode()
