@@ -200,3 +200,12 @@ def test_take_modes_empty_indices_and_index_dtypes():
         jnp.take(x, idx, mode="promise_in_bounds")
     with pytest.raises(TypeError, match="expected an array or a scalar"):   # as JAX: no lists
         jnp.take(x, [0, 1])
+
+
+def test_a_list_as_the_whole_index_is_refused_as_in_jax():
+    x = jnp.arange(5)
+    for use in (lambda: x[[0, 3]], lambda: x.at[[1]].set(9), lambda: x.at[[1]].get()):
+        with pytest.raises(TypeError, match="non-tuple sequence for multidimensional indexing"):
+            use()
+    np.testing.assert_array_equal(x[([0, 3],)], [0, 3])          # a list inside a tuple is an array
+    np.testing.assert_array_equal(x[np.array([0, 3])], [0, 3])

@@ -38,9 +38,18 @@ def _concrete_bool_mask(mask):
             f"or compute the mask outside the transformed function. ({e})") from None
 
 
+def _refuse_list_index(idx):
+    """numpy's old reading of ``x[[i, j]]`` (a list as a tuple of indices) is ambiguous: JAX
+    refuses a list as the whole index, for reading and for ``.at`` updates."""
+    if isinstance(idx, list):
+        raise TypeError("Using a non-tuple sequence for multidimensional indexing is not allowed; use "
+                        "`arr[array(seq)]` instead of `arr[seq]`.")
+
+
 def _parse_index(shape, idx):
     """The index as a list of (kind, dim, value) entries with Ellipsis expanded and
     boolean masks turned into integer arrays; ``dim`` is None for new axes."""
+    _refuse_list_index(idx)
     idx = idx if isinstance(idx, tuple) else (idx,)
     items = []
     for i in idx:
@@ -488,6 +497,7 @@ class _IndexUpdateHelper:
         self.array = array
 
     def __getitem__(self, index):
+        _refuse_list_index(index)
         return _IndexUpdateRef(self.array, index)
 
     def __repr__(self):
