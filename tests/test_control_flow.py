@@ -681,3 +681,20 @@ def test_control_flow_programs_round_trip_through_text():
     text = str(cj)
     back = parse(text)
     assert str(back) == text and back == cj
+
+
+def test_map_with_batch_size_is_map_in_batches_plus_a_remainder():
+    x = np.arange(10 * 3, dtype=np.float32).reshape(10, 3)
+    f = lambda v: {"s": jaxprc.numpy.sum(v) * 2, "v": v[::-1] + 1}
+    want = cfp.map(f, x)
+    for bs in (0, 1, 3, 5, 10, 12):
+        got = jaxprc.jit(lambda x: cfp.map(f, x, batch_size=bs))(x)
+        np.testing.assert_array_equal(got["s"], want["s"])
+        np.testing.assert_array_equal(got["v"], want["v"])
+    # 10 = 3 * 3 + 1: one scan over three batches of three, then one vmapped remainder
+    jaxpr = jaxprc.make_jaxpr(lambda x: cfp.map(f, x, batch_size=3))(x).jaxpr
+    assert [e.primitive.name for e in jaxpr.eqns].count("scan") == 1
+    g = jaxprc.grad(lambda x: jaxprc.numpy.sum(cfp.map(lambda v: jaxprc.numpy.sum(v ** 2), x, batch_size=3)))(x)
+    np.testing.assert_allclose(g, 2 * x)
+    with pytest.raises(ValueError, match="batch_size must be a non-negative int"):
+        cfp.map(f, x, batch_size=-1)

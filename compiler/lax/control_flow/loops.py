@@ -350,12 +350,35 @@ def _scan_unroll(unroll, length: int) -> int:
 
 
 def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 (JAX's name)
-    """``stack([f(x) for x in xs])`` over the leading axis of (a pytree of) ``xs``, as a scan."""
-    if batch_size is not None:
-        raise NotImplementedError("lax.map: batch_size is not supported; apply vmap inside f "
-                                  "to batch the mapped function.")
-    _, ys = scan(lambda _, x: ((), f(x)), (), xs)
-    return ys
+    """``stack([f(x) for x in xs])`` over the leading axis of (a pytree of) ``xs``, as a scan.
+
+    With ``batch_size``, each scan step applies ``vmap(f)`` to that many elements, and the
+    elements left over (the length modulo ``batch_size``) go through one more ``vmap(f)``;
+    ``batch_size=0`` is a single ``vmap`` of all of them (JAX's meaning)."""
+    if batch_size is None:
+        _, ys = scan(lambda _, x: ((), f(x)), (), xs)
+        return ys
+    from jaxprc import vmap
+    leaves, tree = tu.tree_flatten(xs)
+    if not leaves:
+        raise ValueError("lax.map: batch_size needs at least one array to map over")
+    if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) or batch_size < 0:
+        raise ValueError(f"lax.map: batch_size must be a non-negative int, got {batch_size!r}")
+    length = _leaf_aval(leaves[0], "lax.map xs", ()).shape[0]
+    batches = 0 if batch_size == 0 else length // batch_size
+    split = batches * batch_size
+    parts = []
+    if batches:
+        def batched(leaf):
+            head = lax.slice_in_dim(leaf, 0, split, axis=0)
+            return lax.reshape(head, (batches, batch_size, *aval_of(leaf).shape[1:]))
+        _, ys = scan(lambda _, x: ((), vmap(f)(x)), (), tree.unflatten([batched(x) for x in leaves]))
+        parts.append(tu.tree_map(lambda y: lax.reshape(y, (split, *aval_of(y).shape[2:])), ys))
+    if split < length:
+        parts.append(vmap(f)(tree.unflatten([lax.slice_in_dim(x, split, length, axis=0) for x in leaves])))
+    if len(parts) == 1:
+        return parts[0]
+    return tu.tree_map(lambda a, b: lax.concatenate([a, b], 0), *parts)
 
 
 # --------------------------------------------------------------- fori_loop
