@@ -234,6 +234,13 @@ def default_float_dtype() -> np.dtype:
     return canonicalize_dtype(float64)
 
 
+def to_numeric_dtype(dtype) -> np.dtype:
+    """The dtype jax.numpy's arithmetic computes booleans in: int32, with x64 on too (JAX's
+    ``to_numeric_dtype``); other dtypes stay as they are."""
+    dtype = np.dtype(dtype)
+    return int32 if dtype == bool_ else dtype
+
+
 def to_inexact_dtype(dtype) -> np.dtype:
     """The inexact dtype jax.numpy computes a (canonical) non-inexact ``dtype`` in, as JAX does:
     booleans and integers of up to 32 bits become float32 even with x64 on; only 64-bit

@@ -1,6 +1,7 @@
 """With x64 on, jax.numpy computes booleans and integers of up to 32 bits in float32 (JAX's
 ``to_inexact_dtype``): only 64-bit integers become float64. Functions that promote their
-operands to an inexact type must give JAX's dtypes, not the default float (float64)."""
+operands to an inexact type must give JAX's dtypes, not the default float (float64). Likewise
+arithmetic that needs numbers computes booleans in int32 (``to_numeric_dtype``), not int64."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -56,3 +57,17 @@ def test_integer_and_bool_operands_take_jax_inexact_dtype(name, x64):
             continue
         got = jaxprc.tree_util.tree_leaves(_call(jaxprc, name, x))
         assert [np.asarray(g).dtype for g in got] == [np.asarray(w).dtype for w in want], (name, dtype)
+
+
+NUMERIC = {"square": lambda m, x: m.square(x), "power": lambda m, x: m.power(x, x),
+           "floor_divide": lambda m, x: m.floor_divide(x, x), "remainder": lambda m, x: m.remainder(x, x),
+           "fmod": lambda m, x: m.fmod(x, x), "left_shift": lambda m, x: m.left_shift(x, x),
+           "divmod": lambda m, x: m.divmod(x, x)}
+
+
+@pytest.mark.parametrize("name", sorted(NUMERIC))
+def test_boolean_operands_of_arithmetic_take_int32(name, x64):
+    x = np.array([True, False, True])
+    want = jax.tree_util.tree_leaves(NUMERIC[name](jnp, x))
+    got = jaxprc.tree_util.tree_leaves(NUMERIC[name](xnp, x))
+    assert [np.asarray(g).dtype for g in got] == [np.asarray(w).dtype for w in want]

@@ -124,10 +124,10 @@ asin, acos, atan, asinh, acosh, atanh = arcsin, arccos, arctan, arcsinh, arccosh
 
 
 def _promote_numeric(fn, *args):
-    """Operands promoted, booleans counting as the default integer (JAX's promote_dtypes_numeric)."""
+    """Operands promoted, booleans counting as int32 (JAX's promote_dtypes_numeric)."""
     args, dtype, weak = promote(fn, *args)
     if dt.is_bool(dtype):
-        dtype = dt.default_int_dtype()
+        dtype = dt.to_numeric_dtype(dtype)
         args = [convert(x, dtype, weak) for x in args]
     return args, dtype
 
@@ -421,7 +421,7 @@ def floor_divide(x1, x2, /):
     """``x1 // x2`` rounding toward minus infinity (numpy), for integers and floats."""
     (x1, x2), dtype, weak = promote("floor_divide", x1, x2)
     if dt.is_bool(dtype):
-        dtype = dt.default_int_dtype()
+        dtype = dt.to_numeric_dtype(dtype)
         x1, x2 = convert(x1, dtype), convert(x2, dtype)
     if dt.is_unsigned(dtype):
         return ew.div_p.bind(x1, x2)
@@ -451,7 +451,7 @@ def remainder(x1, x2, /):
     """``x1 % x2`` with the sign of the divisor (numpy), for integers and floats."""
     (x1, x2), dtype, _ = promote("remainder", x1, x2)
     if dt.is_bool(dtype):
-        dtype = dt.default_int_dtype()
+        dtype = dt.to_numeric_dtype(dtype)
         x1, x2 = convert(x1, dtype), convert(x2, dtype)
     x2 = _nonzero_divisor(x2, dtype)
     r = ew.rem_p.bind(x1, x2)
