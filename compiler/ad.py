@@ -533,7 +533,7 @@ def _std_basis(leaves) -> list:
     (N = total size): row i is the i-th unit vector, laid out like the leaves."""
     sizes = [int(np.prod(np.shape(x), dtype=np.int64)) for x in leaves]
     eye, offsets = np.eye(sum(sizes)), np.cumsum([0] + sizes)
-    return [eye[:, o:o + n].reshape(-1, *np.shape(x)).astype(get_aval(x).dtype)
+    return [eye[:, o:o + n].reshape(len(eye), *np.shape(x)).astype(get_aval(x).dtype)
             for x, o, n in zip(leaves, offsets, sizes)]
 
 

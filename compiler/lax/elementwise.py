@@ -627,8 +627,9 @@ def _clamp_jvp(primals, tangents):
         if aval_of(t).shape != shape:
             t = lax.broadcast_in_dim(t, shape, ())
         return select_n(pred, lax.full_like(out, 0), t)
+    # XLA's clamp is min(max(x, lo), hi): where lo > hi the result is hi, whatever x is.
     inside = bitwise_and(gt(x, lo), lt(x, hi))
-    t = add_tangents(where(lt(x, lo), tlo), where(inside, tx))
+    t = add_tangents(where(bitwise_and(lt(x, lo), lt(lo, hi)), tlo), where(inside, tx))
     return out, add_tangents(t, where(gt(x, hi), thi))
 
 

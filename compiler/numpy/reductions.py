@@ -242,9 +242,11 @@ def _cumulative(fn_name, lax_fn_name):
             axis = 0
         axis = canonical_axis(axis, aval_of(a).ndim, fn_name)
         dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
+        if dtype is not None and dt.is_bool(dtype):
+            a = convert(a, dtype)             # as JAX: truth values first, then counted as integers
         if dtype is not None and not dt.is_bool(dtype):
             a = convert(a, dtype)
-        elif dt.is_bool(aval.dtype) or dtype is not None:    # bools accumulate as integers
+        elif dt.is_bool(aval_of(a).dtype):    # bools accumulate as integers
             a = convert(a, dt.default_int_dtype())
         elif aval.weak_type:
             a = convert(a, aval.dtype)
