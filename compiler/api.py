@@ -27,7 +27,7 @@ from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.deep import deep_entry
 from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
     register_internal_dir, trace_state as _trace_state, trace_to_jaxpr, user_source_info
-from .ir.tree_util import keystr, registry as _registry
+from .ir.tree_util import keystr, registry as _registry, tree_map
 from .lax.call import jit_p
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
 from .transfer_guard import explicit_scope
@@ -514,6 +514,8 @@ class JitFunction:
                 self._explain_miss(key, args, kwargs)
             entry = self._cache[key] = self._compile(args, kwargs)
         if _config.jax_debug_nans or _config.jax_debug_infs:
+            if self._donate_argnums:     # the op-by-op rerun needs what the call donates
+                args, kwargs = tree_map(lambda x: x.copy() if type(x) is Array else x, (args, kwargs))
             outs = entry(leaves)
             float_checks.check_jit_outputs(self._fun, args, kwargs, outs)
             return outs, None, None

@@ -202,7 +202,7 @@ class _EagerImpl:
         else:
             outs = Array(outs[0], entry.out_aval)
         if _config.jax_debug_nans or _config.jax_debug_infs:
-            float_checks.check_primitive(self.prim.name, outs)
+            float_checks.check_primitive(self.prim, args, params, outs)
         return (outs, entry) if _entry else outs
 
 

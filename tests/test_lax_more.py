@@ -273,6 +273,20 @@ def test_debug_nans_infs_name_the_primitive():
     assert np.isnan(jnp.log(-1.0))          # off again outside the block
 
 
+def test_debug_nans_rerun_keeps_donated_arguments_and_enters_checkpoints():
+    with jx.debug_nans():
+        # the op-by-op rerun of a call that donated its argument still has it
+        donating = jx.jit(lambda v: jnp.log(v - 5.), donate_argnums=0)
+        with pytest.raises(FloatingPointError, match=r"\(nan\) encountered in log"):
+            donating(jnp.ones(3))
+        # a checkpoint is evaluated op by op, as in JAX: the error names the primitive inside
+        with pytest.raises(FloatingPointError, match=r"\(nan\) encountered in log"):
+            jx.jit(jx.checkpoint(lambda v: jnp.sin(v) + jnp.log(v)))(-1.)
+        with pytest.raises(FloatingPointError, match=r"\(nan\) encountered in scan"):
+            jx.lax.scan(lambda c, v: (c + jnp.log(v), None), 0., jnp.array([1., -1.]))
+        assert float(jx.jit(jx.checkpoint(jnp.log))(2.)) == pytest.approx(np.log(2.))
+
+
 def test_disable_jit_runs_op_by_op():
     seen = []
     f = jx.jit(lambda v: seen.append(type(v).__name__) or v * 2)

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxprc import lax
+from jaxprc import float_checks, lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
@@ -330,4 +330,5 @@ mlir.register_lowering(checkpoint_p, _checkpoint)
 
 # ---------------------------------------------------------- jet (Taylor series)
 jet.definlined(checkpoint_p, "jaxpr")
+float_checks.callees[checkpoint_p] = "jaxpr"
 jet.deflinear(name_p)     # beyond JAX
