@@ -150,3 +150,17 @@ def test_at_apply_forward_derivative_matches_finite_differences():
     x64 = X.astype(np.float64)
     fd = (_ufunc_at(np.sin, x64 + 1e-6 * tangent, REPEATED) - _ufunc_at(np.sin, x64 - 1e-6 * tangent, REPEATED)) / 2e-6
     np.testing.assert_allclose(jvp, fd, rtol=1e-4, atol=1e-6)
+
+
+# ------------------------------------------------------------------ reducers' argument checks (JAX's)
+@pytest.mark.parametrize("call", [lambda x: jnp.sum(x, where=np.ones(3, np.int32)),
+                                  lambda x: jnp.prod(x, where=np.ones(3, np.float32)),
+                                  lambda x: jnp.mean(x, where=np.ones(3, np.int32)),
+                                  lambda x: jnp.var(x, where=np.ones(3, np.int32)),
+                                  lambda x: jnp.all(x, where=np.ones(3, np.int32)),
+                                  lambda x: jnp.max(x, initial=np.ones(2, np.float32)),
+                                  lambda x: jnp.sum(x, initial=np.ones(1, np.float32))])
+def test_reducers_need_a_boolean_where_and_a_scalar_initial(call):
+    with pytest.raises(ValueError, match="where must be None or a boolean array|initial value must be a scalar"):
+        call(np.arange(6., dtype=np.float32).reshape(2, 3))
+    assert float(jnp.sum(np.arange(6., dtype=np.float32), initial=np.float32(1.), where=np.arange(6) > 2)) == 13.

@@ -42,9 +42,19 @@ def _keepdims(out, shape, axes, keepdims):
     return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
+def _check_where_and_initial(fn_name, where, initial=None):
+    """JAX's argument checks: ``where`` a boolean mask, ``initial`` a scalar."""
+    if where is not None and not dt.is_bool(aval_of(as_array(where, fn_name)).dtype):
+        raise ValueError(f"jnp.{fn_name}: where must be None or a boolean array; got "
+                         f"where.dtype={aval_of(as_array(where, fn_name)).dtype!r}.")
+    if initial is not None and aval_of(as_array(initial, fn_name)).ndim:
+        raise ValueError(f"initial value must be a scalar. Got array of shape {aval_of(initial).shape}")
+
+
 def _reduce(fn_name, reducer, a, axis, dtype, keepdims, *, out=None, promote_integers=False,
             upcast=False, initial=None, combine=None, where=None, neutral=None):
     _no_out(fn_name, out)
+    _check_where_and_initial(fn_name, where, initial)
     a = as_array(a, fn_name)
     aval = aval_of(a)
     axes = canonical_axes(axis, aval.ndim, fn_name)
@@ -159,6 +169,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Arithmetic mean; integers average in the default float dtype."""
     from .ufuncs import divide
     _no_out("mean", out)
+    _check_where_and_initial("mean", where)
     a = as_array(a, "mean")
     aval = aval_of(a)
     axes = canonical_axes(axis, aval.ndim, "mean")
@@ -175,6 +186,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     from .selection import where as where_
     from .ufuncs import conj, divide, greater, multiply, real, subtract
     _no_out("var", out)
+    _check_where_and_initial("var", where)
     if correction is not None:
         ddof = correction
     a = as_array(a, "var")
