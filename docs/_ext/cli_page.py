@@ -78,5 +78,5 @@ def _show_written(path: Path, images: Path) -> list[str]:
     if path.suffix == ".svg":
         images.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, images / path.name)
-        return [f"![the dataflow graph `jaxprc graph` drew]({images.name}/{path.name})", ""]
+        return [f"![the dataflow graph of the program, drawn by jaxprc graph]({images.name}/{path.name})", ""]
     return [f"`{path.name}` now holds:", "", "```text", path.read_text().rstrip(), "```", ""]

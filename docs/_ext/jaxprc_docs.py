@@ -1,8 +1,9 @@
 """The Sphinx extension that writes the generated pages before Sphinx reads the sources.
 
-``generate(docs_dir)`` writes ``docs/_generated/*.md`` (fragments the hand-written pages
-``{include}``: grammar, primitives, verifier errors, command-line session, differences from JAX)
-and ``docs/api/*.md`` (the API reference). Both folders are build outputs (ignored by git)."""
+``generate(docs_dir)`` writes ``docs/_generated/`` (fragments the hand-written pages
+``{include}``: grammar, primitives, verifier errors, command-line session, differences from JAX;
+and the benchmark chart) and ``docs/api/*.md`` (the API reference). Both folders are build
+outputs (ignored by git)."""
 from __future__ import annotations
 
 import importlib
@@ -11,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import api_pages
+import bench_chart
 import cli_page
 import differences_page
 import grammar_page
@@ -49,6 +51,7 @@ def generate(docs_dir: Path) -> None:
     }
     for name, text in pages.items():
         (fragments / name).write_text(text)
+    bench_chart.write_chart(docs_dir / "guides" / "performance.md", fragments / "images" / "benchmarks.svg")
     modules = api_pages.public_modules()
     jax_has, first_names = _jax_names(), {}
     for module in modules:
