@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-# (what it shows, the command line, files it writes that the page shows instead of stdout)
+# (what it shows, the command line); a command writing a file (-o) is followed by the file
 SESSION = [
     ("The commands", "jaxprc --help"),
     ("`trace`: a Python function on argument types to text IR",
@@ -63,8 +63,8 @@ def cli_markdown(repo_root: Path, images: Path) -> str:
                     out += [f"## {title}", ""]
                 status = "" if rc == 0 else f"   # exit status {rc}"
                 out += ["```console", f"$ {line}{status}", text.rstrip(), "```", ""]
-                for written in argv[argv.index("-o") + 1:][:1] if "-o" in argv else []:
-                    out += _show_written(Path(tmp) / written, images)
+                if "-o" in argv:                   # the file it wrote, instead of stdout
+                    out += _show_written(Path(tmp) / argv[argv.index("-o") + 1], images)
         finally:
             os.chdir(old_cwd)
             if old_columns is None:
