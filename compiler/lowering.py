@@ -34,6 +34,8 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from . import runtime
 from .ir import dtypes as dt
 from .ir.deep import deep_entry
+from .ir.dtypes import config
+from .passes.canonicalize import canonicalize
 from .ir.effects import has_ordered_effects
 from .ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
 
@@ -606,6 +608,8 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
                 platform: str = "cpu", devices: Sequence[int] | None = None) -> Lowered:
     """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``;
     ``devices``: the ids of the devices it is partitioned over (None: one device)."""
+    if config.jaxprc_canonicalize:
+        closed_jaxpr = canonicalize(closed_jaxpr)
     with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TO_MLIR_MODULE_EVENT, name):
         return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices)
 

@@ -225,6 +225,18 @@ def run_pipeline(cj: ClosedJaxpr, spec: str | Sequence,
 
 # ----------------------------------------------------------- sub-jaxprs
 
+def count_equations(program: ClosedJaxpr | Jaxpr) -> int:
+    """Equations of a program, those of its sub-jaxprs (bodies, branches) included."""
+    j = program.jaxpr if isinstance(program, ClosedJaxpr) else program
+    total = len(j.eqns)
+    for eqn in j.eqns:
+        for v in eqn.params.values():
+            for inner in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(inner, (ClosedJaxpr, Jaxpr)):
+                    total += count_equations(inner)
+    return total
+
+
 def map_subjaxprs(params: dict, fn: Callable[[ClosedJaxpr], ClosedJaxpr]) -> dict:
     """``params`` with every ClosedJaxpr (also inside tuples) replaced by ``fn(it)``.
 
