@@ -343,26 +343,39 @@ def apply_transform(fun, specs, spec: str):
 
 # -------------------------------------------------------------- pipelines
 
-class Dumper:
-    """Prints the IR after the steps named by ``--print-after`` (all with ``--print-after-all``)."""
+def make_printer(args):
+    """The IR printing asked for by --print-after*, --print-ir-* (to stderr, as mlir-opt)."""
+    from jaxprc.passes.instrument import IRPrinter
+    return IRPrinter(after_all=args.print_after_all, after=args.print_after or (),
+                     before=args.print_ir_before or (), after_change=args.print_ir_after_change,
+                     diff=args.print_ir_diff)
 
-    def __init__(self, after_all: bool, after: list[str] | None):
-        self.after_all, self.after = after_all, set(after or ())
 
-    def wants(self, step: str) -> bool:
-        return self.after_all or step.split(":")[0] in self.after
-
-    def __call__(self, step: str, program) -> None:
-        if self.wants(step):
-            print(f"// -----// IR after {step} //----- //\n{program}\n", file=sys.stderr)
-
-    def check_steps(self, steps: list[str]) -> None:
-        """A --print-after STEP that never runs is a typo: say so before doing the work."""
-        known = [s.split(":")[0] for s in steps]
-        unknown = sorted(self.after - set(known))
+def check_steps(args, steps: list[str]) -> None:
+    """A --print-after or --print-ir-before STEP that never runs is a typo: say so before doing
+    the work."""
+    known = [s.split(":")[0] for s in steps]
+    for flag, names in (("--print-after", args.print_after), ("--print-ir-before", args.print_ir_before)):
+        unknown = sorted(set(names or ()) - set(known))
         if unknown:
-            raise UsageError(f"--print-after {unknown[0]}: no step of that name runs here; "
+            raise UsageError(f"{flag} {unknown[0]}: no step of that name runs here; "
                              f"the steps are: {', '.join(known) or '(none)'}")
+
+
+def load_pass_plugins(paths: list[str] | None) -> None:
+    """--load-pass-plugin FILE.py: run the file, which registers passes or pattern sets
+    (``register_pass``, ``register_pattern``) that --passes may then name."""
+    import runpy
+    for path in paths or ():
+        if not os.path.isfile(path):
+            raise UsageError(f"--load-pass-plugin {path}: no such file")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        try:
+            runpy.run_path(path, run_name="__jaxprc_plugin__")
+        except SystemExit as e:
+            raise _user_code_exit(e, f"--load-pass-plugin {path}: the module") from e
+        except Exception as e:
+            raise UsageError(f"--load-pass-plugin {path} failed: {type(e).__name__}: {e}") from e
 
 
 def parse_passes(pipeline: str | None) -> list:
@@ -376,14 +389,14 @@ def parse_passes(pipeline: str | None) -> list:
         raise UsageError(f"--passes {pipeline!r}: {e}") from None
 
 
-def run_passes(program, pipeline: str | None, dump: Dumper, where: str):
+def run_passes(program, pipeline: str | None, where: str, instrument=()):
     """Run a pass pipeline, always verifying the IR after every pass; errors name the pass."""
     from jaxprc.passes import PassError, PassVerificationError, run_pipeline
     steps = parse_passes(pipeline)
     if not steps:
         return program
     try:
-        return run_pipeline(program, steps, observe=dump, verify=True)
+        return run_pipeline(program, steps, verify=True, instrument=instrument)
     except PassError as e:
         cause = e.__cause__
         raise UsageError(f"pass {e.label!r} failed on {where}: {type(cause).__name__}: {cause}") from e
@@ -433,15 +446,19 @@ def emit(program, kind: str, name: str) -> str:
 def cmd_trace(args) -> int:
     """Trace FILE.py:FUNC, apply transforms and passes, emit IR / StableHLO / HLO."""
     import jaxprc
+    from jaxprc.passes import count_equations
+    from jaxprc.passes.instrument import PassTiming
     if args.args is not None and args.args_expr is not None:
         raise UsageError("give the argument types with either --args or --args-expr, not both")
     if args.args_expr is not None:
         specs = eval_args_expr(args.args_expr)
     else:
         specs = parse_arg_types(args.args or "")
+    load_pass_plugins(args.load_pass_plugin)
     fun, name = load_function(args.function)
-    dump = Dumper(args.print_after_all, args.print_after)
-    dump.check_steps(["trace", *(args.transform or ()), *(n for n, _ in parse_passes(args.passes))])
+    printer = make_printer(args)
+    check_steps(args, ["trace", *(args.transform or ()), *(n for n, _ in parse_passes(args.passes))])
+    timing = PassTiming() if args.timing else None
 
     def trace(f, stage):
         try:
@@ -454,24 +471,40 @@ def cmd_trace(args) -> int:
             raise UsageError(f"tracing {name} ({stage}) on arguments ({describe_specs(specs)}) "
                              f"failed: {type(e).__name__}: {e}") from e
 
-    if dump.wants("trace"):
-        dump("trace", trace(fun, "as written"))
+    if printer.wants("trace"):
+        printer.show("trace", trace(fun, "as written"))
     for spec in args.transform or ():
         fun, specs = apply_transform(fun, specs, spec)
-        if dump.wants(spec):
-            dump(spec, trace(fun, f"after --transform {spec}"))
-    program = trace(fun, "after --transform " + " ".join(args.transform) if args.transform else "as written")
-    program = run_passes(program, args.passes, dump, name)
-    _write_text(args.output, emit(program, args.emit, name.split(".")[-1]))
+        if printer.wants(spec):
+            printer.show(spec, trace(fun, f"after --transform {spec}"))
+    stage = "after --transform " + " ".join(args.transform) if args.transform else "as written"
+    program = (timing.timed("trace", trace, fun, stage, count=count_equations) if timing
+               else trace(fun, stage))
+    printer.start(program)
+    program = run_passes(program, args.passes, name, [i for i in (printer, timing) if i])
+    out = (timing.timed(f"emit {args.emit}", emit, program, args.emit, name.split(".")[-1]) if timing
+           else emit(program, args.emit, name.split(".")[-1]))
+    _write_text(args.output, out)
+    if timing:
+        print(timing.report(), file=sys.stderr)
     return 0
 
 
 def cmd_opt(args) -> int:
     """Run a pass pipeline over a text IR file and write text IR."""
-    dump = Dumper(args.print_after_all, args.print_after)
-    dump.check_steps([n for n, _ in parse_passes(args.passes)])
-    program = run_passes(load_program(args.file), args.passes, dump, args.file)
-    _write_text(args.output, str(program))
+    from jaxprc.passes import count_equations
+    from jaxprc.passes.instrument import PassTiming
+    load_pass_plugins(args.load_pass_plugin)
+    printer = make_printer(args)
+    check_steps(args, [n for n, _ in parse_passes(args.passes)])
+    timing = PassTiming() if args.timing else None
+    program = (timing.timed("parse and verify", load_program, args.file, count=count_equations) if timing
+               else load_program(args.file))
+    printer.start(program)
+    program = run_passes(program, args.passes, args.file, [i for i in (printer, timing) if i])
+    _write_text(args.output, timing.timed("print", str, program) if timing else str(program))
+    if timing:
+        print(timing.report(), file=sys.stderr)
     return 0
 
 
@@ -667,6 +700,17 @@ def _add_pipeline_options(p):
                    help="print the IR after every step to stderr")
     p.add_argument("--print-after", action="append", metavar="STEP",
                    help="print the IR after the pass (or transform, or 'trace') named STEP; repeatable")
+    p.add_argument("--print-ir-before", action="append", metavar="STEP",
+                   help="print the IR before the pass named STEP; repeatable")
+    p.add_argument("--print-ir-after-change", action="store_true",
+                   help="print the IR after every step that changed it")
+    p.add_argument("--print-ir-diff", action="store_true",
+                   help="print a unified diff of the IR before and after every step that changed it")
+    p.add_argument("--timing", action="store_true",
+                   help="print a table of each step's wall time and equations before/after to stderr")
+    p.add_argument("--load-pass-plugin", action="append", metavar="FILE.py",
+                   help="run FILE.py first: the passes and pattern sets it registers can be named "
+                        "in --passes (e.g. rewrite:set=my_rules); repeatable")
 
 
 def build_parser() -> argparse.ArgumentParser:
