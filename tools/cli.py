@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import os
 import re
 import sys
@@ -389,20 +390,58 @@ def parse_passes(pipeline: str | None) -> list:
         raise UsageError(f"--passes {pipeline!r}: {e}") from None
 
 
+class _PassInput:
+    """Remembers the program each pass starts from (what a reproducer of its failure holds)."""
+
+    program = None
+
+    def run_before_pass(self, label, program):
+        self.program = program
+
+
 def run_passes(program, pipeline: str | None, where: str, instrument=()):
-    """Run a pass pipeline, always verifying the IR after every pass; errors name the pass."""
+    """Run a pass pipeline, always verifying the IR after every pass; errors name the pass
+    (and, with --reproducer, the reproducer written: the failing pass and its input)."""
+    from jaxprc.ir.dtypes import config
     from jaxprc.passes import PassError, PassVerificationError, run_pipeline
+    from jaxprc.passes.reproducer import write_reproducer
     steps = parse_passes(pipeline)
     if not steps:
         return program
+    pass_input = _PassInput()
     try:
-        return run_pipeline(program, steps, verify=True, instrument=instrument)
-    except PassError as e:
-        cause = e.__cause__
-        raise UsageError(f"pass {e.label!r} failed on {where}: {type(cause).__name__}: {cause}") from e
-    except PassVerificationError as e:
+        return run_pipeline(program, steps, verify=True, instrument=[pass_input, *instrument])
+    except (PassError, PassVerificationError) as e:
+        failed = e.__cause__ if isinstance(e, PassError) else e
+        written = ""
+        if config.jaxprc_reproducer_dir:
+            stage = "pass" if isinstance(e, PassError) else "verify"
+            path = write_reproducer(config.jaxprc_reproducer_dir, pass_input.program, stage, failed, e.label)
+            written = f" (reproducer: {path})"
+        if isinstance(e, PassError):
+            raise UsageError(f"pass {e.label!r} failed on {where}: {type(failed).__name__}: "
+                             f"{failed}{written}") from e
         raise UsageError(f"pass {e.label!r} produced an ill-typed program from {where}: "
-                         f"{e.reason}") from e
+                         f"{e.reason}{written}") from e
+
+
+def describe_error(e: BaseException) -> str:
+    """``Type: message``, with the notes added to it (a reproducer's path)."""
+    notes = "".join(f" ({note})" for note in getattr(e, "__notes__", ()))
+    return f"{type(e).__name__}: {e}{notes}"
+
+
+@contextlib.contextmanager
+def reproducers_to(directory: str | None):
+    """--reproducer DIR: failures of passes, lowering and compilation write reproducers there."""
+    from jaxprc.ir.dtypes import config
+    saved = config.jaxprc_reproducer_dir
+    if directory:
+        config.update("jaxprc_reproducer_dir", directory)
+    try:
+        yield
+    finally:
+        config.update("jaxprc_reproducer_dir", saved)
 
 
 def use_devices(count: int | None) -> None:
@@ -422,7 +461,7 @@ def emit(program, kind: str, name: str) -> str:
     over several devices (shard_map, sharding constraints) lowered partitioned, as jit does."""
     import jaxprc
     from jaxprc import runtime, spmd
-    from jaxprc.dispatch import compile_closed_jaxpr
+    from jaxprc.dispatch import compile_closed_jaxpr, reproducer_on_failure
     from jaxprc.lowering import lower_jaxpr
     name = re.sub(r"\W", "_", name) or "main"
     if kind == "jaxpr":
@@ -434,11 +473,12 @@ def emit(program, kind: str, name: str) -> str:
             lowered = jaxprc.jit(fn).lower(*[jaxprc.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals])
             return lowered.as_text() if kind == "stablehlo" else lowered.compile().as_text()
         if kind == "stablehlo":
-            return lower_jaxpr(program, name=name, platform=runtime.default_backend()).as_text()
+            with reproducer_on_failure(program, "lower"):
+                return lower_jaxpr(program, name=name, platform=runtime.default_backend()).as_text()
         return compile_closed_jaxpr(program, name).as_text()
     except Exception as e:
         raise UsageError(f"{'lowering' if kind == 'stablehlo' else 'compiling'} {name} failed: "
-                         f"{type(e).__name__}: {e}") from e
+                         f"{describe_error(e)}") from e
 
 
 # ---------------------------------------------------------------- commands
@@ -604,7 +644,7 @@ def cmd_run(args) -> int:
     try:
         outs = jaxprc.jit(jaxprc.jaxpr_as_fun(program))(*inputs)
     except Exception as e:
-        raise UsageError(f"running {args.file} failed: {type(e).__name__}: {e}") from e
+        raise UsageError(f"running {args.file} failed: {describe_error(e)}") from e
     outs = [np.asarray(o) for o in outs]
     if args.output:
         os.makedirs(args.output, exist_ok=True)
@@ -615,6 +655,52 @@ def cmd_run(args) -> int:
     for i, (o, aval) in enumerate(zip(outs, program.out_avals)):
         print(f"out{i}:{aval.str_short()} = {np.array2string(o, separator=', ', threshold=200)}")
     return 0
+
+
+def replay_stage(program, stage: str, pipeline: str) -> BaseException | None:
+    """Run one stage of the compiler on ``program``; the error it raises (None: none)."""
+    from jaxprc import runtime
+    from jaxprc.dispatch import compile_closed_jaxpr
+    from jaxprc.lowering import lower_jaxpr
+    from jaxprc.passes import PassError, PassVerificationError, run_pipeline
+    try:
+        if stage in ("pass", "verify"):
+            run_pipeline(program, pipeline, verify=True)
+        elif stage == "lower":
+            lower_jaxpr(program, name="repro", platform=runtime.default_backend())
+        else:
+            compile_closed_jaxpr(program, "repro")
+    except PassError as e:
+        return e.__cause__
+    except Exception as e:  # noqa: BLE001 -- whatever the stage raises is the answer
+        return e
+    return None
+
+
+def cmd_repro(args) -> int:
+    """Replay a reproducer: 0 when its error comes back, 3 for another error, 1 for none."""
+    from jaxprc.ir.parser import ParseError, parse
+    from jaxprc.passes.reproducer import ReproducerError, error_line, flags_applied, read_reproducer
+    try:
+        repro = read_reproducer(_read_text(args.file))
+    except ReproducerError as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    with flags_applied(repro.flags):
+        try:
+            program = parse(repro.program)
+        except ParseError as e:
+            raise UsageError(f"{args.file}: the reproducer's program does not parse: {e}") from None
+        error = replay_stage(program, repro.stage, repro.pipeline)
+    where = f"stage {repro.stage}" + (f" (pipeline {repro.pipeline})" if repro.pipeline else "")
+    if error is None:
+        print(f"{args.file}: does not reproduce: {where} succeeded (recorded error: {repro.error})")
+        return 1
+    got = error_line(error)
+    if got == repro.error:
+        print(f"{args.file}: reproduces: {where} fails with the recorded error: {got}")
+        return 0
+    print(f"{args.file}: fails differently: {where} raised {got}\n  recorded: {repro.error}")
+    return 3
 
 
 def cmd_check(args) -> int:
@@ -713,6 +799,12 @@ def _add_pipeline_options(p):
                         "in --passes (e.g. rewrite:set=my_rules); repeatable")
 
 
+def _add_reproducer_option(p):
+    p.add_argument("--reproducer", metavar="DIR",
+                   help="when a pass, the verifier, lowering or XLA compilation fails, write a "
+                        "reproducer file into DIR (replay it with `jaxprc repro FILE`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jaxprc", description=__doc__.splitlines()[0].replace("``", ""),
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -751,6 +843,7 @@ def build_parser() -> argparse.ArgumentParser:
              """, cmd_opt)
     o.add_argument("file", help="text IR file, or - for stdin")
     _add_pipeline_options(o)
+    _add_reproducer_option(o)
     o.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
 
     lo = _sub(sub, "lower", "lower a text IR file to StableHLO or XLA's optimized HLO",
@@ -761,6 +854,7 @@ def build_parser() -> argparse.ArgumentParser:
               """, cmd_lower)
     lo.add_argument("file", help="text IR file, or - for stdin")
     lo.add_argument("--emit", choices=["stablehlo", "hlo"], default="stablehlo")
+    _add_reproducer_option(lo)
     lo.add_argument("--devices", type=int, metavar="N", help="lower for N CPU devices (programs over a mesh)")
     lo.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
 
@@ -774,6 +868,7 @@ def build_parser() -> argparse.ArgumentParser:
              jaxprc run prog.jaxpr --input 1.0 --callback 'solve=host_fns.py:solve'
              """, cmd_run)
     r.add_argument("file", help="text IR file, or - for stdin")
+    _add_reproducer_option(r)
     r.add_argument("--input", "-i", action="append", metavar="[NAME=]VALUE",
                    help="an input: NAME=FILE.npy, NAME=literal, or positional; repeatable")
     r.add_argument("--output", metavar="DIR", help="write the outputs as DIR/out0.npy, out1.npy, ...")
@@ -781,6 +876,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the Python function a host callback named NAME calls; repeatable")
     r.add_argument("--devices", type=int, metavar="N",
                    help="run on N CPU devices (programs over a mesh: shard_map, pmap, sharding constraints)")
+
+    rp = _sub(sub, "repro", "replay a reproducer and report whether its failure reproduces",
+              "Re-run the failing stage of a reproducer file (written by --reproducer DIR or the "
+              "jaxprc_reproducer_dir config option) with the flags it records, and report whether "
+              "the same error comes back. Exit status: 0 the same error, 3 another error, 1 no "
+              "error (or the file is not a reproducer).", """\
+              jaxprc opt prog.jaxpr --passes vmap:axis_size=4 --reproducer crashes/
+              jaxprc repro crashes/jaxprc-repro-pass-20260101-120000-4242-0.jaxpr
+              """, cmd_repro)
+    rp.add_argument("file", help="the reproducer file")
 
     c = _sub(sub, "check", "parse, verify and round-trip a text IR file",
              "Parse FILE (or - for stdin), verify it, and check that printing and parsing it "
@@ -818,7 +923,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        with reproducers_to(getattr(args, "reproducer", None)):
+            return args.run(args)
     except KeyboardInterrupt:
         return 130
     except SystemExit as e:     # user code reached by a path not wrapped above
