@@ -341,7 +341,8 @@ def test_readme_command_line_section_shows_every_command_with_valid_options():
         section = f.read().split("## Command line", 1)[1].split("\n## ", 1)[0]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
     commands = [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("jaxprc ")]
-    assert [argv[0] for argv in commands] == ["trace", "opt", "lower", "run", "check", "graph", "demo"]
+    assert [argv[0] for argv in commands] == ["trace", "opt", "lower", "run", "check", "graph", "repro",
+                                              "reduce", "demo"]
     parser = build_parser()
     for argv in commands:
         parser.parse_args(argv)           # exits (SystemExit) on an unknown option or bad choice

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import textwrap
+import time
 
 
 class UsageError(Exception):
@@ -703,6 +704,134 @@ def cmd_repro(args) -> int:
     return 3
 
 
+def _header_comments(text: str) -> str:
+    """The ``#`` lines a file starts with (a reproducer's header), kept on every candidate."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line + "\n")
+    return "".join(lines)
+
+
+def command_test(command: str, header: str, timeout: float):
+    """``--test CMD``: CMD with a candidate file's path appended exits 0 while it is interesting."""
+    import shlex
+    import subprocess
+    import tempfile
+    argv = shlex.split(command)
+    if not argv:
+        raise UsageError("--test: empty command")
+    directory = tempfile.mkdtemp(prefix="jaxprc-reduce-")
+
+    def interesting(program) -> bool:
+        path = os.path.join(directory, "candidate.jaxpr")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(header + str(program) + "\n")
+        try:
+            return subprocess.run([*argv, path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  timeout=timeout).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+        except OSError as e:
+            raise UsageError(f"--test {command!r} cannot run: {e.strerror}") from None
+    return interesting
+
+
+def error_test(pattern: str, pipeline: str | None):
+    """``--until-error REGEX``: the passes (if any), lowering or compilation raise an error whose
+    ``Type: message`` matches REGEX."""
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise UsageError(f"--until-error {pattern!r} is not a regular expression: {e}") from None
+    stages = ["pass"] if pipeline else []
+
+    def interesting(program) -> bool:
+        from jaxprc.passes.reproducer import error_line
+        for stage in [*stages, "compile"]:
+            error = replay_stage(program, stage, pipeline)
+            if error is not None:
+                return regex.search(error_line(error)) is not None
+        return False
+    return interesting
+
+
+def reference_inputs(avals) -> list:
+    """Deterministic inputs for a program: small varied values of each input's type."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    out = []
+    for a in avals:
+        if a.dtype == np.bool_:
+            out.append(rng.random(a.shape) < 0.5)
+        elif a.dtype.kind in "iu":
+            out.append(rng.integers(0, 5, a.shape).astype(a.dtype))
+        else:
+            out.append((rng.standard_normal(a.shape)).astype(a.dtype))
+    return out
+
+
+def differs_test(rtol: float = 1e-5, atol: float = 1e-6):
+    """``--until-differs``: XLA's result (one compilation of the whole program) differs from the
+    reference evaluator's (each primitive evaluated on its own) on deterministic inputs."""
+    import numpy as np
+    import jaxprc
+    from jaxprc.ir.tracing import eval_jaxpr
+
+    def interesting(program) -> bool:
+        args = reference_inputs(program.in_avals)
+        try:
+            compiled = jaxprc.jit(jaxprc.jaxpr_as_fun(program))(*args)
+            reference = eval_jaxpr(program.jaxpr, program.consts, *args)
+        except Exception:  # noqa: BLE001 -- a candidate that fails is not a miscompile
+            return False
+        for c, r in zip(compiled, reference):
+            c, r = np.asarray(c), np.asarray(r)
+            if c.shape != r.shape or c.dtype != r.dtype:
+                return True
+            if c.dtype.kind in "fc" or c.dtype.name == "bfloat16":
+                if not np.allclose(c.astype(np.complex128), r.astype(np.complex128), rtol, atol, equal_nan=True):
+                    return True
+            elif not np.array_equal(c, r):
+                return True
+        return False
+    return interesting
+
+
+def cmd_reduce(args) -> int:
+    """Shrink a program while the interestingness test holds; write the smallest found."""
+    from jaxprc.passes import count_equations
+    from jaxprc.tools.reduce import Reducer
+    chosen = [t for t in (args.test, args.until_error, args.until_differs or None) if t is not None]
+    if len(chosen) != 1:
+        raise UsageError("give exactly one interestingness test: --test CMD, --until-error REGEX or "
+                         "--until-differs")
+    if args.passes is not None and args.until_error is None:
+        raise UsageError("--passes goes with --until-error (the pipeline whose failure is kept)")
+    text = _read_text(args.file)
+    load_pass_plugins(args.load_pass_plugin)
+    program = load_program(args.file)
+    if args.test is not None:
+        interesting = command_test(args.test, _header_comments(text), args.timeout)
+    elif args.until_error is not None:
+        parse_passes(args.passes)
+        interesting = error_test(args.until_error, args.passes)
+    else:
+        interesting = differs_test()
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    reducer = Reducer(interesting, progress)
+    try:
+        smallest = reducer.reduce(program)
+    except ValueError as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    n = count_equations(smallest)
+    print(f"reduce: {count_equations(program)} -> {n} equation{'s' if n != 1 else ''} "
+          f"({reducer.tests} tests, {time.perf_counter() - reducer.start:.1f}s)", file=sys.stderr)
+    _write_text(args.output, _header_comments(text) + str(smallest))
+    return 0
+
+
 def cmd_check(args) -> int:
     """Parse, verify and round-trip a text IR file."""
     from jaxprc.ir.equality import alpha_equivalent
@@ -886,6 +1015,33 @@ def build_parser() -> argparse.ArgumentParser:
               jaxprc repro crashes/jaxprc-repro-pass-20260101-120000-4242-0.jaxpr
               """, cmd_repro)
     rp.add_argument("file", help="the reproducer file")
+
+    rd = _sub(sub, "reduce", "shrink a program while a failure (or a test) persists",
+              "Delta-debug a text IR program: try smaller programs (observe fewer results, cut "
+              "equations into inputs, drop outputs and inputs, inline sub-jaxprs, canonicalize) "
+              "and keep those that verify and are still interesting, until none is smaller. "
+              "Interesting means: --test CMD exits 0 on the candidate (its path appended), or "
+              "--until-error REGEX: the --passes pipeline, lowering or compilation raises an error "
+              "matching REGEX, or --until-differs: XLA's results differ from the reference "
+              "evaluator's (each primitive on its own). Progress goes to stderr.", """\
+              jaxprc reduce crash.jaxpr --until-error 'MLIR lowering rule' -o small.jaxpr
+              jaxprc reduce prog.jaxpr --passes vmap:axis_size=4 --until-error 'batching rule'
+              jaxprc reduce prog.jaxpr --until-differs
+              jaxprc reduce repro.jaxpr --test 'jaxprc repro'
+              """, cmd_reduce)
+    rd.add_argument("file", help="text IR file (a reproducer too), or - for stdin")
+    rd.add_argument("--test", metavar="CMD", help="a command run with the candidate's path appended; "
+                                                  "exit status 0: still interesting")
+    rd.add_argument("--until-error", metavar="REGEX", help="keep programs whose passes, lowering or "
+                                                           "compilation raise an error matching REGEX")
+    rd.add_argument("--until-differs", action="store_true",
+                    help="keep programs whose XLA results differ from the reference evaluator's")
+    rd.add_argument("--passes", metavar="PIPELINE", help="with --until-error: run this pipeline first")
+    rd.add_argument("--load-pass-plugin", action="append", metavar="FILE.py",
+                    help="run FILE.py first (user primitives, passes, pattern sets); repeatable")
+    rd.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds for one --test run")
+    rd.add_argument("--quiet", action="store_true", help="no progress lines")
+    rd.add_argument("-o", "--output", metavar="OUT", help="write the smallest program here instead of stdout")
 
     c = _sub(sub, "check", "parse, verify and round-trip a text IR file",
              "Parse FILE (or - for stdin), verify it, and check that printing and parsing it "
