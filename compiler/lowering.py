@@ -329,7 +329,7 @@ class ModuleContext:
         # Keyed by what the location says, not by the SourceInfo object (one per equation):
         # the equations of a loop body share their locations.
         si = eqn.source_info
-        key = (eqn.primitive, None) if si is None else (eqn.primitive, si.file, si.line, si.scope)
+        key = (eqn.primitive, None) if si is None else (eqn.primitive, si.file, si.line, si.column, si.scope)
         loc = self._locations.get(key)
         if loc is None:
             loc = self._locations[key] = _location(eqn)
@@ -467,7 +467,7 @@ def _location(eqn) -> ir.Location:
         name = f"{si.scope}/{name}"
     if si is None or not si.file:
         return ir.Location.name(name)
-    return ir.Location.name(name, childLoc=ir.Location.file(si.file, int(si.line), 0))
+    return ir.Location.name(name, childLoc=ir.Location.file(si.file, int(si.line), int(si.column)))
 
 
 def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],

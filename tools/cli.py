@@ -457,7 +457,13 @@ def use_devices(count: int | None) -> None:
     os.environ["JAXPRC_NUM_CPU_DEVICES"] = str(count)
 
 
-def emit(program, kind: str, name: str) -> str:
+def program_text(program, debug_info: bool = False) -> str:
+    """Text IR; ``debug_info``: with the equations' source locations, ``loc("file.py":12:4)``."""
+    from jaxprc.ir.printer import pp_jaxpr
+    return pp_jaxpr(program, debug_info=debug_info)
+
+
+def emit(program, kind: str, name: str, debug_info: bool = False) -> str:
     """The program as text IR, StableHLO, or XLA's optimized HLO (after compiling it); a program
     over several devices (shard_map, sharding constraints) lowered partitioned, as jit does."""
     import jaxprc
@@ -466,16 +472,17 @@ def emit(program, kind: str, name: str) -> str:
     from jaxprc.lowering import lower_jaxpr
     name = re.sub(r"\W", "_", name) or "main"
     if kind == "jaxpr":
-        return str(program)
+        return program_text(program, debug_info)
     try:
         if spmd.needs_spmd(program, [], None, None):
             fn = jaxprc.jaxpr_as_fun(program)
             fn.__name__ = name
             lowered = jaxprc.jit(fn).lower(*[jaxprc.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals])
-            return lowered.as_text() if kind == "stablehlo" else lowered.compile().as_text()
+            return lowered.as_text(debug_info=debug_info) if kind == "stablehlo" else lowered.compile().as_text()
         if kind == "stablehlo":
             with reproducer_on_failure(program, "lower"):
-                return lower_jaxpr(program, name=name, platform=runtime.default_backend()).as_text()
+                lowered = lower_jaxpr(program, name=name, platform=runtime.default_backend())
+                return lowered.as_text(debug_info=debug_info)
         return compile_closed_jaxpr(program, name).as_text()
     except Exception as e:
         raise UsageError(f"{'lowering' if kind == 'stablehlo' else 'compiling'} {name} failed: "
@@ -523,8 +530,8 @@ def cmd_trace(args) -> int:
                else trace(fun, stage))
     printer.start(program)
     program = run_passes(program, args.passes, name, [i for i in (printer, timing) if i])
-    out = (timing.timed(f"emit {args.emit}", emit, program, args.emit, name.split(".")[-1]) if timing
-           else emit(program, args.emit, name.split(".")[-1]))
+    out = (timing.timed(f"emit {args.emit}", emit, program, args.emit, name.split(".")[-1], args.debug_info)
+           if timing else emit(program, args.emit, name.split(".")[-1], args.debug_info))
     _write_text(args.output, out)
     if timing:
         print(timing.report(), file=sys.stderr)
@@ -543,7 +550,8 @@ def cmd_opt(args) -> int:
                else load_program(args.file))
     printer.start(program)
     program = run_passes(program, args.passes, args.file, [i for i in (printer, timing) if i])
-    _write_text(args.output, timing.timed("print", str, program) if timing else str(program))
+    _write_text(args.output, timing.timed("print", program_text, program, args.debug_info) if timing
+                else program_text(program, args.debug_info))
     if timing:
         print(timing.report(), file=sys.stderr)
     return 0
@@ -554,7 +562,7 @@ def cmd_lower(args) -> int:
     use_devices(args.devices)
     program = load_program(args.file)
     name = "main" if args.file == "-" else os.path.splitext(os.path.basename(args.file))[0]
-    _write_text(args.output, emit(program, args.emit, name))
+    _write_text(args.output, emit(program, args.emit, name, args.debug_info))
     return 0
 
 
@@ -921,11 +929,18 @@ def _add_pipeline_options(p):
                    help="print the IR after every step that changed it")
     p.add_argument("--print-ir-diff", action="store_true",
                    help="print a unified diff of the IR before and after every step that changed it")
+    _add_debug_info_option(p)
     p.add_argument("--timing", action="store_true",
                    help="print a table of each step's wall time and equations before/after to stderr")
     p.add_argument("--load-pass-plugin", action="append", metavar="FILE.py",
                    help="run FILE.py first: the passes and pattern sets it registers can be named "
                         "in --passes (e.g. rewrite:set=my_rules); repeatable")
+
+
+def _add_debug_info_option(p):
+    p.add_argument("--debug-info", action="store_true",
+                   help="print source locations: loc(\"file.py\":12:4) after each equation of the text "
+                        "IR (they parse back), and in StableHLO")
 
 
 def _add_reproducer_option(p):
@@ -984,6 +999,7 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("file", help="text IR file, or - for stdin")
     lo.add_argument("--emit", choices=["stablehlo", "hlo"], default="stablehlo")
     _add_reproducer_option(lo)
+    _add_debug_info_option(lo)
     lo.add_argument("--devices", type=int, metavar="N", help="lower for N CPU devices (programs over a mesh)")
     lo.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
 
