@@ -1,9 +1,7 @@
 """Pass instrumentation: run_pipeline's hooks, and the command line's --timing,
 --print-ir-after-change, --print-ir-diff, --print-ir-before and --load-pass-plugin (in process)."""
-import contextlib
 import io
 import os
-import subprocess
 
 import pytest
 
@@ -11,7 +9,7 @@ import jaxprc
 import jaxprc.numpy as jnp
 from jaxprc.passes import run_pipeline
 from jaxprc.passes.instrument import IRPrinter, PassTiming
-from jaxprc.tools.cli import main
+from in_process import cli
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL = os.path.join(ROOT, "examples", "model.py")
@@ -32,12 +30,6 @@ def exp_of_log(x):
     return x
 """
 
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(argv))
-    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

@@ -1,8 +1,5 @@
 """`jaxprc reduce`: delta debugging of IR programs against --until-error, --until-differs and
 --test CMD (in process; the --test command is a small Python script)."""
-import contextlib
-import io
-import subprocess
 import sys
 
 import numpy as np
@@ -13,7 +10,7 @@ from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import Primitive, parse
 from jaxprc.ir.verify import verify
 from jaxprc.passes import count_equations
-from jaxprc.tools.cli import main
+from in_process import cli
 
 # Test hooks. A primitive with no lowering (lowering fails, as an XLA crash would), and one
 # that "miscompiles": its eager evaluation computes sin, its lowering cos.
@@ -36,12 +33,6 @@ def chain(n: int, culprit_at: int, culprit: str) -> str:
         prev = f"v{i}"
     return "\n".join(lines + [f"  in ({prev}, b) }}"]) + "\n"
 
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(argv))
-    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
 
 
 def reduced(r):

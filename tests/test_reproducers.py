@@ -1,10 +1,7 @@
 """Crash reproducers: --reproducer DIR (opt, lower, run), the jaxprc_reproducer_dir config option
 for jit, and `jaxprc repro FILE` replaying them (in process)."""
-import contextlib
 import glob
-import io
 import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -13,7 +10,7 @@ import jaxprc
 from jaxprc.ir import ClosedJaxpr, Jaxpr, Primitive
 from jaxprc.passes import register_pass
 from jaxprc.passes.reproducer import ReproducerError, read_reproducer
-from jaxprc.tools.cli import main
+from in_process import cli
 
 # A primitive with a typing rule and nothing else: lowering it fails, as XLA failing would.
 unlowerable_p = Primitive("test_unlowerable")
@@ -33,12 +30,6 @@ register_pass("test_breaks_types", _breaks_types)
 
 PROGRAM = "{ lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = test_unlowerable b in (c,) }\n"
 
-
-def cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(list(argv))
-    return subprocess.CompletedProcess(argv, rc, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture

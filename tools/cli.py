@@ -932,9 +932,13 @@ def _add_pipeline_options(p):
     _add_debug_info_option(p)
     p.add_argument("--timing", action="store_true",
                    help="print a table of each step's wall time and equations before/after to stderr")
+    _add_plugin_option(p)
+
+
+def _add_plugin_option(p):
     p.add_argument("--load-pass-plugin", action="append", metavar="FILE.py",
-                   help="run FILE.py first: the passes and pattern sets it registers can be named "
-                        "in --passes (e.g. rewrite:set=my_rules); repeatable")
+                   help="run FILE.py first: the passes, pattern sets and primitives it registers can "
+                        "be named (e.g. --passes rewrite:set=my_rules); repeatable")
 
 
 def _add_debug_info_option(p):
@@ -1053,8 +1057,7 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--until-differs", action="store_true",
                     help="keep programs whose XLA results differ from the reference evaluator's")
     rd.add_argument("--passes", metavar="PIPELINE", help="with --until-error: run this pipeline first")
-    rd.add_argument("--load-pass-plugin", action="append", metavar="FILE.py",
-                    help="run FILE.py first (user primitives, passes, pattern sets); repeatable")
+    _add_plugin_option(rd)
     rd.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds for one --test run")
     rd.add_argument("--quiet", action="store_true", help="no progress lines")
     rd.add_argument("-o", "--output", metavar="OUT", help="write the smallest program here instead of stdout")
