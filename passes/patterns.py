@@ -313,8 +313,10 @@ def _fold(replay: _Replay, eqn: Eqn):
     """The results of ``eqn`` computed now, when its operands are constants and its results
     small: scalars become literals, arrays constants (never from literals alone: a literal
     broadcast is already as small as a program can say it)."""
-    limit = replay.fold_limit
-    if (limit <= 0 or eqn.primitive in fold_exempt or eqn_effects(eqn)
+    limit, known = replay.fold_limit, replay.builder.known
+    if limit <= 0 or any(type(a) is Var and a not in known for a in eqn.invars):
+        return None                 # (the common case, decided first: an operand not constant)
+    if (eqn.primitive in fold_exempt or eqn_effects(eqn)
             or any(isinstance(p, (ClosedJaxpr, Jaxpr, tuple)) and _holds_jaxpr(p) for p in eqn.params.values())
             or any(v.aval.size > limit for v in eqn.outvars)):
         return None

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import importlib.metadata
-import itertools
 import os
 import platform
 import re
 import sys
-import time
 from typing import NamedTuple
 
 from jaxprc.ir.core import JaxprcError
@@ -81,16 +80,15 @@ def format_reproducer(program, stage: str, error: BaseException | str, pipeline:
     return "\n".join(lines) + "\n"
 
 
-_counter = itertools.count()
-
-
 def write_reproducer(directory: str, program, stage: str, error: BaseException, pipeline: str = "") -> str:
-    """Write a reproducer into ``directory`` (created if needed); returns its path."""
+    """Write a reproducer into ``directory`` (created if needed); returns its path. The name
+    holds a hash of the contents: the same failure again writes the same file."""
     os.makedirs(directory, exist_ok=True)
-    name = f"jaxprc-repro-{stage}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{next(_counter)}.jaxpr"
-    path = os.path.join(directory, name)
+    text = format_reproducer(program, stage, error, pipeline)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    path = os.path.join(directory, f"jaxprc-repro-{stage}-{digest}.jaxpr")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(format_reproducer(program, stage, error, pipeline))
+        f.write(text)
     return path
 
 

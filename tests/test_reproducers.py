@@ -64,6 +64,7 @@ def test_a_failing_command_writes_a_reproducer_that_replays_to_the_same_error(pr
     assert "test_unlowerable" in repro.program
     r = cli("repro", path)
     assert r.returncode == 0 and "reproduces" in r.stdout, r.stdout
+    assert cli("repro", str(out)).returncode == 0          # a directory: each reproducer in it
     cli("check", path)                  # the file is a text IR program too (comments are skipped)
 
 

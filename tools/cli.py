@@ -687,28 +687,39 @@ def replay_stage(program, stage: str, pipeline: str) -> BaseException | None:
 
 
 def cmd_repro(args) -> int:
-    """Replay a reproducer: 0 when its error comes back, 3 for another error, 1 for none."""
+    """Replay a reproducer (or each in a directory): 0 when every error comes back, else 3 if
+    one fails differently, else 1."""
+    if not os.path.isdir(args.file):
+        return replay_reproducer(args.file)
+    files = sorted(f for f in os.listdir(args.file) if f.endswith(".jaxpr"))
+    if not files:
+        raise UsageError(f"{args.file}: no reproducers (*.jaxpr files) in this directory")
+    statuses = [replay_reproducer(os.path.join(args.file, f)) for f in files]
+    return max(statuses, key=(0, 1, 3).index)
+
+
+def replay_reproducer(path: str) -> int:
     from jaxprc.ir.parser import ParseError, parse
     from jaxprc.passes.reproducer import ReproducerError, error_line, flags_applied, read_reproducer
     try:
-        repro = read_reproducer(_read_text(args.file))
+        repro = read_reproducer(_read_text(path))
     except ReproducerError as e:
-        raise UsageError(f"{args.file}: {e}") from None
+        raise UsageError(f"{path}: {e}") from None
     with flags_applied(repro.flags):
         try:
             program = parse(repro.program)
         except ParseError as e:
-            raise UsageError(f"{args.file}: the reproducer's program does not parse: {e}") from None
+            raise UsageError(f"{path}: the reproducer's program does not parse: {e}") from None
         error = replay_stage(program, repro.stage, repro.pipeline)
     where = f"stage {repro.stage}" + (f" (pipeline {repro.pipeline})" if repro.pipeline else "")
     if error is None:
-        print(f"{args.file}: does not reproduce: {where} succeeded (recorded error: {repro.error})")
+        print(f"{path}: does not reproduce: {where} succeeded (recorded error: {repro.error})")
         return 1
     got = error_line(error)
     if got == repro.error:
-        print(f"{args.file}: reproduces: {where} fails with the recorded error: {got}")
+        print(f"{path}: reproduces: {where} fails with the recorded error: {got}")
         return 0
-    print(f"{args.file}: fails differently: {where} raised {got}\n  recorded: {repro.error}")
+    print(f"{path}: fails differently: {where} raised {got}\n  recorded: {repro.error}")
     return 3
 
 
@@ -1032,9 +1043,10 @@ def build_parser() -> argparse.ArgumentParser:
               "the same error comes back. Exit status: 0 the same error, 3 another error, 1 no "
               "error (or the file is not a reproducer).", """\
               jaxprc opt prog.jaxpr --passes vmap:axis_size=4 --reproducer crashes/
-              jaxprc repro crashes/jaxprc-repro-pass-20260101-120000-4242-0.jaxpr
+              jaxprc repro crashes/jaxprc-repro-pass-5d41402abc4b.jaxpr
+              jaxprc repro crashes/
               """, cmd_repro)
-    rp.add_argument("file", help="the reproducer file")
+    rp.add_argument("file", help="the reproducer file, or a directory of them (each is replayed)")
 
     rd = _sub(sub, "reduce", "shrink a program while a failure (or a test) persists",
               "Delta-debug a text IR program: try smaller programs (observe fewer results, cut "
