@@ -34,6 +34,8 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from . import runtime
 from .ir import dtypes as dt
 from .ir.deep import deep_entry
+from .ir.dtypes import config
+from .passes.canonicalize import canonicalize
 from .ir.effects import has_ordered_effects
 from .ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
 
@@ -327,7 +329,7 @@ class ModuleContext:
         # Keyed by what the location says, not by the SourceInfo object (one per equation):
         # the equations of a loop body share their locations.
         si = eqn.source_info
-        key = (eqn.primitive, None) if si is None else (eqn.primitive, si.file, si.line, si.scope)
+        key = (eqn.primitive, None) if si is None else (eqn.primitive, si.file, si.line, si.column, si.scope)
         loc = self._locations.get(key)
         if loc is None:
             loc = self._locations[key] = _location(eqn)
@@ -465,7 +467,7 @@ def _location(eqn) -> ir.Location:
         name = f"{si.scope}/{name}"
     if si is None or not si.file:
         return ir.Location.name(name)
-    return ir.Location.name(name, childLoc=ir.Location.file(si.file, int(si.line), 0))
+    return ir.Location.name(name, childLoc=ir.Location.file(si.file, int(si.line), int(si.column)))
 
 
 def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
@@ -606,6 +608,8 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
                 platform: str = "cpu", devices: Sequence[int] | None = None) -> Lowered:
     """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``;
     ``devices``: the ids of the devices it is partitioned over (None: one device)."""
+    if config.jaxprc_canonicalize:
+        closed_jaxpr = canonicalize(closed_jaxpr)
     with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TO_MLIR_MODULE_EVENT, name):
         return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices)
 

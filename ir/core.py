@@ -7,6 +7,7 @@ identity, not names; the printer chooses names.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -120,14 +121,37 @@ def _scalar_key(val):
 Atom = Var | Literal
 
 
+@functools.lru_cache(maxsize=256)
+def _code_positions(code) -> tuple:
+    """(line, end line, column, end column) of each instruction of a code object."""
+    return tuple(code.co_positions())
+
+
 class SourceInfo:
     """Where the user wrote the operation: ``file:line`` (the innermost user frame), and the
-    ``named_scope`` names open around it (``scope``, "outer/inner"; "" outside any)."""
+    ``named_scope`` names open around it (``scope``, "outer/inner"; "" outside any).
 
-    __slots__ = ("file", "line", "name", "scope")
+    ``column`` (0-based, as MLIR's) is the given one, else found when first asked from the
+    frame's code object and instruction (``code``, ``lasti``): tracing stores those, which costs
+    nothing until a location is printed."""
 
-    def __init__(self, file: str, line: int, name: str = "", scope: str = ""):
+    __slots__ = ("file", "line", "name", "scope", "_column", "_code", "_lasti")
+
+    def __init__(self, file: str, line: int, name: str = "", scope: str = "", column: int | None = None,
+                 code=None, lasti: int = -1):
         self.file, self.line, self.name, self.scope = file, line, name, scope
+        self._column, self._code, self._lasti = column, code, lasti
+
+    @property
+    def column(self) -> int:
+        if self._column is None:
+            self._column = 0
+            if self._code is not None and self._lasti >= 0:
+                positions = _code_positions(self._code)
+                if self._lasti // 2 < len(positions):
+                    self._column = positions[self._lasti // 2][2] or 0
+            self._code = None
+        return self._column
 
     def __str__(self):
         return f"{self.file}:{self.line}"

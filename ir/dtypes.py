@@ -154,11 +154,15 @@ class Config:
     persistent compilation cache (runtime/compile_cache.py); None (the default) turns it off.
     ``jaxprc_cpp_dispatch`` (env ``JAXPRC_CPP_DISPATCH``, on by default): cached jit calls and eager
     ops run through jaxlib's C++ dispatch (compiler/cpp_dispatch.py); off, through Python only.
+    ``jaxprc_canonicalize`` (env ``JAXPRC_CANONICALIZE``, off until measured worth it): programs
+    are canonicalized (the ``canonicalize`` pass) before they are lowered.
+    ``jaxprc_reproducer_dir`` (env ``JAXPRC_REPRODUCER_DIR``): when lowering or compiling a program
+    fails, a reproducer file (``jaxprc repro FILE`` replays it) is written there; None: none.
     """
 
     _BOOL_FLAGS = ("jax_enable_x64", "jaxprc_verify_passes", "jax_debug_nans", "jax_debug_infs",
                    "jax_disable_jit", "jaxprc_cpp_dispatch", "jax_no_tracing", "jax_no_execution",
-                   "jax_explain_cache_misses", "jax_check_tracer_leaks")
+                   "jax_explain_cache_misses", "jax_check_tracer_leaks", "jaxprc_canonicalize")
 
     def __init__(self):
         self.jax_enable_x64 = _env_flag("JAX_ENABLE_X64")
@@ -174,6 +178,8 @@ class Config:
         # Each trace checks that none of its tracers outlives it (jaxprc.checking_leaks).
         self.jax_check_tracer_leaks = _env_flag("JAX_CHECK_TRACER_LEAKS")
         self.jaxprc_compilation_cache_dir = os.environ.get("JAXPRC_COMPILATION_CACHE_DIR") or None
+        self.jaxprc_canonicalize = _env_flag("JAXPRC_CANONICALIZE")
+        self.jaxprc_reproducer_dir = os.environ.get("JAXPRC_REPRODUCER_DIR") or None
         self.jaxprc_cpp_dispatch = os.environ.get("JAXPRC_CPP_DISPATCH", "1").strip().lower() not in (
             "0", "false", "no", "off")
 

@@ -22,6 +22,7 @@ import base64
 import binascii
 import bisect
 import json
+import json
 import math
 import os
 import threading
@@ -31,7 +32,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .core import (PARAM_TYPES, PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprcError, JaxprTypeError,
-                   Literal, RuleNotPrinted, ShapedArray, Thunk, Var)
+                   Literal, RuleNotPrinted, ShapedArray, SourceInfo, Thunk, Var)
 from .effects import Effect, eqn_effects, format_effects
 from .host_callback import bind_callbacks
 from .params import ParamError
@@ -92,6 +93,12 @@ class _VarRef:
         self.token = token
 
 
+def _source_info(token) -> SourceInfo:
+    """``loc("file.py":12:4)`` -> its SourceInfo."""
+    quoted, line, column = str(token)[4:-1].rsplit(":", 2)
+    return SourceInfo(json.loads(quoted), int(line), column=int(column))
+
+
 class _LiteralRef:
     __slots__ = ("literal", "token")
 
@@ -100,11 +107,11 @@ class _LiteralRef:
 
 
 class _EqnSyntax:
-    __slots__ = ("binders", "prim", "params", "args", "effects")
+    __slots__ = ("binders", "prim", "params", "args", "effects", "location")
 
-    def __init__(self, binders, prim, params, args, effects):
+    def __init__(self, binders, prim, params, args, effects, location=None):
         self.binders, self.prim, self.params, self.args = binders, prim, params, args
-        self.effects = effects
+        self.effects, self.location = effects, location
 
 
 class _Effects(list):
@@ -340,10 +347,13 @@ class _Builder(lark.Transformer):
 
     def eqn(self, c):
         binders, prim, rest = c[0], c[1], c[2:]
+        location = None
+        if rest and isinstance(rest[-1], lark.Token) and rest[-1].type == "LOCATION":
+            location = _source_info(rest.pop())
         effects = rest.pop() if rest and isinstance(rest[-1], _Effects) else None
         params = rest[0] if rest and isinstance(rest[0], _Params) else _Params()
         args = rest[1:] if rest and isinstance(rest[0], _Params) else rest
-        return _EqnSyntax(binders, prim, params, args, effects)
+        return _EqnSyntax(binders, prim, params, args, effects, location)
 
     def eqns(self, c):
         return c
@@ -394,7 +404,7 @@ class _Builder(lark.Transformer):
         deferred = any(_holds_reference(v) for v in params.values())
         if not deferred:
             self._check_types(prim, invars, params, e)
-        eqn = Eqn(prim, invars, [bind(b) for b in e.binders], params)
+        eqn = Eqn(prim, invars, [bind(b) for b in e.binders], params, e.location)
         self.written.append((eqn, e))
         if deferred:        # its typing rule may need a definition that comes later
             self.pending.append((eqn, e))

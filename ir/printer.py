@@ -357,6 +357,7 @@ class _Printer:
         self.def_names: dict[int, str] = {}
         self.defs: list[tuple[str, Any]] = []   # (name, param object), by first reference
         self.census = _Census(max_definition_depth)   # empty (nothing shared) until program()
+        self.debug_info = False                       # print equations' source locations
 
     def reference(self, value, hint: str) -> str:
         name = self.def_names.get(id(value))
@@ -416,6 +417,8 @@ class _Printer:
         effects = eqn_effects(eqn)
         if effects:
             args += " !" + format_effects(effects)
+        if self.debug_info and eqn.source_info is not None and eqn.source_info.file:
+            args += " " + location_text(eqn.source_info)
         lhs = " ".join(f"{namer.bind(v)}:{v.aval.str_short()}" for v in eqn.outvars) or "_"
         params = [(k, self.param_doc(eqn.params[k], namer)) for k in sorted(eqn.params)]
         return EqnDoc(lhs, eqn.primitive.name, params, args)
@@ -466,6 +469,11 @@ def _const_text(c) -> str:
     return format_array(c)
 
 
+def location_text(info) -> str:
+    """``loc("file.py":12:4)``: an equation's source location, as MLIR writes one."""
+    return f"loc({_quote(info.file)}:{int(info.line)}:{int(info.column)})"
+
+
 def atom_text(a, namer: Namer) -> str:
     """An operand: a variable's name, or a literal as ``value:type``."""
     if isinstance(a, Literal):
@@ -487,7 +495,10 @@ def pp_eqn(eqn: Eqn, namer: Namer | None = None) -> str:
 
 @deep_entry
 def pp_jaxpr(closed_jaxpr: ClosedJaxpr, show_consts: bool = True,
-             max_definition_depth: int = MAX_DEFINITION_DEPTH) -> str:
+             max_definition_depth: int = MAX_DEFINITION_DEPTH, debug_info: bool = False) -> str:
     """The program's text, its ``@name`` definitions after it (those nested deeper than
-    ``max_definition_depth`` as ``@name = unprinted``)."""
-    return _Printer(max_definition_depth).program(closed_jaxpr, show_consts)
+    ``max_definition_depth`` as ``@name = unprinted``); ``debug_info``: each equation with a
+    source location ends with it, ``loc("file.py":12:4)``."""
+    printer = _Printer(max_definition_depth)
+    printer.debug_info = debug_info
+    return printer.program(closed_jaxpr, show_consts)

@@ -341,7 +341,8 @@ def _user_frame_info() -> SourceInfo | None:
         fname = code.co_filename
         internal = internal_files.get(fname)
         if not (_is_internal(fname) if internal is None else internal):
-            return SourceInfo(fname, frame.f_lineno, code.co_name, trace_state.location.scope)
+            return SourceInfo(fname, frame.f_lineno, code.co_name, trace_state.location.scope,
+                              code=code, lasti=frame.f_lasti)
         frame = frame.f_back
     return None
 

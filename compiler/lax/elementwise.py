@@ -26,6 +26,8 @@ from jaxprc.ir.tree_util import tree_map
 from jaxprc.lowering import param_name, result_typed_op
 from jaxprc.passes import emit
 from jaxprc.passes.jvp import aval_of, tangent_aval
+from jaxprc.passes.canonicalize import CANONICALIZE
+from jaxprc.passes.patterns import Pat, Splat, pattern
 
 from . import operands as _ops
 from .accuracy import ACCURACY, AccuracyMode, accuracy_attr, check_accuracy
@@ -1165,3 +1167,49 @@ for _p, _comp in {
     clamp_p: lambda lo, x, hi: lax.min(lax.max(lo, x), hi),
 }.items():
     jet.def_comp(_p, _comp)
+
+
+# -- canonicalization patterns (exact under IEEE: no x + 0.0 -> x, no x * 0 -> 0) ---------------
+def _exact_identity(dtype) -> bool:
+    """Whether x * 1, x / 1, x + (-0) and x - (+0) are x bit for bit: in real dtypes only (a
+    complex product with 1 + 0j computes inf * 0 in the imaginary part)."""
+    return not dt.is_complex(dtype) and dtype != dt.bool_
+
+
+def _is_zero_of_sign(value, negative: bool) -> bool:
+    """0 for integers; -0.0 (``negative``) or +0.0 for floats."""
+    value = np.asarray(value)
+    if value.dtype.kind in "iu":
+        return int(value) == 0
+    return value == 0 and bool(np.signbit(value)) == negative
+
+
+@pattern(CANONICALIZE, Pat(mul_p, "x", Splat(1), commute=True))
+@pattern(CANONICALIZE, Pat(div_p, "x", Splat(1)))
+def _times_one(x):
+    return x if _exact_identity(x.aval.dtype) else None
+
+
+@pattern(CANONICALIZE, Pat(add_p, "x", Splat(name="zero"), commute=True))
+def _plus_negative_zero(x, zero):
+    return x if _exact_identity(x.aval.dtype) and _is_zero_of_sign(zero, negative=True) else None
+
+
+@pattern(CANONICALIZE, Pat(sub_p, "x", Splat(name="zero")))
+def _minus_positive_zero(x, zero):
+    return x if _exact_identity(x.aval.dtype) and _is_zero_of_sign(zero, negative=False) else None
+
+
+@pattern(CANONICALIZE, Pat(neg_p, Pat(neg_p, "x")))
+def _double_negation(x):
+    return x
+
+
+@pattern(CANONICALIZE, Pat(convert_element_type_p, "x", as_="convert"))
+def _convert_to_same_type(x, convert):
+    return x if convert.outvars[0].aval == x.aval else None
+
+
+@pattern(CANONICALIZE, Pat(select_n_p, Splat(name="which"), "*cases"))
+def _select_constant(which, cases):
+    return cases[int(which)] if 0 <= int(which) < len(cases) else None

@@ -25,6 +25,8 @@ from .elementwise import NUM, fmt_types, _convert
 from jaxprc.ir.tracing import Tracer
 from jaxprc.passes import emit
 from jaxprc.passes.jvp import Zero, aval_of
+from jaxprc.passes.canonicalize import CANONICALIZE
+from jaxprc.passes.patterns import Pat, bind, pattern, splat_forms
 from jaxprc.passes.transpose import is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, full as _batch_full, matchaxis, moveaxis, scalar, shift
 
@@ -543,3 +545,44 @@ mlir.register_lowering(iota_p, _iota_lowering)
 # ---------------------------------------------------------- jet (Taylor series)
 for _p in (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, squeeze_p, rev_p, transpose_p):
     jet.deflinear(_p)
+
+
+# ------------------------------------------------ canonicalization patterns
+# (data movement only: every rewrite here moves the same bits to the same places)
+
+def _broadcast_operand(eqn):
+    """A broadcast of a scalar fills its result with that one value."""
+    return eqn.invars[0] if eqn.invars[0].aval.shape == () else None
+
+
+splat_forms[broadcast_in_dim_p] = _broadcast_operand
+
+
+@pattern(CANONICALIZE, Pat(transpose_p, Pat(transpose_p, "x", permutation=bind("inner")),
+                           permutation=bind("outer")))
+def _transpose_of_transpose(x, inner, outer):
+    return transpose_p.bind(x, permutation=tuple(inner[d] for d in outer))
+
+
+@pattern(CANONICALIZE, Pat(transpose_p, "x", permutation=bind("permutation")))
+def _identity_transpose(x, permutation):
+    return x if permutation == tuple(range(len(permutation))) else None
+
+
+@pattern(CANONICALIZE, Pat(reshape_p, Pat(reshape_p, "x", dimensions=None), new_sizes=bind("sizes"),
+                           dimensions=None))
+def _reshape_of_reshape(x, sizes):
+    return reshape_p.bind(x, new_sizes=sizes, dimensions=None)
+
+
+@pattern(CANONICALIZE, Pat(reshape_p, "x", new_sizes=bind("sizes"), dimensions=None))
+@pattern(CANONICALIZE, Pat(broadcast_in_dim_p, "x", shape=bind("sizes"), broadcast_dimensions=bind("dims")))
+def _to_same_shape(x, sizes, dims=None):
+    same = tuple(sizes) == x.aval.shape and (dims is None or tuple(dims) == tuple(range(len(sizes))))
+    return x if same else None
+
+
+@pattern(CANONICALIZE, Pat(broadcast_in_dim_p, Pat(broadcast_in_dim_p, "x", broadcast_dimensions=bind("inner")),
+                           shape=bind("shape"), broadcast_dimensions=bind("outer")))
+def _broadcast_of_broadcast(x, inner, shape, outer):
+    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=tuple(outer[d] for d in inner))

@@ -31,6 +31,13 @@ SESSION = [
      "jaxprc check broken.jaxpr"),
     ("`graph`: the dataflow graph, DOT on stdout or SVG", "jaxprc graph examples/loss.jaxpr"),
     ("", "jaxprc graph examples/clipped_norm.jaxpr -o clipped_norm.svg"),
+    ("`--timing`, `--print-ir-diff`: what each pass did, and how long it took",
+     "jaxprc opt examples/loss.jaxpr --passes jvp,canonicalize,dce --timing"),
+    ("A failing pass (or lowering, or XLA) writes a reproducer with `--reproducer DIR`",
+     "jaxprc opt examples/loss.jaxpr --passes transpose --reproducer crashes"),
+    ("`repro`: replay reproducers, say whether the failure comes back", "jaxprc repro crashes"),
+    ("`reduce`: shrink a program while its failure persists (delta debugging)",
+     "jaxprc reduce examples/loss.jaxpr --passes transpose --until-error integer_pow --quiet"),
     ("`demo`: a small model with a custom derivative, through every pass to XLA", "jaxprc demo"),
 ]
 BROKEN = "{ lambda ; a:f32[3]. let\n    b:f32[] = sin a\n  in (b,) }\n"

@@ -22,7 +22,9 @@ from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitiv
 from jaxprc.ir.effects import has_ordered_effects
 from jaxprc.ir.params import ClosedJaxprParam, Tuple
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, trace_to_jaxpr
+from jaxprc.passes.canonicalize import CANONICALIZE
 from jaxprc.passes.dce import dce_closed
+from jaxprc.passes.patterns import Pat, Splat, bind, pattern
 from jaxprc.passes.jet import jet_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
@@ -382,3 +384,12 @@ def _cond_jet(primals_in, series_in, *, branches):
 
 
 jet.jet_rules[cond_p] = _cond_jet
+
+
+# ---------------------------------------------------------------- canonicalization
+
+@pattern(CANONICALIZE, Pat(cond_p, Splat(name="index"), "*operands", branches=bind("branches")))
+def _cond_of_constant_index(index, operands, branches):
+    """A branch index known when compiling: the branch inlined (cond clamps the index)."""
+    branch = branches[min(max(int(index), 0), len(branches) - 1)]
+    return eval_jaxpr(branch.jaxpr, branch.consts, *operands)

@@ -36,7 +36,9 @@ from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitiv
 from jaxprc.ir.effects import has_ordered_effects
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Tuple
 from jaxprc.ir.tracing import ConcretizationTypeError, Tracer, close_over_consts, trace_to_jaxpr
+from jaxprc.passes.canonicalize import CANONICALIZE
 from jaxprc.passes.dce import dce_closed
+from jaxprc.passes.patterns import Pat, bind, pattern
 from jaxprc.passes.jet import jet_jaxpr
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, jvp_jaxpr, tangent_aval, zeros
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
@@ -992,3 +994,76 @@ def _while_jet(primals_in, series_in, *, cond_jaxpr, body_jaxpr, cond_nconsts, b
 
 jet.jet_rules[scan_p] = _scan_jet
 jet.jet_rules[while_p] = _while_jet
+
+
+# ---------------------------------------------------------------- canonicalization
+
+@pattern(CANONICALIZE, Pat(while_p, "*operands", cond_jaxpr=bind("cond_jaxpr"), cond_nconsts=bind("cond_nconsts"),
+                           body_nconsts=bind("body_nconsts")))
+def _while_never_entered(operands, cond_jaxpr, cond_nconsts, body_nconsts):
+    """A predicate that is the literal False: the loop returns its initial carry."""
+    (pred,) = cond_jaxpr.jaxpr.outvars
+    if type(pred) is Literal and not pred.val:
+        return operands[cond_nconsts + body_nconsts:]
+    return None
+
+
+def _invariant_carries(body: Jaxpr, first_carry: int, n_carry: int) -> list[bool]:
+    """Which carries the body returns unchanged (its carry output k is its carry input k)."""
+    return [body.outvars[k] is body.invars[first_carry + k] for k in range(n_carry)]
+
+
+def _hoist(jaxpr: ClosedJaxpr, n_consts: int, invariant: list[bool], n_outs_after: int = 0) -> ClosedJaxpr:
+    """``jaxpr`` (inputs: consts, carries, ...; outputs: carries, ...) with its invariant carries
+    moved to the end of its consts and their outputs dropped; ``n_outs_after`` outputs follow
+    the carries (a scan's ys)."""
+    j, n = jaxpr.jaxpr, len(invariant)
+    carries = j.invars[n_consts:n_consts + n]
+    invars = (j.invars[:n_consts] + [v for v, i in zip(carries, invariant) if i]
+              + [v for v, i in zip(carries, invariant) if not i] + j.invars[n_consts + n:])
+    outvars = j.outvars
+    if len(outvars) == n + n_outs_after:      # (the cond of a while returns no carries)
+        outvars = [v for v, i in zip(outvars[:n], invariant) if not i] + outvars[n:]
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, outvars, j.eqns), jaxpr.consts)
+
+
+def _reorder(values, start: int, invariant: list[bool]) -> list:
+    """``values[start:start+len(invariant)]`` (carries) split: invariant ones first."""
+    n = len(invariant)
+    carries = values[start:start + n]
+    return ([c for c, i in zip(carries, invariant) if i], [c for c, i in zip(carries, invariant) if not i])
+
+
+@pattern(CANONICALIZE, Pat(while_p, "*operands", cond_jaxpr=bind("cond_jaxpr"), body_jaxpr=bind("body_jaxpr"),
+                           cond_nconsts=bind("cond_nconsts"), body_nconsts=bind("body_nconsts")))
+def _while_invariant_carries(operands, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """Carries the body never changes become consts of the loop; their results are their inits."""
+    start = cond_nconsts + body_nconsts
+    invariant = _invariant_carries(body_jaxpr.jaxpr, body_nconsts, len(operands) - start)
+    if not any(invariant) or all(invariant):
+        return None
+    fixed, moving = _reorder(operands, start, invariant)
+    outs = iter(while_p.bind(*operands[:cond_nconsts], *fixed, *operands[cond_nconsts:start], *fixed, *moving,
+                             cond_jaxpr=_hoist(cond_jaxpr, cond_nconsts, invariant),
+                             body_jaxpr=_hoist(body_jaxpr, body_nconsts, invariant),
+                             cond_nconsts=cond_nconsts + len(fixed), body_nconsts=body_nconsts + len(fixed)))
+    return [init if i else next(outs) for init, i in zip(operands[start:], invariant)]
+
+
+@pattern(CANONICALIZE, Pat(scan_p, "*operands", as_="scan"))
+def _scan_invariant_carries(operands, scan):
+    """Carries the body never changes become consts of the scan; their results are their inits."""
+    p = dict(scan.params)
+    n_consts, n_carry, body = p["num_consts"], p["num_carry"], p["jaxpr"]
+    invariant = _invariant_carries(body.jaxpr, n_consts, n_carry)
+    if not any(invariant):
+        return None
+    fixed, moving = _reorder(operands, n_consts, invariant)
+    fixed_lin, moving_lin = _reorder(list(p["linear"]), n_consts, invariant)
+    xs = operands[n_consts + n_carry:]
+    p.update(jaxpr=_hoist(body, n_consts, invariant, len(body.jaxpr.outvars) - n_carry),
+             num_consts=n_consts + len(fixed), num_carry=len(moving),
+             linear=(*p["linear"][:n_consts], *fixed_lin, *moving_lin, *p["linear"][n_consts + n_carry:]))
+    outs = scan_p.bind(*operands[:n_consts], *fixed, *moving, *xs, **p)
+    carries = iter(outs[:len(moving)])
+    return [init if i else next(carries) for init, i in zip(operands[n_consts:], invariant)] + outs[len(moving):]
