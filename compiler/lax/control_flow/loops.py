@@ -1027,7 +1027,7 @@ def _hoist(jaxpr: ClosedJaxpr, n_consts: int, invariant: list[bool], n_outs_afte
     return ClosedJaxpr(Jaxpr(j.constvars, invars, outvars, j.eqns), jaxpr.consts)
 
 
-def _reorder(values, start: int, invariant: list[bool]) -> list:
+def _split_invariant(values, start: int, invariant: list[bool]) -> tuple[list, list]:
     """``values[start:start+len(invariant)]`` (carries) split: invariant ones first."""
     n = len(invariant)
     carries = values[start:start + n]
@@ -1042,7 +1042,7 @@ def _while_invariant_carries(operands, cond_jaxpr, body_jaxpr, cond_nconsts, bod
     invariant = _invariant_carries(body_jaxpr.jaxpr, body_nconsts, len(operands) - start)
     if not any(invariant) or all(invariant):
         return None
-    fixed, moving = _reorder(operands, start, invariant)
+    fixed, moving = _split_invariant(operands, start, invariant)
     outs = iter(while_p.bind(*operands[:cond_nconsts], *fixed, *operands[cond_nconsts:start], *fixed, *moving,
                              cond_jaxpr=_hoist(cond_jaxpr, cond_nconsts, invariant),
                              body_jaxpr=_hoist(body_jaxpr, body_nconsts, invariant),
@@ -1058,8 +1058,8 @@ def _scan_invariant_carries(operands, scan):
     invariant = _invariant_carries(body.jaxpr, n_consts, n_carry)
     if not any(invariant):
         return None
-    fixed, moving = _reorder(operands, n_consts, invariant)
-    fixed_lin, moving_lin = _reorder(list(p["linear"]), n_consts, invariant)
+    fixed, moving = _split_invariant(operands, n_consts, invariant)
+    fixed_lin, moving_lin = _split_invariant(list(p["linear"]), n_consts, invariant)
     xs = operands[n_consts + n_carry:]
     p.update(jaxpr=_hoist(body, n_consts, invariant, len(body.jaxpr.outvars) - n_carry),
              num_consts=n_consts + len(fixed), num_carry=len(moving),
