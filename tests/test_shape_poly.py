@@ -1,0 +1,112 @@
+"""Symbolic dimensions (ir/shape_poly.py): normal forms, arithmetic, decisions, parsing, solving."""
+import itertools
+
+import pytest
+
+from jaxprc.ir import shape_poly as sp
+from jaxprc.ir.shape_poly import InconclusiveDimensionOperation, SymbolicScope, symbolic_shape
+
+
+def test_normal_form_and_text():
+    b, h = symbolic_shape("b, h")
+    cases = {b + 1: "b + 1", 2 * b + 1: "2*b + 1", b * h + 2 * b - 3: "b*h + 2*b - 3",
+             (b + 1) * (b - 1): "b^2 - 1", -b: "- b", 3 - b: "- b + 3", h * b * b + h: "b^2*h + h",
+             b // 2: "floordiv(b, 2)", b % 3: "mod(b, 3)", sp.max_dim(b, 4): "max(b, 4)"}
+    for expr, text in cases.items():
+        assert str(expr) == text
+        again, = symbolic_shape(text, scope=b.scope)
+        assert again == expr and hash(again) == hash(expr)
+
+
+def test_constant_results_are_ints():
+    b, h = symbolic_shape("b, h")
+    for expr, value in [(b - b, 0), ((b + 1) - b, 1), ((2 * b + 3) % 2, 1), (b * h // (b * h), 1),
+                        ((b * h) % h, 0), (2 * b * 0, 0)]:
+        assert type(expr) is int and expr == value
+    assert (2 * b) // 2 == b and (2 * b + 3) // 2 == b + 1 and (b * h) // h == b
+    assert divmod(b, 2) == (b // 2, b % 2)
+
+
+def test_arithmetic_agrees_with_ints():
+    """Every expression evaluated at sample points equals the same arithmetic on ints."""
+    b, h = symbolic_shape("b, h")
+    ops = [lambda x, y: x + y, lambda x, y: x - 2 * y, lambda x, y: x * y + 1,
+           lambda x, y: (x * y + 3) // 2, lambda x, y: (x + 5) % 3, lambda x, y: x // y,
+           lambda x, y: (3 * x) % y, lambda x, y: sp.max_dim(x, y + 1) - sp.min_dim(x, 2)]
+    for op, (vb, vh) in itertools.product(ops, [(1, 1), (2, 7), (9, 4), (13, 13)]):
+        assert sp.evaluate(op(b, h), {"b": vb, "h": vh}) == op(vb, vh)
+
+
+def test_hashable_and_equal():
+    b, = symbolic_shape("b")
+    b2, = symbolic_shape("b")       # another scope with the same (no) constraints
+    assert b == b2 and hash(b) == hash(b2) and {b: 1}[b2] == 1
+    assert b != b + 1 and b != 3 and (b == "b") is False
+    assert (b,) == (b2,) and len({(b, 1), (b2, 1)}) == 1
+
+
+def test_comparisons_decided_by_bounds():
+    b, h = symbolic_shape("b, h")
+    assert b >= 1 and b > 0 and b + 1 > b and 2 * b >= b + 1 and not b < 1 and b * h >= 1
+    assert not b - 1 < 0 and b % 3 < 3 and b % 3 >= 0 and b // 2 >= 0
+    for undecidable in [lambda: b >= 2, lambda: b < h, lambda: b > h, lambda: b <= 5,
+                        lambda: sorted([b, h])]:
+        with pytest.raises(InconclusiveDimensionOperation, match="inconclusive"):
+            undecidable()
+    assert (b == 2) is False and (b != h) is True      # equality never raises (JAX)
+
+
+def test_constraints_decide():
+    scope = SymbolicScope(["b >= 2", "b <= 10", "h >= b + 3"])
+    b, h = symbolic_shape("b, h", scope=scope)
+    assert b >= 2 and b < 11 and b.bounds() == (2, 10) and h > b and h >= 5 - 1
+    assert sp.max_dim(b, 1) == b and sp.min_dim(b, 20) == b and sp.max_dim(b, 5) != b
+    with pytest.raises(InconclusiveDimensionOperation):
+        b >= 3
+    # equality constraints make the left side an alias of the right
+    b, n, k = symbolic_shape("b, n, k", constraints=("n == 2*k", "b >= 2"))
+    assert n == 2 * k and n // 2 == k and n % 2 == 0 and str(n) == "2*k"
+
+
+def test_bad_constraints_and_specs():
+    for bad, match in [(["b > 2"], "comparison"), (["2*b == h"], "left side"), (["b >= 2 +"], "syntax"),
+                       (["1 >= 2"], "always false"), ("b >= 2", "sequence of strings")]:
+        with pytest.raises(ValueError, match=match):
+            SymbolicScope(bad)
+    for bad in ["b,,", "b + ", "3 $ b", "max(b)", "b^h"]:
+        with pytest.raises(ValueError, match="syntax error"):
+            symbolic_shape(bad)
+    with pytest.raises(ValueError, match="both"):
+        symbolic_shape("b", constraints=["b >= 2"], scope=SymbolicScope())
+    a, = symbolic_shape("a")
+    c, = symbolic_shape("c", constraints=["c >= 2"])
+    with pytest.raises(ValueError, match="mixing of symbolic scopes"):
+        a + c
+
+
+def test_not_an_int():
+    b, = symbolic_shape("b")
+    for convert in [int, float, lambda d: range(d), lambda d: [0] * d]:
+        with pytest.raises(InconclusiveDimensionOperation, match="'b'"):
+            convert(b)
+
+
+def test_spec_forms():
+    assert symbolic_shape("(b, 4)") == symbolic_shape("b, 4") and symbolic_shape("") == ()
+    assert symbolic_shape(None) == () and symbolic_shape("4, 5") == (4, 5)
+    b, = symbolic_shape("b")
+    assert symbolic_shape("b^2 - b", scope=b.scope) == (b * b - b,)
+
+
+def test_solve_dim_vars():
+    scope = SymbolicScope(["b >= 2", "n == 2*k"])
+    b, n, k = symbolic_shape("b, n, k", scope=scope)
+    assert sp.solve_dim_vars([((b, 2 * b + 1), (4, 9)), ((n,), (6,))], scope) == {"b": 4, "k": 3, "n": 6}
+    with pytest.raises(ValueError, match="constraint 'b >= 2'"):
+        sp.solve_dim_vars([((b,), (1,))], scope)
+    with pytest.raises(ValueError, match=r"argument 1 is 8, but its symbolic size '2\*b \+ 1' is 9"):
+        sp.solve_dim_vars([((b,), (4,)), ((2 * b + 1,), (8,))], scope)
+    with pytest.raises(ValueError, match="argument 0 is 7, but its symbolic size .2\\*k. is never 7"):
+        sp.solve_dim_vars([((n,), (7,))], scope)        # n = 2*k is never odd
+    with pytest.raises(ValueError, match="Cannot solve"):
+        sp.solve_dim_vars([((b * b,), (9,))], scope)
