@@ -105,7 +105,7 @@ class SymbolicScope:
 # a monomial is a sorted tuple of (atom, power); an expression's terms a sorted
 # tuple of (monomial, coefficient), the constant's monomial being ().
 
-_OPS = ("floordiv", "mod", "max", "min")
+FUNCTIONS = ("floordiv", "mod", "max", "min")
 
 
 def _atom_key(atom):
@@ -555,6 +555,15 @@ def free_vars(shape: Iterable) -> set[str]:
     return out
 
 
+def constraint_vars(scope: SymbolicScope) -> set[str]:
+    """The dimension variables the scope's constraints name."""
+    out: set[str] = set()
+    for text in scope.constraints:
+        lhs, _, rhs = _parse_constraint(text, SymbolicScope())
+        out |= free_vars([lhs, rhs])
+    return out
+
+
 def shape_scope(shape: Iterable) -> SymbolicScope | None:
     for d in shape:
         if type(d) is DimExpr:
@@ -640,7 +649,7 @@ class _Parser:
             self.take(")")
             return value
         if tok[0].isalpha() or tok[0] == "_":
-            if tok in _OPS and self.peek() == "(":
+            if tok in FUNCTIONS and self.peek() == "(":
                 self.take("(")
                 a = self.expr()
                 self.take(",")
@@ -687,6 +696,18 @@ def parse_dims(text: str, scope: SymbolicScope) -> tuple:
     dims = tuple(p.list_of(p.expr))
     p.done()
     return dims
+
+
+def split_top_level(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses ("b >= 2, max(b, h) <= 8")."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts]
 
 
 def _balanced(text: str) -> bool:

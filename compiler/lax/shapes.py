@@ -20,7 +20,7 @@ from jaxprc.interpreters import jet
 from jaxprc.lowering import broadcast_in_dim as _hlo_broadcast_in_dim
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
-from jaxprc.ir.params import DType, Int, OneOf, Tuple
+from jaxprc.ir.params import DType, Int, OneOf, Size, Tuple
 from .elementwise import NUM, fmt_types, _convert
 from jaxprc.ir.tracing import Tracer
 from jaxprc.passes import emit
@@ -57,7 +57,7 @@ def check_axes(name: str, aval: ShapedArray, axes, what: str = "axes", **params)
 
 # The params' kinds (jaxprc.ir.params); the typing rules check how they fit the operands.
 DIM = Int(min=0)            # an axis
-SIZE = Int(min=0)           # a dimension's size
+SIZE = Size(min=0)          # a dimension's size (an int or symbolic)
 DIMS, SIZES = Tuple(DIM), Tuple(SIZE)
 
 
@@ -79,7 +79,7 @@ def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions):
             any(a >= b for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:]))):
         raise type_error("broadcast_in_dim", [x], f"strictly increasing broadcast_dimensions in "
                          f"[0, {len(shape)})", **params)
-    if shape and min(shape) < 0:
+    if any(d < 0 for d in shape):
         raise type_error("broadcast_in_dim", [x], "a shape of non-negative sizes", **params)
     for k, d in enumerate(broadcast_dimensions):
         if x.shape[k] not in (1, shape[d]):
