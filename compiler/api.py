@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import weakref
 from typing import Callable, Sequence
 
@@ -54,13 +55,13 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = ShapedArray(shape, np.bool_).shape     # ints, or symbolic dimensions
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
@@ -254,6 +255,7 @@ def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
         return eval_jaxpr(jaxpr, consts, *args)
 
     return fun
+
 
 
 # ---------------------------------------------------------- runtime helpers

@@ -281,6 +281,15 @@ class DimExpr:
 Dim = int | DimExpr
 
 
+def canonicalize_shape(shape) -> tuple:
+    """A shape as a tuple of Python ints, symbolic dimensions kept as they are (JAX's
+    ``core.canonicalize_shape``); ints cost nothing extra."""
+    try:
+        return tuple(map(operator.index, shape))
+    except InconclusiveDimensionOperation:
+        return tuple(d if type(d) is DimExpr else operator.index(d) for d in shape)
+
+
 def is_symbolic_dim(d) -> bool:
     return type(d) is DimExpr
 
@@ -386,6 +395,8 @@ def _divmod(num, den):
             return quotient + rest // den, rest % den
         if den == 1:
             return num, 0
+        if den > 0 and rest._terms[0][1] < 0:     # floor(r/k) = -floor((-r + k - 1)/k): one form
+            return quotient - (-rest + den - 1) // den, _atom_expr(("mod", rest, den), scope)
         return (quotient + _atom_expr(("floordiv", rest, den), scope),
                 _atom_expr(("mod", rest, den), scope))
     if num == den:
@@ -411,6 +422,26 @@ def _divide_exactly(num, den: DimExpr):
             powers[a] -= p
         acc[tuple(sorted(((a, p) for a, p in powers.items() if p), key=lambda ap: _atom_key(ap[0])))] = coeff // dcoeff
     return _normalise(acc, den._scope)
+
+
+def slice_bounds(start, stop, step, size) -> tuple:
+    """``(start, limit, stride)`` of ``slice(start, stop, step)`` on a dimension of symbolic
+    ``size``, as ``slice.indices`` clamps them; positive steps only."""
+    step = 1 if step is None else operator.index(step)
+    if step <= 0:
+        raise InconclusiveDimensionOperation(
+            f"slicing a dimension of symbolic size '{size}' with step {step}: only positive steps "
+            "are supported on symbolic dimensions")
+
+    def clamp(bound, default):
+        if bound is None:
+            return default
+        if type(bound) is not DimExpr and bound < 0:
+            return max_dim(size + bound, 0)
+        return min_dim(bound, size)
+
+    start = clamp(start, 0)
+    return start, max_dim(clamp(stop, size), start), step
 
 
 def max_dim(a, b):
@@ -778,9 +809,10 @@ def solve_dim_vars(shapes_and_sizes, scope: SymbolicScope | None) -> dict:
                              f"of argument {i} is '{d}' ({e.args[0]}; a variable must appear alone "
                              "or linearly in some input dimension).") from None
         if value != n:
-            where = "; ".join(f"{v} = {env[v]}" for v in sorted(env))
+            where = ", ".join(f"{v} = {env[v]}" for v in sorted(env))
+            size = f"its symbolic size '{d}' is {value} at {where}" if type(d) is DimExpr else f"its size is {d}"
             raise ValueError(f"Input shapes do not match the symbolic shapes: dimension {k} of "
-                             f"argument {i} is {n}, but its symbolic size '{d}' is {value} at {where}.")
+                             f"argument {i} is {n}, but {size}.")
     if scope is not None:
         for atom, alias in scope._aliases.items():    # b == 2*h: the types name h, the constraints b
             if atom[0] == "var" and free_vars([alias]) <= env.keys():

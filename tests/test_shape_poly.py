@@ -1,8 +1,11 @@
 """Symbolic dimensions (ir/shape_poly.py): normal forms, arithmetic, decisions, parsing, solving."""
 import itertools
 
+import numpy as np
+
 import pytest
 
+import jaxprc.numpy as jnp
 from jaxprc.ir import shape_poly as sp
 from jaxprc.ir.shape_poly import InconclusiveDimensionOperation, SymbolicScope, symbolic_shape
 
@@ -158,3 +161,69 @@ def test_cli_check_polymorphic(tmp_path, capsys):
     path.write_text(POLY_PROGRAM)
     assert main(["check", str(path)]) == 0
     assert "verified, round-trips" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- tracing
+
+def _sds(*shape, dtype=np.float32):
+    import jaxprc
+    return jaxprc.ShapeDtypeStruct(shape, dtype)
+
+
+B, H = symbolic_shape("b, h", constraints=("b >= 2",))
+
+# name -> (function, argument specs, expected output shapes)
+TRACED = {
+    "elementwise": (lambda x: jnp.sin(x) * 2.0 + x, [(B, 4)], [(B, 4)]),
+    "broadcast": (lambda x, y, z: x + y + z, [(B, 1), (1, H), (H,)], [(B, H)]),
+    "reduce": (lambda x: jnp.sum(x, axis=0) + jnp.max(x, axis=1, keepdims=True), [(B, 4)], [(B, 4)]),
+    "mean": (lambda x: jnp.mean(x, axis=0), [(B, 4)], [(4,)]),
+    "dot": (lambda x, w: x @ w, [(B, H), (H, 3)], [(B, 3)]),
+    "reshape": (lambda x: (x.reshape(-1), x.reshape((-1, 2, 2)), x.reshape((x.shape[0], 2, 2))),
+                [(B, 4)], [(4 * B,), (B, 2, 2), (B, 2, 2)]),
+    "transpose": (lambda x: x.T, [(B, H)], [(H, B)]),
+    "concatenate": (lambda x, y: jnp.concatenate([x, y, x], axis=0), [(B, 4), (3, 4)], [(2 * B + 3, 4)]),
+    "slice": (lambda x: (x[1:], x[:1], x[-1], x[: , 1:3], x[1::2]), [(B, 4)],
+              [(B - 1, 4), (1, 4), (4,), (B, 2), ((B - 1 + 1) // 2, 4)]),
+    "iota": (lambda x: x + jnp.arange(x.shape[0], dtype=np.float32)[:, None], [(B, 4)], [(B, 4)]),
+    "arange_shifted": (lambda x: jnp.arange(2, x.shape[0] + 2), [(B, 4)], [(B,)]),
+    "dim_value": (lambda x: x * x.shape[0] + x.shape[0] // 2, [(B, 4)], [(B, 4)]),
+    "convert_select": (lambda x: jnp.where(x > 0, x, 0).astype(np.int32), [(B, 4)], [(B, 4)]),
+    "cumulative": (lambda x: jnp.cumsum(x, axis=0), [(B, 4)], [(B, 4)]),
+    "squeeze_expand": (lambda x: jnp.expand_dims(jnp.squeeze(x[:, :1], 1), 0), [(B, 4)], [(1, B)]),
+    "broadcast_to": (lambda x: jnp.broadcast_to(x, (x.shape[0], 4)) + jnp.zeros(x.shape[:1] + (4,)),
+                     [(B, 1)], [(B, 4)]),
+    "softmax": (lambda x: jax_nn().softmax(x, axis=0), [(B, 4)], [(B, 4)]),
+    "tile": (lambda x: jnp.tile(x, (2, 1)), [(B, 4)], [(2 * B, 4)]),
+}
+
+
+def jax_nn():
+    import jaxprc.nn
+    return jaxprc.nn
+
+
+@pytest.mark.parametrize("name", sorted(TRACED))
+def test_trace_symbolic(name):
+    """Each family types symbolic shapes; the program verifies, prints and parses back."""
+    import jaxprc
+    from jaxprc.ir import parse, verify
+    f, specs, expected = TRACED[name]
+    cj = jaxprc.make_jaxpr(f)(*[_sds(*s) for s in specs])
+    verify(cj)
+    assert [a.shape for a in cj.out_avals] == [tuple(e) for e in expected]
+    assert parse(str(cj)) == cj
+    shapes = jaxprc.tree_util.tree_map(lambda s: s.shape, jaxprc.eval_shape(f, *[_sds(*s) for s in specs]))
+    assert list(shapes) if isinstance(shapes, tuple) else [shapes] == [tuple(e) for e in expected]
+
+
+def test_undecidable_shape_rule_raises():
+    import jaxprc
+    with pytest.raises(InconclusiveDimensionOperation, match="inconclusive"):
+        jaxprc.make_jaxpr(lambda x: jnp.zeros((x.shape[0] - 3,)))(_sds(B))   # b - 3 may be < 0
+    with pytest.raises(InconclusiveDimensionOperation, match="inconclusive"):
+        jaxprc.make_jaxpr(lambda x: jaxprc.lax.slice(x, (0,), (3,)))(_sds(B))     # 3 <= b?
+    with pytest.raises(ValueError, match=r"shapes \(b,\), \(h,\) cannot be broadcast"):
+        jaxprc.make_jaxpr(lambda x, y: x + y)(_sds(B), _sds(H))
+    with pytest.raises(TypeError, match="reshape"):
+        jaxprc.make_jaxpr(lambda x: x.reshape((3, -1)))(_sds(B, 4))

@@ -11,6 +11,8 @@ Also here: the typing-error helpers the other structural families share
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -98,7 +100,7 @@ def _reshape_rule(x, *, new_sizes, dimensions):
     if dimensions is not None:
         raise type_error("reshape", [x], "dimensions=None (transpose first)",
                          new_sizes=new_sizes, dimensions=dimensions)
-    if any(s < 0 for s in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    if any(s < 0 for s in new_sizes) or math.prod(new_sizes) != x.size:
         raise type_error("reshape", [x], f"new_sizes with the operand's {x.size} elements",
                          new_sizes=new_sizes)
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
@@ -275,7 +277,7 @@ def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
     """``operand`` with dimensions [start, stop) merged into one."""
     shape = ops.aval(operand).shape
     stop = len(shape) if stop_dimension is None else stop_dimension
-    size = int(np.prod(shape[start_dimension:stop], dtype=np.int64))
+    size = math.prod(shape[start_dimension:stop])
     return reshape(operand, shape[:start_dimension] + (size,) + shape[stop:])
 
 
