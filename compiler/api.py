@@ -250,12 +250,28 @@ def eval_shape(fun: Callable, *args, **kwargs):
 def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
     """A Python callable running ``closed_jaxpr`` (a list of outputs), eagerly or under any trace."""
     jaxpr, consts = closed_jaxpr.jaxpr, closed_jaxpr.consts
+    if passes.is_polymorphic(closed_jaxpr):
+        return _polymorphic_fun(closed_jaxpr)
 
     def fun(*args):
         return eval_jaxpr(jaxpr, consts, *args)
 
     return fun
 
+
+def _polymorphic_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
+    """A program with symbolic dimensions runs specialised to its arguments' sizes (one
+    specialisation per set of sizes, kept while the function lives)."""
+    specialised: dict = {}
+
+    def fun(*args):
+        shapes = tuple(np.shape(a) if not hasattr(a, "shape") else tuple(a.shape) for a in args)
+        cj = specialised.get(shapes)
+        if cj is None:
+            cj = specialised[shapes] = passes.specialize_for_args(closed_jaxpr, shapes)
+        return eval_jaxpr(cj.jaxpr, cj.consts, *args)
+
+    return fun
 
 
 # ---------------------------------------------------------- runtime helpers

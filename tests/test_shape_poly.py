@@ -5,6 +5,7 @@ import numpy as np
 
 import pytest
 
+import jaxprc
 import jaxprc.numpy as jnp
 from jaxprc.ir import shape_poly as sp
 from jaxprc.ir.shape_poly import InconclusiveDimensionOperation, SymbolicScope, symbolic_shape
@@ -166,7 +167,6 @@ def test_cli_check_polymorphic(tmp_path, capsys):
 # ---------------------------------------------------------------- tracing
 
 def _sds(*shape, dtype=np.float32):
-    import jaxprc
     return jaxprc.ShapeDtypeStruct(shape, dtype)
 
 
@@ -206,7 +206,6 @@ def jax_nn():
 @pytest.mark.parametrize("name", sorted(TRACED))
 def test_trace_symbolic(name):
     """Each family types symbolic shapes; the program verifies, prints and parses back."""
-    import jaxprc
     from jaxprc.ir import parse, verify
     f, specs, expected = TRACED[name]
     cj = jaxprc.make_jaxpr(f)(*[_sds(*s) for s in specs])
@@ -218,7 +217,6 @@ def test_trace_symbolic(name):
 
 
 def test_undecidable_shape_rule_raises():
-    import jaxprc
     with pytest.raises(InconclusiveDimensionOperation, match="inconclusive"):
         jaxprc.make_jaxpr(lambda x: jnp.zeros((x.shape[0] - 3,)))(_sds(B))   # b - 3 may be < 0
     with pytest.raises(InconclusiveDimensionOperation, match="inconclusive"):
@@ -227,3 +225,75 @@ def test_undecidable_shape_rule_raises():
         jaxprc.make_jaxpr(lambda x, y: x + y)(_sds(B), _sds(H))
     with pytest.raises(TypeError, match="reshape"):
         jaxprc.make_jaxpr(lambda x: x.reshape((3, -1)))(_sds(B, 4))
+
+
+# ------------------------------------------- running at concrete sizes
+
+def _mlp_loss(x, w):
+    return jnp.sum(jnp.tanh(x @ w)) / x.shape[0] + jnp.arange(x.shape[0])[1:].sum()
+
+
+TRANSFORMED = {      # name -> function of (x: f32[b,4], w: f32[4,3]) traced polymorphically
+    "mlp": _mlp_loss,
+    "grad": lambda x, w: jaxprc.grad(_mlp_loss, argnums=(0, 1))(x, w),
+    "vmap": lambda x, w: jaxprc.vmap(lambda r: jnp.tanh(r @ w) * x.shape[0])(x),
+    "jvp": lambda x, w: jaxprc.jvp(lambda v: _mlp_loss(v, w), (x,), (jnp.ones_like(x),)),
+    "transpose": lambda x, w: jaxprc.linear_transpose(
+        lambda v: jnp.cumsum(v @ w, axis=0)[1:], x)(jnp.ones((x.shape[0] - 1, 3), np.float32)),
+    "slices": lambda x, w: (jnp.concatenate([x[1:], x[:1]]) * jnp.arange(2, x.shape[0] + 2)[:, None],
+                            x.reshape(-1, 2).T, jnp.mean(x, axis=0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMED))
+def test_polymorphic_program_runs_at_several_sizes(name):
+    """Traced once with b symbolic and read back from text, the program runs at every size
+    with the values of the program traced for that size."""
+    from jaxprc.ir import parse
+    f = TRANSFORMED[name]
+    poly = parse(str(jaxprc.make_jaxpr(f)(_sds(B, 4), _sds(4, 3))))
+    run = jaxprc.jit(jaxprc.jaxpr_as_fun(poly))
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=(4, 3)).astype(np.float32)
+    for n in (2, 5):
+        x = rng.normal(size=(n, 4)).astype(np.float32)
+        got, want = run(x, w), jaxprc.tree_util.tree_leaves(jaxprc.jit(f)(x, w))
+        assert len(got) == len(want)
+        for g, v in zip(got, want):
+            assert g.shape == v.shape and g.dtype == v.dtype
+            np.testing.assert_allclose(g, v, rtol=1e-5, atol=1e-5)
+
+
+def test_polymorphic_call_checks_sizes():
+    poly = jaxprc.make_jaxpr(_mlp_loss)(_sds(B, 4), _sds(4, 3))
+    run = jaxprc.jaxpr_as_fun(poly)
+    w = np.ones((4, 3), np.float32)
+    with pytest.raises(ValueError, match=r"constraint 'b >= 2': at b = 1 it reads 1 >= 2"):
+        run(np.ones((1, 4), np.float32), w)
+    with pytest.raises(ValueError, match="dimension 1 of argument 0 is 5, but its size is 4"):
+        run(np.ones((3, 5), np.float32), w)
+    with pytest.raises(ValueError, match=r"argument 1 has shape \(4,\), but its type is f32\[4,3\]"):
+        run(np.ones((3, 4), np.float32), np.ones(4, np.float32))
+    assert float(run(np.zeros((3, 4), np.float32), w)[0]) == 3.0       # still usable
+
+
+RUN_PROGRAM = """\
+dims b where b >= 2
+{ lambda ; a:f32[b,2]. let
+    b:~i32[] = dim_as_value[dim=`b`]
+    c:f32[] = convert_element_type[new_dtype=f32 weak_type=False] b
+    d:f32[b,2] = broadcast_in_dim[broadcast_dimensions=() shape=(`b`, 2)] c
+    e:f32[b,2] = mul a d
+  in (e,) }"""
+
+
+def test_cli_runs_polymorphic_program_at_any_size(tmp_path, capsys):
+    from jaxprc.tools.cli import main
+    path = tmp_path / "poly.jaxpr"
+    path.write_text(RUN_PROGRAM)
+    assert main(["run", str(path), "--input", "a=[[1,2],[3,4],[5,6]]"]) == 0
+    assert "[[ 3.,  6.],\n [ 9., 12.],\n [15., 18.]]" in capsys.readouterr().out
+    assert main(["run", str(path), "--input", "a=[[1,2],[3,4]]"]) == 0
+    assert "[[2., 4.],\n [6., 8.]]" in capsys.readouterr().out
+    assert main(["run", str(path), "--input", "a=[[1,2]]"]) == 1
+    assert "constraint 'b >= 2': at b = 1" in capsys.readouterr().err

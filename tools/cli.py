@@ -488,6 +488,7 @@ def _load_value(text: str, aval, name: str):
     """An input value: a .npy file or a Python literal, checked against the input's type."""
     import numpy as np
     from jaxprc.ir import dtypes as dt
+    from jaxprc.ir.shape_poly import is_constant_shape
     if text.endswith(".npy") or os.path.isfile(text):
         try:
             value = np.load(text, allow_pickle=False)
@@ -506,6 +507,10 @@ def _load_value(text: str, aval, name: str):
     except (TypeError, ValueError) as e:
         raise UsageError(f"input {name}: {_excerpt(text)} is not a value of type "
                          f"{aval.str_short()}: {e}") from None
+    if not is_constant_shape(aval.shape):      # symbolic sizes: checked when the program is called
+        if value.ndim != aval.ndim:
+            raise UsageError(f"input {name}: expected type {aval.str_short()}, got shape {value.shape}")
+        return value
     if value.ndim == 0 and aval.shape:
         value = np.broadcast_to(value, aval.shape)     # a scalar fills the whole input
     if value.shape != aval.shape:
