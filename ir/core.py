@@ -29,7 +29,7 @@ class JaxprTypeError(JaxprcError, TypeError):
 
 # ------------------------------------------------------------------ types
 # Dimensions are ints or symbolic expressions (shape_poly imports JaxprcError from here).
-from .shape_poly import InconclusiveDimensionOperation, canonicalize_shape  # noqa: E402
+from .shape_poly import InconclusiveDimensionOperation, _keep_symbolic  # noqa: E402
 
 
 class ShapedArray:
@@ -42,7 +42,7 @@ class ShapedArray:
         try:
             shape = tuple(map(int, shape))
         except InconclusiveDimensionOperation:     # symbolic dimensions stay as they are
-            shape = canonicalize_shape(shape)
+            shape = _keep_symbolic(shape)
         self.shape = shape
         self.dtype = dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.weak_type = weak_type = bool(weak_type)

@@ -120,12 +120,13 @@ def _mono_key(mono):
 class DimExpr:
     """A non-constant dimension expression (a constant one is an ``int``)."""
 
-    __slots__ = ("_terms", "_scope", "_hash")
+    __slots__ = ("_terms", "_scope", "_hash", "_bounds")
 
     def __init__(self, terms, scope: SymbolicScope):
         self._terms = terms
         self._scope = scope
         self._hash = hash(terms)
+        self._bounds = None       # (lo, hi), computed on first use
 
     @property
     def scope(self) -> SymbolicScope:
@@ -204,6 +205,9 @@ class DimExpr:
                 return True
         elif _as_int(other) is NotImplemented:
             return False
+        else:
+            lo, hi = _bounds(self)
+            return lo == hi == other
         lo, hi = _bounds(self - other)
         return lo == hi == 0
 
@@ -227,9 +231,7 @@ class DimExpr:
 
     # -- conversions: a symbolic dimension is no integer
     def _not_an_int(self, what: str):
-        raise InconclusiveDimensionOperation(
-            f"Symbolic dimension '{self}' used where {what} is needed; a symbolic dimension has "
-            "no value until the program is called with concrete shapes.")
+        raise InconclusiveDimensionOperation(_NotAnInt(self, what))
 
     def __int__(self):
         self._not_an_int("a Python int")
@@ -287,7 +289,23 @@ def canonicalize_shape(shape) -> tuple:
     try:
         return tuple(map(operator.index, shape))
     except InconclusiveDimensionOperation:
-        return tuple(d if type(d) is DimExpr else operator.index(d) for d in shape)
+        return _keep_symbolic(shape)
+
+
+def _keep_symbolic(shape) -> tuple:
+    return tuple(d if type(d) is DimExpr else operator.index(d) for d in shape)
+
+
+class _NotAnInt:
+    """The message of a symbolic dimension converted to an int, formed only when shown (shape
+    code tries int() first and keeps the dimension when that raises)."""
+
+    def __init__(self, dim: DimExpr, what: str):
+        self.dim, self.what = dim, what
+
+    def __str__(self):
+        return (f"Symbolic dimension '{self.dim}' used where {self.what} is needed; a symbolic "
+                "dimension has no value until the program is called with concrete shapes.")
 
 
 def is_symbolic_dim(d) -> bool:
@@ -508,6 +526,12 @@ def _atom_bounds(atom, scope):
 def _bounds(e) -> tuple:
     if type(e) is not DimExpr:
         return e, e
+    if e._bounds is None:
+        e._bounds = _compute_bounds(e)
+    return e._bounds
+
+
+def _compute_bounds(e: DimExpr) -> tuple:
     lo = hi = 0
     for mono, coeff in e._terms:
         iv = (coeff, coeff)
@@ -521,8 +545,17 @@ def _bounds(e) -> tuple:
 
 def _compare(a: DimExpr, b, op: str) -> bool:
     """``a op b`` as ``diff >= 0``, decided by bounds and the scope's inequality constraints."""
-    if type(b) is not DimExpr and _as_int(b) is NotImplemented:
-        return NotImplemented
+    if type(b) is not DimExpr:
+        b = _as_int(b)
+        if b is NotImplemented:
+            return NotImplemented
+        alo, ahi = _bounds(a)      # a >= b: decided by a's bounds alone when they can
+        lo, hi = {">=": (alo - b, ahi - b), ">": (alo - b - 1, ahi - b - 1),
+                  "<=": (b - ahi, b - alo), "<": (b - ahi - 1, b - alo - 1)}[op]
+        if lo >= 0:
+            return True
+        if hi < 0:
+            return False
     diff = {">=": a - b, ">": a - b - 1, "<=": b - a, "<": b - a - 1}[op]
     lo, hi = _bounds(diff)
     if lo >= 0:
