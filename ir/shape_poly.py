@@ -413,8 +413,6 @@ def _divmod(num, den):
             return quotient + rest // den, rest % den
         if den == 1:
             return num, 0
-        if den > 0 and rest._terms[0][1] < 0:     # floor(r/k) = -floor((-r + k - 1)/k): one form
-            return quotient - (-rest + den - 1) // den, _atom_expr(("mod", rest, den), scope)
         return (quotient + _atom_expr(("floordiv", rest, den), scope),
                 _atom_expr(("mod", rest, den), scope))
     if num == den:
