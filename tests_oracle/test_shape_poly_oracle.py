@@ -102,3 +102,25 @@ def test_constraint_violation_is_refused_like_jax():
     run = jaxprc.jaxpr_as_fun(jaxprc.make_jaxpr(f)(*_specs(sp, jaxprc.ShapeDtypeStruct, ["b, 4"])))
     with pytest.raises(ValueError, match="b >= 2"):
         run(np.ones((1, 4), np.float32))
+
+
+def test_export_matches_jax_export():
+    """The same pytree function exported by both: avals, trees and values at several sizes."""
+    def model(m):
+        return lambda d: {"y": m.tanh(d["x"] @ d["w"]) * d["x"].shape[0], "s": d["x"][1:].sum(axis=1)}
+    args = {"x": np.ones((3, 4), np.float32), "w": np.ones((4, 2), np.float32)}
+    shapes = {"x": "b, _", "w": None}
+    theirs = jexport.export(jax.jit(model(jjnp)))(
+        jexport.symbolic_args_specs(args, shapes, constraints=["b >= 2"]))
+    ours = jaxprc.export.export(jaxprc.jit(model(xjnp)))(
+        jaxprc.export.symbolic_args_specs(args, shapes, constraints=["b >= 2"]))
+    assert [str(a.shape) for a in ours.in_avals] == [str(a.shape) for a in theirs.in_avals]
+    assert [str(a.shape) for a in ours.out_avals] == [str(a.shape) for a in theirs.out_avals]
+    assert [a.dtype for a in ours.out_avals] == [a.dtype for a in theirs.out_avals]
+    assert str(ours.in_tree) == str(theirs.in_tree) and str(ours.out_tree) == str(theirs.out_tree)
+    rng = np.random.default_rng(1)
+    for n in (2, 7):
+        d = {"x": rng.normal(size=(n, 4)).astype(np.float32), "w": rng.normal(size=(4, 2)).astype(np.float32)}
+        want, got = theirs.call(d), ours.call(d)
+        for k in want:
+            np.testing.assert_allclose(got[k], want[k], rtol=2e-6, atol=2e-6)
