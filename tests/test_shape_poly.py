@@ -297,3 +297,18 @@ def test_cli_runs_polymorphic_program_at_any_size(tmp_path, capsys):
     assert "[[2., 4.],\n [6., 8.]]" in capsys.readouterr().out
     assert main(["run", str(path), "--input", "a=[[1,2]]"]) == 1
     assert "constraint 'b >= 2': at b = 1" in capsys.readouterr().err
+
+
+def test_cli_traces_with_symbolic_args(tmp_path, capsys):
+    from jaxprc.ir import parse
+    from jaxprc.tools.cli import main
+    model = tmp_path / "model.py"
+    model.write_text("import jaxprc.numpy as jnp\n"
+                     "def predict(x, w):\n    return jnp.tanh(x @ w).mean(axis=0) * x.shape[0]\n")
+    assert main(["trace", f"{model}:predict", "--args", "f32[b,784], f32[784,10]",
+                 "--constraints", "b >= 2, b <= 4096"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("dims b where b >= 2, b <= 4096\n{ lambda ; a:f32[b,784] b:f32[784,10]. let")
+    assert str(parse(text)) == text.rstrip("\n")
+    assert main(["trace", f"{model}:predict", "--args", "f32[b+,784], f32[784,10]"]) == 1
+    assert "bad type text 'f32[b+,784]': syntax error" in capsys.readouterr().err
