@@ -555,22 +555,62 @@ def _compare(a: DimExpr, b, op: str) -> bool:
         if hi < 0:
             return False
     diff = {">=": a - b, ">": a - b - 1, "<=": b - a, "<": b - a - 1}[op]
-    lo, hi = _bounds(diff)
-    if lo >= 0:
-        return True
-    if hi < 0:
-        return False
-    for g in a._scope._geq:        # diff - g >= 0 with g >= 0 proves diff >= 0, and -diff - 1 - g >= 0 disproves it
-        if _bounds(diff - g)[0] >= 0:
-            return True
-        if _bounds(-diff - 1 - g)[0] >= 0:
-            return False
+    decided = _decide_nonnegative(diff, a._scope, ())
+    if decided is not None:
+        return decided
     raise InconclusiveDimensionOperation(
         f"Symbolic dimension comparison '{a}' {op} '{b}' is inconclusive.\n"
         "This error arises for comparison operations with shapes that are non-constant, and the "
         "result of the operation cannot be represented as a boolean value for all values of the "
         "symbolic dimensions involved. Add constraints (symbolic_shape(..., constraints=...)) "
         "that decide it.")
+
+
+_MAX_CASE_SPLITS = 3     # max/min atoms split into cases per decision (2**3 cases at most)
+
+
+def _decide_nonnegative(diff, scope: SymbolicScope, known: tuple, splits: int = 0):
+    """Whether ``diff >= 0`` (None: undecided), given the scope's constraints and ``known``
+    (expressions known to be >= 0). Bounds first, then each constraint g: ``diff - g >= 0``
+    proves it, ``-diff - 1 - g >= 0`` disproves it. Last, a max/min atom splits the decision
+    in two cases: ``max(a, b)`` is ``a`` where ``a - b >= 0``, else ``b``."""
+    if type(diff) is int:
+        return diff >= 0
+    lo, hi = _bounds(diff)
+    if lo >= 0:
+        return True
+    if hi < 0:
+        return False
+    for g in (*scope._geq, *known):
+        if _bounds(diff - g)[0] >= 0:
+            return True
+        if _bounds(-diff - 1 - g)[0] >= 0:
+            return False
+    atom = next((a for mono, _ in diff._terms for a, _ in mono if a[0] in ("max", "min")), None)
+    if atom is None or splits >= _MAX_CASE_SPLITS:
+        return None
+    op, x, y = atom
+    cases = [(x, x - y), (y, y - x)] if op == "max" else [(x, y - x), (y, x - y)]
+    results = set()
+    for value, condition in cases:
+        if type(condition) is int and condition < 0:
+            continue                      # an impossible case
+        extra = (condition,) if type(condition) is DimExpr else ()
+        results.add(_decide_nonnegative(_substitute(diff, atom, value), scope, known + extra, splits + 1))
+    return results.pop() if len(results) == 1 else None
+
+
+def _substitute(e: DimExpr, atom, value):
+    """``e`` with ``value`` in place of ``atom`` (at the top level of its terms)."""
+    total = 0
+    for mono, coeff in e._terms:
+        term = coeff
+        for a, power in mono:
+            factor = value if a == atom else _atom_expr(a, e._scope)
+            for _ in range(power):
+                term = term * factor
+        total = total + term
+    return total
 
 
 # ---------------------------------------------------------- atoms, helpers

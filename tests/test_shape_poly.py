@@ -53,7 +53,9 @@ def test_comparisons_decided_by_bounds():
     b, h = symbolic_shape("b, h")
     assert b >= 1 and b > 0 and b + 1 > b and 2 * b >= b + 1 and not b < 1 and b * h >= 1
     assert not b - 1 < 0 and b % 3 < 3 and b % 3 >= 0 and b // 2 >= 0
+    assert sp.min_dim(b, 5) <= b and sp.max_dim(b, h) >= h and sp.max_dim(b, 5) - sp.min_dim(b, 5) >= 0
     for undecidable in [lambda: b >= 2, lambda: b < h, lambda: b > h, lambda: b <= 5,
+                        lambda: sp.min_dim(b, 5) >= 3,
                         lambda: sorted([b, h])]:
         with pytest.raises(InconclusiveDimensionOperation, match="inconclusive"):
             undecidable()
@@ -312,3 +314,33 @@ def test_cli_traces_with_symbolic_args(tmp_path, capsys):
     assert str(parse(text)) == text.rstrip("\n")
     assert main(["trace", f"{model}:predict", "--args", "f32[b+,784], f32[784,10]"]) == 1
     assert "bad type text 'f32[b+,784]': syntax error" in capsys.readouterr().err
+
+
+S = {"x": (B, 4), "x3": (B, 2, 3), "y3": (B, 3, 4), "img": (B, 1, 6, 6)}
+MORE = {     # name -> (function, argument names in S); run at b = 2 and 5 against the static program
+    "scan": (lambda x: jaxprc.lax.scan(lambda c, r: (c + r, c * r), jnp.zeros(4), x), ["x"]),
+    "fori_to_dim": (lambda x: jaxprc.lax.fori_loop(0, x.shape[0], lambda i, c: c + x[i], jnp.zeros(4)), ["x"]),
+    "cond_while": (lambda x: jaxprc.lax.cond(x.sum() > 0, lambda v: v * 2, lambda v: -v, jaxprc.lax.while_loop(
+        lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 2), (0, x))[1]), ["x"]),
+    "sort_top_k": (lambda x: (jnp.sort(x, axis=0), jaxprc.lax.top_k(x, 2)[0], jnp.argmax(x, axis=0)), ["x"]),
+    "prefix": (lambda x: (x[:5], jnp.flip(x, 0), jnp.pad(x, ((1, 2), (0, 0))), x.at[0].set(1.0)), ["x"]),
+    "batched_matmul": (lambda x, y: jnp.einsum("bij,bjk->bik", x, y), ["x3", "y3"]),
+    "conv_pool": (lambda v: jaxprc.lax.reduce_window(jaxprc.lax.conv(v, jnp.ones((2, 1, 3, 3)), (1, 1), "SAME"),
+                                                     0.0, jaxprc.lax.add, (1, 1, 2, 2), (1, 1, 2, 2), "VALID"),
+                  ["img"]),
+    "remat_grad": (lambda x: jaxprc.grad(jaxprc.checkpoint(lambda v: jnp.sin(v).sum() / v.shape[0]))(x), ["x"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_more_families_run_at_several_sizes(name):
+    f, names = MORE[name]
+    poly = jaxprc.make_jaxpr(f)(*[_sds(*S[n]) for n in names])
+    run = jaxprc.jit(jaxprc.jaxpr_as_fun(poly))
+    rng = np.random.default_rng(1)
+    for n in (2, 5):
+        args = [rng.normal(size=[n if d is B else d for d in S[k]]).astype(np.float32) for k in names]
+        got, want = run(*args), jaxprc.tree_util.tree_leaves(jaxprc.jit(f)(*args))
+        for g, v in zip(got, want):
+            assert g.shape == v.shape
+            np.testing.assert_allclose(g, v, rtol=1e-5, atol=1e-5)
