@@ -62,3 +62,10 @@ def test_static_export_has_a_module():
     exp = export.export(jaxprc.jit(lambda x: x * 2))(np.ones(3, np.float32))
     assert "stablehlo.multiply" in exp.mlir_module()
     np.testing.assert_array_equal(exp.call(np.arange(3, dtype=np.float32)), [0, 2, 4])
+
+
+def test_lowering_a_symbolic_program_says_what_to_do():
+    b, = export.symbolic_shape("b")
+    with pytest.raises(NotImplementedError, match="does not emit dynamic StableHLO yet.*jaxpr_as_fun"):
+        jaxprc.jit(lambda x: x * 2).lower(jaxprc.ShapeDtypeStruct((b, 4), np.float32))
+    assert jaxprc.jit(lambda x: x * 2)(np.ones(2, np.float32)).shape == (2,)     # still usable
