@@ -344,3 +344,16 @@ def test_more_families_run_at_several_sizes(name):
         for g, v in zip(got, want):
             assert g.shape == v.shape
             np.testing.assert_allclose(g, v, rtol=1e-5, atol=1e-5)
+
+
+def test_example_program_runs_as_the_static_gradient():
+    import pathlib
+    from jaxprc.ir import parse
+    root = pathlib.Path(__file__).resolve().parents[1]
+    poly = parse((root / "examples" / "poly_loss_grad.jaxpr").read_text())
+    loss = lambda w, x: jnp.sum(jnp.tanh(x @ w) ** 2)
+    run = jaxprc.jit(jaxprc.jaxpr_as_fun(poly))
+    rng = np.random.default_rng(2)
+    for n in (2, 6):
+        w, x = rng.normal(size=(n, 4)).astype(np.float32), rng.normal(size=n).astype(np.float32)
+        np.testing.assert_allclose(run(w, x)[0], jaxprc.grad(loss)(w, x), rtol=1e-5, atol=1e-6)
