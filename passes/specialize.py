@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray, Thunk, Var
-from jaxprc.ir.shape_poly import DimExpr, evaluate, is_constant_shape, shape_scope, solve_dim_vars
+from jaxprc.ir.shape_poly import (DimExpr, check_constraints, evaluate, free_vars, is_constant_shape,
+                                 shape_scope, solve_dim_vars)
 from jaxprc.passes.registry import register_pass
 
 
@@ -91,7 +92,16 @@ class _Specializer:
 
 
 def specialize_pass(cj: ClosedJaxpr, **sizes) -> ClosedJaxpr:
-    """The program at the given dimension variables (``specialize:b=8``)."""
+    """The program at the given dimension variables (``specialize:b=8``), which must satisfy
+    the program's constraints."""
+    names = set().union(*(free_vars(a.shape) for a in cj.in_avals))
+    if names - sizes.keys() or sizes.keys() - names:
+        raise ValueError(f"specialize: give a size for each dimension variable of the program "
+                         f"({', '.join(sorted(names)) or 'none'}), got {', '.join(sorted(sizes)) or 'none'}")
+    if any(type(v) is not int for v in sizes.values()):
+        raise ValueError(f"specialize: sizes are integers, got {sizes}")
+    scope = next((s for s in (shape_scope(a.shape) for a in cj.in_avals) if s is not None), None)
+    check_constraints(scope, sizes)
     return specialize(cj, sizes)
 
 

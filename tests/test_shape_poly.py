@@ -357,3 +357,28 @@ def test_example_program_runs_as_the_static_gradient():
     for n in (2, 6):
         w, x = rng.normal(size=(n, 4)).astype(np.float32), rng.normal(size=n).astype(np.float32)
         np.testing.assert_allclose(run(w, x)[0], jaxprc.grad(loss)(w, x), rtol=1e-5, atol=1e-6)
+
+
+def test_pass_pipelines_on_a_polymorphic_program():
+    """The passes keep the symbolic types (verified after each pass); specialising the
+    polymorphic gradient gives the gradient traced at that size."""
+    import pathlib
+    from jaxprc.ir import parse
+    from jaxprc.passes import PassError, run_pipeline
+    root = pathlib.Path(__file__).resolve().parents[1]
+    poly = parse((root / "examples" / "poly_loss_grad.jaxpr").read_text())
+    n, = symbolic_shape("n", constraints=("n >= 2",))
+    for pipeline, in_shapes in [("jvp,dce,cse", [(n, 4), (n,), (n, 4), (n,)]),
+                                ("vmap:axis_size=3,dce", [(3, n, 4), (3, n)]),
+                                ("linearize,inline", None)]:
+        out = run_pipeline(poly, pipeline, verify=True)
+        assert parse(str(out)) == out
+        if in_shapes is not None:
+            assert [a.shape for a in out.in_avals] == in_shapes
+    static = jaxprc.make_jaxpr(jaxprc.grad(lambda w, x: jnp.sum(jnp.tanh(x @ w) ** 2)))(
+        _sds(3, 4), _sds(3))
+    assert run_pipeline(poly, "specialize:n=3") == static
+    with pytest.raises(PassError, match="constraint 'n >= 2'"):
+        run_pipeline(poly, "specialize:n=1")
+    with pytest.raises(PassError, match="a size for each dimension variable"):
+        run_pipeline(poly, "specialize:m=3")
