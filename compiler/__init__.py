@@ -40,6 +40,7 @@ from .process_local import make_array_from_process_local_data  # noqa: E402,F401
 from .pmap import pmap  # noqa: E402,F401
 from .spmd import reshard  # noqa: E402,F401
 from . import dlpack, monitoring, stages, test_util, typing  # noqa: E402,F401
+from . import export  # noqa: E402,F401
 from .transfer_guard import (transfer_guard, transfer_guard_device_to_device,  # noqa: E402,F401
                              transfer_guard_device_to_host, transfer_guard_host_to_device)
 from .compile_guards import explain_cache_misses, no_execution, no_tracing  # noqa: E402,F401

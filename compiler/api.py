@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import weakref
 from typing import Callable, Sequence
 
@@ -54,13 +55,13 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = ShapedArray(shape, np.bool_).shape     # ints, or symbolic dimensions
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
@@ -249,9 +250,26 @@ def eval_shape(fun: Callable, *args, **kwargs):
 def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
     """A Python callable running ``closed_jaxpr`` (a list of outputs), eagerly or under any trace."""
     jaxpr, consts = closed_jaxpr.jaxpr, closed_jaxpr.consts
+    if passes.is_polymorphic(closed_jaxpr):
+        return _polymorphic_fun(closed_jaxpr)
 
     def fun(*args):
         return eval_jaxpr(jaxpr, consts, *args)
+
+    return fun
+
+
+def _polymorphic_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
+    """A program with symbolic dimensions runs specialised to its arguments' sizes (one
+    specialisation per set of sizes, kept while the function lives)."""
+    specialised: dict = {}
+
+    def fun(*args):
+        shapes = tuple(np.shape(a) if not hasattr(a, "shape") else tuple(a.shape) for a in args)
+        cj = specialised.get(shapes)
+        if cj is None:
+            cj = specialised[shapes] = passes.specialize_for_args(closed_jaxpr, shapes)
+        return eval_jaxpr(cj.jaxpr, cj.consts, *args)
 
     return fun
 

@@ -38,6 +38,7 @@ from .ir.dtypes import config
 from .passes.canonicalize import canonicalize
 from .ir.effects import has_ordered_effects
 from .ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
+from .ir.shape_poly import is_constant_shape
 
 __all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering", "has_lowering", "LOWERING_RULES",
            "PLATFORM_LOWERING_RULES", "aval_to_ir_type", "dtype_to_ir_type", "ir_constant"]
@@ -616,6 +617,11 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
 
 def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform: str, devices) -> Lowered:
     in_avals, out_avals = closed_jaxpr.in_avals, closed_jaxpr.out_avals
+    if not all(is_constant_shape(a.shape) for a in (*in_avals, *out_avals)):
+        raise NotImplementedError(
+            f"lowering '{name}': its types have symbolic dimensions ({', '.join(a.str_short() for a in in_avals)}), "
+            "and jaxprc does not emit dynamic StableHLO yet. Run it specialised to concrete sizes: "
+            "jaxprc.jaxpr_as_fun(program) or jaxprc.export.export(jit(f))(*specs).call(*arrays).")
     context = make_context()
     with context, ir.Location.unknown():
         module = ir.Module.create()

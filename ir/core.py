@@ -8,6 +8,7 @@ identity, not names; the printer chooses names.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -28,6 +29,9 @@ class JaxprTypeError(JaxprcError, TypeError):
 
 
 # ------------------------------------------------------------------ types
+# Dimensions are ints or symbolic expressions (shape_poly imports JaxprcError from here).
+from .shape_poly import InconclusiveDimensionOperation, _keep_symbolic  # noqa: E402
+
 
 class ShapedArray:
     """The abstract value of an array: shape, dtype and JAX's weak-type bit."""
@@ -36,7 +40,11 @@ class ShapedArray:
     array_abstraction_level = 1
 
     def __init__(self, shape, dtype, weak_type: bool = False):
-        self.shape = shape = tuple(map(int, shape))
+        try:
+            shape = tuple(map(int, shape))
+        except InconclusiveDimensionOperation:     # symbolic dimensions stay as they are
+            shape = _keep_symbolic(shape)
+        self.shape = shape
         self.dtype = dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.weak_type = weak_type = bool(weak_type)
         self._hash = hash((shape, dtype, weak_type))
@@ -47,7 +55,7 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
         return ShapedArray(self.shape if shape is None else shape,
@@ -66,14 +74,19 @@ class ShapedArray:
 
     def str_short(self) -> str:
         """Type text: ``f32[3,4]``; weak types carry a leading ``~`` (``~f32[]``)."""
-        text = f"{dt.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        text = f"{dt.short_name(self.dtype)}[{_dims_text(self.shape)}]"
         return "~" + text if self.weak_type else text
 
     __str__ = str_short
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+        return f"ShapedArray({self.dtype.name}[{_dims_text(self.shape)}]{weak})"
+
+
+def _dims_text(shape) -> str:
+    """``3,4``; a symbolic dimension without spaces (``b,2*b+1``), as types are written."""
+    return ",".join(map(str, shape)).replace(" ", "")
 
 
 # ---------------------------------------------------------- program pieces

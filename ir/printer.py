@@ -48,6 +48,8 @@ from . import dtypes as dt
 from .deep import deep_entry
 from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, RuleNotPrinted, ShapedArray, Thunk, Var
 from .effects import eqn_effects, format_effects
+from .shape_poly import (DimExpr, constraint_vars, dim_str_compact, free_vars, is_constant_shape,
+                         shape_scope)
 from .tracing import Tracer
 
 WIDTH = 80               # lines longer than this break, as in JAX
@@ -380,6 +382,8 @@ class _Printer:
             return f"{type(value).__name__}.{value.name}"
         if isinstance(value, (int, np.integer)):
             return str(int(value))
+        if type(value) is DimExpr:
+            return f"`{dim_str_compact(value)}`"
         if isinstance(value, (float, np.floating)):
             return repr(float(value))
         if isinstance(value, (complex, np.complexfloating)):
@@ -439,7 +443,7 @@ class _Printer:
 
     def program(self, cj: ClosedJaxpr, show_consts: bool) -> str:
         self.census.program(cj)
-        text = layout(self.jaxpr_doc(cj, Namer(), show_consts), 0, 0)
+        text = dims_header(cj.jaxpr) + layout(self.jaxpr_doc(cj, Namer(), show_consts), 0, 0)
         done = 0
         while done < len(self.defs):        # definitions may reference further definitions
             name, value = self.defs[done]
@@ -453,6 +457,23 @@ class _Printer:
             return "jaxpr " + layout(self.jaxpr_doc(_as_closed(value), Namer(), True), 0, len(name) + 10)
         body = self.census.bodies[id(value)]
         return "unprinted" if body is None else layout(self.jaxpr_doc(body, Namer(), True), 0, len(name) + 4)
+
+
+def dims_header(j: Jaxpr) -> str:
+    """``dims b, h where b >= 2\n`` when the program has symbolic dimensions, else "".
+
+    Dimension variables enter a program through its inputs' types, so the top
+    level's variables show them all."""
+    scope, names = None, set()
+    for v in (*j.constvars, *j.invars, *(o for e in j.eqns for o in e.outvars)):
+        if not is_constant_shape(v.aval.shape):
+            scope = scope or shape_scope(v.aval.shape)
+            names |= free_vars(v.aval.shape)
+    if scope is None:
+        return ""
+    names |= constraint_vars(scope)
+    where = f" where {scope}" if scope.constraints else ""
+    return f"dims {', '.join(sorted(names))}{where}\n"
 
 
 def _opaque_name(value) -> str:

@@ -10,6 +10,7 @@ from .transpose import UndefinedPrimal, backward_pass, is_undefined_primal, tran
 from .dce import dce, dce_jaxpr, dce_rules  # noqa: F401
 from .cse import cse  # noqa: F401
 from .inline import inline  # noqa: F401
+from .specialize import is_polymorphic, specialize, specialize_for_args  # noqa: F401
 from . import vmap  # noqa: F401  (registers the vmap pass)
 from .jet import jet_jaxpr, jet_rules  # noqa: F401  (registers the jet pass)
 from .patterns import Pat, PatternError, Splat, bind, pattern, register_pattern  # noqa: F401

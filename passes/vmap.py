@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray
+from jaxprc.ir.shape_poly import DimExpr
 from jaxprc.ir.tracing import Tracer, get_aval, replayed_sources, trace_to_jaxpr
 from jaxprc.passes.registry import register_pass
 
@@ -207,7 +208,8 @@ def vmap_jaxpr(cj: ClosedJaxpr, in_axes=0, axis_size: int | None = None, out_axe
     """
     if axis_size is None:
         raise ValueError("the vmap pass needs axis_size (the batch size)")
-    if isinstance(axis_size, bool) or not isinstance(axis_size, (int, np.integer)) or axis_size < 0:
+    if type(axis_size) is not DimExpr and (isinstance(axis_size, bool) or not isinstance(
+            axis_size, (int, np.integer)) or axis_size < 0):
         raise ValueError(f"the vmap pass's axis_size (the batch size) must be a non-negative "
                          f"integer, got {axis_size!r}")
     in_axes = _normalize_axes(in_axes, len(cj.in_avals), [a.ndim for a in cj.in_avals], "in_axes")

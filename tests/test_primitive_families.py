@@ -19,6 +19,7 @@ NO_RULE = {
     ("jvp", "composite"): "as in JAX: wrap the composite in custom_jvp to differentiate it",
     ("batching", "composite"): "as in JAX: a composite has no batching rule",
     ("batching", "axis_index"): "it has no operands, so it is never batched",
+    ("batching", "dim_as_value"): "it has no operands, so it is never batched",
     ("jvp", "pmax"): "no derivative, as in JAX",
     ("jvp", "pmin"): "no derivative, as in JAX",
 }

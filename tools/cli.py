@@ -102,7 +102,7 @@ def input_names(program) -> list[str]:
 
 # ------------------------------------------------------------- type text
 
-_TYPE_TEXT = re.compile(r"(~?)([A-Za-z][A-Za-z0-9]*)\[([0-9,\s]*)\]")
+_TYPE_TEXT = re.compile(r"(~?)([A-Za-z][A-Za-z0-9]*)\[([^\]]*)\]")
 
 
 def split_top_level(text: str, sep: str) -> list[str]:
@@ -112,8 +112,9 @@ def split_top_level(text: str, sep: str) -> list[str]:
     return split(text, sep)
 
 
-def parse_type_text(text: str):
-    """``'f32[8,4]'`` (``~`` prefix: weakly typed) -> a ``ShapeDtypeStruct``."""
+def parse_type_text(text: str, scope=None):
+    """``'f32[8,4]'`` (``~`` prefix: weakly typed) -> a ``ShapeDtypeStruct``; ``'f32[b,784]'``
+    has a symbolic dimension of ``scope`` (a ``SymbolicScope``; a fresh one when None)."""
     import jaxprc
     from jaxprc.ir import dtypes as dt
     m = _TYPE_TEXT.fullmatch(text.strip())
@@ -125,6 +126,13 @@ def parse_type_text(text: str):
     if dtype is None:
         raise UsageError(f"bad type text {text.strip()!r}: unknown dtype {name!r}; expected one of "
                          + ", ".join(dt.FROM_SHORT_NAME))
+    if not re.fullmatch(r"[0-9,\s]*", dims):
+        from jaxprc.ir.shape_poly import SymbolicScope, symbolic_shape
+        try:
+            shape = symbolic_shape(dims, scope=scope if scope is not None else SymbolicScope())
+        except ValueError as e:
+            raise UsageError(f"bad type text {_excerpt(text.strip())}: {e}") from None
+        return jaxprc.ShapeDtypeStruct(shape, dtype, weak_type=bool(weak))
     sizes = [d.strip() for d in dims.split(",")] if dims.strip() else []
     if any(not d for d in sizes):
         raise UsageError(f"bad type text {_excerpt(text.strip())}: malformed shape; expected "
@@ -136,15 +144,21 @@ def parse_type_text(text: str):
     return jaxprc.ShapeDtypeStruct(tuple(int(d) for d in sizes), dtype, weak_type=bool(weak))
 
 
-def parse_arg_types(text: str) -> tuple:
-    """``'f32[8,4], f32[8]'`` -> a tuple of ``ShapeDtypeStruct``s."""
+def parse_arg_types(text: str, constraints: str = "") -> tuple:
+    """``'f32[8,4], f32[8]'`` -> a tuple of ``ShapeDtypeStruct``s; symbolic dimensions
+    (``'f32[b,784], f32[b]'``) share one scope with ``constraints`` (``'b >= 2, b <= 64'``)."""
+    from jaxprc.ir.shape_poly import SymbolicScope, split_top_level as split_constraints
+    try:
+        scope = SymbolicScope(split_constraints(constraints) if constraints.strip() else ())
+    except ValueError as e:
+        raise UsageError(f"--constraints: {e}") from None
     items = split_top_level(text, ",")
     if items == [""]:
         return ()
     out = []
     for i, item in enumerate(items):
         try:
-            out.append(parse_type_text(item))
+            out.append(parse_type_text(item, scope))
         except UsageError as e:
             raise UsageError(f"--args, argument {i + 1}: {e}") from None
     return tuple(out)
@@ -154,7 +168,7 @@ def describe_specs(specs) -> str:
     """Argument types as type text: ``f32[8,4], {'b': f32[2]}``."""
     from jaxprc.ir.core import ShapedArray
     texts = _tree_map(lambda s: ShapedArray(s.shape, s.dtype, s.weak_type).str_short(), specs)
-    return ", ".join(re.sub(r"'(~?\w+\[[\d, ]*\])'", r"\1", repr(t)) for t in texts)
+    return ", ".join(re.sub(r"'(~?\w+\[[^\]']*\])'", r"\1", repr(t)) for t in texts)
 
 
 def eval_args_expr(text: str) -> tuple:
@@ -501,7 +515,7 @@ def cmd_trace(args) -> int:
     if args.args_expr is not None:
         specs = eval_args_expr(args.args_expr)
     else:
-        specs = parse_arg_types(args.args or "")
+        specs = parse_arg_types(args.args or "", args.constraints or "")
     load_pass_plugins(args.load_pass_plugin)
     fun, name = load_function(args.function)
     printer = make_printer(args)
@@ -570,6 +584,7 @@ def _load_value(text: str, aval, name: str):
     """An input value: a .npy file or a Python literal, checked against the input's type."""
     import numpy as np
     from jaxprc.ir import dtypes as dt
+    from jaxprc.ir.shape_poly import is_constant_shape
     if text.endswith(".npy") or os.path.isfile(text):
         try:
             value = np.load(text, allow_pickle=False)
@@ -588,6 +603,10 @@ def _load_value(text: str, aval, name: str):
     except (TypeError, ValueError) as e:
         raise UsageError(f"input {name}: {_excerpt(text)} is not a value of type "
                          f"{aval.str_short()}: {e}") from None
+    if not is_constant_shape(aval.shape):      # symbolic sizes: checked when the program is called
+        if value.ndim != aval.ndim:
+            raise UsageError(f"input {name}: expected type {aval.str_short()}, got shape {value.shape}")
+        return value
     if value.ndim == 0 and aval.shape:
         value = np.broadcast_to(value, aval.shape)     # a scalar fills the whole input
     if value.shape != aval.shape:
@@ -983,6 +1002,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("function", metavar="FILE.py:FUNC", help="the Python file and the function in it")
     t.add_argument("--args", metavar="TYPES",
                    help="argument types as IR type text, e.g. 'f32[8,4], f32[8], ~f32[]' (~: weak type)")
+    t.add_argument("--constraints", metavar="C",
+                   help="constraints on the symbolic dimensions of --args, e.g. 'b >= 2, b <= 1024' "
+                        "(types like f32[b,784] have symbolic dimensions)")
     t.add_argument("--args-expr", metavar="EXPR",
                    help="arguments as a Python expression (a tuple is the argument list) of "
                         "ShapeDtypeStruct(shape, dtype) or T('f32[3]'), for pytree arguments; "

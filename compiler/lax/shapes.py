@@ -11,6 +11,8 @@ Also here: the typing-error helpers the other structural families share
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -20,7 +22,7 @@ from jaxprc.interpreters import jet
 from jaxprc.lowering import broadcast_in_dim as _hlo_broadcast_in_dim
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
-from jaxprc.ir.params import DType, Int, OneOf, Tuple
+from jaxprc.ir.params import DType, Int, OneOf, Size, Tuple
 from .elementwise import NUM, fmt_types, _convert
 from jaxprc.ir.tracing import Tracer
 from jaxprc.passes import emit
@@ -59,7 +61,7 @@ def check_axes(name: str, aval: ShapedArray, axes, what: str = "axes", **params)
 
 # The params' kinds (jaxprc.ir.params); the typing rules check how they fit the operands.
 DIM = Int(min=0)            # an axis
-SIZE = Int(min=0)           # a dimension's size
+SIZE = Size(min=0)          # a dimension's size (an int or symbolic)
 DIMS, SIZES = Tuple(DIM), Tuple(SIZE)
 
 
@@ -81,7 +83,7 @@ def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions):
             any(a >= b for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:]))):
         raise type_error("broadcast_in_dim", [x], f"strictly increasing broadcast_dimensions in "
                          f"[0, {len(shape)})", **params)
-    if shape and min(shape) < 0:
+    if any(d < 0 for d in shape):
         raise type_error("broadcast_in_dim", [x], "a shape of non-negative sizes", **params)
     for k, d in enumerate(broadcast_dimensions):
         if x.shape[k] not in (1, shape[d]):
@@ -100,7 +102,7 @@ def _reshape_rule(x, *, new_sizes, dimensions):
     if dimensions is not None:
         raise type_error("reshape", [x], "dimensions=None (transpose first)",
                          new_sizes=new_sizes, dimensions=dimensions)
-    if any(s < 0 for s in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    if any(s < 0 for s in new_sizes) or math.prod(new_sizes) != x.size:
         raise type_error("reshape", [x], f"new_sizes with the operand's {x.size} elements",
                          new_sizes=new_sizes)
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
@@ -277,7 +279,7 @@ def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
     """``operand`` with dimensions [start, stop) merged into one."""
     shape = ops.aval(operand).shape
     stop = len(shape) if stop_dimension is None else stop_dimension
-    size = int(np.prod(shape[start_dimension:stop], dtype=np.int64))
+    size = math.prod(shape[start_dimension:stop])
     return reshape(operand, shape[:start_dimension] + (size,) + shape[stop:])
 
 

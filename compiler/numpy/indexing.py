@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.shape_poly import DimExpr, max_dim, min_dim, slice_bounds
 from jaxprc.ir.tracing import ConcretizationTypeError, JAXIndexError, Tracer
 
 from .creation import as_array, asarray, zeros
@@ -106,7 +107,7 @@ def _static_int(i, size, dim):
     """A static index, clamped into bounds as JAX's gathers clamp (numpy would raise)."""
     if size == 0:
         raise IndexError(f"{located('indexing')}: index {i} is out of bounds for axis {dim} with size 0")
-    return min(max(i + size if i < 0 else i, 0), size - 1)
+    return min_dim(max_dim(i + size if i < 0 else i, 0), size - 1)
 
 
 def _apply_slices(x, entries):
@@ -119,6 +120,9 @@ def _apply_slices(x, entries):
                 if bound is not None and not isinstance(bound, (int, np.integer)):
                     raise IndexError(f"{located('indexing')}: slice bounds must be static integers, got {v!r}; use "
                                      "lax.dynamic_slice for traced start indices")
+            if type(shape[dim]) is DimExpr:
+                starts[dim], limits[dim], strides[dim] = slice_bounds(v.start, v.stop, v.step, shape[dim])
+                continue
             chosen = range(*v.indices(shape[dim]))
             step = chosen.step
             if len(chosen) == 0:

@@ -3,6 +3,8 @@ sums and products of booleans and small integers accumulate in the default integ
 float16/bfloat16 accumulate in float32, and a reduction's result is never weakly typed."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from jaxprc import lax
@@ -154,7 +156,7 @@ def _count(fn_name, shape, axes, keepdims, where, dtype):
     """How many elements each result of a reduction over ``axes`` combines: a Python int, or
     with a ``where`` mask (broadcast to ``shape``) the ``dtype`` count of selected elements."""
     if where is None:
-        return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+        return math.prod(shape[i] for i in axes)
     mask = broadcast_to_shape(convert(as_array(where, fn_name), dt.bool_), shape)
     return sum(mask, axis=axes, dtype=dtype, keepdims=keepdims)
 

@@ -34,7 +34,8 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
 from jaxprc.ir.effects import has_ordered_effects
-from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Tuple
+from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Size, Tuple
+from jaxprc.ir.shape_poly import DimExpr, non_negative_dim
 from jaxprc.ir.tracing import ConcretizationTypeError, Tracer, close_over_consts, trace_to_jaxpr
 from jaxprc.passes.canonicalize import CANONICALIZE
 from jaxprc.passes.dce import dce_closed
@@ -85,14 +86,14 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
 
 scan_p = Primitive("scan")
 scan_p.multiple_results = True
-scan_p.def_params(jaxpr=ClosedJaxprParam(), length=Int(min=0), reverse=Bool(), unroll=Int(min=0),
+scan_p.def_params(jaxpr=ClosedJaxprParam(), length=Size(min=0), reverse=Bool(), unroll=Int(min=0),
                   num_consts=Int(min=0), num_carry=Int(min=0), linear=Tuple(Bool()))
 
 
 @scan_p.def_abstract_eval
 def _scan_abstract_eval(*avals, jaxpr, length, reverse, unroll, num_consts, num_carry, linear):
     check_subjaxpr("scan", "jaxpr", jaxpr)
-    if type(length) is not int or length < 0:
+    if type(length) not in (int, DimExpr) or length < 0:
         raise JaxprTypeError(f"scan: param length must be a non-negative int, got {length!r}")
     if type(reverse) is not bool:
         raise JaxprTypeError(f"scan: param reverse must be a bool, got {reverse!r}")
@@ -311,8 +312,9 @@ def _scan_length(xs_avals, xs_paths, length) -> int:
                 f"{_ABSTRACT}{_shape_text(length)}\nThe `length` argument to `scan` expects a concrete "
                 "`int` value. For scan-like iteration with a dynamic length, use `while_loop` or "
                 f"`fori_loop`.\n(got the traced value {length!r})")
-        length = int(length)
-        check_counter_range("scan", "length", length, length)
+        if type(length) is not DimExpr:     # (a symbolic length is a dimension: in range)
+            length = int(length)
+            check_counter_range("scan", "length", length, length)
         if sizes and sizes != {length}:
             raise ValueError(f"scan got `length` argument of {length} which disagrees with the "
                              f"leading axis sizes {sorted(sizes)} of xs")
@@ -411,14 +413,16 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
         # Concrete bounds are Python ints (floats truncate, as in JAX); the counter has the
         # default integer dtype, so both bounds must fit it.
-        start, stop = int(np.asarray(lower)), int(np.asarray(upper))
-        check_counter_range("fori_loop", "bound", start, stop)
+        symbolic = DimExpr in (type(lower), type(upper))     # x.shape[0]: a trip count that is a dimension
+        start, stop = (lower, upper) if symbolic else (int(np.asarray(lower)), int(np.asarray(upper)))
+        if not symbolic:
+            check_counter_range("fori_loop", "bound", start, stop)
 
         def scanned(carry, _):
             i, x = carry
             return (_increment(i), step(i, x)), None
 
-        (_, result), _ = _scan(scanned, (start, init_val), None, max(stop - start, 0), False,
+        (_, result), _ = _scan(scanned, (start, init_val), None, non_negative_dim(stop - start), False,
                                False if unroll is None else unroll, body._replace(index=1))
         return result
     if unroll not in (None, False, 1):
