@@ -5,9 +5,10 @@ The context managers (``enable_x64``, ``debug_nans``, ``debug_infs``,
 ``disable_jit``, ``default_device``, ``numpy_rank_promotion``,
 ``numpy_dtype_promotion``, ``default_matmul_precision``, ``log_compiles``,
 ``check_tracer_leaks``) set a
-``jaxprc.config`` option for the ``with`` block and restore it after; the same
-options are set for good with ``jaxprc.config.update("jax_debug_nans", True)``
-and friends. Their state is per process, not per thread.
+``jaxprc.config`` option for the calling thread in the ``with`` block and
+restore it after (other threads keep their values, as in JAX); the same options
+are set for the process with ``jaxprc.config.update("jax_debug_nans", True)``
+and friends. The options are declared in ir/config.py.
 """
 from __future__ import annotations
 
@@ -33,14 +34,13 @@ __all__ = ["Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "co
            "process_index", "process_indices", "typeof"]
 
 config = dt.config
-config.jax_default_device = None      # with one device per platform, only checked (default_device)
-config.jax_log_compiles = False       # jit logs each compilation (log_compiles)
 
 Device = _xla_client.Device           # the class of jaxprc's devices (jaxlib's)
 
 
 class _Option:
-    """A config option as a context manager: ``with option(value): ...`` sets it for the block."""
+    """A config option as a context manager: ``with option(value): ...`` sets it for the calling
+    thread in the block (``check``, if given, validates the value first; the table's validator too)."""
 
     def __init__(self, name: str, check=None):
         self.name, self.check = name, check
@@ -48,24 +48,7 @@ class _Option:
     def __call__(self, new_val):
         if self.check is not None:
             new_val = self.check(new_val)
-        return self._set(new_val)
-
-    @contextlib.contextmanager
-    def _set(self, value):
-        old = getattr(config, self.name)
-        setattr(config, self.name, value)
-        try:
-            yield
-        finally:
-            setattr(config, self.name, old)
-
-
-def _choice(name, options):
-    def check(value):
-        if value not in options:
-            raise ValueError(f"{name}: expected one of {options}, got {value!r}")
-        return value
-    return check
+        return config.override(self.name, new_val)
 
 
 def enable_x64(new_val: bool = True):
@@ -106,12 +89,12 @@ def log_compiles(new_val: bool = True):
 def numpy_rank_promotion(new_val: str = "allow"):
     """Context manager: 'allow', 'warn' or 'raise' when jaxprc.numpy broadcasts arrays of
     different ranks."""
-    return _Option("jax_numpy_rank_promotion", _choice("numpy_rank_promotion", ("allow", "warn", "raise")))(new_val)
+    return _Option("jax_numpy_rank_promotion")(new_val)
 
 
 def numpy_dtype_promotion(new_val: str = "standard"):
     """Context manager: 'standard' or 'strict' (no implicit promotion between dtypes)."""
-    return _Option("jax_numpy_dtype_promotion", _choice("numpy_dtype_promotion", ("standard", "strict")))(new_val)
+    return _Option("jax_numpy_dtype_promotion")(new_val)
 
 
 def default_matmul_precision(new_val=None):
