@@ -13,6 +13,7 @@ from jaxlib.mlir import ir, passmanager
 from jaxlib.mlir.dialects import sdy
 
 from . import runtime, sharding as shd
+from .caches import BoundedCache
 from .compile_guards import execution_refused
 from .dispatch import runtime_aval
 from .interpreters import ad, batching, mlir
@@ -310,21 +311,21 @@ def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, devices):
 
 # ------------------------------------------------------------ eager on devices
 
-_EAGER_ON_DEVICES: dict = {}    # (primitive, params) -> the jit of one application
+_EAGER_ON_DEVICES = BoundedCache()    # (primitive, params) -> the jit of one application
 
 
 def apply_on_devices(prim: Primitive, args, params):
     """An eager op with an operand on other devices than the default one: the one-op program
     runs where the operands are (partitioned like them), not on the host."""
-    key = (prim, tuple(params.items()))
-    try:
-        fn = _EAGER_ON_DEVICES.get(key)
-    except TypeError:          # an unhashable param: no caching
-        key, fn = None, None
-    if fn is None:
-        from .api import jit
+    from .api import jit
+
+    def make():
         fn = jit(lambda *xs: prim.bind(*xs, **params))
         fn.__name__ = prim.name
-        if key is not None:
-            _EAGER_ON_DEVICES[key] = fn
-    return fn(*args)
+        return fn
+    key = (prim, tuple(params.items()))
+    try:
+        hash(key)
+    except TypeError:          # an unhashable param: no caching
+        return make()(*args)
+    return _EAGER_ON_DEVICES.get(key, make)(*args)

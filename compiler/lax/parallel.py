@@ -31,6 +31,7 @@ from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
 from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, rules_for_unbatched
+from jaxprc.caches import BoundedCache
 from jaxprc.sharding import ShardingParam
 from jaxprc.spmd import _sdy_attr
 from jaxprc.lowering import add_region, max_min, scalar_type
@@ -161,17 +162,15 @@ def _spec_dims(spec, ndim: int, fn: str) -> tuple:
 def _shard_map_impl(*args, jaxpr, **params):
     """Eagerly: a jit of the one call (the program over the mesh's devices), kept while its
     body lives."""
-    from jaxprc.api import _ByIdentity, jit
-    global _EAGER
-    _EAGER = _EAGER or _ByIdentity()
-    per_params = _EAGER.get(jaxpr, dict)
-    key = tuple(params.values())
-    if key not in per_params:
-        per_params[key] = jit(lambda *a: shard_map_p.bind(*a, jaxpr=jaxpr, **params))
-    return per_params[key](*args)
+    from jaxprc.api import jit
+    key = (id(jaxpr), tuple(params.values()))
+    _, call = _EAGER.get(key, lambda: (jaxpr, jit(lambda *a: shard_map_p.bind(*a, jaxpr=jaxpr, **params))))
+    return call(*args)
 
 
-_EAGER = None     # body jaxpr (by identity) -> {params: jitted call}
+# (body jaxpr's id, params) -> (the body, its jitted call): the entry keeps the body alive, so no
+# other body can take its id while the entry is there.
+_EAGER = BoundedCache()
 
 
 shard_map_p.def_impl(_shard_map_impl)
