@@ -39,3 +39,27 @@ def test_engine_caches_are_bounded():
         assert isinstance(cache, BoundedCache) and cache.maxsize > 0
     x = jaxprc.device_put(np.arange(4.0), sharding.SingleDeviceSharding(jaxprc.devices()[0]))
     assert np.array_equal(np.asarray(x), np.arange(4.0))
+
+
+def test_without_jax_import_blocks_jax_in_its_own_thread_only():
+    from jaxprc.runtime.array import without_jax_import
+    inside, leave, seen = threading.Event(), threading.Event(), {}
+
+    def call():
+        try:
+            import jax  # noqa: F401
+            seen["import in the call"] = "imported"
+        except ImportError:
+            seen["import in the call"] = "refused"
+        inside.set()
+        leave.wait(30)
+
+    t = threading.Thread(target=without_jax_import, args=(call,))
+    t.start()
+    inside.wait(30)
+    # another thread meanwhile sees sys.modules as it was (once jax=None there: its imports failed)
+    import sys
+    seen["jax in sys.modules elsewhere"] = "jax" in sys.modules
+    leave.set()
+    t.join()
+    assert seen == {"import in the call": "refused", "jax in sys.modules elsewhere": False}
