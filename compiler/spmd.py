@@ -51,7 +51,7 @@ def _aval_of(x) -> runtime.Aval:
 def with_sharding_constraint(x, shardings):
     """Ask that the values of ``x`` (a pytree) be laid out as ``shardings`` (one sharding or
     PartitionSpec for all leaves, or a matching pytree); outside jit, a device_put."""
-    from .tree_util import tree_flatten, tree_unflatten
+    from .ir.tree_util import tree_flatten, tree_unflatten
     leaves, tree = tree_flatten(x)
     per_leaf = broadcast(shardings, tree, "with_sharding_constraint")
     outs = []
@@ -73,7 +73,7 @@ def reshard(xs, out_shardings):
     or a matching pytree), on any mesh axes: moved on the devices now, a layout constraint under a
     trace (JAX's ``jax.reshard``)."""
     from .ir.tracing import Tracer
-    from .tree_util import tree_flatten, tree_unflatten
+    from .ir.tree_util import tree_flatten, tree_unflatten
     leaves, tree = tree_flatten(xs)
     outs = []
     for leaf, s in zip(leaves, broadcast(out_shardings, tree, "reshard out_shardings")):
@@ -158,7 +158,7 @@ def broadcast(prefix, tree, what: str) -> list:
 
     def walk(p, node):
         if p is None or isinstance(p, (shd.Sharding, shd.PartitionSpec)) or hasattr(p, "platform"):
-            from .tree_util import tree_leaves
+            from .ir.tree_util import tree_leaves
             for i in tree_leaves(node):
                 out[i] = p
         elif isinstance(p, (tuple, list)) and isinstance(node, (tuple, list)) and len(p) == len(node):

@@ -38,44 +38,31 @@ config = dt.config
 Device = _xla_client.Device           # the class of jaxprc's devices (jaxlib's)
 
 
-class _Option:
-    """A config option as a context manager: ``with option(value): ...`` sets it for the calling
-    thread in the block (``check``, if given, validates the value first; the table's validator too)."""
-
-    def __init__(self, name: str, check=None):
-        self.name, self.check = name, check
-
-    def __call__(self, new_val):
-        if self.check is not None:
-            new_val = self.check(new_val)
-        return config.override(self.name, new_val)
-
-
 def enable_x64(new_val: bool = True):
     """Context manager: 64-bit types on (or off) in the block."""
-    return _Option("jax_enable_x64", bool)(new_val)
+    return config.override("jax_enable_x64", new_val)
 
 
 def debug_nans(new_val: bool = True):
     """Context manager: a NaN output of any op raises FloatingPointError naming the primitive."""
-    return _Option("jax_debug_nans", bool)(new_val)
+    return config.override("jax_debug_nans", new_val)
 
 
 def debug_infs(new_val: bool = True):
     """Context manager: an infinite output of any op raises FloatingPointError naming the primitive."""
-    return _Option("jax_debug_infs", bool)(new_val)
+    return config.override("jax_debug_infs", new_val)
 
 
 def disable_jit(disable: bool = True):
     """Context manager: ``jit`` functions run their Python function op by op (eagerly) in the block."""
-    return _Option("jax_disable_jit", bool)(disable)
+    return config.override("jax_disable_jit", disable)
 
 
 def check_tracer_leaks(new_val: bool = True):
     """Context manager: every trace checks, when it ends, that none of its tracers outlives it
     (kept in a global, a closure, a list...), and raises naming the leaked tracers and their
     holders. Slow (it walks the garbage collector's objects): for debugging."""
-    return _Option("jax_check_tracer_leaks", bool)(new_val)
+    return config.override("jax_check_tracer_leaks", new_val)
 
 
 checking_leaks = check_tracer_leaks
@@ -83,25 +70,25 @@ checking_leaks = check_tracer_leaks
 
 def log_compiles(new_val: bool = True):
     """Context manager: every jit compilation is logged (logger ``jaxprc``, WARNING level)."""
-    return _Option("jax_log_compiles", bool)(new_val)
+    return config.override("jax_log_compiles", new_val)
 
 
 def numpy_rank_promotion(new_val: str = "allow"):
     """Context manager: 'allow', 'warn' or 'raise' when jaxprc.numpy broadcasts arrays of
     different ranks."""
-    return _Option("jax_numpy_rank_promotion")(new_val)
+    return config.override("jax_numpy_rank_promotion", new_val)
 
 
 def numpy_dtype_promotion(new_val: str = "standard"):
     """Context manager: 'standard' or 'strict' (no implicit promotion between dtypes)."""
-    return _Option("jax_numpy_dtype_promotion")(new_val)
+    return config.override("jax_numpy_dtype_promotion", new_val)
 
 
 def default_matmul_precision(new_val=None):
     """Context manager: the precision of matrix products that do not name one."""
     from .lax.contractions import canonicalize_precision
     canonicalize_precision(new_val)      # validate: a Precision, its name, or None
-    return _Option("jax_default_matmul_precision")(new_val)
+    return config.override("jax_default_matmul_precision", new_val)
 
 
 def default_device(new_val=None):
@@ -109,7 +96,7 @@ def default_device(new_val=None):
     from .runtime import devices
     if new_val is not None and new_val not in devices():
         raise ValueError(f"default_device: {new_val!r} is not one of this process's devices {devices()}")
-    return _Option("jax_default_device")(new_val)
+    return config.override("jax_default_device", new_val)
 
 
 # ------------------------------------------------------------- queries

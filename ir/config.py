@@ -187,10 +187,13 @@ class Config:
             raise AttributeError(f"Unrecognized config option: {name!r}")
         return getattr(self, name)
 
-    @contextlib.contextmanager
     def override(self, name: str, value):
-        """Set option ``name`` for the calling thread in the block; restore its previous state after."""
-        value = self._check(name, value)
+        """Context manager: option ``name`` set for the calling thread in the block, its previous
+        state restored after. The value is checked now, as JAX's context managers do."""
+        return self._override(name, self._check(name, value))
+
+    @contextlib.contextmanager
+    def _override(self, name: str, value):
         local = self._overrides.values
         saved = local.get(name, _UNSET)
         self._set_local(name, value)

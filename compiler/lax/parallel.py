@@ -342,7 +342,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
         return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                    axis_names=axis_names, check_vma=check_vma)
     from jaxprc import sharding as shd
-    from jaxprc.tree_util import tree_flatten, tree_unflatten
+    from jaxprc.ir.tree_util import tree_flatten, tree_unflatten
     from jaxprc.ir.tracing import get_aval
     from jaxprc.spmd import broadcast
 
@@ -377,7 +377,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
                    for a, s in zip(jaxpr.out_avals, broadcast(out_specs, out_tree, "shard_map out_specs"))]
         _only_manual(o_specs, manual, "out_specs")
         if check_vma:
-            from jaxprc.tree_util import keystr, tree_flatten_with_path
+            from jaxprc.ir.tree_util import keystr, tree_flatten_with_path
             paths = [keystr(p) for p, _ in tree_flatten_with_path(out_tree.unflatten([0] * out_tree.num_leaves))[0]]
             check_out_specs(f, m, jaxpr.jaxpr, _replicated(consts) + tuple(specs), o_specs, manual, paths)
         param = ShardingParam.of(shd.NamedSharding(m, shd.PartitionSpec()))
@@ -496,7 +496,7 @@ axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), np.dtype(np.
 
 
 def _tree_map(fn, x):
-    from jaxprc.tree_util import tree_map
+    from jaxprc.ir.tree_util import tree_map
     return tree_map(fn, x)
 
 
