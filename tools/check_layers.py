@@ -63,7 +63,7 @@ KNOWN_UPWARD = {
     # rules written with the transformations' front ends (vmap, jvp, linearize, linear_transpose)
     ("jaxprc.lax.control_flow.loops", "jaxprc.vmap"),
     ("jaxprc.lax.control_flow.solves", "jaxprc.ad"),
-    ("jaxprc.lax.generic_reduce", "jaxprc"),
+    ("jaxprc.lax.generic_reduce", "jaxprc.ad"),
     ("jaxprc.lax.generic_reduce", "jaxprc.vmap"),
     ("jaxprc.lax.random_gamma", "jaxprc.ad"),
     # rules written with jaxprc.numpy / the samplers above the families; lax.dtype is jaxprc.dtypes'
