@@ -3,7 +3,7 @@
 A ``NamedSharding(mesh, PartitionSpec(...))`` splits array dimension i over the
 mesh axes named by entry i of the spec. It becomes XLA's ``HloSharding`` (a tile
 assignment over the mesh's devices, in the mesh's flat order) for transfers and
-executables, and Shardy's ``#sdy.sharding`` in StableHLO (``_sdy_attr``).
+executables, and Shardy's ``#sdy.sharding`` in StableHLO (``lax.sharding_constraint.sdy_sharding``).
 """
 from __future__ import annotations
 

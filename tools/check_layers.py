@@ -41,7 +41,7 @@ LAX = {"lax"}
 ENGINE = {"engine", "interpreters", "lowering", "dispatch", "cpp_dispatch", "evaluate", "segmenting", "spmd",
           "compile_guards", "float_checks", "caches"}
 TRANSFORMATIONS = {"transformations", "ad", "vmap", "pmap", "custom_derivatives", "custom_batching",
-                   "ad_checkpoint"}
+                   "ad_checkpoint", "nested_tracing"}
 # sub-layer -> the sub-layers it may not import
 FORBIDDEN = {"lax": {"api", "transformations"}, "engine": {"api", "transformations"}}
 
@@ -60,6 +60,7 @@ KNOWN_UPWARD = {
     ("jaxprc.spmd", "jaxprc.sharding"),
     ("jaxprc.lax.host_local", "jaxprc.sharding"),
     ("jaxprc.lax.parallel", "jaxprc.sharding"),
+    ("jaxprc.lax.sharding_constraint", "jaxprc.sharding"),
     # rules written with the transformations' front ends (vmap, jvp, linearize, linear_transpose)
     ("jaxprc.lax.control_flow.loops", "jaxprc.vmap"),
     ("jaxprc.lax.control_flow.solves", "jaxprc.ad"),

@@ -33,7 +33,7 @@ from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
 from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, rules_for_unbatched
 from jaxprc.caches import BoundedCache
 from jaxprc.sharding import ShardingParam
-from jaxprc.spmd import _sdy_attr
+from .sharding_constraint import sdy_sharding
 from jaxprc.lowering import add_region, max_min, scalar_type
 from jaxlib.mlir.dialects import sdy
 
@@ -310,7 +310,7 @@ def _shard_map_lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, manual_axe
         return _with_axis_env(mctx, mesh, manual_axes, lambda: ctx.lower_jaxpr(jaxpr, *args))
     manual = [ir.StringAttr.get(n) for n in mesh.axis_names if n in manual_axes]
     per_value = lambda specs, avals: sdy.TensorShardingPerValueAttr.get(       # noqa: E731
-        [_sdy_attr(mesh._replace(dims=s), a.ndim) for s, a in zip(specs, avals)])
+        [sdy_sharding(mesh._replace(dims=s), a.ndim) for s, a in zip(specs, avals)])
     op = sdy.ManualComputationOp([mctx.ir_type(a) for a in ctx.avals_out], list(args),
                                  per_value(in_specs, ctx.avals_in), per_value(out_specs, ctx.avals_out),
                                  sdy.ManualAxesAttr.get(manual))
@@ -856,7 +856,7 @@ def _axis_index_lowering(ctx, *, axis_name):
     # partially manual: the partition id only means something where every axis is manual (as JAX)
     mesh = mctx.mesh
     op = sdy.ManualComputationOp([i32], [], sdy.TensorShardingPerValueAttr.get([]),
-                                 sdy.TensorShardingPerValueAttr.get([_sdy_attr(mesh._replace(dims=()), 0)]),
+                                 sdy.TensorShardingPerValueAttr.get([sdy_sharding(mesh._replace(dims=()), 0)]),
                                  sdy.ManualAxesAttr.get([ir.StringAttr.get(n) for n in auto]))
     with ir.InsertionPoint(op.body.blocks.append()):
         sdy.ReturnOp([index()])
