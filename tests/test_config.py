@@ -109,3 +109,9 @@ def test_every_option_is_declared_with_a_doc_and_reads_its_environment_variable(
     env = dict(os.environ, JAX_ENABLE_X64="1", JAXPRC_MAX_SEGMENT_EQNS="7", JAX_NUMPY_RANK_PROMOTION="warn")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "7", "warn"]
+
+
+def test_cli_help_lists_the_environment_variables_of_the_table():
+    from jaxprc.tools.cli import build_parser
+    epilog = build_parser().epilog
+    assert all(f"{o.env}=" in epilog for o in OPTIONS.values() if o.env)
