@@ -22,6 +22,7 @@ from jaxlib import _jax, xla_client as xc
 from jaxlib._profiler import TraceMe as _TraceMe
 
 from . import compile_guards, cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
+from .caches import ByIdentity
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
@@ -873,22 +874,7 @@ class Compiled(_Stage):
 
 # ---------------------------------------------------- the `jit` primitive
 
-class _ByIdentity:
-    """Cache keyed on an object's identity, dropped when the object dies."""
-
-    def __init__(self):
-        self._entries: dict[int, tuple] = {}
-
-    def get(self, obj, make):
-        hit = self._entries.get(id(obj))
-        if hit is not None and hit[0]() is obj:
-            return hit[1]
-        value = make()
-        self._entries[id(obj)] = (weakref.ref(obj, lambda _, k=id(obj): self._entries.pop(k, None)), value)
-        return value
-
-
-_JIT_IMPLS = _ByIdentity()
+_JIT_IMPLS = ByIdentity()
 
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):

@@ -26,7 +26,7 @@ import functools
 import inspect
 import threading
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -35,10 +35,9 @@ from . import lax
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Thunk, Var
 from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
 from .lax.linear_call import linear_call_p
-from .ir.leak_check import check_leaks
 from .ir.tracing import Tracer, close_over_consts, current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
 from .ir.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_structure, tree_unflatten
-from .ad import _NestedBuilder
+from .nested_tracing import trace_on_values
 from .passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert", "SymbolicZero",
@@ -184,26 +183,6 @@ def _check_nondiff_argnums(nums, n_args, fun):
 
 
 # ---------------------------------------------------------------- tracing
-
-def _trace(fun: Callable, values: Sequence[Any], extra_avals: Sequence[ShapedArray], name: str):
-    """Trace ``fun`` on ``values`` (concrete, or tracers of an enclosing trace, whose values stay
-    reachable for Python) followed by abstract inputs of ``extra_avals``."""
-    builder = _NestedBuilder(name)
-    with builder:
-        inputs = []
-        for x in values:
-            if isinstance(x, Tracer):
-                t = builder.new_arg(x.aval)
-                builder.outer_args[t._var] = x
-            else:
-                t = builder.new_arg(get_aval(x), x)
-            inputs.append(t)
-        inputs += [builder.new_arg(a) for a in extra_avals]
-        cj = builder.build(fun(*inputs))
-    inputs = t = None                # this frame's own references
-    check_leaks(builder)
-    return cj
-
 
 def _hoist_tracer_consts(cj: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
     """Move the consts that are tracers of enclosing traces into leading inputs."""
@@ -412,7 +391,7 @@ class custom_jvp:
 
         def trace_rule(nonzeros=tuple(diff_in)):
             avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
-            return _trace(flat_rule(nonzeros), flat_args, avals, rule_name)
+            return trace_on_values(flat_rule(nonzeros), flat_args, rule_name, avals)
 
         def retrace(nonzeros):
             cj = trace_rule(nonzeros)
@@ -504,7 +483,7 @@ def _trace_custom_fun(fun, static, merge, in_tree, flat_args):
     def flat_fun(*leaves):
         out_leaves, store["out_tree"] = tree_flatten(fun(*merge(static, tree_unflatten(in_tree, leaves))))
         return out_leaves
-    cj, consts = close_over_consts(_trace(flat_fun, flat_args, [], _name(fun)))
+    cj, consts = close_over_consts(trace_on_values(flat_fun, flat_args, _name(fun)))
     return cj, consts, store["out_tree"]
 
 
@@ -603,13 +582,13 @@ class custom_vjp:
             return list(o_leaves) + list(r_leaves)
 
         key = (id(self), "fwd", in_tree, tuple(in_avals), _static_key(static))
-        thunk, rule_consts = _form_rule(key, fwd_name, lambda: _trace(flat_fwd, flat_args, [], fwd_name))
+        thunk, rule_consts = _form_rule(key, fwd_name, lambda: trace_on_values(flat_fwd, flat_args, fwd_name))
         if thunk.fwd_store is None or "res_tree" in store:   # a recursive call shares its caller's
             thunk.fwd_store = store
         def fwd_for(perturbed):
             variant = {}
-            cj = _trace(functools.partial(flat_fwd, perturbed=perturbed, store=variant), flat_args, [],
-                        fwd_name)
+            cj = trace_on_values(functools.partial(flat_fwd, perturbed=perturbed, store=variant), flat_args,
+                                 fwd_name)
             return cj, variant
         bwd = CustomBwd(self, static, in_tree, in_avals, out_tree, out_avals, thunk,
                         fwd_for if self.symbolic_zeros else None)

@@ -17,6 +17,8 @@ import sys
 import textwrap
 import time
 
+from ..ir.config import OPTIONS
+
 
 class UsageError(Exception):
     """A mistake on the command line (bad file, bad option value, failing step)."""
@@ -919,6 +921,15 @@ EPILOG = textwrap.dedent("""\
     `jaxprc COMMAND --help` explains each command.
     """)
 
+def environment_help() -> str:
+    """The epilog's list of the environment variables that set jaxprc.config options (from the
+    options' table, ir/config.py)."""
+    rows = [f"  {o.env}={o.default!r}\n" + textwrap.fill(o.doc, 79, initial_indent=" " * 6,
+                                                          subsequent_indent=" " * 6)
+            for o in OPTIONS.values() if o.env]
+    return "\nenvironment (jaxprc.config options; default shown):\n" + "\n".join(rows) + "\n"
+
+
 TRANSFORM_HELP = textwrap.dedent("""\
     transforms (--transform, applied in the order given; each derives the
     argument types of the function it builds from the previous ones):
@@ -985,7 +996,7 @@ def _add_reproducer_option(p):
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jaxprc", description=__doc__.splitlines()[0].replace("``", ""),
-                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                epilog=EPILOG + environment_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

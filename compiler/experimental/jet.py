@@ -16,10 +16,11 @@ from functools import partial
 from typing import Callable
 
 from jaxprc import lax
-from jaxprc.ad import _evaluate, _flatten_fun, _simplify, _trace_flat, _without_gc
+from jaxprc.ad import _evaluate, _simplify, _without_gc
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.tracing import get_aval
+from jaxprc.ir.tracing import close_over_consts, get_aval
 from jaxprc.ir.tree_util import tree_structure, tree_unflatten, treedef_is_leaf
+from jaxprc.nested_tracing import flatten_fun, trace_on_values
 from jaxprc.interpreters.jet import (ZeroSeries, ZeroTerm, def_comp, def_deriv, deflinear,  # noqa: F401
                                      defzero, deriv_prop, jet_rules, linear_prop, zero_prop,
                                      zero_series, zero_term)
@@ -92,8 +93,8 @@ def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
         series = [[t / fact(k + 1) for k, t in enumerate(terms)] for terms in series]
     series = [[_check_term(i, j, x, t) for j, t in enumerate(terms)]
               for i, (x, terms) in enumerate(zip(primals, series))]
-    flat_fun, store = _flatten_fun(fun, tree_structure(tuple(primals)))
-    cj, consts = _trace_flat(flat_fun, list(primals), "jet")
+    flat_fun, store = flatten_fun(fun, tree_structure(tuple(primals)))
+    cj, consts = close_over_consts(trace_on_values(flat_fun, list(primals), "jet"))
     moving = [all(t is not None for t in terms) for terms in series]
     nonzeros = [False] * len(consts) + moving
     flat_series = [t for terms, m in zip(series, moving) if m for t in terms]

@@ -31,8 +31,9 @@ from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
 from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, rules_for_unbatched
+from jaxprc.caches import BoundedCache
 from jaxprc.sharding import ShardingParam
-from jaxprc.spmd import _sdy_attr
+from .sharding_constraint import sdy_sharding
 from jaxprc.lowering import add_region, max_min, scalar_type
 from jaxlib.mlir.dialects import sdy
 
@@ -161,17 +162,15 @@ def _spec_dims(spec, ndim: int, fn: str) -> tuple:
 def _shard_map_impl(*args, jaxpr, **params):
     """Eagerly: a jit of the one call (the program over the mesh's devices), kept while its
     body lives."""
-    from jaxprc.api import _ByIdentity, jit
-    global _EAGER
-    _EAGER = _EAGER or _ByIdentity()
-    per_params = _EAGER.get(jaxpr, dict)
-    key = tuple(params.values())
-    if key not in per_params:
-        per_params[key] = jit(lambda *a: shard_map_p.bind(*a, jaxpr=jaxpr, **params))
-    return per_params[key](*args)
+    from jaxprc.api import jit
+    key = (id(jaxpr), tuple(params.values()))
+    _, call = _EAGER.get(key, lambda: (jaxpr, jit(lambda *a: shard_map_p.bind(*a, jaxpr=jaxpr, **params))))
+    return call(*args)
 
 
-_EAGER = None     # body jaxpr (by identity) -> {params: jitted call}
+# (body jaxpr's id, params) -> (the body, its jitted call): the entry keeps the body alive, so no
+# other body can take its id while the entry is there.
+_EAGER = BoundedCache()
 
 
 shard_map_p.def_impl(_shard_map_impl)
@@ -311,7 +310,7 @@ def _shard_map_lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, manual_axe
         return _with_axis_env(mctx, mesh, manual_axes, lambda: ctx.lower_jaxpr(jaxpr, *args))
     manual = [ir.StringAttr.get(n) for n in mesh.axis_names if n in manual_axes]
     per_value = lambda specs, avals: sdy.TensorShardingPerValueAttr.get(       # noqa: E731
-        [_sdy_attr(mesh._replace(dims=s), a.ndim) for s, a in zip(specs, avals)])
+        [sdy_sharding(mesh._replace(dims=s), a.ndim) for s, a in zip(specs, avals)])
     op = sdy.ManualComputationOp([mctx.ir_type(a) for a in ctx.avals_out], list(args),
                                  per_value(in_specs, ctx.avals_in), per_value(out_specs, ctx.avals_out),
                                  sdy.ManualAxesAttr.get(manual))
@@ -343,7 +342,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
         return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                    axis_names=axis_names, check_vma=check_vma)
     from jaxprc import sharding as shd
-    from jaxprc.tree_util import tree_flatten, tree_unflatten
+    from jaxprc.ir.tree_util import tree_flatten, tree_unflatten
     from jaxprc.ir.tracing import get_aval
     from jaxprc.spmd import broadcast
 
@@ -378,7 +377,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
                    for a, s in zip(jaxpr.out_avals, broadcast(out_specs, out_tree, "shard_map out_specs"))]
         _only_manual(o_specs, manual, "out_specs")
         if check_vma:
-            from jaxprc.tree_util import keystr, tree_flatten_with_path
+            from jaxprc.ir.tree_util import keystr, tree_flatten_with_path
             paths = [keystr(p) for p, _ in tree_flatten_with_path(out_tree.unflatten([0] * out_tree.num_leaves))[0]]
             check_out_specs(f, m, jaxpr.jaxpr, _replicated(consts) + tuple(specs), o_specs, manual, paths)
         param = ShardingParam.of(shd.NamedSharding(m, shd.PartitionSpec()))
@@ -497,7 +496,7 @@ axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), np.dtype(np.
 
 
 def _tree_map(fn, x):
-    from jaxprc.tree_util import tree_map
+    from jaxprc.ir.tree_util import tree_map
     return tree_map(fn, x)
 
 
@@ -857,7 +856,7 @@ def _axis_index_lowering(ctx, *, axis_name):
     # partially manual: the partition id only means something where every axis is manual (as JAX)
     mesh = mctx.mesh
     op = sdy.ManualComputationOp([i32], [], sdy.TensorShardingPerValueAttr.get([]),
-                                 sdy.TensorShardingPerValueAttr.get([_sdy_attr(mesh._replace(dims=()), 0)]),
+                                 sdy.TensorShardingPerValueAttr.get([sdy_sharding(mesh._replace(dims=()), 0)]),
                                  sdy.ManualAxesAttr.get([ir.StringAttr.get(n) for n in auto]))
     with ir.InsertionPoint(op.body.blocks.append()):
         sdy.ReturnOp([index()])
