@@ -543,7 +543,7 @@ class custom_vjp:
         self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
-        self.symbolic_zeros = False
+        self.symbolic_zeros = self.optimize_remat = False
 
     __getattr__ = forward_def_attr
 
@@ -552,10 +552,12 @@ class custom_vjp:
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
                optimize_remat: bool = False) -> None:
-        """Set the rules. ``optimize_remat`` is accepted for JAX compatibility: it asks JAX to
-        recompute ``fwd`` in the backward pass instead of saving its residuals, a memory
-        optimisation that changes no value; jaxprc saves the residuals either way."""
+        """Set the rules. ``optimize_remat`` asks JAX to recompute ``fwd``'s residuals in the
+        backward pass instead of saving them (jaxprc saves them either way); what it changes, as
+        in JAX, is where the primal value comes from when reverse mode is staged (under jit or
+        remat): from the function itself, ``fwd`` then giving only the residuals."""
         self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
+        self.optimize_remat = optimize_remat
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None:
@@ -656,6 +658,7 @@ class CustomBwd(Thunk):
         return cj, CustomBwd(self.cvjp, self.static, self.in_tree, self.in_avals, self.out_tree,
                              self.out_avals, thunk)
 
+    optimize_remat = property(lambda self: self.cvjp.optimize_remat)
     res_tree = property(lambda self: self._fwd_thunk.fwd_store["res_tree"])
     res_avals = property(lambda self: list(self._fwd_thunk().out_avals[len(self.out_avals):]))
 

@@ -34,6 +34,7 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      _pick, _split_outs, _trace, _transpose_call_outputs, check_operand_types,
                      check_subjaxpr, typematch)
 from .common import _flat_series, _series_chunks
+from .common import as_array, forwarded_inputs, keep_outputs
 
 __all__ = ["cond_p", "cond", "switch"]
 
@@ -139,8 +140,12 @@ def _cond(branches, names, index, operands, api: str):
         where = f" ({name0} is {_fun_name(branches[0])}; {name} is {_fun_name(fun)})"
         _check_branch_outputs(api, where, name0, tree0, cj0.out_avals, name, tree, cj.out_avals)
     jaxprs, consts = _merge_consts([cj for cj, _ in traced])
-    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
-    return tu.tree_unflatten(tree0, outs)
+    fwds = zip(*[forwarded_inputs(j.jaxpr) for j in jaxprs])
+    in_fwd = [f[0] if len(set(f)) == 1 else None for f in fwds]   # the same input in every branch
+    jaxprs = [keep_outputs(j, [f is None for f in in_fwd]) for j in jaxprs]
+    outs = iter(cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs)))
+    inputs = [*consts, *leaves]
+    return tu.tree_unflatten(tree0, [next(outs) if f is None else as_array(inputs[f]) for f in in_fwd])
 
 
 def _check_branch_outputs(api, where, name1, tree1, avals1, name2, tree2, avals2):

@@ -1,0 +1,229 @@
+"""Custom rules, control flow and batching together (issue 32): custom_vjp under vmap inside
+scan, ordered effects threaded through control flow (eager and jit), JAX's forwarding of
+values a branch or loop body returns unchanged, and optimize_remat's primal value.
+
+Oracles: vmap against a Python loop, eager against jit, finite differences (check_grads), and
+the order the unbatched program would run its callbacks in.
+"""
+import numpy as np
+import pytest
+
+import jaxprc as jx
+import jaxprc.numpy as jnp
+from jaxprc import lax
+from jaxprc.experimental import io_callback
+from jaxprc.test_util import check_grads
+
+
+# ------------------------------------------------ custom_vjp batched inside scan
+
+@jx.custom_vjp
+def scale(x, coeff):
+    return x * coeff
+
+
+scale.defvjp(lambda x, coeff: (scale(x, coeff), (x, coeff)),
+             lambda res, g: (g * res[1], (res[0] * g).sum()))
+
+
+def scan_scale(x, coeff):
+    return lax.scan(lambda c, _: (scale(c, coeff), None), x, None, length=3)[0]
+
+
+def test_vjp_of_vmapped_scan_over_custom_vjp_sums_the_unbatched_cotangent():
+    xs = np.arange(6.0, dtype=np.float32).reshape(3, 2) / 4
+    coeff = np.float32(1.5)
+    ct = np.linspace(-1, 1, 6, dtype=np.float32).reshape(3, 2)
+    batched = jx.vmap(scan_scale, in_axes=(0, None))
+    out, pullback = jx.vjp(batched, xs, coeff)
+    g_x, g_coeff = pullback(ct)
+    # the loop: each example's pullback; the shared coefficient's cotangent is their sum
+    per_example = [jx.vjp(scan_scale, x, coeff)[1](c) for x, c in zip(xs, ct)]
+    np.testing.assert_allclose(out, np.stack([scan_scale(x, coeff) for x in xs]), rtol=1e-6)
+    np.testing.assert_allclose(g_x, np.stack([g for g, _ in per_example]), rtol=1e-6)
+    np.testing.assert_allclose(g_coeff, sum(c for _, c in per_example), rtol=1e-5)
+    assert np.shape(g_coeff) == ()
+    check_grads(batched, (xs, coeff), order=1, modes=["rev"])
+
+
+# --------------------------------------------------- ordered effects in control flow
+
+def recorder():
+    seen = []
+
+    def log(tag):
+        return lambda *xs: seen.append((tag, *[np.asarray(x).item() for x in xs]))
+    return seen, log
+
+
+def ordered(log, tag, *xs):
+    jx.debug.callback(log(tag), *xs, ordered=True)
+
+
+def run_eager_and_jit(program, *args):
+    """The callbacks ``program`` makes eagerly and under jit (both must be the same)."""
+    runs = []
+    for wrap in (lambda f: f, jx.jit):
+        seen, log = recorder()
+        out = wrap(lambda *a: program(log, *a))(*args)
+        jx.effects_barrier()
+        runs.append((seen, out))
+    (eager, out_e), (jitted, out_j) = runs
+    assert eager == jitted
+    np.testing.assert_allclose(np.asarray(out_e), np.asarray(out_j))
+    return eager
+
+
+def test_ordered_callbacks_in_scan_fori_and_cond_run_in_program_order():
+    def program(log, x):
+        ordered(log, "before", x)
+
+        def body(c, t):
+            ordered(log, "scan", t)
+            return c + t, t
+        c, _ = lax.scan(body, x, jnp.arange(3.0))
+        c = lax.fori_loop(0, 2, lambda i, c: (ordered(log, "fori", i), c * 2)[1], c)
+        c = lax.cond(c > 0, lambda c: (ordered(log, "true", c), c)[1],
+                     lambda c: (ordered(log, "false", c), -c)[1], c)
+        ordered(log, "after", c)
+        return c
+    assert run_eager_and_jit(program, 1.0) == [
+        ("before", 1.0), ("scan", 0.0), ("scan", 1.0), ("scan", 2.0), ("fori", 0), ("fori", 1),
+        ("true", 16.0), ("after", 16.0)]
+
+
+def test_ordered_callbacks_in_while_cond_fun_and_body_interleave():
+    def program(log, n):
+        def cond_fun(c):
+            ordered(log, "cond", c)
+            return c < n
+
+        def body_fun(c):
+            ordered(log, "body", c)
+            return c + 1
+        return lax.while_loop(cond_fun, body_fun, 0)
+    assert run_eager_and_jit(program, 2) == [("cond", 0), ("body", 0), ("cond", 1), ("body", 1), ("cond", 2)]
+
+
+def test_ordered_callbacks_in_switch_run_only_in_the_taken_branch():
+    def program(log, i):
+        branches = [lambda x, k=k: (ordered(log, k, x), x + k)[1] for k in range(3)]
+        return lax.switch(i, branches, 10)
+    assert run_eager_and_jit(program, 2) == [(2, 10)]
+    assert run_eager_and_jit(program, 0) == [(0, 10)]
+
+
+def test_jitted_ordered_io_callback_inside_scan():
+    seen = []
+
+    def body(c, x):
+        io_callback(lambda v: seen.append(float(v)), None, x, ordered=True)
+        return c + x, None
+    out, _ = jx.jit(lambda xs: lax.scan(body, 0.0, xs))(jnp.arange(4.0))
+    jx.effects_barrier()
+    assert seen == [0.0, 1.0, 2.0, 3.0] and float(out) == 6.0
+
+
+def test_ordered_prints_in_custom_linear_solve_solve_and_matvec():
+    seen, log = recorder()
+    a = np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)
+
+    def matvec(x):
+        ordered(log, "matvec")
+        return a @ x
+
+    def solve(mv, b):
+        ordered(log, "solve")
+        return jnp.linalg.solve(a, b)
+
+    def f(b):
+        return lax.custom_linear_solve(matvec, b, solve, symmetric=True).sum()
+    b = jnp.array([1.0, 2.0])
+    value, grad = jx.jit(jx.value_and_grad(f))(b)
+    jx.effects_barrier()
+    expected = np.linalg.solve(a, np.ones(2, np.float32))      # a is symmetric
+    np.testing.assert_allclose(grad, expected, rtol=1e-5)
+    np.testing.assert_allclose(value, np.linalg.solve(a, np.asarray(b)).sum(), rtol=1e-5)
+    assert seen and set(seen) <= {("solve",), ("matvec",)} and seen[0] == ("solve",)
+
+
+# ------------------------------------------------------ vmap and debug callbacks
+
+def test_vmapped_debug_callbacks_run_as_the_unbatched_loops_would():
+    for wrap in (lambda f: f, jx.jit):
+        seen = []
+        wrap(jx.vmap(lambda x: jx.debug.callback(lambda v: seen.append(float(v)), x)))(jnp.arange(5.0))
+        jx.effects_barrier()
+        assert sorted(seen) == [0.0, 1.0, 2.0, 3.0, 4.0]
+    seen = []
+    jx.vmap(lambda x: jx.debug.callback(lambda v: seen.append(float(v)), x))(jnp.arange(5.0))
+    jx.effects_barrier()
+    assert seen == [0.0, 1.0, 2.0, 3.0, 4.0]         # eagerly: in batch order
+    seen = []
+    inner = jx.vmap(lambda x: jx.debug.callback(lambda v: seen.append(float(v)), x))
+    jx.vmap(inner)(jnp.arange(4.0).reshape(2, 2))
+    jx.effects_barrier()
+    # the inner vmap's loop over its elements, each batched by the outer one (JAX's order)
+    assert seen == [0.0, 2.0, 1.0, 3.0]
+
+
+# ------------------------------------------------------------------ forwarding
+
+def test_cond_with_batched_predicate_keeps_forwarded_operands_unbatched():
+    def f(p, x, y):
+        return lax.cond(p, lambda x, y: (x, y + 1), lambda x, y: (x, y - 1), x, y)
+    preds, ys = jnp.array([True, False, True]), jnp.arange(3.0)
+    x_out, y_out = jx.vmap(f, (0, None, 0), (None, 0))(preds, 5.0, ys)
+    assert float(x_out) == 5.0
+    np.testing.assert_allclose(y_out, [f(p, 5.0, y)[1] for p, y in zip(preds, ys)])
+
+
+def test_switch_with_batched_index_keeps_forwarded_operands_unbatched():
+    def f(i, x, y):
+        return lax.switch(i, [lambda x, y: (x, y), lambda x, y: (x, 2 * y), lambda x, y: (x, -y)], x, y)
+    idx, ys = jnp.array([2, 0, 1]), jnp.arange(3.0)
+    x_out, y_out = jx.jit(jx.vmap(f, (0, None, 0), (None, 0)))(idx, jnp.float32(7), ys)
+    assert float(x_out) == 7.0
+    np.testing.assert_allclose(y_out, [f(i, 7.0, y)[1] for i, y in zip(idx, ys)])
+
+
+def test_while_with_batched_predicate_keeps_read_only_carries_unbatched():
+    def f(step, y):
+        return lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + c[0]), (step, y))
+    ys = jnp.array([0.0, 1.0, 2.5])
+    step_out, y_out = jx.vmap(f, (None, 0), (None, 0))(jnp.float32(1), ys)
+    assert float(step_out) == 1.0
+    np.testing.assert_allclose(y_out, [f(jnp.float32(1), y)[1] for y in ys])
+    check_grads(lambda s, ys: jx.vmap(f, (None, 0))(s, ys)[1], (jnp.float32(1.1), ys), order=1,
+                modes=["fwd"])
+
+
+def test_scan_forwards_read_only_carries_and_xs_passed_through():
+    def f(a, xs):
+        return lax.scan(lambda c, x: ((c[0], c[1] + c[0] * x), x), (a, 0.0), xs)
+    xs = jnp.arange(4.0)
+    (a, total), ys = f(jnp.float32(2), xs)
+    assert float(a) == 2.0 and float(total) == 12.0
+    assert ys is xs                          # the ys are the xs themselves
+    jaxpr = jx.make_jaxpr(f)(jnp.float32(2), xs)
+    (scan,) = [e for e in jaxpr.jaxpr.eqns if e.primitive.name == "scan"]
+    assert scan.params["num_carry"] == 1 and len(scan.outvars) == 1
+    check_grads(lambda a, xs: f(a, xs)[0][1], (jnp.float32(2), xs), order=2)
+
+
+# -------------------------------------------------------------- optimize_remat
+
+def test_optimize_remat_takes_the_staged_primal_value_from_the_function():
+    @jx.custom_vjp
+    def f(x):
+        return jnp.tan(x)
+    # fwd disagrees with f on purpose: which one gives the primal value is what is tested
+    f.defvjp(lambda x: (jnp.sin(x), (x,)), lambda res, g: (jnp.cos(res[0]) * g,), optimize_remat=True)
+    x = 3.2
+    for value_and_grad in (jx.value_and_grad(lambda x: jx.remat(f)(x) ** 2),
+                           jx.jit(jx.value_and_grad(lambda x: f(x) ** 2))):
+        value, grad = value_and_grad(x)
+        np.testing.assert_allclose(value, np.tan(np.float32(x)) ** 2, rtol=1e-5)
+        np.testing.assert_allclose(grad, 2 * np.tan(np.float32(x)) * np.cos(np.float32(x)), rtol=1e-5)
+
+
