@@ -227,3 +227,79 @@ def test_optimize_remat_takes_the_staged_primal_value_from_the_function():
         np.testing.assert_allclose(grad, 2 * np.tan(np.float32(x)) * np.cos(np.float32(x)), rtol=1e-5)
 
 
+
+
+# ------------------------------------------------------------- complex odeint
+
+def test_odeint_of_a_complex_state_and_its_gradient():
+    from jaxprc.experimental.ode import odeint
+    ts = jnp.array([0.0, 0.5, 1.0])
+    a = np.complex64(0.1 - 1j)
+    y0 = jnp.array([1.0 + 0j, 0.5j], jnp.complex64)
+    ys = jx.jit(lambda y0, a: odeint(lambda y, t, a: a * y, y0, ts, a))(y0, a)
+    assert ys.dtype == np.complex64
+    np.testing.assert_allclose(ys, np.exp(a * np.asarray(ts))[:, None] * np.asarray(y0), rtol=2e-5, atol=2e-6)
+
+    @jx.jit
+    def loss(a):
+        return jnp.real(odeint(lambda y, t, a: a * y, jnp.ones(1, jnp.complex64), ts, a)[-1, 0])
+    g = jx.jit(jx.grad(loss))(a)
+    # a real function of a complex input: grad is d/dRe - i d/dIm (JAX's convention)
+    eps = 1e-3
+    d_re = (loss(a + eps) - loss(a - eps)) / (2 * eps)
+    d_im = (loss(a + 1j * eps) - loss(a - 1j * eps)) / (2 * eps)
+    np.testing.assert_allclose(g, d_re - 1j * d_im, rtol=1e-3)
+
+
+# ----------------------------------------------------- collectives over vmap axes
+
+def per_example(f, xs):
+    """``f(x, index)`` for each example: the loop a vmap with an axis name stands for."""
+    return np.stack([np.asarray(f(x, i)) for i, x in enumerate(xs)])
+
+
+def test_axis_index_over_a_vmap_axis_plain_in_loops_and_cond():
+    cases = [(lambda x: lax.axis_index("i") + x, [0, 1, 2]),
+             (lambda x: lax.while_loop(lambda c: c < lax.axis_index("i"), lambda c: c + 1, x), [0, 1, 2]),
+             (lambda x: lax.fori_loop(0, 2, lambda k, c: c + lax.axis_index("i"), x), [0, 2, 4]),
+             (lambda x: lax.cond(x == 0, lambda: lax.axis_index("i"), lambda: -1), [0, 1, 2])]
+    for f, expected in cases:
+        for wrap in (lambda g: g, jx.jit):
+            np.testing.assert_array_equal(wrap(jx.vmap(f, axis_name="i"))(jnp.zeros(3, jnp.int32)), expected)
+    nested = jx.vmap(jx.vmap(lambda x: lax.axis_index("i") * 10 + lax.axis_index("j"), axis_name="j"),
+                     axis_name="i")
+    np.testing.assert_array_equal(nested(jnp.zeros((2, 3))), [[0, 1, 2], [10, 11, 12]])
+
+
+def test_psum_scatter_over_a_vmap_axis_and_its_transpose_all_gather():
+    xs = jnp.arange(18.0).reshape(3, 2, 3)
+    total = np.asarray(xs).sum(0)
+    out = jx.vmap(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1), axis_name="i")(xs)
+    np.testing.assert_allclose(out, per_example(lambda x, i: total[:, i], xs))
+    tiled = jx.vmap(lambda v: lax.psum_scatter(v, "i", tiled=True), axis_name="i")(xs.reshape(3, 6))
+    np.testing.assert_allclose(tiled, total.reshape(6).reshape(3, 2))
+    unbatched = jx.vmap(lambda v: lax.psum_scatter(jnp.arange(3.0), "i"), axis_name="i")(jnp.zeros(3))
+    np.testing.assert_allclose(unbatched, [0.0, 3.0, 6.0])       # three examples' equal values summed
+
+    def loss(xs):
+        return jx.vmap(lambda v: (lax.psum_scatter(v, "i") ** 2).sum(), axis_name="i")(xs).sum()
+    check_grads(loss, (jnp.arange(9.0).reshape(3, 3) / 9,), order=1, modes=["rev"])
+    gather_loss = lambda xs: jx.vmap(lambda v: (lax.all_gather(v, "i") * jnp.arange(3.0)).sum(),  # noqa: E731
+                                     axis_name="i")(xs).sum()
+    check_grads(gather_loss, (jnp.arange(3.0),), order=1, modes=["rev"])
+
+
+def test_all_gather_and_psum_scatter_over_two_vmap_axes_in_either_order():
+    xs = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    for axes, flat in ((("i", "j"), xs.reshape(6, 4)), (("j", "i"), xs.transpose(1, 0, 2).reshape(6, 4))):
+        for tiled in (False, True):
+            f = jx.vmap(jx.vmap(lambda v: lax.all_gather(v, axes, tiled=tiled), axis_name="j"), axis_name="i")
+            expected = flat.reshape(24) if tiled else flat
+            np.testing.assert_array_equal(f(xs), np.broadcast_to(expected, (2, 3) + expected.shape))
+    ys = np.arange(2 * 3 * 6 * 2, dtype=np.float32).reshape(2, 3, 6, 2)
+    total = ys.sum((0, 1))
+    for axes in (("i", "j"), ("j", "i")):
+        f = jx.vmap(jx.vmap(lambda v: lax.psum_scatter(v, axes), axis_name="j"), axis_name="i")
+        index = (lambda i, j: i * 3 + j) if axes == ("i", "j") else (lambda i, j: j * 2 + i)
+        expected = np.array([[total[index(i, j)] for j in range(3)] for i in range(2)])
+        np.testing.assert_array_equal(f(ys), expected)

@@ -628,8 +628,8 @@ def _scan_t(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_carry, l
 
 def _while_t(cts, *args, **params):
     raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
-                     "with dynamic start/stop values. Try using lax.scan, or lax.fori_loop with "
-                     "constant start/stop.")
+                     "with dynamic start/stop values. Try using lax.scan, or using fori_loop with "
+                     "static start/stop.")
 
 
 ad.primitive_transposes[scan_p] = _scan_t
