@@ -303,3 +303,25 @@ def test_all_gather_and_psum_scatter_over_two_vmap_axes_in_either_order():
         index = (lambda i, j: i * 3 + j) if axes == ("i", "j") else (lambda i, j: j * 2 + i)
         expected = np.array([[total[index(i, j)] for j in range(3)] for i in range(2)])
         np.testing.assert_array_equal(f(ys), expected)
+
+
+# --------------------------------------------------------- nn under debug_infs
+
+def test_attention_in_float64_with_masks_under_debug_infs():
+    jx.config.update("jax_enable_x64", True)
+    try:
+        rng = np.random.RandomState(0)
+        q, k = rng.randn(1, 3, 2, 4), rng.randn(1, 5, 2, 4)
+        mask = rng.rand(1, 2, 3, 5) > 0.3
+        with jx.debug_infs(True):
+            out = jx.nn.dot_product_attention(q, k, k, mask=mask)
+            causal = jx.nn.dot_product_attention(q, k[:, :3], k[:, :3], is_causal=True)
+        assert out.dtype == np.float64 and np.isfinite(np.asarray(out)).all()
+        logits = np.einsum("btnh,bsnh->bnts", q, k) / 2.0
+        logits = np.where(mask, logits, -np.inf)
+        probs = np.exp(logits - logits.max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        np.testing.assert_allclose(out, np.einsum("bnts,bsnh->btnh", probs, k), rtol=1e-5, atol=1e-6)  # float32 softmax
+        assert np.isfinite(np.asarray(causal)).all()
+    finally:
+        jx.config.update("jax_enable_x64", False)

@@ -1,0 +1,139 @@
+"""Custom rules, control flow and batching together, against JAX (issue 32): a batched
+custom_vjp inside scan, callback order under vmap and in control flow, forwarded outputs of
+cond/while/scan under vmap (values, dtypes, weak types), optimize_remat's primal value,
+collectives over vmap axes, complex odeint."""
+import jax
+import jax.experimental.ode
+import numpy as np
+import pytest
+
+import jaxprc
+import jaxprc.experimental.ode
+
+
+def leaves_of(out):
+    """(values, dtypes, weak types) of a result's leaves, for comparison across libraries."""
+    leaves = jax.tree_util.tree_leaves(out)
+    return ([np.asarray(x).tolist() for x in leaves], [np.asarray(x).dtype.name for x in leaves],
+            [bool(getattr(x, "weak_type", False)) for x in leaves])
+
+
+def assert_same(case):
+    (ours, o_dtypes, o_weak), (theirs, t_dtypes, t_weak) = leaves_of(case(jaxprc)), leaves_of(case(jax))
+    np.testing.assert_allclose(np.concatenate([np.ravel(x) for x in ours]) if ours else [],
+                               np.concatenate([np.ravel(x) for x in theirs]) if theirs else [], rtol=2e-5,
+                               atol=1e-6)
+    assert (o_dtypes, o_weak) == (t_dtypes, t_weak)
+
+
+def scan_over_custom_vjp(lib):
+    @lib.custom_vjp
+    def mul(x, coeff):
+        return x * coeff
+    mul.defvjp(lambda x, c: (mul(x, c), (x, c)), lambda r, g: (g * r[1], (r[0] * g).sum()))
+
+    def f(x, coeff):
+        return lib.lax.scan(lambda c, _: (mul(c, coeff), None), x, None, length=3)[0]
+    xs = np.arange(6.0, dtype=np.float32).reshape(3, 2) / 5
+    out, pullback = lib.vjp(lib.vmap(f, (0, None)), xs, np.float32(1.2))
+    return out, pullback(np.ones((3, 2), np.float32))
+
+
+def forwarded_by_cond(lib):
+    f = lambda p, x, y: lib.lax.cond(p, lambda x, y: (x, y + 1), lambda x, y: (x, y - 1), x, y)  # noqa: E731
+    return lib.vmap(f, (0, None, 0), (None, 0))(np.array([True, False]), np.float32(3), np.arange(2.0))
+
+
+def forwarded_by_switch(lib):
+    branches = [lambda x, y: (x, y), lambda x, y: (x, 2 * y)]
+    f = lambda i, x, y: lib.lax.switch(i, branches, x, y)  # noqa: E731
+    return lib.jit(lib.vmap(f, (0, None, 0), (None, 0)))(np.array([1, 0]), np.float32(3), np.arange(2.0))
+
+
+def read_only_while_carry(lib):
+    f = lambda s, y: lib.lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + c[0]), (s, y))  # noqa: E731
+    return lib.vmap(f, (None, 0), (None, 0))(np.float32(1), np.array([0.0, 1.5], np.float32))
+
+
+def forwarded_by_scan(lib):
+    f = lambda a, xs: lib.lax.scan(lambda c, x: ((c[0], c[1] + c[0] * x), x), (a, 0.0), xs)  # noqa: E731
+    return lib.jit(f)(np.float32(2), np.arange(3.0, dtype=np.float32))
+
+
+def optimize_remat_primal(lib):
+    @lib.custom_vjp
+    def f(x):
+        return lib.numpy.tan(x)
+    f.defvjp(lambda x: (lib.numpy.sin(x), (x,)), lambda r, g: (lib.numpy.cos(r[0]) * g,), optimize_remat=True)
+    return (lib.value_and_grad(lambda x: lib.remat(f)(x) ** 2)(3.2),
+            lib.jit(lib.value_and_grad(lambda x: f(x) ** 2))(3.2))
+
+
+def collectives_over_vmap_axis(lib):
+    lax = lib.lax
+    xs = np.arange(18.0, dtype=np.float32).reshape(3, 6)
+    return (lib.vmap(lambda x: lax.psum_scatter(x.reshape(3, 2), "i"), axis_name="i")(xs),
+            lib.vmap(lambda x: lax.psum_scatter(x, "i", tiled=True), axis_name="i")(xs),
+            lib.vmap(lambda x: lax.while_loop(lambda c: c < lax.axis_index("i"), lambda c: c + 1, 0),
+                     axis_name="i")(xs),
+            lib.vmap(lib.grad(lambda v: (lax.psum_scatter(v.reshape(3, 2), "i") ** 2).sum()), axis_name="i")(xs))
+
+
+def complex_odeint(lib):
+    odeint = lib.experimental.ode.odeint
+    ts = np.array([0.0, 0.5, 1.0], np.float32)
+    a = np.complex64(0.1 - 1j)
+    ys = odeint(lambda y, t, a: a * y, np.array([1.0, 0.5j], np.complex64), ts, a)
+    g = lib.grad(lambda a: lib.numpy.real(odeint(lambda y, t, a: a * y, np.ones(1, np.complex64), ts, a)[-1, 0]))(a)
+    return ys, g
+
+
+CASES = {f.__name__: f for f in (scan_over_custom_vjp, forwarded_by_cond, forwarded_by_switch, read_only_while_carry,
+                                 forwarded_by_scan, optimize_remat_primal, collectives_over_vmap_axis,
+                                 complex_odeint)}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_values_and_types_match_jax(name):
+    assert_same(CASES[name])
+
+
+def callback_order(lib, jit: bool):
+    seen = []
+    f = lib.vmap(lib.vmap(lambda x: lib.debug.callback(lambda v: seen.append(float(v)), x)))
+    (lib.jit(f) if jit else f)(np.arange(4.0, dtype=np.float32).reshape(2, 2))
+    lib.effects_barrier()
+    return seen
+
+
+def ordered_in_control_flow(lib):
+    lax, seen = lib.lax, []
+
+    def log(tag, *xs):
+        lib.debug.callback(lambda *v: seen.append((tag, *[float(np.asarray(u)) for u in v])), *xs, ordered=True)
+
+    def f(x):
+        def cond_fun(c):
+            log("cond", c)
+            return c < 2
+
+        def body_fun(c):
+            log("body", c)
+            return c + 1
+        c = lax.while_loop(cond_fun, body_fun, x)
+        c = lax.switch(c, [lambda v: v, lambda v: v, lambda v: (log("switch", v), v * 3)[1]], c)
+        return lax.scan(lambda c, t: (log("scan", t) or c + t, None), c, np.arange(2.0, dtype=np.float32))[0]
+    out = f(0)
+    lib.jit(f)(0)
+    lib.effects_barrier()
+    return out, seen
+
+
+def test_vmapped_callbacks_run_in_jax_order_eagerly():
+    assert callback_order(jaxprc, jit=False) == callback_order(jax, jit=False)
+    assert sorted(callback_order(jaxprc, jit=True)) == sorted(callback_order(jax, jit=True))
+
+
+def test_ordered_callbacks_in_control_flow_as_jax_eager_and_jit():
+    (ours, our_seen), (theirs, their_seen) = ordered_in_control_flow(jaxprc), ordered_in_control_flow(jax)
+    assert float(ours) == float(theirs) and our_seen == their_seen
