@@ -325,3 +325,65 @@ def test_attention_in_float64_with_masks_under_debug_infs():
         assert np.isfinite(np.asarray(causal)).all()
     finally:
         jx.config.update("jax_enable_x64", False)
+
+
+# ------------------------------------------------------------ API parity
+
+def test_bwd_may_return_none_for_a_whole_argument_subtree():
+    @jx.custom_vjp
+    def f(x):
+        return x["a"] * x["b"][0] * x["b"][1]
+    f.defvjp(lambda x: (f(x), x), lambda r, g: ({"a": g * r["b"][0] * r["b"][1], "b": None},))
+    g = jx.grad(f)({"a": 2.0, "b": (3.0, 4.0)})
+    assert float(g["a"]) == 12.0 and [float(v) for v in g["b"]] == [0.0, 0.0]
+    f.defvjp(lambda x: (f(x), x), lambda r, g: ({"a": g, "b": g},))     # a leaf for a subtree: an error
+    with pytest.raises(TypeError, match="same container"):
+        jx.grad(f)({"a": 2.0, "b": (3.0, 4.0)})
+
+
+def test_closure_convert_structure_mismatch_names_both_structures():
+    _, pullback = jx.vjp(lambda x, z: z * x, 2.0, 3.0)
+    pure, consts = jx.closure_convert(pullback, 2.0)
+    assert [float(v) for v in pure(1.0, *consts)] == [3.0, 2.0]
+    with pytest.raises(TypeError, match="The inputs to the closure produced by closure_convert must have the "
+                                        r"same Pytree structure .* Expected PyTreeDef\(\(\*,\)\)"):
+        pure(1.0, consts)
+
+
+def test_lax_binary_ops_refuse_mixed_dtypes_with_the_promoting_function_named():
+    with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes, got int32, "
+                                        r"float32. \(Tip: jnp.add is a similar function"):
+        lax.add(jnp.int32(1), jnp.float32(2))
+    with pytest.raises(TypeError, match=r"lax.max requires .* got int32, int16. \(Tip: jnp.maximum"):
+        jx.jit(lax.max)(jnp.int32(1), jnp.int16(2))
+    assert float(jnp.add(jnp.int32(1), jnp.float32(2))) == 3.0
+
+
+def test_vmap_never_hands_placeholders_to_a_pytree_unflatten():
+    seen = []
+
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+
+    def unflatten(aux, children):
+        seen.append(children)
+        return Pair(*children)
+    jx.tree_util.register_pytree_node(Pair, lambda p: ((p.a, p.b), None), unflatten)
+    out = jx.vmap(lambda p: Pair(p.a * 2, p.b), in_axes=(Pair(0, None),))(Pair(jnp.arange(3.0), 5.0))
+    np.testing.assert_allclose(out.a, [0.0, 2.0, 4.0])
+    np.testing.assert_allclose(out.b, [5.0, 5.0, 5.0])
+    assert all(not any(type(c) is object for c in children) for children in seen)
+    with pytest.raises(ValueError, match="tree prefix"):
+        jx.vmap(lambda p: p.a, in_axes=((0, 0),))(Pair(jnp.arange(3.0), jnp.arange(3.0)))
+
+
+def test_a_tracer_in_a_custom_vjp_nondiff_position_is_an_unexpected_tracer_error():
+    from functools import partial
+
+    @partial(jx.custom_vjp, nondiff_argnums=(0,))
+    def f(x, y):
+        return x * y
+    f.defvjp(lambda x, y: (f(x, y), None), lambda x, r, g: (g,))
+    with pytest.raises(jx.errors.UnexpectedTracerError, match="nondiff_argnums"):
+        jx.grad(lambda x: f(x, 2.0))(1.0)

@@ -137,3 +137,38 @@ def test_vmapped_callbacks_run_in_jax_order_eagerly():
 def test_ordered_callbacks_in_control_flow_as_jax_eager_and_jit():
     (ours, our_seen), (theirs, their_seen) = ordered_in_control_flow(jaxprc), ordered_in_control_flow(jax)
     assert float(ours) == float(theirs) and our_seen == their_seen
+
+
+def error_of(case, lib):
+    try:
+        case(lib)
+    except Exception as e:  # noqa: BLE001 -- its type and first sentence are compared
+        return type(e).__name__ if not isinstance(e, TypeError) else "TypeError", str(e).split(". ")[0]
+    return None
+
+
+def mixed_dtypes(lib):
+    return lib.lax.add(lib.numpy.int32(1), lib.numpy.float32(2))
+
+
+def closure_convert_wrong_structure(lib):
+    _, pullback = lib.vjp(lambda x, z: z * x, 2.0, 3.0)
+    pure, consts = lib.closure_convert(pullback, 2.0)
+    return pure(1.0, consts)
+
+
+@pytest.mark.parametrize("case", [mixed_dtypes, closure_convert_wrong_structure], ids=lambda c: c.__name__)
+def test_error_type_and_first_sentence_match_jax(case):
+    assert error_of(case, jaxprc) == error_of(case, jax)
+
+
+def none_for_a_subtree(lib):
+    @lib.custom_vjp
+    def f(x):
+        return x["a"] * x["b"][0]
+    f.defvjp(lambda x: (f(x), x), lambda r, g: ({"a": g * r["b"][0], "b": None},))
+    return lib.grad(f)({"a": np.float32(2), "b": (np.float32(3),)})
+
+
+def test_bwd_none_for_a_subtree_as_jax():
+    assert_same(none_for_a_subtree)
