@@ -682,6 +682,14 @@ def _ppermute_batch(args, dims, *, axes, perm):
 batching.primitive_batchers[ppermute_p] = _ppermute_batch
 
 
+def _per_example(prim, x, d, dim_param: str, dim: int, **params):
+    """A collective over other axes than the vmapped one, on each example: the batch axis first,
+    the collective's dimension ``dim_param`` shifted past it."""
+    if d is batching.not_mapped:
+        return prim.bind(x, **{dim_param: dim}, **params), d
+    return prim.bind(batching.moveaxis(x, d, 0), **{dim_param: dim + 1}, **params), 0
+
+
 def _merge_dims(x, g: int):
     """``x`` with dims ``g`` and ``g + 1`` merged into one (row-major)."""
     from jaxprc import lax
@@ -696,10 +704,8 @@ def _all_gather_batch(args, dims, *, all_gather_dimension, axes, axis_size, tile
     from jaxprc import lax
     x, d, g = args[0], dims[0], all_gather_dimension
     if not _vmapped("all_gather", axes):
-        if d is batching.not_mapped:
-            return all_gather_p.bind(x, all_gather_dimension=g, axes=axes, axis_size=axis_size, tiled=tiled), d
-        return all_gather_p.bind(batching.moveaxis(x, d, 0), all_gather_dimension=g + 1, axes=axes,
-                                 axis_size=axis_size, tiled=tiled), 0
+        return _per_example(all_gather_p, x, d, "all_gather_dimension", g, axes=axes, axis_size=axis_size,
+                            tiled=tiled)
     rest, rest_size, first = _split_vmapped("all_gather", axes, axis_size)
     x = batching.moveaxis(_at_front(x, d), 0, g)       # the examples along a new dimension g
     if rest:
@@ -721,10 +727,8 @@ def _psum_scatter_batch(args, dims, *, scatter_dimension, axes, axis_size, tiled
     from jaxprc import lax
     x, d, s = args[0], dims[0], scatter_dimension
     if not _vmapped("psum_scatter", axes):
-        if d is batching.not_mapped:
-            return psum_scatter_p.bind(x, scatter_dimension=s, axes=axes, axis_size=axis_size, tiled=tiled), d
-        return psum_scatter_p.bind(batching.moveaxis(x, d, 0), scatter_dimension=s + 1, axes=axes,
-                                   axis_size=axis_size, tiled=tiled), 0
+        return _per_example(psum_scatter_p, x, d, "scatter_dimension", s, axes=axes, axis_size=axis_size,
+                            tiled=tiled)
     rest, rest_size, first = _split_vmapped("psum_scatter", axes, axis_size)
     total = lax.reduce_sum(_at_front(x, d), (0,))
     shape = list(total.aval.shape)
