@@ -387,3 +387,15 @@ def test_a_tracer_in_a_custom_vjp_nondiff_position_is_an_unexpected_tracer_error
     f.defvjp(lambda x, y: (f(x, y), None), lambda x, r, g: (g,))
     with pytest.raises(jx.errors.UnexpectedTracerError, match="nondiff_argnums"):
         jx.grad(lambda x: f(x, 2.0))(1.0)
+
+
+def test_reverse_mode_through_switch_with_merged_residuals():
+    branches = [lambda x: jnp.sin(x) * jnp.cos(x), lambda x: jnp.exp(x) * x, lambda x: x ** 3]
+
+    def f(i, x):
+        return lax.switch(i, branches, x)
+    for i in range(3):
+        check_grads(lambda x: f(i, x), (0.7,), order=1, modes=["rev"])
+    idx, xs = jnp.array([2, 0, 1]), jnp.array([0.5, 1.0, 1.5])
+    np.testing.assert_allclose(jx.jit(jx.vmap(jx.grad(f, 1)))(idx, xs),
+                               [jx.grad(f, 1)(int(i), x) for i, x in zip(idx, xs)], rtol=1e-6)

@@ -172,3 +172,18 @@ def none_for_a_subtree(lib):
 
 def test_bwd_none_for_a_subtree_as_jax():
     assert_same(none_for_a_subtree)
+
+
+def linearized_switch_operands(lib):
+    jnp, lax = lib.numpy, lib.lax
+    branches = [lambda x: jnp.sin(x) * jnp.cos(x), lambda x: jnp.exp(x) * x, lambda x: x ** 3]
+
+    def tangent_map(x):
+        return lib.linearize(lambda x: lax.switch(x.astype(int) % 3, branches, x), x)[1](x)
+    jaxpr = lib.make_jaxpr(tangent_map)(1.0)
+    return [len(e.invars) for e in jaxpr.jaxpr.eqns if e.primitive.name == "cond"]
+
+
+def test_switch_residuals_merge_across_branches_as_jax():
+    # residuals of equal types share operands (one branch runs): as many as JAX passes
+    assert linearized_switch_operands(jaxprc) == linearized_switch_operands(jax)
