@@ -399,3 +399,13 @@ def test_reverse_mode_through_switch_with_merged_residuals():
     idx, xs = jnp.array([2, 0, 1]), jnp.array([0.5, 1.0, 1.5])
     np.testing.assert_allclose(jx.jit(jx.vmap(jx.grad(f, 1)))(idx, xs),
                                [jx.grad(f, 1)(int(i), x) for i, x in zip(idx, xs)], rtol=1e-6)
+
+
+def test_all_to_all_over_two_vmap_axes():
+    xs = np.arange(2 * 3 * 6, dtype=np.float32).reshape(2, 3, 6)
+    f = jx.vmap(jx.vmap(lambda v: lax.all_to_all(v, ("i", "j"), 0, 0), axis_name="j"), axis_name="i")
+    # example (i, j), the combined index i*3 + j, gets element [i*3 + j] of every example, in order
+    np.testing.assert_array_equal(f(xs), xs.reshape(6, 6).T.reshape(2, 3, 6))
+    g = jx.vmap(jx.vmap(lambda v: lax.all_to_all(v, ("j", "i"), 0, 0), axis_name="j"), axis_name="i")
+    by_j = xs.transpose(1, 0, 2).reshape(6, 6)       # the combined index j*2 + i
+    np.testing.assert_array_equal(g(xs), by_j.T.reshape(3, 2, 6).transpose(1, 0, 2))

@@ -187,3 +187,18 @@ def linearized_switch_operands(lib):
 def test_switch_residuals_merge_across_branches_as_jax():
     # residuals of equal types share operands (one branch runs): as many as JAX passes
     assert linearized_switch_operands(jaxprc) == linearized_switch_operands(jax)
+
+
+def all_to_all_over_two_vmap_axes(lib):
+    outs = []
+    for axes in (("i", "j"), ("j", "i")):
+        for split, concat, tiled in ((0, 0, False), (0, 0, True), (0, 1, False), (1, 0, False)):
+            shape = [2, 3, 6, 2] if (split, concat) == (0, 1) else [2, 3, 2, 6] if split == 1 else [2, 3, 12 if tiled else 6]
+            x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+            f = lambda v: lib.lax.all_to_all(v, axes, split, concat, tiled=tiled)  # noqa: E731
+            outs.append(lib.vmap(lib.vmap(f, axis_name="j"), axis_name="i")(x))
+    return outs
+
+
+def test_all_to_all_over_two_vmap_axes_as_jax():
+    assert_same(all_to_all_over_two_vmap_axes)

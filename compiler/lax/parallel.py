@@ -616,7 +616,7 @@ def _vmapped(prim: str, axes) -> bool:
     name = _batching_name()
     if name is None or name not in axes:
         return False
-    if prim not in ("psum", "pmax", "pmin", "all_gather", "psum_scatter") and axes != (name,):
+    if prim not in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all") and axes != (name,):
         raise NotImplementedError(f"{prim} over a vmap axis together with other axes {axes} is not supported")
     return True
 
@@ -795,6 +795,8 @@ def _all_to_all_batch(args, dims, *, split_axis, concat_axis, **params):
     if params.get("axis_index_groups") is not None:
         raise NotImplementedError("all_to_all with axis_index_groups over a vmap axis is not supported (nor is "
                                   "it in JAX)")
+    if params["axes"] != (_batching_name(),):
+        return _all_to_all_with_other_axes(x, d, split_axis, concat_axis, **params)
     n = _batching_size()
     x = batching.moveaxis(x, d, 0) if d is not batching.not_mapped else \
         lax.broadcast_in_dim(x, (n,) + x.aval.shape, tuple(range(1, x.aval.ndim + 1)))
@@ -808,6 +810,27 @@ def _all_to_all_batch(args, dims, *, split_axis, concat_axis, **params):
     x = lax.transpose(x, tuple(labels.index(lb) for lb in order))
     out = [n] + [sizes[i] * (n if i == concat_axis else 1) for i in range(len(shape))]
     return lax.reshape(x, tuple(out)), 0
+
+
+def _all_to_all_with_other_axes(x, d, split, concat, *, axes, axis_size):
+    """all_to_all over the vmapped axis and one other: every example gathers all blocks (over both
+    axes), then keeps, from each source, the chunk its combined index (row-major over ``axes``)
+    selects, concatenated source-major along the concat axis."""
+    from jaxprc import lax
+    rest, rest_size, first = _split_vmapped("all_to_all", axes, axis_size)
+    if len(rest) != 1:
+        raise NotImplementedError(f"all_to_all over axes {axes}: over a vmap axis, only one other axis is "
+                                  "supported")
+    n, p = _batching_size(), 1 + split              # p: the split axis in the gathered array
+    g, _ = _all_gather_batch([x], [d], all_gather_dimension=0, axes=axes, axis_size=axis_size, tiled=False)
+    shape = list(g.aval.shape)                      # (sources, *x's shape)
+    pair = [n, rest_size] if first else [rest_size, n]
+    g = lax.reshape(g, tuple(shape[:p] + pair + [shape[p] // axis_size] + shape[p + 1:]))
+    g = lax.dynamic_index_in_dim(g, axis_index_p.bind(axis_name=rest[0]), p + 1 if first else p,
+                                 keepdims=False)    # this device's index along the other axis
+    g = batching.moveaxis(g, p, 0)                  # the vmapped destination index: the batch
+    g = batching.moveaxis(g, 1, 1 + concat)         # sources just before the concat axis
+    return _merge_dims(g, 1 + concat), 0
 
 
 batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
