@@ -35,8 +35,10 @@ from . import lax
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Thunk, Var
 from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
 from .lax.linear_call import linear_call_p
-from .ir.tracing import Tracer, close_over_consts, current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
-from .ir.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_structure, tree_unflatten
+from .ir.tracing import (Tracer, UnexpectedTracerError, close_over_consts, current_builder, eval_jaxpr, get_aval,
+                         trace_to_jaxpr)
+from .ir.tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_structure, tree_unflatten,
+                           treedef_is_leaf)
 from .nested_tracing import trace_on_values
 from .passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
 
@@ -522,7 +524,7 @@ class custom_vjp:
         self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
-        self.symbolic_zeros = False
+        self.symbolic_zeros = self.optimize_remat = False
 
     __getattr__ = forward_def_attr
 
@@ -531,10 +533,12 @@ class custom_vjp:
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
                optimize_remat: bool = False) -> None:
-        """Set the rules. ``optimize_remat`` is accepted for JAX compatibility: it asks JAX to
-        recompute ``fwd`` in the backward pass instead of saving its residuals, a memory
-        optimisation that changes no value; jaxprc saves the residuals either way."""
+        """Set the rules. ``optimize_remat`` asks JAX to recompute ``fwd``'s residuals in the
+        backward pass instead of saving them (jaxprc saves them either way); what it changes, as
+        in JAX, is where the primal value comes from when reverse mode is staged (under jit or
+        remat): from the function itself, ``fwd`` then giving only the residuals."""
         self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
+        self.optimize_remat = optimize_remat
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None:
@@ -546,7 +550,7 @@ class custom_vjp:
         static, dynamic = _split(args, self.nondiff_argnums)
         for s in static:
             if any(isinstance(leaf, Tracer) for leaf in tree_flatten(s)[0]):
-                raise TypeError(_NONDIFF_TRACER)
+                raise UnexpectedTracerError(_NONDIFF_TRACER)
         merge = _merger(self.nondiff_argnums, len(args))
         flat_args, in_tree = tree_flatten(tuple(dynamic))
         in_avals = [get_aval(x) for x in flat_args]
@@ -635,6 +639,7 @@ class CustomBwd(Thunk):
         return cj, CustomBwd(self.cvjp, self.static, self.in_tree, self.in_avals, self.out_tree,
                              self.out_avals, thunk)
 
+    optimize_remat = property(lambda self: self.cvjp.optimize_remat)
     res_tree = property(lambda self: self._fwd_thunk.fwd_store["res_tree"])
     res_avals = property(lambda self: list(self._fwd_thunk().out_avals[len(self.out_avals):]))
 
@@ -669,15 +674,12 @@ class CustomBwd(Thunk):
         arg_subtrees = tree_unflatten(args_tree, list(range(args_tree.num_leaves)))
         out = []
         for i, (sub, r) in enumerate(zip(arg_subtrees, result)):
-            idx, sub_tree = tree_flatten(sub)
-            if r is None:
-                out += [None] * len(idx)
-                continue
-            leaves, tree = tree_flatten(r, is_leaf=lambda x: x is None or isinstance(x, SymbolicZero))
-            if tree != sub_tree:
+            leaves = _cotangent_leaves(r, sub)
+            if leaves is None:
+                tree = tree_structure(r, is_leaf=lambda x: x is None or isinstance(x, SymbolicZero))
                 raise TypeError(f"Custom VJP bwd rule {name} for function {fname} must produce an output "
                                 "with the same container (pytree) structure as the args tuple of the "
-                                f"primal function: for argument {i} expected {sub_tree}, got {tree}.")
+                                f"primal function: for argument {i} expected {tree_structure(sub)}, got {tree}.")
             out += leaves
         cts = []
         for i, (ct, a) in enumerate(zip(out, self.in_avals)):
@@ -711,6 +713,26 @@ class CustomBwd(Thunk):
 
     def __repr__(self):
         return f"CustomBwd({self.name})"
+
+
+def _cotangent_leaves(result, expected) -> list | None:
+    """The leaves of a bwd output for an argument of structure ``expected``, one per leaf there;
+    as in JAX a None stands for a whole subtree (its cotangents are zero). None on a mismatch."""
+    leaves = []
+
+    def take(x, sub):
+        tree = tree_structure(sub)
+        if x is None:
+            leaves.extend([None] * tree.num_leaves)
+        elif treedef_is_leaf(tree):
+            leaves.append(x)
+        else:
+            raise ValueError("a leaf where a subtree is expected")
+    try:
+        tree_map(take, result, expected, is_leaf=lambda x: x is None or isinstance(x, SymbolicZero))
+    except ValueError:
+        return None
+    return leaves
 
 
 # ------------------------------------------------------------ conveniences
@@ -775,9 +797,10 @@ def closure_convert(fun: Callable, *example_args):
         n_args = len(args_and_consts) - len(consts)
         leaves, tree = tree_flatten(args_and_consts[:n_args])
         if tree != in_tree:
-            raise TypeError(f"the function made by closure_convert({_name(fun)}) takes arguments with "
-                            f"the container (pytree) structure of the example arguments followed by "
-                            f"{len(consts)} hoisted values: expected {in_tree}, got {tree}.")
+            raise TypeError("The inputs to the closure produced by closure_convert must have the same "
+                            "Pytree structure as the example arguments passed when closure_convert was "
+                            f"called. Expected {in_tree}, but got {tree} (the closure of {_name(fun)} "
+                            f"takes those arguments, then the {len(consts)} hoisted values).")
         outs = eval_jaxpr(jaxpr, closed, *args_and_consts[n_args:], *leaves)
         return tree_unflatten(store["tree"], outs)
     return converted, consts

@@ -209,10 +209,13 @@ class _EagerImpl:
             raise execution_refused(entry.executable.name)
         # zip stops at the arguments: the key's leading entries are their avals.
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a) for x, a in zip(args, key)]
-        try:
-            outs = entry.execute(buffers).consume_with_handlers(entry.handlers)
-        except runtime.JaxRuntimeError as e:
-            raise entry.executable.runtime_error(e, buffers) from None
+        if entry.executable.effectful:      # host callbacks (a control-flow body's): ordered, waited for
+            outs = entry.executable.execute_effectful(buffers)
+        else:
+            try:
+                outs = entry.execute(buffers).consume_with_handlers(entry.handlers)
+            except runtime.JaxRuntimeError as e:
+                raise entry.executable.runtime_error(e, buffers) from None
         if entry.multiple_results:
             outs = entry.executable.wrap_results(outs)
         else:

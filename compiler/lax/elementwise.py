@@ -89,9 +89,21 @@ def check_same_shapes_dtypes(name: str, avals) -> None:
         raise JaxprTypeError(
             f"{name} requires operands of equal shapes (broadcasting is explicit), got ({fmt_types(avals)})")
     dtypes = {a.dtype for a in avals}
-    if len(dtypes) > 1:
-        raise JaxprTypeError(
-            f"{name} requires operands of equal dtypes (promotion is explicit), got ({fmt_types(avals)})")
+    if len(dtypes) > 1:      # JAX's words (users match them), with the jax.numpy function that promotes
+        promoting = _PROMOTING.get(name)
+        tip = "" if promoting is None else (f" (Tip: jnp.{promoting} is a similar function that does "
+                                            "automatic type promotion on inputs).")
+        raise JaxprTypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                             f"{', '.join(np.dtype(a.dtype).name for a in avals)}.{tip} The operands: "
+                             f"{fmt_types(avals)}.")
+
+
+# lax binary ops -> the jax.numpy function of the same computation that promotes its operands
+_PROMOTING = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder",
+              "pow": "power", "max": "maximum", "min": "minimum", "atan2": "arctan2", "eq": "equal",
+              "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+              "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "nextafter": "nextafter",
+              "shift_left": "left_shift", "shift_right_arithmetic": "right_shift"}
 
 
 def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=(), optional=()) -> Primitive:

@@ -50,6 +50,7 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types,
                      typematch)
 from .common import _flat_series, _series_chunks
+from .common import as_array, forwarded_inputs, inputs_to_front, keep_outputs, merge
 
 __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
 
@@ -238,10 +239,21 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val, body: _Body):
     _check_carry_types(body, paths, avals, body_cj.out_avals)
     cond_jaxpr, cond_consts = close_over_consts(cond_cj)
     body_jaxpr, body_consts = close_over_consts(body_cj)
-    outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_jaxpr,
+    # A carry the body forwards unchanged and cond_fun does not read becomes a body const (JAX's
+    # forwarding): under vmap a batched predicate then does not batch it.
+    nb = len(body_consts)
+    forwarded = [f == nb + i for i, f in enumerate(forwarded_inputs(body_jaxpr.jaxpr))]
+    pruned_cond, cond_used = dce_closed(cond_jaxpr, [True], [True] * len(cond_consts) +
+                                        [not f for f in forwarded])
+    move = [not u for u in cond_used[len(cond_consts):]]
+    if any(move):
+        cond_jaxpr = pruned_cond
+        body_jaxpr = inputs_to_front(keep_outputs(body_jaxpr, [not m for m in move]), [False] * nb + move)
+        body_consts = [*_pick(leaves, move), *body_consts]
+    outs = while_p.bind(*cond_consts, *body_consts, *_pick(leaves, move, keep=False), cond_jaxpr=cond_jaxpr,
                         body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
                         body_nconsts=len(body_consts))
-    return tu.tree_unflatten(in_tree, outs)
+    return tu.tree_unflatten(in_tree, merge(move, outs, _pick(leaves, move)))
 
 
 # -------------------------------------------------------------------- scan
@@ -283,12 +295,23 @@ def _scan(f: Callable, init, xs, length, reverse, unroll, f_body: _Body):
         cj, ys_tree = trace_body(init_avals)
     _check_carry_types(f_body, init_paths, init_avals, cj.out_avals[:num_carry])
     jaxpr, consts = close_over_consts(cj)
-    operands = [*consts, *init_leaves, *xs_leaves]
+    # JAX's forwarding: a carry the body returns unchanged becomes a const, and a y that is the
+    # body's x is xs itself.
+    nc, nx = len(consts), len(xs_leaves)
+    fwd = forwarded_inputs(jaxpr.jaxpr)
+    move = [f == nc + i for i, f in enumerate(fwd[:num_carry])]
+    xs_fwd = [f - nc - num_carry if f is not None and f >= nc + num_carry else None for f in fwd[num_carry:]]
+    jaxpr = keep_outputs(jaxpr, [not m for m in move] + [f is None for f in xs_fwd])
+    jaxpr = inputs_to_front(jaxpr, [False] * nc + move + [False] * nx)
+    consts = [*_pick(init_leaves, move), *consts]
+    carry = _pick(init_leaves, move, keep=False)
+    operands = [*consts, *carry, *xs_leaves]
     outs = scan_p.bind(*operands, jaxpr=jaxpr, length=length, reverse=bool(reverse),
-                       unroll=unroll, num_consts=len(consts), num_carry=num_carry,
+                       unroll=unroll, num_consts=len(consts), num_carry=len(carry),
                        linear=(False,) * len(operands))
-    return (tu.tree_unflatten(init_tree, outs[:num_carry]),
-            tu.tree_unflatten(ys_tree, outs[num_carry:]))
+    ys = iter(outs[len(carry):])
+    return (tu.tree_unflatten(init_tree, merge(move, outs[:len(carry)], _pick(init_leaves, move))),
+            tu.tree_unflatten(ys_tree, [next(ys) if f is None else as_array(xs_leaves[f]) for f in xs_fwd]))
 
 
 # JAX's wording (users match it), first line and second line
@@ -611,8 +634,8 @@ def _scan_t(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_carry, l
 
 def _while_t(cts, *args, **params):
     raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
-                     "with dynamic start/stop values. Try using lax.scan, or lax.fori_loop with "
-                     "constant start/stop.")
+                     "with dynamic start/stop values. Try using lax.scan, or using fori_loop with "
+                     "static start/stop.")
 
 
 ad.primitive_transposes[scan_p] = _scan_t
@@ -900,9 +923,6 @@ def _threaded_while(ctx, init, cond_fn, body_fn, threaded: bool):
 def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     # Consts travel in the loop state, so the regions only use their own block arguments.
     split = cond_nconsts + body_nconsts
-    if has_ordered_effects(cond_jaxpr):
-        raise NotImplementedError("while_loop: ordered effects (ordered debug.print, ordered "
-                                  "io_callback) are not supported in the loop's cond_fun")
 
     def cond_fn(*state):
         (pred,) = ctx.lower_jaxpr(cond_jaxpr, *state[:cond_nconsts], *state[split:])
@@ -912,7 +932,15 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         new = ctx.lower_jaxpr(body_jaxpr, *state[cond_nconsts:split], *state[split:])
         return [*state[:split], *new]
 
-    return _threaded_while(ctx, args, cond_fn, body_fn, has_ordered_effects(body_jaxpr))[split:]
+    if not has_ordered_effects(cond_jaxpr):
+        return _threaded_while(ctx, args, cond_fn, body_fn, has_ordered_effects(body_jaxpr))[split:]
+    # A while region's condition returns no token, so an ordered cond_fun runs in the body (as in
+    # JAX): once before the loop, then after each step, its predicate carried in the state.
+    def body_then_cond(_, *state):
+        new = body_fn(*state)
+        return [cond_fn(*new), *new]
+    final = _threaded_while(ctx, [cond_fn(*args), *args], lambda pred, *_: pred, body_then_cond, True)
+    return final[1 + split:]
 
 
 def _index_tuple(idx, ndim, dtype=dt.int32):
