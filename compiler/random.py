@@ -34,6 +34,7 @@ import numpy as np
 from . import lax
 from . import numpy as jnp
 from .api import jit
+from .dtypes import ExtendedDType, prng_key
 from .ir import dtypes as dt
 from .ir.tracing import get_aval
 from .ir.tree_util import register_pytree_node
@@ -147,8 +148,9 @@ def _seed(seed):
 
 # --------------------------------------------------------------------- keys
 
-class PRNGKeyDType:
+class PRNGKeyDType(ExtendedDType):
     """The dtype of typed threefry2x32 keys, shown as ``key<fry>``."""
+    type = prng_key
     name = "key<fry>"
     itemsize = 8
 
