@@ -10,9 +10,15 @@ INTERNALS: dict[str, tuple[str | None, str]] = {
     # chex.restrict_backends wraps the backend's compile function (not offered: no names)
     "jax._src.compiler": (None, "chex"),
     "jax._src.ad_util.stop_gradient_p": ("jaxprc.lax:stop_gradient_p", "lineax"),
+    # JAX's primitives tutorial (docs: jax-primitives.md) calls grad/jit/vmap through jax._src.api
+    # and writes lowering rules with jaxlib's stablehlo dialect under JAX's name for it
+    "jax._src.api": ("jaxprc", "primitives tutorial"),
+    "jax._src.lib.mlir.dialects.hlo": ("jaxlib.mlir.dialects.stablehlo", "primitives tutorial"),
     # equinox checks for wait_for_tokens and goes on without it
     "jax._src.dispatch": (None, "equinox"),
     "jax._src.core.ShapedArray": ("jaxprc.core:ShapedArray", "flax"),
+    # numpyro: whether any trace is live (it caches only outside transformations)
+    "jax._src.core.trace_state_clean": ("jaxprc.ir.tracing:_outside_any_trace", "numpyro"),
     "jax._src.dtypes.DType": ("numpy:dtype", "flax"),
     "jax._src.dtypes.ExtendedDType": ("jaxprc.dtypes:ExtendedDType", "flax"),
     "jax._src.dtypes.extended": ("jaxprc.dtypes:extended", "flax"),
