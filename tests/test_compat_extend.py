@@ -153,3 +153,22 @@ def test_bcoo_against_dense():
     # d(sum(S v))/d data_i = v[col_i]
     grad = jx.grad(lambda d: jnp.sum(BCOO((d, s.indices), shape=s.shape) @ v))(s.data)
     np.testing.assert_allclose(grad, v[np.asarray(s.indices)[:, 1]])
+
+
+def test_canonicalize_dtype_handlers_make_a_value_type():
+    from jaxprc.interpreters import xla
+    from jaxprc.ir.tracing import pytype_aval_mappings
+
+    class Box:      # an array-like a library registers, as TFP does its Variable
+        def __init__(self, value):
+            self.value = np.asarray(value)
+
+        def __array__(self, dtype=None, copy=None):
+            return np.asarray(self.value, dtype)
+    try:
+        xla.canonicalize_dtype_handlers[Box] = lambda b: b.value
+        out = jx.jit(lambda x: x * 2)(Box(np.arange(3.0)))    # float64 canonicalized to float32
+        assert out.dtype == np.float32 and list(out) == [0.0, 2.0, 4.0]
+    finally:
+        del pytype_aval_mappings[Box], xla.canonicalize_dtype_handlers[Box]
+    assert xla.canonicalize_dtype_handlers[np.ndarray](np.ones(2)).shape == (2,)

@@ -19,6 +19,7 @@ TOLERANCE = {
     "blackjax_hmc_nuts": 1e-5,
     "chex_jaxopt": 1e-5,
     "diffrax_ode_sde": 1e-5,
+    "distrax_flows": 1e-5,
     "equinox_mlp": 1e-5,
     "flax_linen_mlp": 1e-5,
     "lineax_optimistix": 1e-5,
