@@ -38,6 +38,7 @@ from .dtypes import ExtendedDType, prng_key
 from .ir import dtypes as dt
 from .ir.tracing import get_aval
 from .ir.tree_util import register_pytree_node
+from .numpy.creation import _shape_tuple
 
 __all__ = ["threefry2x32", "PRNGKey", "PRNGKeyArray", "key", "key_data", "key_dtype", "key_impl", "wrap_key_data",
            "split", "fold_in", "clone",
@@ -321,8 +322,8 @@ def clone(key):
 # ----------------------------------------------------------------- samplers
 
 def _shape(shape) -> tuple[int, ...]:
-    """A shape argument (an int or a sequence of ints) as a tuple of ints."""
-    return tuple(int(d) for d in shape) if isinstance(shape, Sequence) else (int(shape),)
+    """A shape argument (an int or a sequence of ints, a numpy array too) as a tuple of ints."""
+    return _shape_tuple(shape, "random")
 
 
 def _check_shape(name: str, shape, *param_shapes):

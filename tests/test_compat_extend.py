@@ -172,3 +172,11 @@ def test_canonicalize_dtype_handlers_make_a_value_type():
     finally:
         del pytype_aval_mappings[Box], xla.canonicalize_dtype_handlers[Box]
     assert xla.canonicalize_dtype_handlers[np.ndarray](np.ones(2)).shape == (2,)
+
+
+def test_shape_given_as_a_numpy_array():
+    assert jnp.ones(np.array([2, 3])).shape == (2, 3)
+    assert jnp.full(np.array([2]), 1.0).shape == (2,)
+    assert jx.random.normal(jx.random.key(0), np.array([2])).shape == (2,)
+    with pytest.raises(TypeError, match="shape must be an int or a sequence of ints"):
+        jnp.ones("ab")
