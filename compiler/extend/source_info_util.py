@@ -5,9 +5,12 @@ and the open ``named_scope`` names. A library registers its own files so that th
 are its callers'.
 """
 from jaxprc.ir.core import SourceInfo  # noqa: F401
-from jaxprc.ir.tracing import is_library_file, register_internal_dir, user_source_info
+from jaxprc.ir.tracing import is_library_file, register_internal_dir, trace_state, user_source_info
 
-__all__ = ["SourceInfo", "current", "register_exclusion", "include_frame", "api_boundary"]
+from ..toplevel import named_scope
+
+__all__ = ["SourceInfo", "current", "current_name_stack", "extend_name_stack", "summarize",
+           "register_exclusion", "include_frame", "api_boundary"]
 
 
 def register_exclusion(path: str) -> None:
@@ -24,6 +27,21 @@ def include_frame(frame) -> bool:
 def current() -> SourceInfo | None:
     """The source location an equation recorded now would get."""
     return user_source_info()
+
+
+def summarize(source_info: SourceInfo | None) -> str:
+    """``file:line`` of an equation's location."""
+    return "unknown" if source_info is None else str(source_info)
+
+
+def current_name_stack() -> str:
+    """The ``named_scope`` names open here, outermost first, joined with '/'."""
+    return trace_state.location.scope
+
+
+def extend_name_stack(name: str):
+    """``named_scope(name)``: a context manager, also usable as a decorator."""
+    return named_scope(name)
 
 
 def api_boundary(fun):

@@ -17,10 +17,11 @@ from jaxprc.ir.verify import verify
 from jaxprc.runtime import Token  # noqa: F401
 
 from ...api import jaxpr_as_fun  # noqa: F401
+from ...api_util import DebugInfo  # noqa: F401
 from ...dispatch import Array
 from . import primitives  # noqa: F401
 
-__all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Var", "DropVar", "Literal", "Primitive", "Token",
+__all__ = ["ClosedJaxpr", "DebugInfo", "Jaxpr", "JaxprEqn", "Var", "DropVar", "Literal", "Primitive", "Token",
            "JaxprTypeError", "InconclusiveDimensionOperation", "no_effects",
            "array_types", "check_jaxpr", "concrete_or_error", "eval_jaxpr", "gensym",
            "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval",
