@@ -107,3 +107,17 @@ def test_flatten_fun_as_jax():
         flat, out_tree = lib.api_util.flatten_fun(lu.wrap_init(f, debug_info=info), in_tree)
         outs.append((list(flat.call_wrapped(*leaves)), out_tree().num_leaves))
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("left,transpose", [(True, False), (True, True), (False, False), (False, True)])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_ormqr_as_jax(left, transpose, dtype):
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(2, 5, 3)).astype(dtype)
+    if dtype == np.complex64:
+        a = a + 1j * rng.normal(size=a.shape).astype(np.float32)
+    c = rng.normal(size=(2, 5, 4) if left else (2, 4, 5)).astype(dtype)
+    r, taus = map(np.asarray, jaxprc.lax.linalg.geqrf(a))     # jax.lax.linalg has no geqrf
+    want = jax.lax.linalg.ormqr(r, taus, c, left=left, transpose=transpose)
+    got = jaxprc.lax.linalg.ormqr(r, taus, c, left=left, transpose=transpose)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
