@@ -180,3 +180,18 @@ def test_shape_given_as_a_numpy_array():
     assert jx.random.normal(jx.random.key(0), np.array([2])).shape == (2,)
     with pytest.raises(TypeError, match="shape must be an int or a sequence of ints"):
         jnp.ones("ab")
+
+
+def test_save_any_names_but_these_saves_the_other_names_only():
+    from jaxprc.ad_checkpoint import checkpoint_name
+
+    def f(x):
+        a = checkpoint_name(jnp.sin(x), "a")
+        b = checkpoint_name(jnp.cos(a), "b")
+        return jnp.sum(jnp.exp(b) * x)
+    policy = jx.checkpoint_policies.save_any_names_but_these("b")
+    g = jx.checkpoint(f, policy=policy)
+    x = np.array([0.3, -1.2], np.float32)
+    np.testing.assert_allclose(jx.grad(g)(x), jx.grad(f)(x), rtol=1e-6)
+    assert policy(lax.remat.name_p, name="a") and not policy(lax.remat.name_p, name="b")
+    assert not policy(lax.sin_p)
