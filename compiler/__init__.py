@@ -27,7 +27,9 @@ from . import debug  # noqa: E402,F401
 from .callback import effects_barrier, pure_callback  # noqa: E402,F401
 from . import flatten_util, ops  # noqa: E402,F401
 from .toplevel import *  # noqa: E402,F401,F403
-from .version import __version__  # noqa: E402,F401
+from .version import __version__, __jax_version__, __jax_version_info__  # noqa: E402,F401
+from . import api_util, extend  # noqa: E402,F401
+from .array_type import Array  # noqa: E402,F401
 from . import version  # noqa: E402,F401
 from .ir.dtypes import float0  # noqa: E402,F401
 from . import image  # noqa: E402,F401

@@ -459,8 +459,9 @@ class JitFunction:
     """``jit(f)``: call it like ``f``; ``.lower(*args)`` gives the StableHLO."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 in_shardings=None, out_shardings=None):
+                 in_shardings=None, out_shardings=None, compiler_options=None):
         functools.update_wrapper(self, fun)
+        self._compiler_options = tuple(sorted((compiler_options or {}).items()))
         self._shardings = (in_shardings, out_shardings)
         self._fun = fun
         self._name = _fun_name(fun)
@@ -468,7 +469,7 @@ class JitFunction:
         donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
         self._donate_argnums = frozenset(donate)
         # call signature -> _CompiledCall, and -> (jaxpr without consts, consts, out_tree)
-        options = (self._spec.argnums, self._spec.argnames, self._donate_argnums)
+        options = (self._spec.argnums, self._spec.argnames, self._donate_argnums, self._compiler_options)
         if type(self) is JitFunction:
             self._cache, self._traced = _shared_caches(fun, (*options, *self._shardings))
         self._cpp = None        # a weak reference to the C++ function made of this one, if any
@@ -554,7 +555,8 @@ class JitFunction:
         plan = self._sharded_lowering(cj, out_tree, args, kwargs)
         if plan is not None:
             return spmd.ShardedCall(plan)
-        return _CompiledCall(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs))
+        return _CompiledCall(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs),
+                             _compile_options(dict(self._compiler_options)))
 
     def _sharded_lowering(self, cj, out_tree, args, kwargs):
         """The program's lowering over several devices, or None when it runs on the default one."""
@@ -662,22 +664,59 @@ def _unhashable_static_error(name, key) -> ValueError:
         "as regular (traced) arguments instead.")
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
-        in_shardings=None, out_shardings=None):
+def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None, static_argnums=(),
+        static_argnames=(), donate_argnums=(), donate_argnames=(), keep_unused: bool = False,
+        device=None, backend: str | None = None, inline: bool = False, abstracted_axes=None,
+        compiler_options: dict | None = None):
     """Compile ``fun`` with XLA, once per argument signature; usable as ``@jit`` or ``@jit(...)``.
     ``in_shardings``/``out_shardings`` (a sharding, or one per positional argument / result)
-    partition the program over their mesh's devices (jaxprc/spmd.py)."""
+    partition the program over their mesh's devices (jaxprc/spmd.py). ``compiler_options``: XLA
+    options by name, as for ``.lower().compile()``. ``inline`` and ``keep_unused`` change no result
+    in jaxprc: a jitted call stays one ``jit`` equation (the ``inline`` pass splices calls) and
+    unused arguments are kept. ``device``/``backend`` may only name the default device/platform."""
+    options = dict(in_shardings=in_shardings, out_shardings=out_shardings, static_argnums=static_argnums,
+                   static_argnames=static_argnames, donate_argnums=donate_argnums,
+                   donate_argnames=donate_argnames, keep_unused=keep_unused, device=device,
+                   backend=backend, inline=inline, abstracted_axes=abstracted_axes,
+                   compiler_options=compiler_options)
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, in_shardings=in_shardings,
-                                 out_shardings=out_shardings)
+        return functools.partial(jit, **options)
+    _check_placement("jit", device, backend)
+    if abstracted_axes is not None:
+        raise NotImplementedError("jit(abstracted_axes=...): jaxprc has no dynamic shapes")
+    donate_argnums = _donated_positions(fun, donate_argnums, donate_argnames)
     if _names_a_spec((in_shardings, out_shardings)):
-        return _JitUnderMesh(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
-    jf = JitFunction(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
+        return _JitUnderMesh(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings,
+                             compiler_options)
+    jf = JitFunction(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings,
+                     compiler_options)
     plain = in_shardings is None and out_shardings is None
     if plain and cpp_dispatch.enabled() and all(i >= 0 for i in jf._spec.argnums):
         return jf.c_function()
     return jf
+
+
+def _check_placement(api: str, device, backend) -> None:
+    """``device``/``backend`` may only name where jaxprc runs (one client per process)."""
+    b = runtime.backend()
+    if backend is not None and backend not in (b.platform, "cuda" if b.platform == "gpu" else b.platform):
+        raise RuntimeError(f"{api}: backend '{backend}' is not in the list of known backends: {b.platform}")
+    if device is not None and device != b.device:
+        raise NotImplementedError(f"{api}: device={device!r}: jaxprc runs an unsharded program on the "
+                                  f"default device ({b.device!r}); place it with shardings instead")
+
+
+def _donated_positions(fun, donate_argnums, donate_argnames) -> tuple:
+    """``donate_argnums`` plus the positions of the parameters named by ``donate_argnames``."""
+    nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
+    names = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames or ())
+    if not names:
+        return nums
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    return nums + tuple(i for i, p in enumerate(params) if p in names)
 
 
 # ------------------------------------------------------------ ahead of time

@@ -862,3 +862,7 @@ def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_ar
     outs = linear_call_p.bind(*t_consts, *f_consts, *res_flat, *lin_flat, callee=callee,
                               transpose_thunk=transpose, num_consts=n_t + len(f_consts), num_res=n_res)
     return tree_unflatten(out_tree, outs)
+
+# JAX's names for the primitives that stage a custom function (jaxprc's hold the rules as jaxprs)
+custom_jvp_call_p = custom_jvp_call_jaxpr_p
+custom_vjp_call_p = custom_vjp_call_jaxpr_p

@@ -34,9 +34,11 @@ import numpy as np
 from . import lax
 from . import numpy as jnp
 from .api import jit
+from .dtypes import ExtendedDType, prng_key
 from .ir import dtypes as dt
 from .ir.tracing import get_aval
 from .ir.tree_util import register_pytree_node
+from .numpy.creation import _shape_tuple
 
 __all__ = ["threefry2x32", "PRNGKey", "PRNGKeyArray", "key", "key_data", "key_dtype", "key_impl", "wrap_key_data",
            "split", "fold_in", "clone",
@@ -147,8 +149,9 @@ def _seed(seed):
 
 # --------------------------------------------------------------------- keys
 
-class PRNGKeyDType:
+class PRNGKeyDType(ExtendedDType):
     """The dtype of typed threefry2x32 keys, shown as ``key<fry>``."""
+    type = prng_key
     name = "key<fry>"
     itemsize = 8
 
@@ -319,8 +322,8 @@ def clone(key):
 # ----------------------------------------------------------------- samplers
 
 def _shape(shape) -> tuple[int, ...]:
-    """A shape argument (an int or a sequence of ints) as a tuple of ints."""
-    return tuple(int(d) for d in shape) if isinstance(shape, Sequence) else (int(shape),)
+    """A shape argument (an int or a sequence of ints, a numpy array too) as a tuple of ints."""
+    return _shape_tuple(shape, "random")
 
 
 def _check_shape(name: str, shape, *param_shapes):

@@ -200,14 +200,18 @@ def jacobian(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False, a
 
 
 def named_call(fun, *, name: str | None = None):
-    """``fun`` staged as a named call: a nested ``jit`` equation named ``name`` (its function's
-    name by default), so the name shows in the IR and in the lowered module's function names."""
-    from .api import jit
+    """``fun`` run inside ``named_scope(name)`` (its function's name by default), as in JAX: its
+    operations carry the name in their location and the lowered module's op names; nothing is
+    staged, so it takes any arguments ``fun`` does."""
     if name is not None and not isinstance(name, str):
         raise TypeError(f"named_call: name must be a string, got {name!r}")
-    inner = functools.wraps(fun)(lambda *args, **kwargs: fun(*args, **kwargs))
-    inner.__name__ = inner.__qualname__ = name or getattr(fun, "__name__", "named_call")
-    return functools.wraps(fun)(jit(inner))
+    name = name or getattr(fun, "__name__", "named_call")
+
+    @functools.wraps(fun)
+    def call(*args, **kwargs):
+        with named_scope(name):
+            return fun(*args, **kwargs)
+    return call
 
 
 def print_environment_info(return_string: bool = False):

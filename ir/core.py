@@ -33,7 +33,13 @@ class JaxprTypeError(JaxprcError, TypeError):
 from .shape_poly import InconclusiveDimensionOperation, _keep_symbolic  # noqa: E402
 
 
-class ShapedArray:
+class AbstractValue:
+    """The type of a value a program computes: ShapedArray, or a token's type."""
+
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     """The abstract value of an array: shape, dtype and JAX's weak-type bit."""
 
     __slots__ = ("shape", "dtype", "weak_type", "_hash")
@@ -64,6 +70,12 @@ class ShapedArray:
 
     def strip_weak_type(self) -> "ShapedArray":
         return self.update(weak_type=False) if self.weak_type else self
+
+    def to_tangent_aval(self) -> "ShapedArray":
+        """The type of this type's tangents: float0 for integers and booleans, else itself."""
+        if dt.is_inexact(self.dtype):
+            return self
+        return ShapedArray(self.shape, dt.float0, self.weak_type)
 
     def __eq__(self, other):
         return self is other or (type(other) is ShapedArray and self.shape == other.shape

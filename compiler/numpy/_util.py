@@ -53,7 +53,9 @@ def convert(x, dtype, weak: bool = False):
     dtype = np.dtype(dtype)
     if is_scalar_constant(x):
         if type(x) is int:
-            dt.check_int_range(x, dtype)
+            # as in JAX: the int must fit the default integer type; it then wraps to ``dtype``
+            # (``uint16_array * -1`` multiplies by 65535)
+            dt.check_int_range(x, dt.default_int_dtype() if dtype.kind in "iu" else dtype)
         value = np.asarray(x).astype(dtype)[()]
         if weak and dtype != dt.bool_:
             if dtype in (dt.default_int_dtype(), dt.default_float_dtype(), dt.default_complex_dtype()):

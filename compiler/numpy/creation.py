@@ -82,8 +82,13 @@ def asarray(a, dtype=None, order=None, *, copy=None):
 
 
 def _shape_tuple(shape, fn: str) -> tuple[int, ...]:
+    """A shape argument as a tuple of ints: an int, or any sequence of ints (a numpy array too)."""
     try:
-        return (operator.index(shape),) if not isinstance(shape, (tuple, list)) else canonicalize_shape(shape)
+        return (operator.index(shape),)
+    except TypeError:
+        pass
+    try:
+        return canonicalize_shape(shape)
     except TypeError:
         raise TypeError(f"{fn}: shape must be an int or a sequence of ints, got {shape!r}") from None
 

@@ -92,8 +92,12 @@ def _pred_to_index(pred):
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
-    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, both traced."""
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, both traced. JAX's older
+    form ``cond(pred, true_operand, true_fun, false_operand, false_fun)`` is accepted too."""
     if not (callable(true_fun) and callable(false_fun)):
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]) and operand is _NO_OPERAND:
+            x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+            return cond(pred, lambda x, _: f_true(x), lambda _, y: f_false(y), x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     operands = _legacy_operand("cond", operands, operand)
     index = _pred_to_index(pred)
