@@ -121,6 +121,9 @@ def get_aval(x) -> ShapedArray:
         return x.aval
     if isinstance(x, np.generic):
         return _generic_aval(x)
+    if isinstance(x, np.ma.MaskedArray):      # its mask would be silently dropped
+        raise ValueError("numpy masked arrays are not supported as direct inputs to JAX functions. "
+                         "Use arr.filled() to convert the value to a standard numpy array.")
     for base, fn in pytype_aval_mappings.items():
         if isinstance(x, base):
             return fn(x)
