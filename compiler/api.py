@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import logging
 import warnings
 import weakref
 from typing import Callable, Sequence
@@ -33,6 +34,7 @@ from .ir.tree_util import equality_errors, keystr, registry as _registry, broadc
 from .lax.call import jit_p
 from .lax.elementwise import copy_p
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
+from .toplevel import compile_log_level
 from .transfer_guard import explicit_scope
 
 __all__ = ["Array", "ShapeDtypeStruct", "XlaCompileError", "XlaError", "XlaRuntimeError",
@@ -47,6 +49,8 @@ register_internal_dir(__file__)
 register_internal_dir(passes.__file__)
 _config = dt.config
 _JaxRuntimeError = runtime.JaxRuntimeError
+_logger = logging.getLogger("jaxprc")
+runtime.monitoring.compile_log_level = compile_log_level
 
 
 # ------------------------------------------------------------ ShapeDtypeStruct
@@ -585,17 +589,17 @@ class JitFunction:
         return entry(leaves), entry, leaves
 
     def _explain_miss(self, key, args, kwargs) -> None:
-        (dyn_args, dyn_kwargs), _, _ = self._spec.split(args, kwargs)
         compile_guards.explain_miss(self._fun, _key_parts(key), [_key_parts(k) for k in self._cache],
-                                    compile_guards.leaf_labels(dyn_args, dyn_kwargs))
+                                    _argument_names(self._spec, args, kwargs))
 
     def _compile(self, args, kwargs) -> _CompiledCall:
         weakref.ref(self._fun)      # as JAX's cache: a function it cannot refer to weakly is a TypeError
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
-        if getattr(_config, "jax_log_compiles", False):
-            import logging
-            logging.getLogger("jaxprc").warning("Compiling %s with global shapes and types %s.", self._name,
-                                                [a.str_short() for a in cj.in_avals])
+        level = compile_log_level()
+        if _logger.isEnabledFor(level):
+            _logger.log(level, "Compiling jit(%s) with global shapes and types (%s). Argument mapping: (%s).",
+                        self._name, ", ".join(map(repr, cj.in_avals)),
+                        ", ".join(["UnspecifiedValue"] * len(cj.in_avals)))
         plan = self._sharded_lowering(cj, out_tree, args, kwargs)
         if plan is not None:
             return spmd.ShardedCall(plan)

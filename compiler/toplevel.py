@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import logging
 import platform
 import sys
 
@@ -35,6 +36,11 @@ __all__ = ["Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "co
 config = dt.config
 config.jax_default_device = None      # with one device per platform, only checked (default_device)
 config.jax_log_compiles = False       # jit logs each compilation (log_compiles)
+
+
+def compile_log_level() -> int:
+    """The level the compile path logs at: WARNING under ``log_compiles``, as JAX, else DEBUG."""
+    return logging.WARNING if config.jax_log_compiles else logging.DEBUG
 
 Device = _xla_client.Device           # the class of jaxprc's devices (jaxlib's)
 
