@@ -13,6 +13,7 @@ from .ir.core import ShapedArray, JaxprcError  # noqa: E402,F401
 from .ir.tracing import ConcretizationTypeError, UnexpectedTracerError, ensure_compile_time_eval  # noqa: E402,F401
 
 from .api import *  # noqa: E402,F401,F403
+from .api import ArrayType as Array  # noqa: E402,F401 - isinstance() accepts tracers too, as jax.Array
 from .ad import *  # noqa: E402,F401,F403
 from .vmap import *  # noqa: E402,F401,F403
 from . import lax, numpy, nn, tree_util, tree, random, core, interpreters, dtypes  # noqa: E402,F401
@@ -44,3 +45,5 @@ from .transfer_guard import (transfer_guard, transfer_guard_device_to_device,  #
                              transfer_guard_device_to_host, transfer_guard_host_to_device)
 from .compile_guards import explain_cache_misses, no_execution, no_tracing  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
+
+numpy.ndarray = Array       # jax.numpy.ndarray is jax.Array

@@ -10,6 +10,7 @@ equation holding ``f``'s jaxpr instead.
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 import inspect
@@ -53,6 +54,21 @@ _logger = logging.getLogger("jaxprc")
 runtime.monitoring.compile_log_level = compile_log_level
 
 
+# ------------------------------------------------------------------ Array
+
+class ArrayType(abc.ABC):
+    """``jaxprc.Array`` as user code sees it: the type ``isinstance`` accepts device arrays and,
+    as ``jax.Array``, traced values under every transformation for. (The concrete class of device
+    arrays is ``jaxprc.runtime.Array``; checks of ``type(x)`` name that one.)"""
+
+    __slots__ = ()
+
+
+ArrayType.__name__ = ArrayType.__qualname__ = "Array"
+ArrayType.register(Array)
+ArrayType.register(Tracer)
+
+
 # ------------------------------------------------------------ ShapeDtypeStruct
 
 class ShapeDtypeStruct:
@@ -61,6 +77,8 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
@@ -68,6 +86,24 @@ class ShapeDtypeStruct:
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    @classmethod
+    def like(cls, x) -> "ShapeDtypeStruct":
+        """The shape, dtype, weak type and sharding of ``x`` (an array, a scalar, or anything with
+        ``shape`` and ``dtype``)."""
+        aval = shaped_abstractify(x)
+        return cls(aval.shape, aval.dtype, aval.weak_type, getattr(x, "sharding", None))
+
+    def update(self, **changes) -> "ShapeDtypeStruct":
+        """A copy with some of ``shape``, ``dtype``, ``weak_type``, ``sharding`` replaced (as in
+        JAX, other names are ignored)."""
+        fields = {name: changes.get(name, getattr(self, name)) for name in self.__slots__}
+        return ShapeDtypeStruct(**fields)
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
@@ -204,19 +240,21 @@ def argnums_positions(argnums: int | Sequence[int], nargs: int, what: str,
 
 
 @deep_entry(retry_if=_outside_any_trace)
-def _trace(fun, spec: _ArgSpec, args, kwargs, name: str, staged: bool = True):
+def _trace(fun, spec: _ArgSpec, args, kwargs, name: str, staged: bool = True, abstract: bool = False):
     """Trace ``fun(*args, **kwargs)`` on abstract values: (ClosedJaxpr, output treedef).
     Very deeply nested functions (1000 nested conds) are traced again on a large stack.
     ``staged``: a trace for jit (its calls, ``lower``, ``eval_shape``), which ``no_tracing``
-    refuses; ``make_jaxpr``'s is not one, as in JAX."""
+    refuses; ``make_jaxpr``'s is not one, as in JAX. ``abstract``: nothing will run on the
+    arguments, so any object with ``shape`` and ``dtype`` stands for an array."""
     if staged:
         compile_guards.check_tracing(fun)
     dyn, static, static_pos = spec.split(args, kwargs)
     leaves, in_tree = _flatten(dyn)
     try:
-        in_avals = [get_aval(x) for x in leaves]
+        in_avals = [shaped_abstractify(x) if abstract else get_aval(x) for x in leaves]
     except TypeError:
         raise _invalid_argument_error(spec, dyn, static_pos, name) from None
+    _check_int_ranges(leaves, in_avals, spec, args, kwargs)
     out_tree_box = []
 
     def flat_fun(*flat):
@@ -229,6 +267,27 @@ def _trace(fun, spec: _ArgSpec, args, kwargs, name: str, staged: bool = True):
     with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TRACE_EVENT, name):
         cj = trace_to_jaxpr(flat_fun, in_avals, name=name)
     return cj, out_tree_box[0]
+
+
+def shaped_abstractify(x) -> ShapedArray:
+    """The type of ``x``: an array's or a scalar's, or (as JAX takes abstract inputs) that of any
+    object with ``shape`` and ``dtype`` (and optionally ``weak_type``)."""
+    try:
+        return get_aval(x)
+    except TypeError:
+        if not (hasattr(x, "shape") and hasattr(x, "dtype")):
+            raise
+        return ShapedArray(tuple(int(d) for d in x.shape), dt.canonicalize_dtype(np.dtype(x.dtype)),
+                           bool(getattr(x, "weak_type", False)))
+
+
+def _check_int_ranges(leaves, avals, spec: _ArgSpec, args, kwargs) -> None:
+    """A Python int argument must fit the integer type it gets (JAX's OverflowError, naming it)."""
+    for i, (x, aval) in enumerate(zip(leaves, avals)):
+        if type(x) is int and not np.iinfo(aval.dtype).min <= x <= np.iinfo(aval.dtype).max:
+            path = _argument_names(spec, args, kwargs)[i]
+            raise OverflowError("An overflow was encountered while parsing an argument to a jitted computation, "
+                                f"whose argument path is {path}. Got {type(x)} with value {x}")
 
 
 def _invalid_argument_error(spec: _ArgSpec, dyn, static_pos, name: str) -> TypeError:
@@ -254,9 +313,12 @@ def _invalid_argument_error(spec: _ArgSpec, dyn, static_pos, name: str) -> TypeE
     called = f", called at {src}" if src else ""
     if isinstance(x, (np.ndarray, np.generic)):    # an array of a dtype jaxprc cannot hold
         return TypeError(f"Argument {where} of '{name}'{called}: {reason}")
+    path = (pname if pname is not None else where) + rest
     return TypeError(
+        f"Error interpreting argument to {name} as an abstract array. The problematic value is of type "
+        f"{type(x)} and was passed to the function at path {path}.\n"
         f"Argument {where} of '{name}'{called}: {x!r} of type {type(x).__name__} is not a valid "
-        "jaxprc type (expected an array, a numpy scalar, or a Python bool/int/float/complex). "
+        "JAX type (expected an array, a numpy scalar, or a Python bool/int/float/complex). "
         f"Mark the argument static ({fixes}) if it is a hashable configuration value, or pass an array.")
 
 
@@ -271,7 +333,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args, **kwargs):
-        cj, out_tree = _trace(fun, spec, args, kwargs, _fun_name(fun), staged=False)
+        cj, out_tree = _trace(fun, spec, args, kwargs, _fun_name(fun), staged=False, abstract=True)
         if return_shape:
             return cj, out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
         return cj
@@ -282,7 +344,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
 
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output pytree of ``ShapeDtypeStruct``s of ``fun(*args, **kwargs)``; nothing runs."""
-    cj, out_tree = _trace(fun, _ArgSpec(fun, (), ()), args, kwargs, _fun_name(fun))
+    cj, out_tree = _trace(fun, _ArgSpec(fun, (), ()), args, kwargs, _fun_name(fun), abstract=True)
     return out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
 
 
@@ -667,7 +729,7 @@ class JitFunction:
 
     def trace(self, *args, **kwargs) -> "Traced":
         """Trace for these arguments: the jaxpr, ready to lower (``jax.stages.Traced``)."""
-        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name, abstract=True)
         in_tree = _flatten(self._spec.split(args, kwargs)[0])[1]
         donated = self._donated_invars(args, kwargs)
         return Traced(cj, in_tree, out_tree, self._name, donated, lambda: Lowered(
@@ -676,7 +738,7 @@ class JitFunction:
             _argument_names(self._spec, args, kwargs)))
 
     def eval_shape(self, *args, **kwargs):
-        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name, abstract=True)
         return out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
 
     def _cache_size(self) -> int:

@@ -276,7 +276,7 @@ def _prefix_walk(prefix, full, path, name: str, is_leaf, assign, errors) -> None
         text = (where.format(what) + f"{at}\n    {type(prefix)}\nwith metadata\n    {prefix_meta}\nbut at the "
                 f"same key path the full pytree has a subtree of the same type but with metadata\n    {full_meta}")
         if isinstance(prefix, dict):
-            text += f"\nso the symmetric difference on key sets is\n    {' '.join(map(str, set(prefix) ^ set(full)))}"
+            text += f"\nso the symmetric difference on key sets is\n    {' '.join(sorted(map(str, set(prefix) ^ set(full))))}"
         errors.append(text)
         return
     keyed = registry.flatten_one_level_with_keys(prefix)[0]

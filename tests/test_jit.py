@@ -166,6 +166,8 @@ def test_traced_value_in_python_control_flow_is_a_clear_error():
     with pytest.raises(jx.errors.TracerBoolConversionError):      # JAX's jax.errors names
         jx.vmap(f)(np.ones(2, np.float32))
     with pytest.raises(jx.errors.TracerIntegerConversionError):
+        jx.jit(lambda x, i: [x, x][i])(np.ones(2, np.float32), 1)
+    with pytest.raises(jx.errors.ConcretizationTypeError, match=r"try using `x.astype\(int\)`"):   # as JAX
         jx.jit(lambda x, i: x[int(i)])(np.ones(2, np.float32), 1)
     assert issubclass(jx.errors.NonConcreteBooleanIndexError, jx.errors.ConcretizationTypeError)
 
@@ -196,7 +198,7 @@ def test_non_array_argument_error_names_argument_line_value_and_fixes(transform,
         call(transform)
     message = str(e.value)
     assert f"called at {__file__}:{call.__code__.co_firstlineno}:" in message
-    assert value in message and "is not a valid jaxprc type" in message and "pass an array" in message
+    assert value in message and "is not a valid JAX type" in message and "pass an array" in message
     if transform in (jx.jit, jx.make_jaxpr):    # the wrapper's own parameters have other names
         assert f"Argument {where} of '_takes_a_mode'" in message and fixes in message
 
