@@ -326,8 +326,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
                static_argnames: str | Sequence[str] = ()):
     """``make_jaxpr(f)(*args)``: the ClosedJaxpr of ``f`` traced on abstract versions of ``args``.
 
-    Arguments may be arrays, scalars or ``ShapeDtypeStruct``s in any pytree.
-    With ``return_shape=True`` also returns the output pytree of ``ShapeDtypeStruct``s.
+    Arguments may be arrays, scalars or ``ShapeDtypeStruct`` values in any pytree.
+    With ``return_shape=True`` also returns the output pytree of ``ShapeDtypeStruct`` values.
     """
     spec = _ArgSpec(fun, static_argnums, static_argnames)
 
