@@ -11,6 +11,7 @@ equation holding ``f``'s jaxpr instead.
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -34,6 +35,7 @@ from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, eval_jaxp
 from .ir.tree_util import equality_errors, keystr, registry as _registry, broadcast_prefix
 from .lax.call import jit_p
 from .lax.elementwise import copy_p
+from .lax.parallel import named_axis
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
 from .toplevel import compile_log_level
 from .transfer_guard import explicit_scope
@@ -322,18 +324,22 @@ def _invalid_argument_error(spec: _ArgSpec, dyn, static_pos, name: str) -> TypeE
         f"Mark the argument static ({fixes}) if it is a hashable configuration value, or pass an array.")
 
 
-def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False,
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env=None, return_shape: bool = False,
                static_argnames: str | Sequence[str] = ()):
     """``make_jaxpr(f)(*args)``: the ClosedJaxpr of ``f`` traced on abstract versions of ``args``.
 
     Arguments may be arrays, scalars or ``ShapeDtypeStruct`` values in any pytree.
+    ``axis_env``: (name, size) pairs, the named axes ``f``'s collectives may use.
     With ``return_shape=True`` also returns the output pytree of ``ShapeDtypeStruct`` values.
     """
     spec = _ArgSpec(fun, static_argnums, static_argnames)
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args, **kwargs):
-        cj, out_tree = _trace(fun, spec, args, kwargs, _fun_name(fun), staged=False, abstract=True)
+        with contextlib.ExitStack() as axes:
+            for name, size in axis_env or ():
+                axes.enter_context(named_axis(name, size, vmapped=False))
+            cj, out_tree = _trace(fun, spec, args, kwargs, _fun_name(fun), staged=False, abstract=True)
         if return_shape:
             return cj, out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
         return cj

@@ -76,3 +76,13 @@ def test_shape_dtype_struct_methods():
     assert jx.ShapeDtypeStruct.like(jnp.ones(3)) == jx.ShapeDtypeStruct((3,), jnp.float32)
     assert jx.ShapeDtypeStruct.like(1.0) == jx.ShapeDtypeStruct((), jnp.float32, weak_type=True)
     assert jx.ShapeDtypeStruct.like(_Abstract()) == jx.ShapeDtypeStruct((2, 3), jnp.float32)
+
+
+def test_make_jaxpr_axis_env_and_pretty_print():
+    cj = jx.make_jaxpr(lambda x: lax.psum(x, "i") * lax.axis_index("i"), axis_env=[("i", 4)])(1.0)
+    assert [e.primitive.name for e in cj.eqns][:2] == ["psum", "axis_index"]
+    assert cj.eqns[0].params["axes"] == ("i",)
+    with pytest.raises(NameError):
+        jx.make_jaxpr(lambda x: lax.psum(x, "i"))(1.0)        # no such axis without axis_env
+    assert cj.pretty_print(use_color=False) == str(cj) and cj.jaxpr.pretty_print() == str(cj.jaxpr)
+    assert jx.make_jaxpr(jnp.sin).__name__ == "make_jaxpr(sin)"

@@ -89,3 +89,11 @@ def test_shape_dtype_struct_errors_as_jax():
                 make(lib)
             errors.append((type(e.value), str(e.value)))
         assert errors[0] == errors[1]
+
+
+def test_make_jaxpr_axis_env_as_jax():
+    def eqns(lib):
+        cj = lib.make_jaxpr(lambda x: lib.lax.psum(x, "i") * 2, axis_env=[("i", 4)])(1.0)
+        assert cj.pretty_print(use_color=False) == str(cj)
+        return [(e.primitive.name, tuple(e.params["axes"]) if "axes" in e.params else None) for e in cj.eqns]
+    assert eqns(jaxprc) == eqns(jax)
