@@ -19,7 +19,7 @@ import numpy as np
 
 from .ir import dtypes as dt
 from . import lax
-from .api import argnums_positions
+from .api import argnums_positions, shaped_abstractify
 from .evaluate import evaluate_jaxpr
 from .lax.custom_derivatives import custom_lin_p
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
@@ -330,6 +330,11 @@ def _check_grad_output(lz, holomorphic, name):
     if aval.shape != ():
         raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
                         f"{tuple(aval.shape)}.")
+    _check_output_dtype(aval, holomorphic, name)
+
+
+def _check_output_dtype(aval, holomorphic, name):
+    """An output reverse mode differentiates: real, or complex with ``holomorphic`` (JAX's texts)."""
     is_complex = np.issubdtype(aval.dtype, np.complexfloating)
     if holomorphic and not is_complex:
         raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
@@ -363,6 +368,11 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 def _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value, name):
     @_without_gc
     def transformed(*args, **kwargs):
+        highest = argnums if isinstance(argnums, int) else max(argnums, default=0)
+        if highest >= len(args):
+            raise TypeError(f"differentiating with respect to {argnums=} requires at least {highest + 1} "
+                            f"positional arguments to be passed by the caller, but got only {len(args)} "
+                            "positional arguments.")
         nums = argnums_positions(argnums, len(args), name)
         fun_, args, nums = _close_over_objects(fun, args, nums)
         for n in nums:
@@ -451,7 +461,7 @@ def _grad_program(lz: _Linearized, with_values: bool) -> ClosedJaxpr:
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     """The transpose of the linear ``fun`` at the types of ``primals``: ct -> tuple of input cts."""
     flat_primals, in_tree = tree_flatten(tuple(primals))
-    in_avals = [get_aval(p).strip_weak_type() for p in flat_primals]
+    in_avals = [shaped_abstractify(p).strip_weak_type() for p in flat_primals]
     for a in in_avals:
         if not is_differentiable(a):
             raise TypeError(f"linear_transpose only supports float and complex inputs, got {a.str_short()}")
@@ -509,6 +519,23 @@ def _partial_in(fun, args, nums):
     return partial
 
 
+def _check_jacfwd_input(x, holomorphic):
+    dtype = get_aval(x).dtype
+    if holomorphic and not np.issubdtype(dtype, np.complexfloating):
+        raise TypeError(f"jacfwd with holomorphic=True requires inputs with complex dtype, but got {dtype.name}.")
+    if not holomorphic and not np.issubdtype(dtype, np.floating):
+        raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
+                        f"but got {dtype.name}. For holomorphic differentiation, pass holomorphic=True. For "
+                        "differentiation of non-holomorphic functions involving complex inputs or integer "
+                        "inputs, use jax.jvp directly.")
+
+
+def _check_jacfwd_output(x, holomorphic):
+    dtype = get_aval(x).dtype
+    if holomorphic and not np.issubdtype(dtype, np.complexfloating):
+        raise TypeError(f"jacfwd with holomorphic=True requires outputs with complex dtype, but got {dtype.name}.")
+
+
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False):
     """The Jacobian by forward mode: ``jvp`` vmapped over the standard basis of the inputs."""
@@ -519,11 +546,15 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         wrt = tuple(args[n] for n in nums)
         partial = _partial_in(fun, args, nums)
         flat_wrt, wrt_tree = tree_flatten(wrt)
+        for x in flat_wrt:
+            _check_jacfwd_input(x, holomorphic)
 
         def pushfwd(*basis_leaves):
             return jvp(partial, wrt, tree_unflatten(wrt_tree, basis_leaves), has_aux=has_aux)
         out_axes = (None, -1, None) if has_aux else (None, -1)
         out, jac, *aux = vmap(pushfwd, out_axes=out_axes)(*_std_basis(flat_wrt))
+        for x in tree_flatten(out)[0]:
+            _check_jacfwd_output(x, holomorphic)
         flat_jac, out_tree = tree_flatten(jac)
         # per_leaf[j][k]: d out_k / d (wrt leaf j), of shape out_k.shape + wrt_j.shape
         per_out = [_split_axis(j, flat_wrt, get_aval(j).ndim - 1) for j in flat_jac]
@@ -541,9 +572,13 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     def jac_fun(*args):
         nums = argnums_positions(argnums, len(args), "jacrev")
         wrt = tuple(args[n] for n in nums)
+        for x in tree_flatten(wrt)[0]:
+            _check_grad_input(x, holomorphic, allow_int, "jacrev")
         out, vjp_fun, *aux = vjp(_partial_in(fun, args, nums), *wrt, has_aux=has_aux)
         flat_wrt, wrt_tree = tree_flatten(wrt)
         flat_out, out_tree = tree_flatten(out)
+        for x in flat_out:
+            _check_output_dtype(get_aval(x), holomorphic, "jacrev")
         rows = vmap(lambda *cts: vjp_fun(tree_unflatten(out_tree, cts)))(*_std_basis(flat_out))
         # rows per wrt leaf j: (N_out, *wrt_j.shape); cut the leading axis per output leaf
         per_leaf = [_split_axis(r, flat_out, 0) for r in tree_flatten(rows)[0]]

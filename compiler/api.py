@@ -10,10 +10,13 @@ equation holding ``f``'s jaxpr instead.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
+import logging
 import math
+import warnings
 import weakref
 from typing import Callable, Sequence
 
@@ -27,11 +30,15 @@ from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.deep import deep_entry
+from .passes.dce import dce_closed
 from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
     register_internal_dir, trace_state as _trace_state, trace_to_jaxpr, user_source_info
-from .ir.tree_util import keystr, registry as _registry, tree_map
+from .ir.tree_util import broadcast_prefix, equality_errors, keystr, registry as _registry, tree_map
 from .lax.call import jit_p
+from .lax.elementwise import copy_p
+from .lax.parallel import named_axis
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
+from .toplevel import compile_log_level
 from .transfer_guard import explicit_scope
 
 __all__ = ["Array", "ShapeDtypeStruct", "XlaCompileError", "XlaError", "XlaRuntimeError",
@@ -46,6 +53,8 @@ register_internal_dir(__file__)
 register_internal_dir(passes.__file__)
 _config = dt.config
 _JaxRuntimeError = runtime.JaxRuntimeError
+_logger = logging.getLogger("jaxprc")
+runtime.monitoring.compile_log_level = compile_log_level
 
 
 # ------------------------------------------------------------ ShapeDtypeStruct
@@ -56,6 +65,8 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+        if dtype is None:
+            raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         self.shape = ShapedArray(shape, np.bool_).shape     # ints, or symbolic dimensions
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
@@ -63,6 +74,24 @@ class ShapeDtypeStruct:
 
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    @classmethod
+    def like(cls, x) -> "ShapeDtypeStruct":
+        """The shape, dtype, weak type and sharding of ``x`` (an array, a scalar, or anything with
+        ``shape`` and ``dtype``)."""
+        aval = shaped_abstractify(x)
+        return cls(aval.shape, aval.dtype, aval.weak_type, getattr(x, "sharding", None))
+
+    def update(self, **changes) -> "ShapeDtypeStruct":
+        """A copy with some of ``shape``, ``dtype``, ``weak_type``, ``sharding`` replaced (as in
+        JAX, other names are ignored)."""
+        fields = {name: changes.get(name, getattr(self, name)) for name in self.__slots__}
+        return ShapeDtypeStruct(**fields)
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
@@ -87,49 +116,82 @@ def _shape_struct(aval: ShapedArray) -> ShapeDtypeStruct:
 # ------------------------------------------------------------------ tracing
 
 def _fun_name(fun) -> str:
+    while isinstance(fun, functools.partial):       # as JAX: a partial is named after its function
+        fun = fun.func
     return getattr(fun, "__name__", None) or type(fun).__name__
 
 
-def _check_static_args(fun, params, nums, names) -> None:
-    """Static argnums and argnames must name parameters ``fun`` has (JAX's ValueErrors)."""
+def _wraps(wrapper, fun, updated=functools.WRAPPER_UPDATES):
+    """``functools.update_wrapper``, with a name even where ``fun`` has none (a partial)."""
+    functools.update_wrapper(wrapper, fun, updated=updated)
+    if not hasattr(fun, "__name__"):
+        wrapper.__name__ = wrapper.__qualname__ = _fun_name(fun)
+    return wrapper
+
+
+def _check_argnums_argnames(params, nums, names, what: str) -> None:
+    """``{what}_argnums``/``{what}_argnames`` must name parameters the function has (JAX's ValueErrors)."""
     kinds = {p.kind for p in params}
     n_positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
     if inspect.Parameter.VAR_POSITIONAL not in kinds:
         if any(not -n_positional <= i < n_positional for i in nums):
-            raise ValueError(f"Jitted function '{_fun_name(fun)}' has static_argnums={tuple(nums)}, but only "
+            raise ValueError(f"Jitted function has {what}_argnums={tuple(nums)}, but only "
                              f"accepts {n_positional} positional arguments.")
+    positional_only = {p.name for p in params if p.kind == inspect.Parameter.POSITIONAL_ONLY}
+    if set(names) & positional_only:
+        raise ValueError(f"Jitted function has invalid argnames {set(names) & positional_only} in "
+                         f"{what}_argnames. These are positional-only")
     if inspect.Parameter.VAR_KEYWORD not in kinds:
-        known = {p.name for p in params if p.kind != inspect.Parameter.POSITIONAL_ONLY}
-        bad = set(names) - known
+        bad = set(names) - {p.name for p in params}
         if bad:
-            raise ValueError(f"Jitted function '{_fun_name(fun)}' has invalid argnames {bad} in "
-                             "static_argnames. Function does not take these args.")
+            raise ValueError(f"Jitted function has invalid argnames {bad} in {what}_argnames. "
+                             "Function does not take these args.")
+
+
+def _as_tuple(x, kind: type) -> tuple:
+    return (x,) if isinstance(x, kind) else tuple(x or ())
+
+
+def _infer_argnums_and_argnames(positional, nums, names) -> tuple[tuple[int, ...], frozenset]:
+    """Like JAX: a position also names its parameter, and a name its position."""
+    for i in nums:
+        if -len(positional) <= i < len(positional) and positional[i].kind != inspect.Parameter.POSITIONAL_ONLY:
+            names += (positional[i].name,)
+    nums += tuple(k for k, p in enumerate(positional) if p.name in names)
+    return tuple(sorted(set(nums))), frozenset(names)
+
+
+def _signature_parameters(fun) -> list | None:
+    try:
+        return list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return None
 
 
 class _ArgSpec:
     """Which arguments of ``fun`` are static; splits a call into (dynamic args, static key)."""
 
-    def __init__(self, fun, static_argnums, static_argnames):
-        nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums or ())
-        names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames or ())
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums=(), donate_argnames=()):
+        nums, names = _as_tuple(static_argnums, int), _as_tuple(static_argnames, str)
+        donums, donames = _as_tuple(donate_argnums, int), _as_tuple(donate_argnames, str)
         if not callable(fun):
             raise TypeError(f"Expected a callable value, got {fun!r}")
-        try:
-            params = list(inspect.signature(fun).parameters.values())
-        except (TypeError, ValueError):
-            params = None
+        params = _signature_parameters(fun)
         if params is not None:
-            _check_static_args(fun, params, nums, names)
+            _check_argnums_argnames(params, nums, names, "static")
+            _check_argnums_argnames(params, donums, donames, "donate")
         params = params or []
-        # Like JAX: a static position also makes its parameter name static, and back.
         positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self.positional_names = [p.name for p in positional]
-        for i in nums:
-            if -len(positional) <= i < len(positional) and positional[i].kind != inspect.Parameter.POSITIONAL_ONLY:
-                names += (positional[i].name,)
-        nums += tuple(k for k, p in enumerate(positional) if p.name in names)
-        self.argnums = tuple(sorted(set(nums)))
-        self.argnames = frozenset(names)
+        self.argnums, self.argnames = _infer_argnums_and_argnames(positional, nums, names)
+        self.donate_argnums, self.donate_argnames = _infer_argnums_and_argnames(positional, donums, donames)
+        if self.argnames & self.donate_argnames:
+            raise ValueError("static_argnames and donate_argnames cannot intersect. Argument names "
+                             f"{set(self.argnames & self.donate_argnames)} appear in both static_argnames "
+                             "and donate_argnames")
+        if set(self.argnums) & set(self.donate_argnums):
+            raise ValueError("static_argnums and donate_argnums cannot intersect. Argument positions "
+                             f"{set(self.argnums) & set(self.donate_argnums)} appear in both")
         self.trivial = not self.argnums and not self.argnames
 
     def split(self, args, kwargs):
@@ -166,19 +228,21 @@ def argnums_positions(argnums: int | Sequence[int], nargs: int, what: str,
 
 
 @deep_entry(retry_if=_outside_any_trace)
-def _trace(fun, spec: _ArgSpec, args, kwargs, name: str, staged: bool = True):
+def _trace(fun, spec: _ArgSpec, args, kwargs, name: str, staged: bool = True, abstract: bool = False):
     """Trace ``fun(*args, **kwargs)`` on abstract values: (ClosedJaxpr, output treedef).
     Very deeply nested functions (1000 nested conds) are traced again on a large stack.
     ``staged``: a trace for jit (its calls, ``lower``, ``eval_shape``), which ``no_tracing``
-    refuses; ``make_jaxpr``'s is not one, as in JAX."""
+    refuses; ``make_jaxpr``'s is not one, as in JAX. ``abstract``: nothing will run on the
+    arguments, so any object with ``shape`` and ``dtype`` stands for an array."""
     if staged:
         compile_guards.check_tracing(fun)
     dyn, static, static_pos = spec.split(args, kwargs)
     leaves, in_tree = _flatten(dyn)
     try:
-        in_avals = [get_aval(x) for x in leaves]
+        in_avals = [shaped_abstractify(x) if abstract else get_aval(x) for x in leaves]
     except TypeError:
         raise _invalid_argument_error(spec, dyn, static_pos, name) from None
+    _check_int_ranges(leaves, in_avals, spec, args, kwargs)
     out_tree_box = []
 
     def flat_fun(*flat):
@@ -191,6 +255,27 @@ def _trace(fun, spec: _ArgSpec, args, kwargs, name: str, staged: bool = True):
     with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TRACE_EVENT, name):
         cj = trace_to_jaxpr(flat_fun, in_avals, name=name)
     return cj, out_tree_box[0]
+
+
+def shaped_abstractify(x) -> ShapedArray:
+    """The type of ``x``: an array's or a scalar's, or (as JAX takes abstract inputs) that of any
+    object with ``shape`` and ``dtype`` (and optionally ``weak_type``)."""
+    try:
+        return get_aval(x)
+    except TypeError:
+        if not (hasattr(x, "shape") and hasattr(x, "dtype")):
+            raise
+        return ShapedArray(tuple(int(d) for d in x.shape), dt.canonicalize_dtype(np.dtype(x.dtype)),
+                           bool(getattr(x, "weak_type", False)))
+
+
+def _check_int_ranges(leaves, avals, spec: _ArgSpec, args, kwargs) -> None:
+    """A Python int argument must fit the integer type it gets (JAX's OverflowError, naming it)."""
+    for i, (x, aval) in enumerate(zip(leaves, avals)):
+        if type(x) is int and not np.iinfo(aval.dtype).min <= x <= np.iinfo(aval.dtype).max:
+            path = _argument_names(spec, args, kwargs)[i]
+            raise OverflowError("An overflow was encountered while parsing an argument to a jitted computation, "
+                                f"whose argument path is {path}. Got {type(x)} with value {x}")
 
 
 def _invalid_argument_error(spec: _ArgSpec, dyn, static_pos, name: str) -> TypeError:
@@ -216,24 +301,31 @@ def _invalid_argument_error(spec: _ArgSpec, dyn, static_pos, name: str) -> TypeE
     called = f", called at {src}" if src else ""
     if isinstance(x, (np.ndarray, np.generic)):    # an array of a dtype jaxprc cannot hold
         return TypeError(f"Argument {where} of '{name}'{called}: {reason}")
+    path = (pname if pname is not None else where) + rest
     return TypeError(
+        f"Error interpreting argument to {name} as an abstract array. The problematic value is of type "
+        f"{type(x)} and was passed to the function at path {path}.\n"
         f"Argument {where} of '{name}'{called}: {x!r} of type {type(x).__name__} is not a valid "
-        "jaxprc type (expected an array, a numpy scalar, or a Python bool/int/float/complex). "
+        "JAX type (expected an array, a numpy scalar, or a Python bool/int/float/complex). "
         f"Mark the argument static ({fixes}) if it is a hashable configuration value, or pass an array.")
 
 
-def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_shape: bool = False,
+def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env=None, return_shape: bool = False,
                static_argnames: str | Sequence[str] = ()):
     """``make_jaxpr(f)(*args)``: the ClosedJaxpr of ``f`` traced on abstract versions of ``args``.
 
     Arguments may be arrays, scalars or ``ShapeDtypeStruct`` values in any pytree.
+    ``axis_env``: (name, size) pairs, the named axes ``f``'s collectives may use.
     With ``return_shape=True`` also returns the output pytree of ``ShapeDtypeStruct`` values.
     """
     spec = _ArgSpec(fun, static_argnums, static_argnames)
 
     @functools.wraps(fun)
     def make_jaxpr_f(*args, **kwargs):
-        cj, out_tree = _trace(fun, spec, args, kwargs, _fun_name(fun), staged=False)
+        with contextlib.ExitStack() as axes:
+            for name, size in axis_env or ():
+                axes.enter_context(named_axis(name, size, vmapped=False))
+            cj, out_tree = _trace(fun, spec, args, kwargs, _fun_name(fun), staged=False, abstract=True)
         if return_shape:
             return cj, out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
         return cj
@@ -244,7 +336,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
 
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output pytree of ``ShapeDtypeStruct``s of ``fun(*args, **kwargs)``; nothing runs."""
-    cj, out_tree = _trace(fun, _ArgSpec(fun, (), ()), args, kwargs, _fun_name(fun))
+    cj, out_tree = _trace(fun, _ArgSpec(fun, (), ()), args, kwargs, _fun_name(fun), abstract=True)
     return out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
 
 
@@ -277,20 +369,29 @@ def _polymorphic_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
 
 # ---------------------------------------------------------- runtime helpers
 
-def device_put(x, device=None):
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     """Move a pytree of host values to the device with jaxprc's dtypes; ``device`` (a Device, a
     Sharding or a PartitionSpec under ``set_mesh``, or a pytree of them) says where.
 
-    Arrays pass through, and so do traced values (inside jit there is nothing to move).
+    Arrays already in place pass through unless ``may_alias=False`` (then they are copied);
+    ``donate=True`` allows the input's buffer to be reused, which jaxprc never needs to (JAX does
+    not on CPU either), so the input stays valid; traced values pass through too (inside jit
+    there is nothing to move). ``src`` is accepted for JAX's signature: the source of an Array is
+    where it is. ``donate`` and ``may_alias`` may be pytree prefixes of ``x``.
     """
+    del src
     leaves, tree = _flatten(x)
-    targets = spmd.broadcast(device, tree, "device_put")
+    targets = spmd.broadcast(device, tree, "device_put device")
+    donates = broadcast_prefix(donate, tree, "device_put donate")
+    aliases = broadcast_prefix(may_alias, tree, "device_put may_alias")
+    if any(d and a for d, a in zip(donates, aliases)):
+        raise ValueError("may_alias and donate cannot be True at the same time.")
 
-    def put(leaf, target):
+    def put(leaf, target, may_alias):
         if isinstance(leaf, Tracer):    # under a trace a placement is a layout constraint
             return leaf if target is None else spmd.constrain([leaf], [target], "device_put")[0]
         if isinstance(leaf, Array) and target is None:
-            return leaf
+            return copy_p.bind(leaf) if may_alias is False else leaf
         aval = leaf.aval if isinstance(leaf, Array) else runtime_aval(get_aval(leaf))
         if runtime.carries_no_data(aval.dtype):       # float0 and tokens stay host values, as in JAX
             return runtime.array.host_value_without_data(aval)
@@ -298,7 +399,7 @@ def device_put(x, device=None):
             return sharding.put(leaf, sharding.resolve(target, "device_put"), aval)
         return Array(runtime.to_buffer(leaf, aval), aval)
     with explicit_scope("device_put"):      # guarded only by the *_explicit transfer guard levels
-        return tree.unflatten([put(leaf, t) for leaf, t in zip(leaves, targets)])
+        return tree.unflatten([put(*args) for args in zip(leaves, targets, aliases)])
 
 
 def block_until_ready(x):
@@ -339,14 +440,17 @@ class _CompiledCall:
     """
 
     __slots__ = ("executable", "jaxpr", "in_avals", "const_buffers", "out_tree", "single_output",
-                 "_execute", "_handlers", "_out_aval", "_effectful", "_donated")
+                 "_execute", "_handlers", "_out_aval", "_effectful", "_donated", "_kept", "_kept_avals")
 
-    def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated_invars, options=None):
+    def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated_invars, options=None,
+                 keep_unused: bool = True):
         self.jaxpr = cj
+        self.in_avals = [runtime_aval(a) for a in cj.in_avals]      # of every argument leaf
+        cj, self._kept, donated_invars = _prune_unused(cj, donated_invars, keep_unused)
+        self._kept_avals = [runtime_aval(a) for a in cj.in_avals]      # of the executable's arguments
         cj, hoisted = _hoist_large_consts(cj)
         donated = (False,) * len(hoisted) + tuple(donated_invars)
         self.executable = compile_closed_jaxpr(cj, name, donated if any(donated) else (), options)
-        self.in_avals = [runtime_aval(a) for a in cj.in_avals[len(hoisted):]]
         self.const_buffers = [to_device_buffer(c, runtime_aval(v.aval))
                               for c, v in zip(hoisted, cj.jaxpr.invars)]
         self.out_tree = out_tree
@@ -368,18 +472,18 @@ class _CompiledCall:
         if tree is None:
             return None
         return runtime.cpp_jit.fastpath(self.executable.loaded, tree, self.in_avals, self.executable.out_avals,
-                                        self.const_buffers)
+                                        self.const_buffers, self._kept)
 
     def __call__(self, leaves):
         if _config.jax_no_execution:
             raise compile_guards.execution_refused(self.executable.name)
+        if self._kept is not None:
+            leaves = [x for x, k in zip(leaves, self._kept) if k]
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a)
-                   for x, a in zip(leaves, self.in_avals)]
+                   for x, a in zip(leaves, self._kept_avals)]
         for i, b in enumerate(buffers):      # XLA would log a deleted buffer to stderr, then fail
             if b.is_deleted():
-                raise runtime.DeletedArrayError(
-                    f"argument {i} of '{self.executable.name}' is an Array whose buffer has been "
-                    "deleted: it was donated to an earlier call (donate_argnums) or freed with .delete().")
+                raise runtime.deleted_error(b.aval.shape, b.aval.dtype, f"It is argument {i} of '{self.executable.name}'.")
         if self.const_buffers:
             buffers = self.const_buffers + buffers
         if self._effectful:      # host callbacks (runtime/effects.py)
@@ -397,6 +501,18 @@ class _CompiledCall:
         if self.single_output:
             return Array(outs[0], self._out_aval)
         return self.out_tree.unflatten(self.executable.wrap_results(outs))
+
+
+def _prune_unused(cj: ClosedJaxpr, donated_invars, keep_unused: bool):
+    """As JAX: arguments the program does not use are no arguments of its executable (and then
+    not donated either). (program, which argument leaves it keeps or None for all, their
+    donation flags)."""
+    if keep_unused or not cj.jaxpr.invars:
+        return cj, None, donated_invars
+    pruned, kept = dce_closed(cj, [True] * len(cj.jaxpr.outvars))
+    if all(kept):
+        return cj, None, donated_invars
+    return pruned, tuple(kept), tuple(d for d, k in zip(donated_invars, kept) if k) if donated_invars else ()
 
 
 def _host_signature(x):
@@ -459,20 +575,24 @@ class JitFunction:
     """``jit(f)``: call it like ``f``; ``.lower(*args)`` gives the StableHLO."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 in_shardings=None, out_shardings=None, compiler_options=None):
-        functools.update_wrapper(self, fun)
-        self._compiler_options = tuple(sorted((compiler_options or {}).items()))
+                 in_shardings=None, out_shardings=None, donate_argnames=(), keep_unused=False,
+                 inline=False, compiler_options=None):
+        _wraps(self, fun, updated=())        # fun's attributes must not shadow this object's
         self._shardings = (in_shardings, out_shardings)
         self._fun = fun
         self._name = _fun_name(fun)
-        self._spec = _ArgSpec(fun, static_argnums, static_argnames)
-        donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
-        self._donate_argnums = frozenset(donate)
+        self._spec = _ArgSpec(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+        self._keep_unused, self._inline = bool(keep_unused), bool(inline)
+        self._compiler_options = dict(compiler_options or {})
         # call signature -> _CompiledCall, and -> (jaxpr without consts, consts, out_tree)
-        options = (self._spec.argnums, self._spec.argnames, self._donate_argnums, self._compiler_options)
         if type(self) is JitFunction:
-            self._cache, self._traced = _shared_caches(fun, (*options, *self._shardings))
+            self._cache, self._traced = _shared_caches(fun, (*self._options(), *self._shardings))
         self._cpp = None        # a weak reference to the C++ function made of this one, if any
+
+    def _options(self) -> tuple:
+        """What besides the arguments decides the executable: part of every cache key."""
+        return (self._spec.argnums, self._spec.argnames, self._spec.donate_argnums, self._spec.donate_argnames,
+                self._keep_unused, self._inline, tuple(sorted(self._compiler_options.items())))
 
     def __call__(self, *args, **kwargs):
         # A call C++ does not dispatch (shardings, negative static argnums, C++ dispatch off) is
@@ -490,10 +610,10 @@ class JitFunction:
         Python path. Like ``jax.jit``'s, it carries the function's name and docstring and the
         ahead-of-time methods. It holds this object, and this object only a weak reference to it,
         so dropping ``jit(f)`` frees both, and the executables, at once (no cycle to collect)."""
-        options = (self._spec.argnums, self._spec.argnames, self._donate_argnums)
         cpp = runtime.cpp_jit.make_function(self._name, self._fun, self._cache_miss, self._spec.argnums,
-                                            sorted(self._spec.argnames), options, cpp_dispatch.dispatch_registry)
-        functools.update_wrapper(cpp, self._fun)
+                                            sorted(self._spec.argnames), self._options(),
+                                            cpp_dispatch.dispatch_registry)
+        _wraps(cpp, self._fun)
         cpp._jit = self
         for name in ("lower", "trace", "eval_shape", "clear_cache"):
             setattr(cpp, name, getattr(self, name))
@@ -542,21 +662,22 @@ class JitFunction:
         return entry(leaves), entry, leaves
 
     def _explain_miss(self, key, args, kwargs) -> None:
-        (dyn_args, dyn_kwargs), _, _ = self._spec.split(args, kwargs)
         compile_guards.explain_miss(self._fun, _key_parts(key), [_key_parts(k) for k in self._cache],
-                                    compile_guards.leaf_labels(dyn_args, dyn_kwargs))
+                                    _argument_names(self._spec, args, kwargs))
 
     def _compile(self, args, kwargs) -> _CompiledCall:
+        weakref.ref(self._fun)      # as JAX's cache: a function it cannot refer to weakly is a TypeError
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
-        if getattr(_config, "jax_log_compiles", False):
-            import logging
-            logging.getLogger("jaxprc").warning("Compiling %s with global shapes and types %s.", self._name,
-                                                [a.str_short() for a in cj.in_avals])
+        level = compile_log_level()
+        if _logger.isEnabledFor(level):
+            _logger.log(level, "Compiling jit(%s) with global shapes and types (%s). Argument mapping: (%s).",
+                        self._name, ", ".join(map(repr, cj.in_avals)),
+                        ", ".join(["UnspecifiedValue"] * len(cj.in_avals)))
         plan = self._sharded_lowering(cj, out_tree, args, kwargs)
         if plan is not None:
             return spmd.ShardedCall(plan)
         return _CompiledCall(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs),
-                             _compile_options(dict(self._compiler_options)))
+                             _compile_options(self._compiler_options), self._keep_unused)
 
     def _sharded_lowering(self, cj, out_tree, args, kwargs):
         """The program's lowering over several devices, or None when it runs on the default one."""
@@ -569,17 +690,20 @@ class JitFunction:
                                     spmd.broadcast(outs, out_tree, "out_shardings"))
 
     def _donated_invars(self, args, kwargs) -> tuple:
-        if not self._donate_argnums:
+        spec = self._spec
+        if not spec.donate_argnums and not spec.donate_argnames:
             return ()
-        _, _, static_pos = self._spec.split(args, kwargs)
+        _, _, static_pos = spec.split(args, kwargs)
         n = len(args)
-        donate = {i % n for i in self._donate_argnums if -n <= i < n}
+        donate = {i % n for i in spec.donate_argnums if -n <= i < n}
         flags = []
         for i, a in enumerate(args):
             if i not in static_pos:
                 flags += [i in donate] * _flatten(a)[1].num_leaves
-        return tuple(flags) + (False,) * _flatten(
-            {k: v for k, v in kwargs.items() if k not in self._spec.argnames})[1].num_leaves
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in spec.argnames}
+        for k in sorted(dyn_kwargs):      # the order in which a dict's leaves flatten
+            flags += [k in spec.donate_argnames] * _flatten(dyn_kwargs[k])[1].num_leaves
+        return tuple(flags)
 
     # -- inside another trace: a `jit` equation ---------------------------------
     def _call_in_trace(self, args, kwargs):
@@ -600,7 +724,10 @@ class JitFunction:
         ins, out_shardings = self._shardings     # constraints on the nested call's operands, results
         if ins is not None:
             leaves = spmd.constrain(leaves, spmd.broadcast_args(ins, treedef), f"jit of '{self._name}'")
-        outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self._name)
+        if self._inline:        # the equations themselves, not a nested call of them
+            outs = eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *consts, *leaves)
+        else:
+            outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self._name)
         if out_shardings is not None:
             outs = spmd.constrain(outs, spmd.broadcast(out_shardings, out_tree, "out_shardings"),
                                   f"jit of '{self._name}'")
@@ -613,15 +740,16 @@ class JitFunction:
 
     def trace(self, *args, **kwargs) -> "Traced":
         """Trace for these arguments: the jaxpr, ready to lower (``jax.stages.Traced``)."""
-        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name, abstract=True)
         in_tree = _flatten(self._spec.split(args, kwargs)[0])[1]
         donated = self._donated_invars(args, kwargs)
         return Traced(cj, in_tree, out_tree, self._name, donated, lambda: Lowered(
             cj, in_tree, out_tree, f"jit_{self._name}", donated,
-            self._sharded_lowering(cj, out_tree, args, kwargs)))
+            self._sharded_lowering(cj, out_tree, args, kwargs), self._keep_unused, self._compiler_options,
+            _argument_names(self._spec, args, kwargs)))
 
     def eval_shape(self, *args, **kwargs):
-        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+        cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name, abstract=True)
         return out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
 
     def _cache_size(self) -> int:
@@ -642,9 +770,9 @@ class _JitUnderMesh(JitFunction):
     """A jit whose shardings name PartitionSpecs, which mean the mesh set when it is called
     (``set_mesh``): its caches are per mesh."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, **kwargs):
         self._per_mesh: dict = {}
-        super().__init__(*args)
+        super().__init__(*args, **kwargs)
 
     _cache = property(lambda self: self._caches()[0])
     _traced = property(lambda self: self._caches()[1])
@@ -664,59 +792,65 @@ def _unhashable_static_error(name, key) -> ValueError:
         "as regular (traced) arguments instead.")
 
 
+def _check_callable(fun) -> None:
+    """What JAX refuses to jit, with its TypeErrors."""
+    if isinstance(fun, staticmethod):
+        raise TypeError(f"staticmethod arguments are not supported, got {fun}")
+    if not callable(fun):
+        raise TypeError(f"Expected a callable value, got {fun}")
+    if inspect.isgeneratorfunction(fun):
+        raise TypeError(f"Expected a function, got a generator function: {fun}")
+
+
+def _placement(device, backend):
+    """The single-device sharding ``jit(device=, backend=)`` (deprecated in JAX, with its warning)
+    asks for, or None for the default device."""
+    if device is None and backend is None:
+        return None
+    if device is not None and backend is not None:
+        raise ValueError("can't specify both a device and a backend for jit, got "
+                         f"device={device!r} and backend={backend!r}")
+    warnings.warn("backend and device argument on jit is deprecated. You can use "
+                  "`jax.device_put(..., jax.local_devices(backend=\"cpu\")[0])` on the inputs to the jitted "
+                  "function to get the same behavior.", DeprecationWarning, stacklevel=3)
+    if device is None:
+        from .toplevel import local_devices
+        device = local_devices(backend=backend)[0]
+    if device == runtime.backend().device:
+        return None
+    return sharding.SingleDeviceSharding(device)
+
+
 def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None, static_argnums=(),
-        static_argnames=(), donate_argnums=(), donate_argnames=(), keep_unused: bool = False,
-        device=None, backend: str | None = None, inline: bool = False, abstracted_axes=None,
+        static_argnames=(), donate_argnums=(), donate_argnames=(), keep_unused: bool = False, device=None,
+        backend: str | None = None, inline: bool = False, abstracted_axes=None,
         compiler_options: dict | None = None):
     """Compile ``fun`` with XLA, once per argument signature; usable as ``@jit`` or ``@jit(...)``.
     ``in_shardings``/``out_shardings`` (a sharding, or one per positional argument / result)
-    partition the program over their mesh's devices (jaxprc/spmd.py). ``compiler_options``: XLA
-    options by name, as for ``.lower().compile()``. ``inline`` and ``keep_unused`` change no result
-    in jaxprc: a jitted call stays one ``jit`` equation (the ``inline`` pass splices calls) and
-    unused arguments are kept. ``device``/``backend`` may only name the default device/platform."""
-    options = dict(in_shardings=in_shardings, out_shardings=out_shardings, static_argnums=static_argnums,
-                   static_argnames=static_argnames, donate_argnums=donate_argnums,
-                   donate_argnames=donate_argnames, keep_unused=keep_unused, device=device,
-                   backend=backend, inline=inline, abstracted_axes=abstracted_axes,
+    partition the program over their mesh's devices (jaxprc/spmd.py). As in JAX, arguments the
+    program does not use are left out of the executable unless ``keep_unused``; ``inline``
+    puts ``fun``'s equations into an enclosing trace instead of a nested ``jit`` equation;
+    ``compiler_options``: XLA options by name, as ``Lowered.compile`` takes them."""
+    options = dict(static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums,
+                   donate_argnames=donate_argnames, keep_unused=keep_unused, inline=inline,
                    compiler_options=compiler_options)
     if fun is None:
-        return functools.partial(jit, **options)
-    _check_placement("jit", device, backend)
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings, device=device,
+                                 backend=backend, abstracted_axes=abstracted_axes, **options)
+    _check_callable(fun)
     if abstracted_axes is not None:
         raise NotImplementedError("jit(abstracted_axes=...): jaxprc has no dynamic shapes")
-    donate_argnums = _donated_positions(fun, donate_argnums, donate_argnames)
+    placement = _placement(device, backend)
+    if placement is not None:
+        in_shardings = placement if in_shardings is None else in_shardings
+        out_shardings = placement if out_shardings is None else out_shardings
     if _names_a_spec((in_shardings, out_shardings)):
-        return _JitUnderMesh(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings,
-                             compiler_options)
-    jf = JitFunction(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings,
-                     compiler_options)
+        return _JitUnderMesh(fun, in_shardings=in_shardings, out_shardings=out_shardings, **options)
+    jf = JitFunction(fun, in_shardings=in_shardings, out_shardings=out_shardings, **options)
     plain = in_shardings is None and out_shardings is None
     if plain and cpp_dispatch.enabled() and all(i >= 0 for i in jf._spec.argnums):
         return jf.c_function()
     return jf
-
-
-def _check_placement(api: str, device, backend) -> None:
-    """``device``/``backend`` may only name where jaxprc runs (one client per process)."""
-    b = runtime.backend()
-    if backend is not None and backend not in (b.platform, "cuda" if b.platform == "gpu" else b.platform):
-        raise RuntimeError(f"{api}: backend '{backend}' is not in the list of known backends: {b.platform}")
-    if device is not None and device != b.device:
-        raise NotImplementedError(f"{api}: device={device!r}: jaxprc runs an unsharded program on the "
-                                  f"default device ({b.device!r}); place it with shardings instead")
-
-
-def _donated_positions(fun, donate_argnums, donate_argnames) -> tuple:
-    """``donate_argnums`` plus the positions of the parameters named by ``donate_argnames``."""
-    nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
-    names = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames or ())
-    if not names:
-        return nums
-    try:
-        params = list(inspect.signature(fun).parameters)
-    except (TypeError, ValueError):
-        params = []
-    return nums + tuple(i for i, p in enumerate(params) if p in names)
 
 
 # ------------------------------------------------------------ ahead of time
@@ -782,29 +916,59 @@ class Traced(_Stage):
 
     def __call__(self, *args, **kwargs):
         """Evaluate the traced jaxpr on arguments of its signature (op by op, as JAX does)."""
-        leaves = _leaves_of_signature(self._in_tree, args, kwargs, f"Traced function '{self.fun_name}'", "traced")
+        leaves = _leaves_of_signature(self._in_tree, args, kwargs, "traced")
         return self._out_tree.unflatten(eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *leaves))
 
 
-def _leaves_of_signature(in_tree, args, kwargs, what: str, stage: str) -> list:
+def _leaves_of_signature(in_tree, args, kwargs, stage: str) -> list:
+    """The argument leaves of a call of a traced or compiled function; a call of another
+    structure is JAX's TypeError listing each difference."""
     leaves, tree = _flatten((args, kwargs))
     if tree != in_tree:
-        raise TypeError(f"{what} called with arguments of container (pytree) structure {tree}, but it "
-                        f"was {stage} for {in_tree} (static arguments are not passed again).")
+        seen_args, seen_kwargs = in_tree.unflatten([0] * in_tree.num_leaves)
+        errors = [*equality_errors(seen_args, args, "args"), *equality_errors(seen_kwargs, kwargs, "kwargs")]
+        raise TypeError(
+            f"Function {stage} with input pytree does not match the input pytree it was called with. There are "
+            f"{len(errors)} mismatches, including:\n" + "\n".join(
+                f"    * at {path}, seen {seen} but now given {given}, so {why}" for path, seen, given, why in errors)
+            + "\n(Static arguments are not passed again.)")
     return leaves
+
+
+def _argument_names(spec: _ArgSpec, args, kwargs) -> list[str]:
+    """Each dynamic argument leaf named by its parameter and path in it (``x['a']``), as JAX's
+    messages name them."""
+    dyn, _, static_pos = spec.split(args, kwargs)
+    positions = [i for i in range(len(static_pos) + len(dyn[0])) if i not in static_pos]
+    names = []
+    for keys, _ in _registry.flatten_with_path(dyn)[0]:
+        (which, key), rest = keys[:2], keystr(keys[2:])
+        if which.idx == 1:
+            names.append(key.key + rest)
+        else:
+            i = positions[key.idx]
+            names.append((spec.positional_names[i] if i < len(spec.positional_names) else f"args[{i}]") + rest)
+    return names
 
 
 class Lowered(_Stage):
     """``jit(f).lower(*args)``: the StableHLO of one call signature."""
 
-    def __init__(self, cj: ClosedJaxpr, in_tree, out_tree, name: str, donated_invars, sharded=None):
+    def __init__(self, cj: ClosedJaxpr, in_tree, out_tree, name: str, donated_invars, sharded=None,
+                 keep_unused: bool = False, compiler_options: dict | None = None, arg_names=None):
         self.jaxpr = cj
+        self._arg_names = arg_names or compile_guards.leaf_labels(*in_tree.unflatten([0] * in_tree.num_leaves))
         self._in_tree, self._out_tree = in_tree, out_tree
         self._name = name
         self._donated = tuple(donated_invars)
         self._sharded = sharded          # over several devices: spmd.ShardedLowering
-        self._lowered = sharded.lowered if sharded is not None else dispatch.lower_jaxpr(
-            cj, name=name, donated_invars=self._donated, platform=default_backend())
+        self._keep_unused, self._compiler_options = keep_unused, dict(compiler_options or {})
+        if sharded is None:
+            program, _, donated = _prune_unused(cj, self._donated, keep_unused)
+            self._lowered = dispatch.lower_jaxpr(program, name=name, donated_invars=donated,
+                                                 platform=default_backend())
+        else:
+            self._lowered = sharded.lowered
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         """StableHLO text (``dialect="hlo"``: XLA's HLO text); ``debug_info=True`` shows the
@@ -827,14 +991,17 @@ class Lowered(_Stage):
 
     def compile(self, compiler_options: dict | None = None) -> "Compiled":
         """XLA's executable. ``compiler_options``: XLA options by name (``{"xla_cpu_enable_fast_math":
-        True}``), as JAX passes them; an unknown one is an XlaCompileError."""
+        True}``), as JAX passes them, over those given to ``jit``; an unknown one is an
+        XlaCompileError."""
+        compiler_options = {**self._compiler_options, **(compiler_options or {})}
         if self._sharded is not None:
             if compiler_options:
                 raise ValueError(f"Lowered.compile of '{self._name}': compiler_options are not supported "
                                  "for programs over several devices.")
-            return Compiled(spmd.ShardedCall(self._sharded), self._in_tree, self._donated)
+            return Compiled(spmd.ShardedCall(self._sharded), self._in_tree, self._donated, self._arg_names)
         return Compiled(_CompiledCall(self.jaxpr, self._out_tree, self._name, self._donated,
-                                      _compile_options(compiler_options)), self._in_tree, self._donated)
+                                      _compile_options(compiler_options), self._keep_unused),
+                        self._in_tree, self._donated, self._arg_names)
 
 
 def _compile_options(compiler_options: dict | None):
@@ -862,10 +1029,11 @@ class Compiled(_Stage):
     """``jit(f).lower(*args).compile()``: callable on arguments of the lowered signature (its
     non-static arguments, positional and keyword, in the same container structure)."""
 
-    def __init__(self, call: _CompiledCall, in_tree, donated_invars=()):
+    def __init__(self, call: _CompiledCall, in_tree, donated_invars=(), arg_names=()):
         self._call, self._in_tree = call, in_tree
         self._out_tree = call.out_tree if isinstance(call, _CompiledCall) else call.plan.out_tree
         self._donated = tuple(donated_invars)
+        self._arg_names = list(arg_names)
 
     jaxpr = property(lambda self: self._call.jaxpr)
 
@@ -902,12 +1070,21 @@ class Compiled(_Stage):
         return getattr(self._call.executable, "loaded", None)
 
     def __call__(self, *args, **kwargs):
-        leaves = _leaves_of_signature(self._in_tree, args, kwargs, "Compiled function", "compiled")
-        want = [_shape_struct(a) for a in self._call.jaxpr.in_avals]
-        got = [_shape_struct(get_aval(x)) for x in leaves]
-        if [(s.shape, s.dtype) for s in want] != [(s.shape, s.dtype) for s in got]:
-            raise TypeError(f"Compiled function called with arguments of types {got}, but it was "
-                            f"compiled for {want}.")
+        leaves = _leaves_of_signature(self._in_tree, args, kwargs, "compiled")
+        for x in leaves:
+            if isinstance(x, Tracer):
+                raise TypeError("Cannot apply JAX transformations to a function lowered and compiled for a "
+                                f"particular signature. Detected argument of Tracer type {type(x)}.")
+        mismatches = []
+        for name, want, x in zip(self._arg_names, self._call.jaxpr.in_avals, leaves):
+            got = get_aval(x)
+            if (got.shape, got.dtype) != (want.shape, want.dtype):
+                mismatches.append(f"Argument '{name}' compiled with {runtime_aval(want).str_short()} and "
+                                  f"called with {runtime_aval(got).str_short()}")
+        if mismatches:
+            raise TypeError("Argument types differ from the types for which this computation was compiled. "
+                            "Perhaps you are calling the compiled executable with a different enable_x64 mode "
+                            "than when it was AOT compiled? The mismatches are:\n" + "\n".join(mismatches))
         return self._call(leaves)
 
 

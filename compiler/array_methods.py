@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxprc.ir.tracing import Tracer, get_aval
+from jaxprc.numpy._util import from_jax_array
 
 
 _JNP = None
@@ -23,6 +24,7 @@ def _numpy():
 
 def _binary(name: str, reflected: bool = False):
     def op(self, other):
+        other = from_jax_array(other)
         if type(other) is not type(self) and type(other) not in _SCALARS and not _is_operand(other):
             return NotImplemented
         fn = getattr(_numpy(), name)

@@ -86,9 +86,13 @@ def _differences(new: dict, old: dict, labels: list) -> list:
                 f"  * jax_enable_x64 differs: now {new['x64']} and before {old['x64']}"]
     if new["static"] != old["static"]:
         out.append(f"  * static arguments differ: now {_static(new['static'])} and before {_static(old['static'])}")
-    for label, a, b in zip(labels, new["args"], old["args"]):
-        if a != b:
-            out.append(f"  * at {label}, seen {_type_str(b)}, but now given {_type_str(a)}")
+    types = [(label, a, b) for label, a, b in zip(labels, new["args"], old["args"]) if a != b]
+    if types:
+        out.append("  different input types:")
+    for label, a, b in types:
+        weak = _weak(a) != _weak(b) and _type_str(a) == _type_str(b)   # then JAX's page on weak types
+        out.append(f"  * at {label}, now {_type_str(a, weak)} and before {_type_str(b, weak)}"
+                   + ("https://docs.jax.dev/en/latest/type_promotion.html#weak-types" if weak else ""))
     return out
 
 
@@ -96,12 +100,19 @@ def _static(static) -> str:
     return ", ".join(f"{k}={v!r}" for k, _, v in static) or "none"
 
 
-def _type_str(t) -> str:
+def _aval(t):
+    return t[0] if isinstance(t, tuple) else t      # (aval, sharding) of an array on other devices
+
+
+def _weak(t) -> bool | None:
+    return None if t is None else _aval(t).weak_type
+
+
+def _type_str(t, show_weak: bool = False) -> str:
     if t is None:
         return "a value of no array type"
-    if isinstance(t, tuple):        # (aval, sharding) of an array on other devices
-        t = t[0]
-    weak = "{weak_type=True}" if t.weak_type else ""
+    t = _aval(t)
+    weak = f"{{weak_type={t.weak_type}}}" if show_weak else ""
     return f"{short_name(t.dtype)}[{','.join(map(str, t.shape))}]{weak}"
 
 

@@ -626,6 +626,9 @@ def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform:
     with context, ir.Location.unknown():
         module = ir.Module.create()
         module.operation.attributes["sym_name"] = ir.StringAttr.get(name)
+        i32 = ir.IntegerType.get_signless(32)     # as JAX's modules say (spmd.py sets several partitions)
+        module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, 1)
+        module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
         mctx = ModuleContext(module, platform)
         mctx.devices = None if devices is None else tuple(devices)
         runtime_token = has_ordered_effects(closed_jaxpr)

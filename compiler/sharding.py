@@ -422,8 +422,7 @@ def _copy_to_devices(value, sharding: Sharding, aval: runtime.Aval):
     if len(src_devices) != len(dst_devices) or src_hlo != dst_hlo:
         return None
     if value._buf.is_deleted():
-        raise runtime.DeletedArrayError(f"device_put: the Array of type {aval.dtype.name}{list(aval.shape)} "
-                                        "has been deleted.")
+        raise runtime.deleted_error(aval.shape, aval.dtype, "It was given to device_put.")
     single = dst_devices == (default,)
     target = runtime.backend().sharding if single else runtime.sharded.gspmd_sharding(dst_devices, dst_hlo)
     (buf,) = _jax.batched_copy_array_to_devices_with_sharding(

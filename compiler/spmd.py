@@ -17,6 +17,7 @@ from .compile_guards import execution_refused
 from .dispatch import runtime_aval
 from .ir.core import ClosedJaxpr, Primitive, subjaxprs
 from .ir.dtypes import config
+from .ir.tree_util import broadcast_prefix
 from .lax.sharding_constraint import constrain, named_sharding, sdy_sharding
 from .lowering import lower_jaxpr
 from .runtime.sharded import ShardedArray, SpmdExecutable
@@ -56,26 +57,9 @@ def reshard(xs, out_shardings):
 
 def broadcast(prefix, tree, what: str) -> list:
     """One entry per leaf of ``tree`` from ``prefix``: a sharding (or None) for a whole subtree,
-    or a container matching the tree's own."""
-    structure = tree.unflatten(list(range(tree.num_leaves)))
-    out = [None] * tree.num_leaves
-
-    def walk(p, node):
-        if p is None or isinstance(p, (shd.Sharding, shd.PartitionSpec)) or hasattr(p, "platform"):
-            from .ir.tree_util import tree_leaves
-            for i in tree_leaves(node):
-                out[i] = p
-        elif isinstance(p, (tuple, list)) and isinstance(node, (tuple, list)) and len(p) == len(node):
-            for a, b in zip(p, node):
-                walk(a, b)
-        elif isinstance(p, dict) and isinstance(node, dict) and set(p) == set(node):
-            for k in p:
-                walk(p[k], node[k])
-        else:
-            raise ValueError(f"{what}: the shardings {prefix!r} do not match the structure of the "
-                             f"values {structure!r} (give one sharding, or one per value)")
-    walk(prefix, structure)
-    return out
+    or a container matching the tree's own (JAX's error listing each mismatch otherwise)."""
+    return broadcast_prefix(prefix, tree, what, is_leaf=lambda p: isinstance(p, (shd.Sharding, shd.PartitionSpec))
+                            or hasattr(p, "platform"))
 
 
 def broadcast_args(in_shardings, in_tree) -> list:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import logging
 import platform
 import sys
 
@@ -34,6 +35,11 @@ __all__ = ["Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "co
            "process_index", "process_indices", "typeof"]
 
 config = dt.config
+
+
+def compile_log_level() -> int:
+    """The level the compile path logs at: WARNING under ``log_compiles``, as JAX, else DEBUG."""
+    return logging.WARNING if config.jax_log_compiles else logging.DEBUG
 
 Device = _xla_client.Device           # the class of jaxprc's devices (jaxlib's)
 

@@ -13,9 +13,9 @@ import collections
 import functools
 import inspect
 
-from jaxprc.ir.tracing import Tracer, get_aval, trace_to_jaxpr
-from jaxprc.ir.tree_util import (flatten_one_level, keystr, tree_flatten, tree_flatten_with_path,
-                                 tree_leaves, tree_unflatten)
+from jaxprc.ir.tracing import Tracer, type_str, get_aval, trace_to_jaxpr
+from jaxprc.ir.tree_util import (broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
+                                 tree_unflatten)
 from jaxprc.passes.registry import verify_pass_result
 from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_jaxpr
 
@@ -131,35 +131,12 @@ def _untraced_outputs(leaves, in_tracers, args_flat, axes):
 
 def _flatten_axes(name: str, treedef, axis_tree) -> list:
     """One axis per leaf of ``treedef``, broadcasting ``axis_tree`` (a tree prefix; None is a leaf).
-    Walks the treedef's nodes, as JAX does, so no user ``unflatten`` sees placeholder leaves."""
-    axes = []
-
-    def walk(spec, tdef):
-        node = None if spec is None else _node(spec)
-        if node is None:                  # a leaf of the spec: an axis (or None) for the whole subtree
-            axes.extend([spec] * tdef.num_leaves)
-            return
-        children, meta = node
-        data = tdef.node_data()
-        if data is None or data[0] is not type(spec) or len(children) != len(tdef.children()) or \
-                (isinstance(spec, dict) and sorted(meta) != sorted(data[1])):
-            raise ValueError
-        for child, sub in zip(children, tdef.children()):
-            walk(child, sub)
-    try:
-        walk(axis_tree, treedef)
-    except ValueError:
-        raise ValueError(f"{name} specification must be a tree prefix of the corresponding value, "
-                         f"got specification {axis_tree} for value tree {treedef}.") from None
-    return axes
-
-
-def _node(spec):
-    """(children, metadata) of a pytree node of an axis spec; None for a leaf."""
-    try:
-        return flatten_one_level(spec)
-    except ValueError:
-        return None
+    A pair ``(in_axes, 0)`` over the pair (positional, keyword) arguments reports mismatches of
+    ``in_axes`` at their paths in the positional arguments, as JAX does."""
+    if isinstance(axis_tree, tuple) and len(axis_tree) == 2 and axis_tree[1] == 0 and name.endswith("in_axes"):
+        args_tree, kwargs_tree = treedef.children()
+        return broadcast_prefix(axis_tree[0], args_tree, name) + [0] * kwargs_tree.num_leaves
+    return broadcast_prefix(axis_tree, treedef, name)
 
 
 def _canonical_in_axis(axis, aval):
@@ -201,7 +178,7 @@ def _mapped_axis_size(fun, in_tree, args_flat, avals, axes, axis_size) -> int:
 
     arg_paths = [arg_name(p) for p, _ in tree_flatten_with_path(args)[0]]
     kwarg_paths = [f"kwargs{keystr(p)}" for p, _ in tree_flatten_with_path(kwargs)[0]]
-    where = [f"{p} of type {aval.str_short() if aval else type(x).__name__}"
+    where = [f"{p} of type {type_str(aval) if aval else type(x).__name__}"
              for p, aval, x in zip(arg_paths + kwarg_paths, avals, args_flat)]
     counts = collections.Counter(s for s in sizes if s is not None).most_common()
     msg = ["vmap got inconsistent sizes for array axes to be mapped:\n"]

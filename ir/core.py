@@ -245,6 +245,11 @@ class Jaxpr:
 
     __repr__ = __str__
 
+    def pretty_print(self, **options) -> str:
+        """The text form (JAX's method; its display options, such as ``use_color``, change
+        nothing here: jaxprc's text is one format, which parses back)."""
+        return str(self)
+
 
 class ClosedJaxpr:
     """A jaxpr with values for its constvars: the unit that runs, prints and is transformed."""
@@ -267,6 +272,7 @@ class ClosedJaxpr:
         return pp_jaxpr(self)
 
     __repr__ = __str__
+    pretty_print = Jaxpr.pretty_print
 
     def __eq__(self, other):
         from .equality import alpha_equivalent

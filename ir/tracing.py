@@ -126,10 +126,17 @@ def get_aval(x) -> ShapedArray:
         return x.aval
     if isinstance(x, np.generic):
         return _generic_aval(x)
+    if hasattr(t, "__jax_array__"):
+        raise ValueError("Triggering __jax_array__() during abstractification is no longer supported. To avoid "
+                         "this error, either explicitly convert your object using jax.numpy.array(), or register "
+                         "your object as a pytree.")
+    if isinstance(x, np.ma.MaskedArray):      # its mask would be silently dropped
+        raise ValueError("numpy masked arrays are not supported as direct inputs to JAX functions. "
+                         "Use arr.filled() to convert the value to a standard numpy array.")
     for base, fn in pytype_aval_mappings.items():
         if isinstance(x, base):
             return fn(x)
-    raise TypeError(f"Value {x!r} of type {t.__name__} is not a valid jaxprc type: "
+    raise TypeError(f"Argument {x!r} of type {t} is not a valid JAX type: "
                     "expected an array, a numpy scalar, or a Python bool/int/float/complex.")
 
 
@@ -178,7 +185,7 @@ class Tracer:
         return bool(self._concrete("bool()", TracerBoolConversionError))
 
     def __int__(self):
-        return int(self._concrete("int()", TracerIntegerConversionError))
+        return int(self._concrete("int()"))
 
     def __float__(self):
         return float(self._concrete("float()"))
@@ -411,11 +418,7 @@ class JaxprBuilder:
                 stand_in = trace_state.stand_ins.get(id(x))
                 if stand_in is not None and stand_in[0] is x:
                     return self.to_atom(stand_in[1])
-                raise UnexpectedTracerError(
-                    f"Encountered an unexpected tracer {x!r}: a value from a trace ('{x._builder.name}') "
-                    "that has already finished was used. This happens when a traced value escapes a "
-                    "transformed function through a global, a closure kept after the call, or a side "
-                    "effect. Return it from the function instead.")
+                raise escaped_tracer_error(x, f"It was used in another trace ('{self.name}').")
             return self._const_var(x, x.aval)
         if isinstance(x, Literal):
             return x
@@ -483,10 +486,10 @@ class JaxprBuilder:
                 src = user_source_info()     # the user's line that started this trace
                 called = f" (called at {src})" if src else ""
                 raise TypeError(
-                    f"Output {i} of the traced function '{self.name}'{called} is {x!r} of type "
-                    f"{type(x).__name__}, which is not an array: traced functions must return arrays, "
-                    "scalars, or pytrees of them (return other values from outside the "
-                    "transformation, or register the class as a pytree).") from None
+                    f"function {self.name}{called} returned a value of type {type(x)}, which is not a "
+                    f"valid JAX type: output {i} is {x!r}. Traced functions must return arrays, scalars, "
+                    "or pytrees of them (return other values from outside the transformation, or "
+                    "register the class as a pytree).") from None
         jaxpr = Jaxpr(self.constvars, self.invars, outvars, self.eqns)
         return ClosedJaxpr(jaxpr, self.consts)
 
@@ -494,7 +497,7 @@ class JaxprBuilder:
     def concretize(self, tracer: Tracer, what: str, error: type):
         """The concrete value of ``tracer``, evaluating what it depends on; else ``error``."""
         if not tracer._builder.live:
-            raise UnexpectedTracerError(f"{what} of a tracer {tracer!r} that escaped its trace.")
+            raise escaped_tracer_error(tracer, f"{what} was called on it.")
         target = tracer._var
         if target in self.known:
             return self.known[target]
@@ -527,6 +530,46 @@ class JaxprBuilder:
         return self.known[target]
 
 
+def type_str(aval) -> str:
+    """``float32[3,4]``: a type as JAX's messages write it."""
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+
+
+def escaped_tracer_error(tracer: Tracer, use: str) -> UnexpectedTracerError:
+    """JAX's error for a tracer used after its trace ended: its type, the function being traced,
+    where the value was created, and ``use``: how it was used."""
+    aval = tracer.aval
+    eqn = tracer._builder._producer.get(tracer._var)
+    created = (f"The leaked intermediate value was created on line {eqn.source_info}."
+               if eqn is not None and eqn.source_info is not None
+               else "The leaked value was an argument (or a constant) of the traced function.")
+    return UnexpectedTracerError(
+        "Encountered an unexpected tracer. A function transformed by JAX had a side effect, allowing for a "
+        f"reference to an intermediate value with type {type_str(aval)} "
+        f"wrapped in a {tracer!r} to escape the scope of the transformation.\n"
+        "JAX transformations require that functions explicitly return their outputs, and disallow saving "
+        "intermediate values to global state.\n"
+        f"The function being traced when the value leaked was {tracer._builder.name}.\n"
+        f"------------------------------\n{created}\n------------------------------\n{use} "
+        "Return the value from the transformed function instead of keeping it in a global or a closure.")
+
+
+def _headline(what: str, type_str: str) -> str:
+    """JAX's first line for the conversion ``what`` of a traced array of type ``type_str``."""
+    if what == "bool()":
+        return f"Attempted boolean conversion of traced array with shape {type_str}."
+    if what == "__index__()":
+        return f"The __index__() method was called on traced array with shape {type_str}."
+    if what.startswith("the numpy.ndarray conversion method"):
+        return f"The numpy.ndarray conversion method __array__() was called on traced array with shape {type_str}."
+    headline = f"Abstract tracer value encountered where concrete value is expected: traced array with shape {type_str}"
+    if what in ("int()", "float()", "complex()"):
+        kind = what[:-2]
+        headline += (f"\nThe problem arose with the `{kind}` function. If trying to convert the data type of a "
+                     f"value, try using `x.astype({kind})` or `jnp.array(x, {kind})` instead.")
+    return headline
+
+
 def _concretization_message(tracer: Tracer, what: str) -> str:
     src = None
     eqn = tracer._builder._producer.get(tracer._var)
@@ -535,7 +578,7 @@ def _concretization_message(tracer: Tracer, what: str) -> str:
     where = f", created at {src}" if src else ", an argument of the traced function"
     here = user_source_info()
     at = f" at {here}" if here else ""
-    return (f"Abstract tracer value encountered where a concrete value is expected: {what} was "
+    return (f"{_headline(what, type_str(tracer.aval))}\n{what} was "
             f"called{at} on the traced value {tracer!r}{where}. Under jit (and vmap), values are "
             "abstract: only their shape and dtype are known. Fixes: mark the argument static "
             "(static_argnums / static_argnames) if it is a Python value; use lax.cond, lax.switch, "
@@ -589,9 +632,7 @@ def bind(prim: Primitive, args: Sequence[Any], params: dict):
                 state = trace_state        # under ensure_compile_time_eval, traced operands are traced
                 if state.compile_time_eval and state.stack:
                     return state.stack[-1].add_eqn(prim, args, params)
-                raise UnexpectedTracerError(
-                    f"Encountered an unexpected tracer {a!r} outside of any trace while applying "
-                    f"'{prim.name}': a traced value escaped the function that created it.")
+                raise escaped_tracer_error(a, f"It was used outside of any trace, by '{prim.name}'.")
         args = [_literal_value(a) if type(a) is Literal else a for a in args]
         rule = prim.impl_rule
         return rule(*args, **params) if rule is not None else prim.impl(*args, **params)

@@ -215,6 +215,93 @@ def flatten_one_level_with_keys(tree):
     return out
 
 
+def equality_errors(seen, given, path: str = ""):
+    """Where pytrees ``seen`` and ``given`` differ in structure: (path, what was seen, what is
+    given, why) for each difference, outermost first, in JAX's words."""
+    seen_node, given_node = registry.flatten_one_level(seen), registry.flatten_one_level(given)
+    if seen_node is None and given_node is None:
+        return
+    if seen_node is None or given_node is None or type(seen) is not type(given):
+        yield (path, "pytree leaf" if seen_node is None else str(type(seen)),
+               "pytree leaf" if given_node is None else str(type(given)), "their Python types differ")
+        return
+    (seen_children, seen_meta), (given_children, given_meta) = seen_node, given_node
+    if isinstance(seen, (list, tuple)) and len(seen) != len(given):
+        kind = type(seen).__name__
+        yield path, f"{kind} of length {len(seen)}", f"{kind} of length {len(given)}", "the lengths do not match"
+        return
+    if len(seen_children) != len(given_children):
+        def count(n):
+            return f"{n} {'children' if n > 1 else 'child'}"
+        why = "the numbers of children do not match"
+        if isinstance(seen, dict):
+            why += f", with the symmetric difference of key sets: {set(seen) ^ set(given)}"
+        yield (path, f"{type(seen)} with {count(len(seen_children))}",
+               f"{type(given)} with {count(len(given_children))}", why)
+        return
+    if seen_meta != given_meta:
+        def meta(m):
+            return tuple(m) if isinstance(m, list) else m
+        yield (path, f"{type(seen)} with pytree metadata {meta(seen_meta)}",
+               f"{type(given)} with pytree metadata {meta(given_meta)}", "the pytree node metadata does not match")
+        return
+    keyed = registry.flatten_one_level_with_keys(seen)[0]
+    for (key, s), g in zip(keyed, given_children):
+        yield from equality_errors(s, g, path + keystr((key,)))
+
+
+def _prefix_walk(prefix, full: PyTreeDef, start: int, path, name: str, is_leaf, out: list, errors) -> int:
+    """Match ``prefix`` against the treedef ``full`` whose leaves are ``out[start:]``: each prefix
+    leaf fills its subtree's slots, each mismatch adds a paragraph to ``errors``. Walks treedefs,
+    so no user ``unflatten`` ever sees placeholder leaves. Returns the slot after ``full``."""
+    end = start + full.num_leaves
+    if prefix is None or (is_leaf and is_leaf(prefix)) or registry.flatten_one_level(prefix) is None:
+        out[start:end] = [prefix] * full.num_leaves
+        return end
+    where = f"pytree structure error: different {{}} at key path\n    {name}{keystr(path)}\n"
+    at = f"At that key path, the prefix pytree {name} has a subtree of type"
+    full_node = full.node_data()
+    if full_node is None or full_node[0] is not type(prefix):
+        given = "pytree leaf" if full_node is None else full_node[0]
+        errors.append(where.format("types") + f"{at}\n    {type(prefix)}\nbut at the same key path the full "
+                      f"pytree has a subtree of different type\n    {given}.")
+        return end
+    full_children = full.children()
+    if isinstance(prefix, (list, tuple)) and len(prefix) != len(full_children):
+        kind = type(prefix).__name__
+        errors.append(where.format(f"lengths of {kind}") + f"{at} {kind} of length {len(prefix)}, but the full "
+                      f"pytree has a subtree of the same type but of length {len(full_children)}.")
+        return end
+    prefix_node = tree_structure(prefix, is_leaf=lambda x: x is not prefix).node_data()
+    if prefix_node != full_node or len(registry.flatten_one_level(prefix)[0]) != len(full_children):
+        what = "pytree metadata" if prefix_node != full_node else "numbers of pytree children"
+        text = (where.format(what) + f"{at}\n    {type(prefix)}\nwith metadata\n    {prefix_node[1]}\nbut at "
+                f"the same key path the full pytree has a subtree of the same type but with metadata\n"
+                f"    {full_node[1]}")
+        if isinstance(prefix, dict):
+            text += ("\nso the symmetric difference on key sets is\n    "
+                     + " ".join(sorted(map(str, set(prefix) ^ set(full_node[1])))))
+        errors.append(text)
+        return end
+    position = start
+    for (key, p), f in zip(registry.flatten_one_level_with_keys(prefix)[0], full_children):
+        position = _prefix_walk(p, f, position, path + (key,), name, is_leaf, out, errors)
+    return end
+
+
+def broadcast_prefix(prefix, treedef: PyTreeDef, name: str, is_leaf=None) -> list:
+    """One value per leaf of ``treedef`` from ``prefix``, a pytree prefix of it (each prefix leaf,
+    None included, stands for a whole subtree); a ValueError in JAX's words listing every
+    mismatch, ``name`` saying what the prefix is (``vmap in_axes``)."""
+    out = [None] * treedef.num_leaves
+    errors: list[str] = []
+    _prefix_walk(prefix, treedef, 0, (), name, is_leaf, out, errors)
+    if errors:
+        raise ValueError(f"{name} specification must be a tree prefix of the corresponding value; \n"
+                         f"  Mismatch details ({len(errors)} found):\n  " + "\n  ".join(errors))
+    return out
+
+
 def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
     """``prefix_tree``'s leaves repeated over the matching subtrees of ``full_tree``."""
     leaves = []

@@ -52,9 +52,17 @@ class Aval:
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
+    def str_short(self) -> str:
+        """``float32[3,4]``: the type as JAX's messages write it."""
+        return type_str(self.shape, self.dtype)
+
     def __repr__(self):       # JAX's form: jaxlib's messages (transfer guards) print it
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+        return f"ShapedArray({self.str_short()}{weak})"
+
+
+def type_str(shape, dtype) -> str:
+    return f"{np.dtype(dtype).name}[{','.join(map(str, shape))}]"
 
 
 def carries_no_data(dtype) -> bool:
@@ -182,7 +190,7 @@ class Array:
     # -- buffer lifetime -------------------------------------------------------
     def _check_live(self) -> "Array":
         if self._buf.is_deleted():
-            raise DeletedArrayError(f"Array of type {self.dtype.name}{list(self.shape)} has been deleted.")
+            raise deleted_error(self.shape, self.dtype)
         return self
 
     def shard_buffers(self) -> list:
@@ -256,15 +264,22 @@ class DeletedArrayError(RuntimeError):
     """An Array whose buffer was deleted (explicitly or by donation) was used."""
 
 
+def deleted_error(shape, dtype, detail: str = "") -> DeletedArrayError:
+    """JAX's error for a deleted array (``Array has been deleted with shape=float32[3].``), then
+    ``detail`` (where it was used) and how that happens."""
+    where = f" {detail}" if detail else ""
+    return DeletedArrayError(
+        f"Array has been deleted with shape={type_str(shape, dtype)}.{where} Its buffer "
+        "was donated to a jitted computation (donate_argnums) or freed with .delete().")
+
+
 def to_numpy(a: Array) -> np.ndarray:
     """The host value of a device array: a read-only view of device memory on CPU."""
     if type(a) is not Array:      # sharded over several devices (runtime/sharded.py)
         return a.host_value()
     buf = a._buf
     if buf.is_deleted():
-        raise DeletedArrayError(
-            f"Array of type {a.dtype.name}{list(a.shape)} has been deleted: its buffer was "
-            "donated to a jitted computation (donate_argnums) or freed with .delete().")
+        raise deleted_error(a.shape, a.dtype)
     # ml_dtypes' types have no buffer format (no_buffer_format), and device memory is not
     # host-addressable: both take an explicit copy.
     if a.aval.dtype.isbuiltin != 2 and backend().platform == "cpu":

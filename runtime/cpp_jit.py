@@ -99,13 +99,15 @@ FastpathData = collections.namedtuple("FastpathData", [
     "kept_var_bitvec", "in_device_local_layouts", "const_args"])
 
 
-def fastpath(loaded, out_tree, arg_avals, out_avals, const_args=()) -> FastpathData:
+def fastpath(loaded, out_tree, arg_avals, out_avals, const_args=(), kept=None) -> FastpathData:
     """What jaxlib needs to run ``loaded`` (a single-device executable taking ``const_args`` then
-    arguments of ``arg_avals``) on a hit; ``out_tree`` rebuilds the results from its outputs."""
+    the call's arguments, of ``arg_avals``, whose ``kept`` flags are true: all when None) on a hit;
+    ``out_tree`` rebuilds the results from its outputs."""
     sharding = backend().sharding
     n = len(const_args) + len(arg_avals)
+    kept = [True] * len(const_args) + (list(kept) if kept is not None else [True] * len(arg_avals))
     return FastpathData(loaded, out_tree, [sharding] * n, [sharding] * len(out_avals), list(out_avals),
-                        [True] * len(out_avals), [True] * n, [None] * n, list(const_args))
+                        [True] * len(out_avals), kept, [None] * n, list(const_args))
 
 
 def _shard_arg_fallback(x, sharding, layout):

@@ -17,7 +17,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import stablehlo
 
-from .array import (Array, Aval, DeletedArrayError, carries_no_data, device_aval, device_put,
+from .array import (Array, Aval, carries_no_data, deleted_error, device_aval, device_put,
                     host_value_without_data)
 from . import compile_cache, effects, monitoring
 from .client import backend
@@ -237,9 +237,7 @@ class Executable:
         looked for only after a failure, so successful calls pay nothing for it)."""
         for i, b in enumerate(buffers):
             if b.is_deleted():
-                return DeletedArrayError(
-                    f"argument {i} of '{self.name}' is an Array whose buffer has been deleted: it was "
-                    "donated to an earlier call (donate_argnums) or freed with .delete().")
+                return deleted_error(b.aval.shape, b.aval.dtype, f"It is argument {i} of '{self.name}'.")
         return (self.effectful and callback_error(self.name)) or XlaRuntimeError(
             f"XLA failed to run '{self.name}': {_explain(e)}")
 

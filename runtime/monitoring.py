@@ -8,6 +8,7 @@ means the same (``elapsed``'s callers): a listener written for JAX hears jaxprc'
 """
 from __future__ import annotations
 
+import logging
 import time
 from typing import Callable
 
@@ -96,9 +97,21 @@ def clear_event_listeners() -> None:
         listeners.clear()
 
 
+# What the compile path logs when a timed moment ends, in JAX's words, on the ``jaxprc`` logger at
+# the level ``compile_log_level()`` says (the compiler layer makes it WARNING under log_compiles).
+_FINISHED = {
+    JAXPR_TRACE_EVENT: "Finished tracing {} for jit in {:.9f} sec",
+    JAXPR_TO_MLIR_MODULE_EVENT: "Finished jaxpr to MLIR module conversion {} in {:.9f} sec",
+    BACKEND_COMPILE_EVENT: "Finished XLA compilation of {} in {:.9f} sec",
+}
+compile_log_level: Callable[[], int] = lambda: logging.DEBUG
+_logger = logging.getLogger("jaxprc")
+
+
 class elapsed:
     """``with elapsed(EVENT, name):`` records the block as JAX's ``log_elapsed_time`` does: a
-    scalar (the start time) on entry, then the duration and the time span, with ``fun_name``."""
+    scalar (the start time) on entry, then the duration and the time span, with ``fun_name``,
+    and logs it (``_FINISHED``)."""
 
     __slots__ = ("event", "fun_name", "start")
 
@@ -114,5 +127,8 @@ class elapsed:
 
     def __exit__(self, *exc):
         end = time.time()
+        level = compile_log_level()
+        if _logger.isEnabledFor(level):
+            _logger.log(level, _FINISHED[self.event].format(self.fun_name, end - self.start))
         record_event_duration_secs(self.event, end - self.start, fun_name=self.fun_name)
         record_event_time_span(self.event, self.start, end, fun_name=self.fun_name)

@@ -22,7 +22,7 @@ import threading
 import numpy as np
 from jaxlib import _jax, xla_client as xc
 
-from .array import Array, Aval, DeletedArrayError, _copy_to_host, device_aval, no_buffer_format, without_jax_import
+from .array import Array, Aval, _copy_to_host, deleted_error, device_aval, no_buffer_format, without_jax_import
 from . import effects, monitoring
 from .client import backend
 from .executable import JaxRuntimeError, XlaCompileError, XlaRuntimeError, _parse, callback_error
@@ -90,7 +90,7 @@ class ShardedArray(Array):
 
     def host_value(self) -> np.ndarray:
         if self._buf.is_deleted():
-            raise DeletedArrayError(f"Array of type {self.dtype.name}{list(self.shape)} has been deleted.")
+            raise deleted_error(self.shape, self.dtype)
         dtype = device_aval(self.aval).dtype
         mine = addressable(self.device_tuple)
         if not mine:
@@ -237,8 +237,7 @@ class SpmdExecutable:
                 raise TypeError(f"argument {i} of '{self.name}' is {x.dtype.name}{list(x.shape)}, "
                                 f"the program takes {aval.dtype.name}{list(aval.shape)}")
             if x._buf.is_deleted():
-                raise DeletedArrayError(f"argument {i} of '{self.name}' is an Array whose buffer has "
-                                        "been deleted.")
+                raise deleted_error(x.shape, x.dtype, f"It is argument {i} of '{self.name}'.")
             return x._buf
         if isinstance(x, ShardedArray) and x.spans_processes():   # cannot be gathered here to re-lay out
             raise ValueError(f"argument {i} of '{self.name}' is laid out as {x.hlo} over devices "

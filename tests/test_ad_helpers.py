@@ -500,5 +500,5 @@ def test_transformations_close_over_non_array_arguments_they_do_not_transform():
     xs = jnp.arange(3.0)
     np.testing.assert_allclose(jx.vmap(_configured, in_axes=(0, None, None, None))(xs, *args[1:]),
                                3.0 * np.sin(np.arange(3.0)), rtol=1e-6)
-    with pytest.raises(TypeError, match="not a valid jaxprc type"):
+    with pytest.raises(TypeError, match="not a valid JAX type"):
         jx.grad(_configured, argnums=1)(*args)     # differentiating the object itself is an error

@@ -30,7 +30,7 @@ def test_arrays_of_dtypes_without_a_jaxprc_type(value):
 def test_eager_op_on_a_deleted_array():
     x = jnp.arange(3.0)
     x.delete()
-    with pytest.raises(jx.runtime.DeletedArrayError, match="argument 0 of 'add'"):
+    with pytest.raises(jx.runtime.DeletedArrayError, match=r"Array has been deleted with shape=float32\[3\]. It is argument 0 of 'add'"):
         x + 1
     y = jnp.arange(3.0)
     assert np.asarray(y + 1).tolist() == [1.0, 2.0, 3.0]     # the process stays usable

@@ -341,7 +341,7 @@ def test_explain_cache_misses(caplog):
     assert len(messages) == 4
     assert all(m.startswith("TRACING CACHE MISS at ") and "test_array_misc.py" in m for m in messages)
     assert "never seen function" in messages[0] and f"g id={id(g)} defined at" in messages[0]
-    assert "* at args[1], seen f32[3], but now given i32[3]" in messages[1]
+    assert "different input types:\n  * at b, now i32[3] and before f32[3]" in messages[1]
     assert "static arguments differ: now c=3 and before c=2" in messages[2]
     assert "different input pytree structure" in messages[3]
     caplog.clear()

@@ -42,7 +42,7 @@ def test_hits_values_types_and_weak_types(cpp):
     for _ in range(3):
         np.testing.assert_array_equal(f(a, b), a * b + 1.0)
         out = f(da, db)
-        assert type(out) is jx.Array and out.dtype == np.float32 and not out.weak_type
+        assert type(out) is jx.runtime.Array and out.dtype == np.float32 and not out.weak_type
     w = f(2.0, 3.0)
     assert (w.dtype, w.weak_type, float(w)) == (np.float32, True, 7.0)
     assert f(2, 3).weak_type and float(f(2, 3)) == 7.0
@@ -140,7 +140,7 @@ def test_disable_jit_and_debug_nans(cpp):
     f(d), f(d)
     with jx.disable_jit():
         f(d)
-    assert seen[-1] is jx.Array
+    assert seen[-1] is jx.runtime.Array
     with jx.debug_nans():
         with pytest.raises(FloatingPointError):
             f(d)

@@ -168,7 +168,7 @@ def test_jit_with_shardings_compiles_once_per_function_and_shardings(caplog):
         for name in ("y", "z", "y"):
             with jx.set_mesh(jx.make_mesh((1,), (name,))):
                 assert under_mesh(np.ones(2)).sharding.mesh.axis_names == (name,)
-    assert sum("Compiling _twice_plus_one" in r.message for r in caplog.records) == 4
+    assert sum("Compiling jit(_twice_plus_one)" in r.message for r in caplog.records) == 4
 
 
 def test_host_local_global_conversions_in_one_process():

@@ -100,6 +100,7 @@ CORPUS = {
                                 lax.cond(x[0] > 0, jnp.sin, jnp.cos, x)), [(3,)]),
     "calls": (lambda x: (jx.jit(jnp.sin)(x), checkpoint_name(x, "h"),
                          jx.checkpoint(jnp.sin)(x)), [(3,)]),
+    "remat_grad": (jx.grad(jx.checkpoint(jnp.sin)), [()]),      # a differentiated checkpoint
     "custom_jvp": (lambda x: _custom_jvp()(x), [(3,)]),
     "custom_vjp": (lambda x: _custom_vjp()(x), [(3,)]),
     "custom_lin": (lambda x, t: jx.jvp(_custom_vjp(), (x,), (t,)), [(3,), (3,)]),

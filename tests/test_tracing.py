@@ -54,5 +54,6 @@ def test_reemitted_equations_keep_their_original_line():
 
 
 def test_non_array_output_is_named_with_its_position():
-    with pytest.raises(TypeError, match=r"Output 1 of the traced function '<lambda>' \(called at .*\) is 'x' of type str"):
+    with pytest.raises(TypeError, match=r"function <lambda> \(called at .*\) returned a value of type <class 'str'>, "
+                                        r"which is not a valid JAX type: output 1 is 'x'"):
         jaxprc.make_jaxpr(lambda a: (a, "x"))(1.0)

@@ -287,8 +287,8 @@ def test_axis_size_without_mapped_inputs():
 
 def test_errors_match_jax():
     with pytest.raises(ValueError, match="vmap got inconsistent sizes for array axes to be mapped:\n"
-                                         r"  \* one axis had size 3: axis 0 of argument x of type f32\[3\];\n"
-                                         r"  \* one axis had size 4: axis 0 of argument y of type f32\[4\]"):
+                                         r"  \* one axis had size 3: axis 0 of argument x of type float32\[3\];\n"
+                                         r"  \* one axis had size 4: axis 0 of argument y of type float32\[4\]"):
         jaxprc.vmap(lambda x, y: lax.add(x, y))(randn(3), randn(4))
     with pytest.raises(ValueError, match="must have at least one non-None value in in_axes"):
         jaxprc.vmap(lambda x: x, in_axes=None)(randn(3))

@@ -141,8 +141,7 @@ MISTAKES = {
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
 def test_same_mistake_raises_what_jax_code_catches(mistake):
-    """jaxprc's error is an instance of the class of the same name as JAX's (it may be a subclass:
-    jaxprc raises TracerIntegerConversionError for int() where JAX raises its base)."""
+    """jaxprc's error is an instance of the class of the same name as JAX's (it may be a subclass)."""
     def raised(lib, m):
         with pytest.raises(Exception) as info:
             MISTAKES[mistake](lib, m)

@@ -67,11 +67,12 @@ def _axes(axis_name, fn: str) -> tuple:
 
 
 @contextlib.contextmanager
-def named_axis(name, size: int):
-    """Trace with the axis ``name`` (a vmap's ``axis_name``; None: none) of ``size`` in scope."""
+def named_axis(name, size: int, vmapped: bool = True):
+    """Trace with the axis ``name`` (a vmap's ``axis_name``, or with ``vmapped=False`` one of
+    ``make_jaxpr``'s ``axis_env``; None: none) of ``size`` in scope."""
     saved, saved_names = _axis_env(), getattr(_ENV, "vmap_names", frozenset())
     if name is not None:
-        _ENV.axes, _ENV.vmap_names = {**saved, name: size}, saved_names | {name}
+        _ENV.axes, _ENV.vmap_names = {**saved, name: size}, saved_names | ({name} if vmapped else set())
     try:
         yield
     finally:

@@ -1,12 +1,13 @@
 """Rematerialization: the ``checkpoint`` primitive, its ``CheckpointPolicy`` param, and the
 ``name`` primitive that saving policies can match.
 
-``checkpoint[jaxpr, prevent_cse, policy]`` calls its jaxpr. It means something only to
-partial evaluation (so to linearize and reverse mode): of the known values the unknown
+``checkpoint[jaxpr, prevent_cse, policy, differentiated]`` calls its jaxpr. It means something
+only to partial evaluation (so to linearize and reverse mode): of the known values the unknown
 (tangent) part needs, only those the policy deems saveable become residuals; the rest are
 recomputed from the checkpoint's known inputs inside the unknown part, which stays a
 ``checkpoint`` so that transposition keeps the recomputation in the backward pass and the
-lowering can fence it off (``stablehlo.optimization_barrier``) from the forward pass.
+lowering can fence it off (``stablehlo.optimization_barrier``) from the forward pass: that part is
+marked ``differentiated=True`` (absent: False). ``prevent_cse`` is one flag, or one per operand.
 
 A policy is ``None`` (save nothing but the inputs, as JAX), a ``CheckpointPolicy`` record
 (printable and parsable, so programs round-trip through the text form) or any Python callable
@@ -27,7 +28,7 @@ from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Primitive, Var, param_type
 from jaxprc.ir.effects import Effect
-from jaxprc.ir.params import Bool, Callable, ClosedJaxprParam, OneOf, Record, Str, Tuple
+from jaxprc.ir.params import Bool, Callable, ClosedJaxprParam, OneOf, Optional, Record, Str, Tuple
 from jaxprc.ir.tracing import close_over_consts
 from jaxprc.passes.dce import dce_closed, dce_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr, tangent_aval
@@ -89,9 +90,11 @@ def _unknown_kind(kind) -> str:
     return f"checkpoint: unknown policy kind {kind!r}; expected one of {', '.join(POLICY_KINDS)}"
 
 
-def _checkpoint_params(*, prevent_cse, policy):
-    if type(prevent_cse) is not bool:
-        raise JaxprTypeError(f"checkpoint: param prevent_cse must be a bool, got {prevent_cse!r}")
+def _checkpoint_params(*, prevent_cse, policy, differentiated=False):
+    if type(prevent_cse) is not bool and not (type(prevent_cse) is tuple
+                                              and all(type(p) is bool for p in prevent_cse)):
+        raise JaxprTypeError(f"checkpoint: param prevent_cse must be a bool or a tuple of bools (one per "
+                             f"operand), got {prevent_cse!r}")
     if isinstance(policy, CheckpointPolicy):
         if policy.kind not in POLICY_KINDS:
             raise JaxprTypeError(_unknown_kind(policy.kind))
@@ -105,8 +108,9 @@ def _checkpoint_params(*, prevent_cse, policy):
 
 checkpoint_p = Primitive("checkpoint")    # a call; partial evaluation consults the policy
 checkpoint_p.multiple_results = True
-checkpoint_p.def_params(jaxpr=ClosedJaxprParam(), prevent_cse=Bool(),
-                        policy=OneOf(None, Record(CheckpointPolicy, kind=Str(), names=Tuple(Str())), Callable()))
+checkpoint_p.def_params(jaxpr=ClosedJaxprParam(), prevent_cse=OneOf(Bool(), Tuple(Bool())),
+                        policy=OneOf(None, Record(CheckpointPolicy, kind=Str(), names=Tuple(Str())), Callable()),
+                        differentiated=Optional(Bool()))
 checkpoint_p.def_abstract_eval(_call_abstract_eval("checkpoint", _checkpoint_params))
 
 
@@ -124,14 +128,19 @@ def _name_jvp(primals, tangents, *, name):
     return name_p.bind(x, name=name), t        # the tangent is not named (as in JAX)
 
 
-def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, policy):
+def _any_operand(prevent_cse) -> bool:
+    """A per-operand ``prevent_cse`` as one flag, for a checkpoint with other operands."""
+    return prevent_cse if type(prevent_cse) is bool else any(prevent_cse)
+
+
+def _checkpoint_jvp(primals, tangents, *, jaxpr, prevent_cse, policy, differentiated=False):
     """The checkpoint of the jvp: primal and tangent computations stay under one policy."""
     nonzeros = [not isinstance(t, Zero) for t in tangents]
     body, out_nz = jvp_jaxpr(jaxpr, nonzeros, instantiate=False)
     body, consts = close_over_consts(body)
     nonzero_tangents = [instantiate_zeros(t) for t, nz in zip(tangents, nonzeros) if nz]
     outs = checkpoint_p.bind(*consts, *primals, *nonzero_tangents, jaxpr=body,
-                             prevent_cse=prevent_cse, policy=policy)
+                             prevent_cse=_any_operand(prevent_cse), policy=policy, differentiated=differentiated)
     n_out = len(jaxpr.out_avals)
     rest = iter(outs[n_out:])
     return list(outs[:n_out]), [next(rest) if nz else Zero(tangent_aval(a))
@@ -148,7 +157,7 @@ def _name_transpose(ct, x, *, name):
     return [ct]
 
 
-def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, policy):
+def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, policy, differentiated=False):
     """The transpose stays a checkpoint: the recomputation it holds (evaluated forward inside
     the transposed body) runs in the backward pass, next to the cotangents that need it."""
     linear = [is_undefined_primal(a) for a in args]
@@ -156,7 +165,8 @@ def _checkpoint_transpose(cts, *args, jaxpr, prevent_cse, policy):
     body, consts = close_over_consts(body)
     nonlinear = [a for a in args if not is_undefined_primal(a)]
     outs = iter(checkpoint_p.bind(*consts, *nonlinear, *map(instantiate_zeros, cts), jaxpr=body,
-                                  prevent_cse=prevent_cse, policy=policy))
+                                  prevent_cse=_any_operand(prevent_cse), policy=policy,
+                                  differentiated=differentiated))
     nonzero = iter(nonzeros)
     return [(next(outs) if next(nonzero) else Zero(a.aval)) if is_undefined_primal(a) else None
             for a in args]
@@ -267,15 +277,19 @@ def _checkpoint_partial_eval(eqn: Eqn, uk_in):
     u_operands = outer_saved + known_operands + [a for a, uk in zip(eqn.invars, uk_in) if uk]
     u_eqn = eqn.replace(invars=[a for a, u in zip(u_operands, used) if u],
                         outvars=[v for v, uk in zip(eqn.outvars, out_uk) if uk],
-                        params={**p, "jaxpr": ClosedJaxpr(u_body, [])})
+                        params={**p, "jaxpr": ClosedJaxpr(u_body, []), "prevent_cse": _any_operand(p["prevent_cse"]),
+                                "differentiated": True})
     return known_eqns, [u_eqn], out_uk
 
 
 def _checkpoint_dce(used_outputs, eqn):
     body, used_inputs = dce_closed(eqn.params["jaxpr"], used_outputs)
+    prevent_cse = eqn.params["prevent_cse"]
+    if type(prevent_cse) is tuple:
+        prevent_cse = tuple(p for p, u in zip(prevent_cse, used_inputs) if u)
     return used_inputs, eqn.replace(invars=[a for a, u in zip(eqn.invars, used_inputs) if u],
                                     outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
-                                    params={**eqn.params, "jaxpr": body})
+                                    params={**eqn.params, "jaxpr": body, "prevent_cse": prevent_cse})
 
 
 pe.partial_eval_jaxpr_custom_rules[checkpoint_p] = _checkpoint_partial_eval
@@ -284,14 +298,20 @@ pe.dce_rules[checkpoint_p] = _checkpoint_dce
 
 # ------------------------------------------------------------------ lowering
 
-def _checkpoint(ctx, *args, jaxpr, prevent_cse, policy):
-    """Inlined behind an optimization barrier on its operands (with ``prevent_cse``): XLA can
-    neither merge a recomputation with the forward computation it repeats (CSE) nor move it
-    before its last operand exists -- in the backward pass that is a cotangent, which comes late."""
-    if prevent_cse and args:
+def _checkpoint(ctx, *args, jaxpr, prevent_cse, policy, differentiated=False):
+    """Inlined; a recomputation (``differentiated``: the checkpoint differentiation leaves in the
+    backward pass) behind an optimization barrier on its operands (those ``prevent_cse`` flags):
+    XLA can neither merge it with the forward computation it repeats (CSE) nor move it before its
+    last operand exists -- in the backward pass that is a cotangent, which comes late. Where
+    nothing was differentiated there is no recomputation to protect, so no barrier, as in JAX."""
+    flags = [prevent_cse] * len(args) if type(prevent_cse) is bool else list(prevent_cse)
+    fenced = [i for i, f in enumerate(flags) if f]
+    if differentiated and fenced:
+        args = list(args)
         if ctx.platform == "cpu":
             args = _depend_on_last(args, ctx.avals_in)
-        args = list(hlo.OptimizationBarrierOp(list(args)).results)
+        for i, a in zip(fenced, hlo.OptimizationBarrierOp([args[i] for i in fenced]).results):
+            args[i] = a
     return ctx.lower_jaxpr(jaxpr, *args)
 
 

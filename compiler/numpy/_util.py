@@ -32,6 +32,12 @@ def located(fn: str) -> str:
     return f"{fn} (at {src})" if src else fn
 
 
+def from_jax_array(x):
+    """An object with ``__jax_array__`` as the array it gives: what jax.numpy's array
+    constructors and argument conversions take it as (primitives refuse it, as in JAX)."""
+    return x.__jax_array__() if hasattr(type(x), "__jax_array__") else x
+
+
 def aval_of(x, fn: str = "") -> ShapedArray:
     try:
         return get_aval(x)

@@ -12,7 +12,7 @@ from jaxprc.lax import elementwise as ew
 from jaxprc.ir.tracing import get_aval
 
 from ._dtypes import to_dtype
-from ._util import aval_of, broadcast_to_shape, convert, is_constant
+from ._util import aval_of, broadcast_to_shape, convert, from_jax_array, is_constant
 
 
 def _is_constant_tree(x) -> bool:
@@ -40,6 +40,7 @@ def _python_int_array(obj) -> np.ndarray:
 def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
     """An array from an array, a scalar, or (nested) lists of them; like jax.numpy.array."""
     dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
+    object = from_jax_array(object)
     if isinstance(object, (list, tuple)) and not _is_constant_tree(object):
         from .shape_ops import stack
         from ._dtypes import result_type
@@ -72,6 +73,7 @@ def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
 
 def as_array(a, fn: str):
     """The operand ``a`` of ``fn`` as a jaxprc array; a TypeError naming ``fn`` if it is none."""
+    a = from_jax_array(a)
     aval_of(a, fn)
     return asarray(a)
 

@@ -1,0 +1,75 @@
+"""checkpoint's API against JAX: what print_saved_residuals reports (less the column JAX adds to
+source locations), where optimization barriers are, and the errors for removed options."""
+import re
+
+import jax
+import jax.ad_checkpoint  # noqa: F401 - a submodule jax does not import itself
+import numpy as np
+import pytest
+
+import jaxprc
+
+C = np.arange(3.0, dtype=np.float32)
+
+
+def _dots(lib):
+    def f(x):
+        for _ in range(3):
+            x = lib.numpy.sin(lib.numpy.dot(x, x))
+        return x
+    return lib.checkpoint(f, policy=lib.checkpoint_policies.checkpoint_dots), (np.ones((3, 3), np.float32),)
+
+
+def _names(lib):
+    name = lib.ad_checkpoint.checkpoint_name
+
+    def g(x):
+        return lib.numpy.sin(name(lib.numpy.cos(name(lib.numpy.sin(x), "a")), "b")) * x
+    return lib.checkpoint(g, policy=lib.checkpoint_policies.save_any_names_but_these("a")), (1.0,)
+
+
+CASES = {
+    "checkpoint_dots": _dots,
+    "names": _names,
+    "default_policy": lambda lib: (lib.checkpoint(lambda x, y: lib.numpy.sin(x) * y), (1.0, 2.0)),
+    "no_checkpoint": lambda lib: (lambda x, y: lib.numpy.sin(x) * y, (1.0, 2.0)),
+    "constant_and_path": lambda lib: (lambda x: (lib.numpy.sin(x[0]) * x[1], lib.numpy.exp(C * x[1])), ((1.0, 2.0),)),
+    "varargs": lambda lib: (lambda x, *a: lib.numpy.sin(x) * a[0], (1.0, 2.0)),
+}
+
+
+def _report(lib, case, capsys):
+    fun, args = CASES[case](lib)
+    lib.ad_checkpoint.print_saved_residuals(fun, *args)
+    lines = capsys.readouterr().out.splitlines()
+    # the kinds and types, less the source locations (JAX writes file:line:column, jaxprc file:line)
+    return [re.sub(r" from (/.*)?$", "", line) for line in lines]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_print_saved_residuals_as_jax(case, capsys):
+    assert _report(jaxprc, case, capsys) == _report(jax, case, capsys)
+
+
+def test_barriers_where_jax_puts_them():
+    def barriers(lib, transform, **kwargs):
+        f = lib.checkpoint(lambda x, y: lib.numpy.sin(x) * y, **kwargs)
+        return "optimization_barrier" in lib.jit(transform(lib, f)).lower(1.0, 2.0).as_text()
+    for transform in (lambda lib, f: f, lambda lib, f: lib.grad(f)):
+        for kwargs in ({}, {"prevent_cse": False}):
+            assert barriers(jaxprc, transform, **kwargs) == barriers(jax, transform, **kwargs)
+
+
+def test_removed_and_refused_options_as_jax():
+    def concrete(lib):
+        lib.checkpoint(lambda x: x, concrete=True)
+
+    def pytree_prevent_cse(lib):
+        lib.checkpoint(lambda d: d["a"], prevent_cse={"a": True})({"a": 1.0})
+    for make in (concrete, pytree_prevent_cse):
+        errors = []
+        for lib in (jax, jaxprc):
+            with pytest.raises(Exception) as e:
+                make(lib)
+            errors.append((type(e.value), str(e.value)))
+        assert errors[0] == errors[1]

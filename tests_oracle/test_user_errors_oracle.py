@@ -1,0 +1,87 @@
+"""User errors against JAX: the same exception type, and JAX's message (whole, or the lines a
+user matches on) for vmap's sizes and in_axes, Jacobians of complex functions, grad's argnums,
+Python ints too large, conversions of traced values and escaped tracers."""
+import jax
+import numpy as np
+import pytest
+
+import jaxprc
+
+
+def _error(lib, make):
+    try:
+        make(lib)
+    except Exception as e:     # noqa: BLE001 - the type is what is compared
+        return type(e).__name__, str(e)
+    raise AssertionError(f"{lib.__name__} raised nothing")
+
+
+WHOLE = {      # the whole message is JAX's
+    "vmap_sizes": lambda lib: lib.vmap(lambda a, b, c: a)(np.ones(2), np.ones((3, 2)), {"k": np.ones(4)}),
+    "vmap_most": lambda lib: lib.vmap(lambda a, b, c: a, in_axes=(0, 1, 0))(np.ones(2), np.ones((3, 4)), np.ones(2)),
+    "in_axes_list_length": lambda lib: lib.vmap(lambda a: a[0], in_axes=([0, 0],))([np.ones(3)] * 3),
+    "in_axes_types": lambda lib: lib.vmap(lambda a: a, in_axes=({"a": 0},))([np.ones(3)]),
+    "jacfwd_complex_in": lambda lib: lib.jacfwd(lambda x: x)(1j),
+    "jacfwd_holomorphic_real_in": lambda lib: lib.jacfwd(lambda x: x, holomorphic=True)(1.0),
+    "jacrev_complex_out": lambda lib: lib.jacrev(lambda x: x * 1j)(1.0),
+    "jacrev_holomorphic_real_in": lambda lib: lib.jacrev(lambda x: x, holomorphic=True)(1.0),
+    "jacrev_int_in": lambda lib: lib.jacrev(lambda x: x)(1),
+    "grad_too_few": lambda lib: lib.grad(lambda x, y: x * y, argnums=1)(1.0),
+    "overflow_kwarg": lambda lib: lib.jit(lambda x, y: x * y)(np.ones(3), y=2**70),
+    "overflow_nested": lambda lib: lib.jit(lambda d: d["a"])({"a": [1, 2**70]}),
+    "overflow_make_jaxpr": lambda lib: lib.make_jaxpr(lambda x: x)(2**40),
+}
+
+
+@pytest.mark.parametrize("name", list(WHOLE))
+def test_same_error_as_jax(name):
+    assert _error(jaxprc, WHOLE[name]) == _error(jax, WHOLE[name])
+
+
+HEADLINE = {   # the lines JAX's message starts with
+    "int": lambda lib: lib.jit(int)(1.0),
+    "float": lambda lib: lib.jit(float)(1.0),
+    "bool": lambda lib: lib.jit(lambda x: 1 if x > 0 else 0)(1.0),
+    "index": lambda lib: lib.jit(lambda x: [1, 2, 3][x])(1),
+    "range": lambda lib: lib.jit(lambda x: range(x))(3),
+}
+
+
+@pytest.mark.parametrize("name", list(HEADLINE))
+def test_tracer_conversions_start_as_jax(name):
+    (kind, message), (want_kind, want) = _error(jaxprc, HEADLINE[name]), _error(jax, HEADLINE[name])
+    assert kind == want_kind
+    first = want.split("\nThe error occurred")[0]
+    assert message.startswith(first)
+
+
+def test_escaped_tracer_says_what_jax_says():
+    def run(lib):
+        leaked = []
+
+        def leak(x):
+            leaked.append(x * 2)
+            return x
+        lib.jit(leak)(np.ones(3, np.float32))
+        return leaked[0] + 1
+    (kind, message), (want_kind, want) = _error(jaxprc, run), _error(jax, run)
+    assert kind == want_kind == "UnexpectedTracerError"
+    assert message.split(" wrapped in ")[0] == want.split(" wrapped in ")[0]
+    assert message.split("\n")[1] == want.split("\n")[1]
+
+
+def test_non_jax_values_are_named_as_jax():
+    def bad_input(lib):
+        lib.jit(lambda x: x)({"a": "abc"})
+
+    def bad_output(lib):
+        lib.jit(lambda x: "abc")(1.0)
+    for make in (bad_input, bad_output):
+        (kind, message), (want_kind, want) = _error(jaxprc, make), _error(jax, make)
+        assert kind == want_kind == "TypeError"
+        if make is bad_input:
+            assert message.split("\n")[0] == want.split("\n")[0].replace(
+                want.split(" as an abstract array")[0], "Error interpreting argument to <lambda>")
+        else:
+            assert "returned a value of type <class 'str'>, which is not a valid JAX type" in message
+            assert "returned a value of type <class 'str'>, which is not a valid JAX type" in want
