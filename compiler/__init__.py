@@ -13,14 +13,14 @@ from .ir.core import ShapedArray, JaxprcError  # noqa: E402,F401
 from .ir.tracing import ConcretizationTypeError, UnexpectedTracerError, ensure_compile_time_eval  # noqa: E402,F401
 
 from .api import *  # noqa: E402,F401,F403
-from .ad import *  # noqa: E402,F401,F403
-from .vmap import *  # noqa: E402,F401,F403
+from .transformations.ad import *  # noqa: E402,F401,F403
+from .transformations.vmap import *  # noqa: E402,F401,F403
 from . import lax, numpy, nn, tree_util, tree, random, core, interpreters, dtypes  # noqa: E402,F401
-from .custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert  # noqa: E402,F401
+from .transformations.custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert  # noqa: E402,F401
 from . import custom_derivatives  # noqa: E402,F401
 from . import custom_batching  # noqa: E402,F401
 from . import scipy, experimental  # noqa: E402,F401
-from .ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402,F401
+from .transformations.ad_checkpoint import checkpoint, checkpoint_policies, remat  # noqa: E402,F401
 from . import ad_checkpoint  # noqa: E402,F401
 from . import errors  # noqa: E402,F401
 from . import debug  # noqa: E402,F401
@@ -39,13 +39,13 @@ from .sharding import (NamedSharding, PartitionSpec as P, make_array_from_callba
 from .lax.parallel import shard_map  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401
 from .process_local import make_array_from_process_local_data  # noqa: E402,F401
-from .pmap import pmap  # noqa: E402,F401
-from .spmd import reshard  # noqa: E402,F401
+from .transformations.pmap import pmap  # noqa: E402,F401
+from .engine.spmd import reshard  # noqa: E402,F401
 from . import dlpack, monitoring, stages, test_util, typing  # noqa: E402,F401
 from . import export  # noqa: E402,F401
 from .transfer_guard import (transfer_guard, transfer_guard_device_to_device,  # noqa: E402,F401
                              transfer_guard_device_to_host, transfer_guard_host_to_device)
-from .compile_guards import explain_cache_misses, no_execution, no_tracing  # noqa: E402,F401
+from .engine.compile_guards import explain_cache_misses, no_execution, no_tracing  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
 
 numpy.ndarray = Array       # jax.numpy.ndarray is jax.Array

@@ -24,9 +24,10 @@ import numpy as np
 from jaxlib import _jax, xla_client as xc
 from jaxlib._profiler import TraceMe as _TraceMe
 
-from . import compile_guards, cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
-from .caches import ByIdentity
-from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
+from .engine import compile_guards, cpp_dispatch, dispatch, float_checks, spmd
+from . import passes, runtime, sharding
+from .engine.caches import ByIdentity
+from .engine.dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.deep import deep_entry
@@ -605,7 +606,7 @@ class JitFunction:
 
     # -- the fast path ----------------------------------------------------------
     def c_function(self):
-        """This function as jaxlib's C++ ``PjitFunction`` (compiler/cpp_dispatch.py), which is what
+        """This function as jaxlib's C++ ``PjitFunction`` (compiler/engine/cpp_dispatch.py), which is what
         ``jit`` returns where it may: a cached call runs no Python frame, a miss runs this object's
         Python path. Like ``jax.jit``'s, it carries the function's name and docstring and the
         ahead-of-time methods. It holds this object, and this object only a weak reference to it,
@@ -622,7 +623,7 @@ class JitFunction:
 
     def _cache_miss(self, *args, **kwargs):
         """jaxlib's C++ dispatch missed: run the call in Python, and hand jaxlib the executable
-        when C++ may run it for the calls of this signature (compiler/cpp_dispatch.py)."""
+        when C++ may run it for the calls of this signature (compiler/engine/cpp_dispatch.py)."""
         outs, entry, leaves = self._call(args, kwargs)
         fast = None
         if entry is not None and type(entry) is _CompiledCall and cpp_dispatch.fast_context():

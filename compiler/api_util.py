@@ -8,7 +8,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from .extend import linear_util as lu
 from .ir.tracing import get_aval
 from .ir.tree_util import tree_flatten, tree_unflatten
-from .vmap import _flatten_axes
+from .transformations.vmap import _flatten_axes
 
 __all__ = ["DebugInfo", "debug_info", "flatten_fun", "flatten_fun_nokwargs", "safe_map",
            "shaped_abstractify", "argnums_partial", "flatten_axes"]

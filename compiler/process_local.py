@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import sharding as shd, spmd
+from . import sharding as shd
+from .engine import spmd
 from .api import device_put
 from .toplevel import process_count
 from .tree_util import tree_flatten, tree_unflatten

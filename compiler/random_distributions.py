@@ -31,7 +31,7 @@ from .ir.tracing import get_aval
 from .lax.random_gamma import random_gamma_p
 from .random import (_check_key, _check_shape, _float_dtype, _normal, _shape, _split, _static, _uniform,
                      _unstack2, bernoulli, split)
-from .vmap import vmap
+from .transformations.vmap import vmap
 
 __all__ = ["exponential", "gamma", "loggamma", "beta", "dirichlet", "poisson", "binomial", "multinomial",
            "geometric", "laplace", "logistic", "cauchy", "pareto", "weibull_min", "rayleigh", "maxwell",

@@ -17,7 +17,7 @@ import numpy as np
 from jaxlib import _jax, xla_client as xc
 
 from . import runtime
-from .caches import BoundedCache
+from .engine.caches import BoundedCache
 from .ir.core import param_type
 from .runtime.sharded import REPLICATED, ShardedArray, assemble, put_sharded
 
@@ -26,8 +26,8 @@ __all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "PartitionSpec",
 
 
 def reshard(xs, out_shardings):
-    """``jaxprc.reshard`` (compiler/spmd.py), also here as in ``jax.sharding``."""
-    from .spmd import reshard as impl
+    """``jaxprc.reshard`` (compiler/engine/spmd.py), also here as in ``jax.sharding``."""
+    from .engine.spmd import reshard as impl
     return impl(xs, out_shardings)
 
 
@@ -503,7 +503,7 @@ def make_array_from_callback(shape, sharding, data_callback, dtype=None):
         pieces = [(d, whole) for d in indices]
     else:
         pieces = [(d, np.asarray(data_callback(i))) for d, i in indices.items()]
-    from .dispatch import runtime_aval
+    from .engine.dispatch import runtime_aval
     from .ir.tracing import get_aval
     dt = pieces[0][1].dtype if dtype is None else np.dtype(dtype)
     aval = runtime_aval(get_aval(np.zeros((), dt)).update(shape=shape, weak_type=False))

@@ -14,7 +14,7 @@ import functools
 import ml_dtypes
 import numpy as np
 
-from .ad import jvp, linearize, vjp
+from .transformations.ad import jvp, linearize, vjp
 from .ir import dtypes as dt
 from .tree_util import tree_map, tree_reduce
 

@@ -188,20 +188,21 @@ def live_arrays(platform: str | None = None) -> list:
 
 def clear_caches() -> None:
     """Drop every compiled and traced cache entry (jit functions, eager ops)."""
-    from . import api, dispatch, runtime
+    from . import api, runtime
+    from .engine import dispatch
     for per_options in list(api._JIT_CACHES.values()):
         for compiled, traced in per_options.values():
             compiled.clear()
             traced.clear()
     for impl in list(dispatch._EAGER_IMPLS.values()):
         impl.cache.clear()
-    if runtime.cpp_jit.CACHE is not None:      # the C++ dispatch's entries (compiler/cpp_dispatch.py)
+    if runtime.cpp_jit.CACHE is not None:      # the C++ dispatch's entries (compiler/engine/cpp_dispatch.py)
         runtime.cpp_jit.CACHE.clear()
 
 
 def jacobian(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False, allow_int: bool = False):
     """The Jacobian of ``fun`` in reverse mode (JAX's ``jax.jacobian`` is ``jax.jacrev``)."""
-    from .ad import jacrev
+    from .transformations.ad import jacrev
     return jacrev(fun, argnums=argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
 
 

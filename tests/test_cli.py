@@ -265,7 +265,7 @@ def test_run_named_inputs_and_scalar_fill(tmp_path, capsys):
 # -------------------------------------------------------------- lower, graph, demo
 
 def test_lower_matches_lowering_api(first):
-    from jaxprc.lowering import lower_jaxpr
+    from jaxprc.engine.lowering import lower_jaxpr
     _, r = first
     text = ok(r["lower"]).stdout
     expected = lower_jaxpr(parse(open(COND_JAXPR).read()), name="clipped_norm",

@@ -1,4 +1,4 @@
-"""Cached jit calls and eager ops through jaxlib's C++ dispatch (compiler/cpp_dispatch.py), and
+"""Cached jit calls and eager ops through jaxlib's C++ dispatch (compiler/engine/cpp_dispatch.py), and
 the same behaviours with it switched off (config ``jaxprc_cpp_dispatch``): every check runs both
 ways. The rest of the suite runs with the default (on); the jit and dispatch tests also pass
 with ``JAXPRC_CPP_DISPATCH=0``."""

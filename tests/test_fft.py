@@ -334,7 +334,7 @@ def test_gpu_lowering_of_multi_dimensional_irfft():
     """The GPU rule (an IFFT over the outer axes, then a 1-D IRFFT) gives numpy's values for a
     spectrum that is not Hermitian along the outer axes; checked here by running it on the CPU."""
     import importlib
-    from jaxprc import lowering
+    from jaxprc.engine import lowering
     fft_module = importlib.import_module("jaxprc.lax.fft")      # jaxprc.lax.fft is the function
     x = _cplx(2, 3, 4, 3)
     saved = lowering.PLATFORM_LOWERING_RULES["cpu"].get(lax.fft_p)

@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 
 import jaxprc as jx
-from jaxprc import dispatch, lax, runtime
+from jaxprc.engine import dispatch
+from jaxprc import lax, runtime
 from jaxprc.ir import PRIMITIVES, Primitive, ShapedArray
-from jaxprc.lowering import register_lowering
+from jaxprc.engine.lowering import register_lowering
 
 
 @pytest.fixture

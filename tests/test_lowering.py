@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import scipy.special as sp
 
-from jaxprc import ir, lowering, runtime
+from jaxprc import ir, runtime
+from jaxprc.engine import lowering
 from jaxprc.lax import reductions
 from jaxprc.lax import slicing
 from jaxprc.ir import dtypes as dt
@@ -789,7 +790,7 @@ def test_custom_lin_lowering_and_evaluation_say_jvp_of_custom_vjp():
     """custom_lin is transposed away by reverse mode; reaching lowering or evaluation means
     forward mode was applied to a custom_vjp function (JAX's error)."""
     from jaxprc.lax import custom_lin_p
-    from jaxprc.lowering import find_lowering_rule
+    from jaxprc.engine.lowering import find_lowering_rule
     for rule in (find_lowering_rule(custom_lin_p, "cpu"), custom_lin_p.impl):
         with pytest.raises(TypeError, match="can't apply forward-mode autodiff"):
             rule(None)

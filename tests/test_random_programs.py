@@ -286,7 +286,7 @@ def mutate(rng: random.Random, text: str) -> str:
 def test_mutated_texts_parse_to_verified_programs_or_give_located_errors():
     """No mutant crashes, raises a raw error or parses into a program the verifier rejects; the
     ones that parse also print back identically and lower to StableHLO."""
-    from jaxprc.lowering import lower_jaxpr
+    from jaxprc.engine.lowering import lower_jaxpr
 
     def check(seed):
         rng = random.Random(seed)

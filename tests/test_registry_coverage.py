@@ -11,7 +11,7 @@ import pytest
 
 import jaxprc as jx
 from jaxprc.ir.core import Primitive, ShapedArray
-from jaxprc.lowering import _rule_for
+from jaxprc.engine.lowering import _rule_for
 from jaxprc.passes import jvp_rules, transpose_rules
 from jaxprc.passes.vmap import batch_rules
 

@@ -1,4 +1,4 @@
-"""Long programs split into several executables (compiler/segmenting.py): with the option
+"""Long programs split into several executables (compiler/engine/segmenting.py): with the option
 lowered to 100 equations, 300-equation programs run as three segments and must behave as
 the unsplit program (values, dtypes and weak types, donation, effects order, grad)."""
 import os
@@ -14,7 +14,7 @@ import jaxprc as jx
 import jaxprc.numpy as jnp
 from jaxprc.experimental import io_callback
 from jaxprc.runtime import DeletedArrayError
-from jaxprc.segmenting import SegmentedExecutable, plan
+from jaxprc.engine.segmenting import SegmentedExecutable, plan
 
 F32 = np.float32
 BIG = np.linspace(-1, 1, 100, dtype=F32)       # hoisted: an argument of the executable

@@ -13,7 +13,7 @@ from jaxprc import lax
 from jaxprc.ir import parse
 from jaxprc.ir.parser import ParseError
 from jaxprc.ir.printer import pp_jaxpr
-from jaxprc.lowering import lower_jaxpr
+from jaxprc.engine.lowering import lower_jaxpr
 from jaxprc.passes import run_pipeline
 from jaxprc.tools.cli import main
 

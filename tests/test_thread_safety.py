@@ -4,8 +4,9 @@ import threading
 import numpy as np
 
 import jaxprc
-from jaxprc import sharding, spmd
-from jaxprc.caches import BoundedCache
+from jaxprc import sharding
+from jaxprc.engine import spmd
+from jaxprc.engine.caches import BoundedCache
 from jaxprc.lax import parallel
 
 

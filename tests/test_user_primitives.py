@@ -26,7 +26,7 @@ from jaxprc.ir.verify import verify
 from jaxprc.passes import jvp as jvp_pass
 from jaxprc.passes import transpose as transpose_pass
 from jaxprc.passes import vmap as vmap_pass
-from jaxprc import lowering
+from jaxprc.engine import lowering
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples" / "multiply_add.py"
 BACKEND = runtime.default_backend()

@@ -84,6 +84,8 @@ NOT_APPLICABLE = {
         **dict.fromkeys(["Ref", "empty_ref", "free_ref", "new_ref", "freeze", "ref"],
                         "mutable array references: jaxprc's IR has no stateful values"),
         "array_garbage_collection_guard": "garbage-collection guard of jax.Array: not implemented",
+        "ad": "jax.ad: a namespace of gradient references (GradRef, GradValue, DontWant): jaxprc has "
+              "no mutable references",
         **dict.fromkeys(["enable_checks",
                          "allow_f16_reductions", "softmax_custom_jvp", "jax2tf_associative_scan_reductions"],
                         "JAX-internal configuration switches without a jaxprc counterpart"),

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from jax import lax
 
-from jaxprc import ir, lowering, runtime
+from jaxprc import ir, runtime
+from jaxprc.engine import lowering
 from jaxprc.ir.core import PRIMITIVES as P, ShapedArray
 
 pytestmark = pytest.mark.x64      # float64 and int64 edge cases on both sides

@@ -14,7 +14,7 @@ import jaxprc
 import jaxprc.numpy as xnp
 from jaxprc import lax as xlax
 from jaxprc.dtypes import TypePromotionError
-from jaxprc.lowering import lower_jaxpr
+from jaxprc.engine.lowering import lower_jaxpr
 
 NARROW = ["float8_e4m3fn", "float8_e5m2", "float8_e4m3b11fnuz", "float8_e4m3fnuz", "float8_e5m2fnuz",
           "float8_e3m4", "float8_e4m3", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn",

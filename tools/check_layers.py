@@ -51,22 +51,22 @@ FORBIDDEN = {"lax": {"api", "transformations"}, "engine": {"api", "transformatio
 KNOWN_UPWARD = {
     # the engine runs programs through the API's jit (resharding, eager ops on several devices),
     # device_put, and dispatch recognises JitFunction
-    ("jaxprc.dispatch", "jaxprc.api"),
-    ("jaxprc.evaluate", "jaxprc.api"),
-    ("jaxprc.spmd", "jaxprc.api"),
+    ("jaxprc.engine.dispatch", "jaxprc.api"),
+    ("jaxprc.engine.evaluate", "jaxprc.api"),
+    ("jaxprc.engine.spmd", "jaxprc.api"),
     ("jaxprc.lax.parallel", "jaxprc.api"),
     ("jaxprc.lax.checks", "jaxprc.api"),
     # shardings (JAX's public jaxprc.sharding) are defined with the API's device_put and resharding
-    ("jaxprc.spmd", "jaxprc.sharding"),
+    ("jaxprc.engine.spmd", "jaxprc.sharding"),
     ("jaxprc.lax.host_local", "jaxprc.sharding"),
     ("jaxprc.lax.parallel", "jaxprc.sharding"),
     ("jaxprc.lax.sharding_constraint", "jaxprc.sharding"),
     # rules written with the transformations' front ends (vmap, jvp, linearize, linear_transpose)
-    ("jaxprc.lax.control_flow.loops", "jaxprc.vmap"),
-    ("jaxprc.lax.control_flow.solves", "jaxprc.ad"),
-    ("jaxprc.lax.generic_reduce", "jaxprc.ad"),
-    ("jaxprc.lax.generic_reduce", "jaxprc.vmap"),
-    ("jaxprc.lax.random_gamma", "jaxprc.ad"),
+    ("jaxprc.lax.control_flow.loops", "jaxprc.transformations.vmap"),
+    ("jaxprc.lax.control_flow.solves", "jaxprc.transformations.ad"),
+    ("jaxprc.lax.generic_reduce", "jaxprc.transformations.ad"),
+    ("jaxprc.lax.generic_reduce", "jaxprc.transformations.vmap"),
+    ("jaxprc.lax.random_gamma", "jaxprc.transformations.ad"),
     # rules written with jaxprc.numpy / the samplers above the families; lax.dtype is jaxprc.dtypes'
     ("jaxprc.lax.linalg", "jaxprc.numpy"),
     ("jaxprc.lax.random_gamma", "jaxprc.random_distributions"),

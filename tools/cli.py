@@ -483,9 +483,10 @@ def emit(program, kind: str, name: str, debug_info: bool = False) -> str:
     """The program as text IR, StableHLO, or XLA's optimized HLO (after compiling it); a program
     over several devices (shard_map, sharding constraints) lowered partitioned, as jit does."""
     import jaxprc
-    from jaxprc import runtime, spmd
-    from jaxprc.dispatch import compile_closed_jaxpr, reproducer_on_failure
-    from jaxprc.lowering import lower_jaxpr
+    from jaxprc import runtime
+    from jaxprc.engine import spmd
+    from jaxprc.engine.dispatch import compile_closed_jaxpr, reproducer_on_failure
+    from jaxprc.engine.lowering import lower_jaxpr
     name = re.sub(r"\W", "_", name) or "main"
     if kind == "jaxpr":
         return program_text(program, debug_info)
@@ -690,8 +691,8 @@ def cmd_run(args) -> int:
 def replay_stage(program, stage: str, pipeline: str) -> BaseException | None:
     """Run one stage of the compiler on ``program``; the error it raises (None: none)."""
     from jaxprc import runtime
-    from jaxprc.dispatch import compile_closed_jaxpr
-    from jaxprc.lowering import lower_jaxpr
+    from jaxprc.engine.dispatch import compile_closed_jaxpr
+    from jaxprc.engine.lowering import lower_jaxpr
     from jaxprc.passes import PassError, PassVerificationError, run_pipeline
     try:
         if stage in ("pass", "verify"):

@@ -24,7 +24,7 @@ def make_softplus():
         return jnp.log1p(jnp.exp(x))
 
     try:
-        from jaxprc.custom_derivatives import custom_jvp
+        from jaxprc.transformations.custom_derivatives import custom_jvp
     except ImportError:
         return softplus, "plain softplus (this build has no custom_jvp)"
     softplus = custom_jvp(softplus)
@@ -91,7 +91,7 @@ def run_demo() -> int:
     grad_program = run_pipeline(grad_program, "cse,dce", verify=True)
     _section("7. the whole gradient program (grad(loss, argnums=(0, 1))) after cse, dce", grad_program)
 
-    lowered = jaxprc.lowering.lower_jaxpr(grad_program, name="grad_loss",
+    lowered = jaxprc.engine.lowering.lower_jaxpr(grad_program, name="grad_loss",
                                           platform=jaxprc.default_backend())
     _section("8. StableHLO", lowered.as_text())
 

@@ -5,7 +5,7 @@ a straight-line chain of n equations (``x = sin(x) * 1.0001``, n/2 times) is
 traced (``make_jaxpr``), differentiated (``make_jaxpr(grad)``), batched
 (``make_jaxpr(vmap)``), printed, parsed back, lowered to StableHLO, and run by
 ``jit`` (which splits it into executables of ``jaxprc_max_segment_eqns``
-equations, compiler/segmenting.py) with its result checked against numpy.
+equations, compiler/engine/segmenting.py) with its result checked against numpy.
 Reported per step: the process's CPU time (steadier than wall time on a shared
 machine) and wall time at each size, and the exponent k of time ~ n^k (the
 log-log slope between the smallest and largest size; 1 is linear).

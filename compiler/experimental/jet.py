@@ -16,11 +16,11 @@ from functools import partial
 from typing import Callable
 
 from jaxprc import lax
-from jaxprc.ad import _evaluate, _simplify, _without_gc
+from jaxprc.transformations.ad import _evaluate, _simplify, _without_gc
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.tracing import close_over_consts, get_aval
 from jaxprc.ir.tree_util import tree_structure, tree_unflatten, treedef_is_leaf
-from jaxprc.nested_tracing import flatten_fun, trace_on_values
+from jaxprc.transformations.nested_tracing import flatten_fun, trace_on_values
 from jaxprc.interpreters.jet import (ZeroSeries, ZeroTerm, def_comp, def_deriv, deflinear,  # noqa: F401
                                      defzero, deriv_prop, jet_rules, linear_prop, zero_prop,
                                      zero_series, zero_term)

@@ -18,7 +18,7 @@ from ..process_local import make_array_from_process_local_data
 from ..runtime.sharded import ShardedArray
 from ..sharding import Mesh, NamedSharding, PartitionSpec as P, ShardingParam
 from ..runtime import devices, distributed
-from ..spmd import broadcast
+from ..engine.spmd import broadcast
 from ..toplevel import local_device_count, process_count, process_index
 from ..tree_util import tree_all, tree_flatten, tree_map, tree_unflatten
 

@@ -16,8 +16,8 @@ from functools import partial
 import numpy as np
 
 from .. import numpy as jnp
-from ..ad import vjp
-from ..custom_derivatives import closure_convert, custom_vjp
+from ..transformations.ad import vjp
+from ..transformations.custom_derivatives import closure_convert, custom_vjp
 from ..lax.control_flow import fori_loop, scan, while_loop
 from ..ir.tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 

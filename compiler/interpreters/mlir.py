@@ -11,9 +11,9 @@ from jaxlib.mlir import ir  # noqa: F401
 from jaxlib.mlir.dialects import stablehlo as hlo  # noqa: F401
 
 from ..ir.tracing import trace_to_jaxpr
-from ..lowering import (LOWERING_RULES, PLATFORM_LOWERING_RULES, LoweringRuleContext,  # noqa: F401
-                        add_region, aval_to_ir_type, compare, dtype_to_ir_type, full, has_lowering,
-                        ir_constant, is_nan, max_min, reduce, register_lowering, scalar_type, zeros)
+from ..engine.lowering import (LOWERING_RULES, PLATFORM_LOWERING_RULES, LoweringRuleContext, add_region,
+                               aval_to_ir_type, compare, dtype_to_ir_type, full, has_lowering, ir_constant,
+                               is_nan, max_min, reduce, register_lowering, scalar_type, zeros)
 
 __all__ = ["register_lowering", "has_lowering", "lower_fun", "LoweringRuleContext", "aval_to_ir_type",
            "dtype_to_ir_type", "ir_constant", "full", "zeros", "compare", "is_nan", "add_region", "reduce",

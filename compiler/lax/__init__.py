@@ -42,7 +42,7 @@ from .linalg import (cholesky_p, eig_p, eigh_p, hessenberg_p, householder_produc
                      qr_p, schur_p, svd_p, triangular_solve_p, tridiagonal_solve_p, geqrf_p)
 
 # Eager (op-by-op) evaluation of every primitive defined above: XLA runs its lowering.
-from jaxprc import dispatch as _dispatch  # noqa: E402
+from jaxprc.engine import dispatch as _dispatch  # noqa: E402
 _dispatch.install_impls()
 from .sharding_constraint import sharding_constraint_p, with_sharding_constraint  # noqa: E402,F401
 from .parallel import *  # noqa: E402,F401,F403

@@ -18,7 +18,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
 from jaxprc.ir.params import Bool, DType, Enum, Int, OneOf, Record, Tuple
 from .elementwise import ANY
-from jaxprc.lowering import param_name
+from jaxprc.engine.lowering import param_name
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 

@@ -15,7 +15,7 @@ from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import Primitive
 from jaxprc.ir.params import Bool
 from .elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM, _balanced_eq
-from jaxprc.lowering import max_min as _max_min
+from jaxprc.engine.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
 
 from .slicing import slice_in_dim

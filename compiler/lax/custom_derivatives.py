@@ -192,7 +192,8 @@ def _custom_jvp_call_t(cts, *args, fun_jaxpr, jvp_jaxpr_thunk, num_consts, symbo
 def _concrete(xs):
     """The concrete values of ``xs`` when the current trace knows them all (else None), as the
     Arrays they stand for (weak types kept: bwd sees what JAX's sees, and its results keep them)."""
-    from jaxprc import dispatch, runtime
+    from jaxprc.engine import dispatch
+    from jaxprc import runtime
     builder = current_builder()
     out = []
     for x in xs:

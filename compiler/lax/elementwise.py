@@ -23,7 +23,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import Bool, DType, Int
 from jaxprc.ir.tree_util import tree_map
-from jaxprc.lowering import param_name, result_typed_op
+from jaxprc.engine.lowering import param_name, result_typed_op
 from jaxprc.passes import emit
 from jaxprc.passes.jvp import aval_of, tangent_aval
 from jaxprc.passes.canonicalize import CANONICALIZE

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from jaxprc import runtime
-from jaxprc.dispatch import runtime_aval
+from jaxprc.engine.dispatch import runtime_aval
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import Record, Str, Tuple

@@ -17,7 +17,7 @@ from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import Bool, Int, OneOf, Tuple
-from jaxprc.lowering import LoweringRuleContext
+from jaxprc.engine.lowering import LoweringRuleContext
 from jaxprc.passes.vmap import axis_size_of, bdim_at_front
 from jaxprc.runtime import lapack
 

@@ -7,7 +7,7 @@ consts (values either closes over), the residuals, then the linear arguments
 swaps the two; its jvp is the node applied to the tangents (linear), and vmap
 maps both with every linear value batched at axis 0, so they stay each
 other's transposes. Derivatives with respect to the residuals or consts are an
-error (JAX asserts). The user API is ``jaxprc.custom_derivatives.linear_call``.
+error (JAX asserts). The user API is ``jaxprc.transformations.custom_derivatives.linear_call``.
 """
 from __future__ import annotations
 

@@ -31,10 +31,10 @@ from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
 from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, rules_for_unbatched, sizes_for_unbatched
-from jaxprc.caches import BoundedCache
+from jaxprc.engine.caches import BoundedCache
 from jaxprc.sharding import ShardingParam
 from .sharding_constraint import sdy_sharding
-from jaxprc.lowering import add_region, max_min, scalar_type
+from jaxprc.engine.lowering import add_region, max_min, scalar_type
 from jaxlib.mlir.dialects import sdy
 
 from .vma import check_out_specs
@@ -345,7 +345,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
     from jaxprc import sharding as shd
     from jaxprc.ir.tree_util import tree_flatten, tree_unflatten
     from jaxprc.ir.tracing import get_aval
-    from jaxprc.spmd import broadcast
+    from jaxprc.engine.spmd import broadcast
 
     def wrapped(*args):
         m = mesh if mesh is not None else shd.get_mesh()

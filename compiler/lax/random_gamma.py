@@ -24,7 +24,8 @@ import functools
 
 import numpy as np
 
-from jaxprc import dispatch, lax
+from jaxprc.engine import dispatch
+from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive
@@ -161,7 +162,7 @@ mlir.register_lowering(random_gamma_grad_p, mlir.lower_fun(_random_gamma_grad_im
 
 def _random_gamma_grad_jvp(primals, tangents):
     """Forward-mode through the recurrences (as JAX differentiates its loop-based function)."""
-    from jaxprc.ad import jvp      # the AD API sits above the primitive families
+    from jaxprc.transformations.ad import jvp      # the AD API sits above the primitive families
     return jvp(_random_gamma_grad_impl, primals, tuple(map(ad.instantiate_zeros, tangents)))
 
 

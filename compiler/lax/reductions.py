@@ -19,7 +19,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray
 from jaxprc.ir.params import DType
 from .elementwise import ANY, BOOL_OR_INT, INTEGRAL, KIND_NAMES, NUM, ORDERED
-from jaxprc.lowering import max_min as _max_min
+from jaxprc.engine.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 

@@ -21,7 +21,8 @@ from typing import NamedTuple
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxprc import float_checks, lax
+from jaxprc.engine import float_checks
+from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe

@@ -19,7 +19,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import jet
-from jaxprc.lowering import broadcast_in_dim as _hlo_broadcast_in_dim
+from jaxprc.engine.lowering import broadcast_in_dim as _hlo_broadcast_in_dim
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import DType, Int, OneOf, Size, Tuple

@@ -32,7 +32,7 @@ sharding_constraint_p.def_impl(lambda x, *, sharding: shd.put(x, sharding.named(
 
 
 def _aval_of(x) -> runtime.Aval:
-    from jaxprc.dispatch import runtime_aval
+    from jaxprc.engine.dispatch import runtime_aval
     from jaxprc.ir.tracing import get_aval
     return x.aval if isinstance(x, runtime.Array) else runtime_aval(get_aval(x))
 
@@ -48,7 +48,7 @@ def with_sharding_constraint(x, shardings):
     """Ask that the values of ``x`` (a pytree) be laid out as ``shardings`` (one sharding or
     PartitionSpec for all leaves, or a matching pytree); outside jit, a device_put."""
     from jaxprc.ir.tree_util import tree_flatten, tree_unflatten
-    from jaxprc.spmd import broadcast
+    from jaxprc.engine.spmd import broadcast
     leaves, tree = tree_flatten(x)
     per_leaf = broadcast(shardings, tree, "with_sharding_constraint")
     outs = []

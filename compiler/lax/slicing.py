@@ -24,7 +24,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
 from jaxprc.ir.params import Bool, Enum, Int, OneOf, Record, Scalar, Tuple
 from .elementwise import INTEGRAL
-from jaxprc.lowering import param_name
+from jaxprc.engine.lowering import param_name
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, tangent_aval, zeros
 from jaxprc.passes.transpose import is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, matchaxis, moveaxis, scalar

@@ -17,7 +17,7 @@ from jaxprc.ir.core import Primitive
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, OneOf, Scalar, Str, Tuple
 from jaxprc.ir.tracing import Tracer, close_over_consts, trace_to_jaxpr
 from jaxprc.ir.tree_util import tree_flatten
-from jaxprc.lowering import function_symbol
+from jaxprc.engine.lowering import function_symbol
 
 from . import operands as ops
 

@@ -24,7 +24,7 @@ from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import Primitive, ShapedArray
 from jaxprc.ir.params import ClosedJaxprParam, Int, Str, Tuple
 from jaxprc.ir.tracing import Tracer, eval_jaxpr, trace_to_jaxpr
-from jaxprc.lowering import max_min as _max_min
+from jaxprc.engine.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of, is_differentiable, jvp_jaxpr
 from jaxprc.passes.vmap import bdim_at_front
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from jaxprc import numpy as jnp
 from jaxprc.api import jit
-from jaxprc.custom_derivatives import custom_jvp
+from jaxprc.transformations.custom_derivatives import custom_jvp
 from jaxprc.numpy import tanh  # noqa: F401 (jax.nn.tanh is jax.numpy.tanh)
 from jaxprc.numpy._util import aval_of
 

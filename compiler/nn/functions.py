@@ -9,7 +9,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.api import jit
-from jaxprc.custom_derivatives import custom_jvp
+from jaxprc.transformations.custom_derivatives import custom_jvp
 from jaxprc import numpy as jnp
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import elementwise as ew

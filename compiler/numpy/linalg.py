@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxprc import lax
-from jaxprc.custom_derivatives import custom_jvp
+from jaxprc.transformations.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import linalg as lax_linalg
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxprc import lax
-from jaxprc.custom_derivatives import custom_jvp
+from jaxprc.transformations.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 
 from ._util import aval_of, convert, located, promote

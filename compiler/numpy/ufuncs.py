@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from jaxprc import lax
-from jaxprc.custom_derivatives import custom_jvp
-from jaxprc.dispatch import eager_function
+from jaxprc.transformations.custom_derivatives import custom_jvp
+from jaxprc.engine.dispatch import eager_function
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import elementwise as ew
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc import numpy as jnp
-from jaxprc.custom_derivatives import custom_jvp
+from jaxprc.transformations.custom_derivatives import custom_jvp
 from jaxprc.ir import dtypes as dt
 from jaxprc.lax import linalg as lax_linalg
 from jaxprc.numpy import linalg as jnp_linalg

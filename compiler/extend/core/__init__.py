@@ -18,7 +18,7 @@ from jaxprc.runtime import Token  # noqa: F401
 
 from ...api import jaxpr_as_fun  # noqa: F401
 from ...api_util import DebugInfo  # noqa: F401
-from ...dispatch import Array
+from ...engine.dispatch import Array
 from . import primitives  # noqa: F401
 
 __all__ = ["ClosedJaxpr", "DebugInfo", "Jaxpr", "JaxprEqn", "Var", "DropVar", "Literal", "Primitive", "Token",

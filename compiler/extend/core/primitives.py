@@ -26,7 +26,7 @@ from jaxprc.lax import (  # noqa: F401
     sqrt_p, square_p, squeeze_p, stop_gradient_p, sub_p, svd_p, tan_p, tanh_p, top_k_p,
     transpose_p, triangular_solve_p, tridiagonal_solve_p, while_p, xor_p, zeta_p)
 from jaxprc.lax import checkpoint_p as remat_p  # noqa: F401
-from jaxprc.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p  # noqa: F401
+from jaxprc.transformations.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p  # noqa: F401
 from jaxprc.lax import custom_linear_solve_p as linear_solve_p  # noqa: F401
 
 call_p = closed_call_p = jit_p

@@ -385,7 +385,7 @@ def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 (JAX's
     if batch_size is None:
         _, ys = scan(lambda _, x: ((), f(x)), (), xs)
         return ys
-    from jaxprc.vmap import vmap
+    from jaxprc.transformations.vmap import vmap
     leaves, tree = tu.tree_flatten(xs)
     if not leaves:
         raise ValueError("lax.map: batch_size needs at least one array to map over")

@@ -170,7 +170,7 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable, transpose_sol
 
 def _transpose_one_output(linear_fun: Callable, primals):
     """The transpose of a linear function of one pytree argument, as a function of one pytree."""
-    from jaxprc.ad import linear_transpose     # the API sits above the primitive families
+    from jaxprc.transformations.ad import linear_transpose     # the API sits above the primitive families
     transposed = linear_transpose(linear_fun, primals)
     return lambda ct: transposed(ct)[0]
 
@@ -290,7 +290,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     """``solve(f, initial_guess)``, a root of ``f``, differentiated implicitly with respect to
     the values ``f`` closes over (JAX's ``lax.custom_root``): the tangent is
     ``-tangent_solve(g, ∂f/∂θ · θ̇)`` with ``g`` the linearization of ``f`` at the root."""
-    from jaxprc.ad import linearize     # the API sits above the primitive families
+    from jaxprc.transformations.ad import linearize     # the API sits above the primitive families
     api = "custom_root"
     leaves, tree, avals, _ = _flatten(initial_guess, f"{api} initial_guess")
 

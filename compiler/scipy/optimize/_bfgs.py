@@ -7,7 +7,7 @@ import numpy as np
 
 from ... import lax
 from ... import numpy as jnp
-from ...ad import value_and_grad
+from ...transformations.ad import value_and_grad
 from ._line_search import line_search
 
 

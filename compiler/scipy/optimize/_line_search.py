@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 from ... import lax
 from ... import numpy as jnp
-from ...ad import value_and_grad
+from ...transformations.ad import value_and_grad
 from ...ir import dtypes as dt
 
 

@@ -9,7 +9,7 @@ from ... import lax
 from ... import numpy as jnp
 from ...ir.tracing import Tracer
 from ...numpy._util import located
-from ...vmap import vmap
+from ...transformations.vmap import vmap
 from ._common import dtype_of, inexact
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from ... import lax
 from ... import numpy as jnp
-from ...custom_derivatives import custom_jvp
+from ...transformations.custom_derivatives import custom_jvp
 from ...ir import dtypes as dt
 from ._common import dtype_of, finfo, float32_or_64, inexact, polyval, strong
 

@@ -8,8 +8,8 @@ import numpy as np
 
 from ... import lax
 from ... import numpy as jnp
-from ...ad import jvp
-from ...custom_derivatives import custom_jvp
+from ...transformations.ad import jvp
+from ...transformations.custom_derivatives import custom_jvp
 from ...ir import dtypes as dt
 from ...numpy._util import located
 from ._common import dtype_of, finfo, inexact

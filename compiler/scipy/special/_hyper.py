@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ... import lax
 from ... import numpy as jnp
-from ...custom_derivatives import custom_jvp
-from ...vmap import vmap
+from ...transformations.custom_derivatives import custom_jvp
+from ...transformations.vmap import vmap
 from ._common import finfo, inexact
 from ._gamma import digamma, gamma
 

@@ -6,8 +6,8 @@ import numpy as np
 
 from ... import lax
 from ... import numpy as jnp
-from ...vmap import vmap
-from ...custom_derivatives import custom_jvp
+from ...transformations.vmap import vmap
+from ...transformations.custom_derivatives import custom_jvp
 from ...ir import dtypes as dt
 from ._common import dtype_of, finfo, float32_or_64, inexact, polyval, strong
 from ._gamma import gammaln

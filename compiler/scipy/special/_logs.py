@@ -7,7 +7,7 @@ import numpy as np
 from ... import lax
 from ... import numpy as jnp
 from ... import nn
-from ...custom_derivatives import custom_jvp
+from ...transformations.custom_derivatives import custom_jvp
 from ...ir import dtypes as dt
 from ...numpy._util import aval_of, canonical_axes
 from ._common import dtype_of, inexact

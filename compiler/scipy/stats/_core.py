@@ -8,7 +8,7 @@ import numpy as np
 from ... import numpy as jnp
 from ...ir import dtypes as dt
 from ...numpy._util import canonical_axis, located
-from ...vmap import vmap
+from ...transformations.vmap import vmap
 from ._util import promote_inexact
 
 _NAN_POLICIES = ("propagate", "omit", "raise")

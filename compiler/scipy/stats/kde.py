@@ -8,7 +8,7 @@ from ... import random
 from ...ir import dtypes as dt
 from ...numpy._util import located
 from ...tree_util import register_pytree_node_class
-from ...vmap import vmap
+from ...transformations.vmap import vmap
 from ..special import logsumexp, ndtr
 
 

@@ -28,9 +28,9 @@ import numpy as np
 from jaxprc.ir.tracing import Tracer, get_aval
 from jaxprc.ir.tree_util import tree_flatten, tree_leaves, tree_map, tree_unflatten
 
-from . import lax, runtime, sharding as shd
-from .api import jit
-from .lax.parallel import _axis_env, _ENV, all_gather, axis_index, shard_map
+from .. import lax, runtime, sharding as shd
+from ..api import jit
+from ..lax.parallel import _axis_env, _ENV, all_gather, axis_index, shard_map
 from .vmap import _flatten_axes
 
 __all__ = ["pmap"]

@@ -11,16 +11,16 @@ from __future__ import annotations
 import numpy as np
 from jaxlib.mlir import ir, passmanager
 
-from . import runtime, sharding as shd
+from .. import runtime, sharding as shd
 from .caches import BoundedCache
 from .compile_guards import execution_refused
 from .dispatch import runtime_aval
-from .ir.core import ClosedJaxpr, Primitive, subjaxprs
-from .ir.dtypes import config
-from .ir.tree_util import broadcast_prefix
-from .lax.sharding_constraint import constrain, named_sharding, sdy_sharding
+from ..ir.core import ClosedJaxpr, Primitive, subjaxprs
+from ..ir.dtypes import config
+from ..ir.tree_util import broadcast_prefix
+from ..lax.sharding_constraint import constrain, named_sharding, sdy_sharding
 from .lowering import lower_jaxpr
-from .runtime.sharded import ShardedArray, SpmdExecutable
+from ..runtime.sharded import ShardedArray, SpmdExecutable
 
 __all__ = ["reshard"]
 
@@ -29,8 +29,8 @@ def reshard(xs, out_shardings):
     """``xs`` (a pytree) laid out as ``out_shardings`` (one sharding or PartitionSpec for all leaves,
     or a matching pytree), on any mesh axes: moved on the devices now, a layout constraint under a
     trace (JAX's ``jax.reshard``)."""
-    from .ir.tracing import Tracer
-    from .ir.tree_util import tree_flatten, tree_unflatten
+    from ..ir.tracing import Tracer
+    from ..ir.tree_util import tree_flatten, tree_unflatten
     leaves, tree = tree_flatten(xs)
     outs = []
     for leaf, s in zip(leaves, broadcast(out_shardings, tree, "reshard out_shardings")):
@@ -46,7 +46,7 @@ def reshard(xs, out_shardings):
         if isinstance(leaf, Tracer):
             outs.append(constrain([leaf], [target], "reshard")[0])
         else:
-            from .api import device_put
+            from ..api import device_put
             outs.append(device_put(leaf, target))
     return tree_unflatten(tree, outs)
 
@@ -205,7 +205,7 @@ _EAGER_ON_DEVICES = BoundedCache()    # (primitive, params) -> the jit of one ap
 def apply_on_devices(prim: Primitive, args, params):
     """An eager op with an operand on other devices than the default one: the one-op program
     runs where the operands are (partitioned like them), not on the host."""
-    from .api import jit
+    from ..api import jit
 
     def make():
         fn = jit(lambda *xs: prim.bind(*xs, **params))

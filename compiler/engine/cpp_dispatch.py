@@ -29,11 +29,11 @@ import threading
 
 import numpy as np
 
-from . import runtime
-from .ir import tracing
-from .ir.dtypes import config
-from .ir.tree_util import dispatch_registry
-from .runtime import cpp_jit
+from .. import runtime
+from ..ir import tracing
+from ..ir.dtypes import config
+from ..ir.tree_util import dispatch_registry
+from ..runtime import cpp_jit
 
 Array = runtime.Array
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import dtypes as dt
+from ..ir import dtypes as dt
 
 config = dt.config
 
@@ -41,7 +41,7 @@ def check_primitive(prim, args, params, outs) -> None:
     if bad is None:
         return
     if prim in callees:
-        from .ir.tracing import eval_jaxpr
+        from ..ir.tracing import eval_jaxpr
         callee = params[callees[prim]]
         eval_jaxpr(callee.jaxpr, callee.consts, *args)      # its eager ops check their outputs
     raise FloatingPointError(f"invalid value ({bad}) encountered in {prim.name}")
@@ -50,7 +50,7 @@ def check_primitive(prim, args, params, outs) -> None:
 def check_jit_outputs(fun, args, kwargs, outs):
     """After a jit call: if an output holds a checked bad value, rerun ``fun`` op by op to name
     the primitive (its eager checks raise); if the rerun is clean, say so."""
-    from .ir.tree_util import tree_leaves
+    from ..ir.tree_util import tree_leaves
     bad = first_bad(tree_leaves(outs))
     if bad is None:
         return

@@ -19,8 +19,8 @@ from jaxprc.ir.tree_util import (broadcast_prefix, keystr, tree_flatten, tree_fl
 from jaxprc.passes.registry import verify_pass_result
 from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_jaxpr
 
-from .evaluate import evaluate_jaxpr
-from .lax.parallel import batching_axis, named_axis
+from ..engine.evaluate import evaluate_jaxpr
+from ..lax.parallel import batching_axis, named_axis
 
 __all__ = ["vmap"]
 

@@ -17,22 +17,22 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .ir import dtypes as dt
-from . import lax
-from .api import argnums_positions, shaped_abstractify
-from .evaluate import evaluate_jaxpr
-from .lax.custom_derivatives import custom_lin_p
-from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from .ir.deep import deep_entry
-from .ir.tracing import (JaxprBuilder, Tracer, close_over_consts,
-                         _outside_any_trace, current_builder, get_aval, trace_to_jaxpr)
+from ..ir import dtypes as dt
+from .. import lax
+from ..api import argnums_positions, shaped_abstractify
+from ..engine.evaluate import evaluate_jaxpr
+from ..lax.custom_derivatives import custom_lin_p
+from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
+from ..ir.deep import deep_entry
+from ..ir.tracing import (JaxprBuilder, Tracer, close_over_consts, _outside_any_trace, current_builder,
+                          get_aval, trace_to_jaxpr)
 from .nested_tracing import flatten_fun, trace_on_values
-from .ir.tree_util import Partial, tree_flatten, tree_map, tree_structure, tree_unflatten
-from .passes.dce import dce_closed
-from .passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_aval
-from .passes.partial_eval import linearize_jaxpr
-from .passes.registry import run_pipeline, verify_pass_result
-from .passes.transpose import transpose_jaxpr
+from ..ir.tree_util import Partial, tree_flatten, tree_map, tree_structure, tree_unflatten
+from ..passes.dce import dce_closed
+from ..passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_aval
+from ..passes.partial_eval import linearize_jaxpr
+from ..passes.registry import run_pipeline, verify_pass_result
+from ..passes.transpose import transpose_jaxpr
 
 __all__ = ["jvp", "vjp", "grad", "value_and_grad", "linearize", "linear_transpose",
            "jacfwd", "jacrev", "hessian", "stop_gradient"]

@@ -31,14 +31,14 @@ from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo, func, sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from . import runtime
-from .ir import dtypes as dt
-from .ir.deep import deep_entry
-from .ir.dtypes import config
-from .passes.canonicalize import canonicalize
-from .ir.effects import has_ordered_effects
-from .ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
-from .ir.shape_poly import is_constant_shape
+from .. import runtime
+from ..ir import dtypes as dt
+from ..ir.deep import deep_entry
+from ..ir.dtypes import config
+from ..passes.canonicalize import canonicalize
+from ..ir.effects import has_ordered_effects
+from ..ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
+from ..ir.shape_poly import is_constant_shape
 
 __all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering", "has_lowering", "LOWERING_RULES",
            "PLATFORM_LOWERING_RULES", "aval_to_ir_type", "dtype_to_ir_type", "ir_constant"]

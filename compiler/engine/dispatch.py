@@ -18,16 +18,17 @@ import operator
 
 import numpy as np
 
-from . import cpp_dispatch, float_checks, runtime, segmenting
+from . import cpp_dispatch, float_checks, segmenting
+from .. import runtime
 from .compile_guards import check_tracing, execution_refused
-from .ir.dtypes import ALL_DTYPES as _DTYPES, config as _config
-from .ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
-from .ir import params as params_schema
-from .ir.host_callback import check_callbacks_bound
-from .ir.tracing import _outside_any_trace, get_aval, pytype_aval_mappings
+from ..ir.dtypes import ALL_DTYPES as _DTYPES, config as _config
+from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
+from ..ir import params as params_schema
+from ..ir.host_callback import check_callbacks_bound
+from ..ir.tracing import _outside_any_trace, get_aval, pytype_aval_mappings
 from .lowering import lower_jaxpr
-from .passes.reproducer import write_reproducer
-from .runtime.sharded import ShardedArray
+from ..passes.reproducer import write_reproducer
+from ..runtime.sharded import ShardedArray
 
 __all__ = ["apply_primitive", "compile_closed_jaxpr", "runtime_aval", "shaped_aval", "to_device_buffer"]
 
@@ -62,7 +63,7 @@ def to_device_buffer(x, aval: runtime.Aval):
 
 def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=(), options=None) -> runtime.Executable:
     """Lower a ClosedJaxpr for the current backend and compile it (as several executables when
-    it is longer than XLA compiles safely: compiler/segmenting.py)."""
+    it is longer than XLA compiles safely: compiler/engine/segmenting.py)."""
     max_eqns = segmenting.max_segment_eqns()
     long = max_eqns is not None and segmenting.needs_split(cj, max_eqns)
     if long:
@@ -132,7 +133,7 @@ def _hashable(checker) -> bool:
 class _EagerImpl:
     """The impl of one primitive: its executables cached per (input avals, params).
 
-    A call runs through jaxlib's C++ dispatch (compiler/cpp_dispatch.py: one
+    A call runs through jaxlib's C++ dispatch (compiler/engine/cpp_dispatch.py: one
     ``PjitFunction`` per primitive, its params static), whose misses run
     ``python``, the Python path; that hands C++ the executable where C++ runs it
     as Python would. A primitive whose params may be unhashable (jaxlib raises
@@ -248,7 +249,7 @@ def eager_function(fn, prim: Primitive, direct):
         if not _jittable(args):
             return fn(*args), None, False
         if not jitted:
-            from .api import JitFunction
+            from ..api import JitFunction
             jitted.append(JitFunction(fn))
         return jitted[0]._cache_miss(*args)
 

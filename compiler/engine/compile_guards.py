@@ -7,7 +7,7 @@
   (its program would be built), as JAX's eager ops are jitted functions. Cached
   calls run.
 - ``no_execution``: any run of a compiled program raises, cached or not. The
-  option is part of the C++ dispatch's cache key (compiler/cpp_dispatch.py), so
+  option is part of the C++ dispatch's cache key (compiler/engine/cpp_dispatch.py), so
   calls made while it is on reach the Python path, which raises.
 - ``explain_cache_misses``: a jit call that misses its cache logs, at WARNING on
   the ``jaxprc`` logger, where the call is, the function, and how its signature
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import logging
 
-from .ir.dtypes import config, short_name
-from .ir.tracing import user_source_info
-from .ir.tree_util import keystr, tree_flatten_with_path
+from ..ir.dtypes import config, short_name
+from ..ir.tracing import user_source_info
+from ..ir.tree_util import keystr, tree_flatten_with_path
 
 __all__ = ["explain_cache_misses", "no_execution", "no_tracing"]
 

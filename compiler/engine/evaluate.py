@@ -22,15 +22,15 @@ from __future__ import annotations
 import threading
 from typing import Any, Sequence
 
-from . import runtime
-from .api import device_put
-from .ir.core import ClosedJaxpr, Eqn, Jaxpr
-from .ir.effects import Effect
-from .ir.tracing import close_over_consts, current_builder, eval_jaxpr
-from .lax.call import jit_p
-from .lax.custom_derivatives import as_primal_call
+from .. import runtime
+from ..api import device_put
+from ..ir.core import ClosedJaxpr, Eqn, Jaxpr
+from ..ir.effects import Effect
+from ..ir.tracing import close_over_consts, current_builder, eval_jaxpr
+from ..lax.call import jit_p
+from ..lax.custom_derivatives import as_primal_call
 from .lowering import canonical_platform, find_lowering_rule
-from .passes.registry import map_subjaxprs
+from ..passes.registry import map_subjaxprs
 
 __all__ = ["evaluate_jaxpr"]
 

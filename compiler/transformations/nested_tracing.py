@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .ir.core import ClosedJaxpr, ShapedArray
-from .ir.leak_check import check_leaks
-from .ir.tracing import ConcretizationTypeError, JaxprBuilder, Tracer, get_aval
-from .ir.tree_util import tree_flatten, tree_unflatten
+from ..ir.core import ClosedJaxpr, ShapedArray
+from ..ir.leak_check import check_leaks
+from ..ir.tracing import ConcretizationTypeError, JaxprBuilder, Tracer, get_aval
+from ..ir.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["NestedBuilder", "flatten_fun", "trace_on_values"]
 

@@ -38,11 +38,11 @@ import numbers
 
 from jaxlib import xla_client as xc
 
-from . import runtime
-from .ir.core import ClosedJaxpr, Jaxpr, Literal, Var
-from .ir.dtypes import config as _config
+from .. import runtime
+from ..ir.core import ClosedJaxpr, Jaxpr, Literal, Var
+from ..ir.dtypes import config as _config
 from .lowering import match_donations
-from .passes.inline import call_primitives, inline
+from ..passes.inline import call_primitives, inline
 
 __all__ = ["max_segment_eqns", "needs_split", "plan", "SegmentedExecutable"]
 
