@@ -334,7 +334,8 @@ def gamma_samples(key, a, *, log_space: bool):
     if a_aval.size == 0:
         return jnp.zeros(a_aval.shape, a_aval.dtype)
     per_key = math.prod(a_aval.shape[get_aval(key).ndim - 1:])
-    keys = vmap(lambda k: _split(PRNGKeyArray(k), shape=(per_key,))._base)(lax.reshape(key, (-1, 2)))
+    keys = vmap(lambda k: _split(PRNGKeyArray(k), shape=(per_key,))._base)(
+        lax.reshape(key, (get_aval(key).size // 2, 2)))
     samples = vmap(lambda k, a: _gamma_one(PRNGKeyArray(k), a, log_space))(
         lax.reshape(keys, (a_aval.size, 2)), lax.reshape(a, (a_aval.size,)))
     return lax.reshape(samples, a_aval.shape)
