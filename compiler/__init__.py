@@ -27,7 +27,9 @@ from . import debug  # noqa: E402,F401
 from .callback import effects_barrier, pure_callback  # noqa: E402,F401
 from . import flatten_util, ops  # noqa: E402,F401
 from .toplevel import *  # noqa: E402,F401,F403
-from .version import __version__  # noqa: E402,F401
+from .version import __version__, __jax_version__, __jax_version_info__  # noqa: E402,F401
+from . import api_util, extend  # noqa: E402,F401
+from .array_type import Array  # noqa: E402,F401
 from . import version  # noqa: E402,F401
 from .ir.dtypes import float0  # noqa: E402,F401
 from . import image  # noqa: E402,F401
@@ -40,6 +42,7 @@ from .process_local import make_array_from_process_local_data  # noqa: E402,F401
 from .pmap import pmap  # noqa: E402,F401
 from .spmd import reshard  # noqa: E402,F401
 from . import dlpack, monitoring, stages, test_util, typing  # noqa: E402,F401
+from . import export  # noqa: E402,F401
 from .transfer_guard import (transfer_guard, transfer_guard_device_to_device,  # noqa: E402,F401
                              transfer_guard_device_to_host, transfer_guard_host_to_device)
 from .compile_guards import explain_cache_misses, no_execution, no_tracing  # noqa: E402,F401

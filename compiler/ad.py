@@ -24,9 +24,9 @@ from .evaluate import evaluate_jaxpr
 from .lax.custom_derivatives import custom_lin_p
 from .ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
 from .ir.deep import deep_entry
-from .ir.leak_check import check_leaks
-from .ir.tracing import (ConcretizationTypeError, JaxprBuilder, Tracer, close_over_consts,
+from .ir.tracing import (JaxprBuilder, Tracer, close_over_consts,
                          _outside_any_trace, current_builder, get_aval, trace_to_jaxpr)
+from .nested_tracing import flatten_fun, trace_on_values
 from .ir.tree_util import Partial, tree_flatten, tree_map, tree_structure, tree_unflatten
 from .passes.dce import dce_closed
 from .passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_aval
@@ -40,62 +40,10 @@ __all__ = ["jvp", "vjp", "grad", "value_and_grad", "linearize", "linear_transpos
 
 # ---------------------------------------------------------------- tracing
 
-class _NestedBuilder(JaxprBuilder):
-    """A builder whose inputs may be tracers of an enclosing trace: when Python asks for a
-    value, the enclosing trace is asked for theirs (``grad(grad(f))`` with concrete inputs)."""
-
-    def __init__(self, name):
-        super().__init__(name)
-        self.outer_args: dict = {}
-
-    def concretize(self, tracer, what, error):
-        for v, outer in list(self.outer_args.items()):
-            try:
-                self.known[v] = outer._builder.concretize(outer, what, error)
-            except ConcretizationTypeError:
-                continue
-            del self.outer_args[v]
-        return super().concretize(tracer, what, error)
-
-
 def _trace_flat(fun: Callable, args: Sequence[Any], name: str):
-    """Trace ``fun`` (flat args -> flat outputs) with the values of ``args`` known where concrete.
-
-    Returns the jaxpr with its consts hoisted into leading inputs, and those consts.
-    """
-    builder = _NestedBuilder(name)
-    with builder:
-        tracers = []
-        for x in args:
-            outer = isinstance(x, Tracer)
-            t = builder.new_arg(get_aval(x), None if outer else x)
-            if outer:
-                builder.outer_args[t._var] = x
-            tracers.append(t)
-        cj = builder.build(fun(*tracers))
-    tracers = t = None               # this frame's own references
-    check_leaks(builder)
-    return close_over_consts(cj)
-
-
-def _flatten_fun(fun, in_tree, has_aux=False):
-    """A flat-in, flat-out version of ``fun``; ``store`` receives the output trees."""
-    store = {}
-
-    def flat(*leaves):
-        out = fun(*tree_unflatten(in_tree, leaves))
-        if has_aux:
-            if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError("has_aux=True requires the function to return a pair (output, aux), "
-                                f"got {type(out).__name__}")
-            out, aux = out
-            aux_leaves, store["aux_tree"] = tree_flatten(aux)
-        else:
-            aux_leaves = []
-        out_leaves, store["out_tree"] = tree_flatten(out)
-        store["n_out"] = len(out_leaves)
-        return list(out_leaves) + list(aux_leaves)
-    return flat, store
+    """Trace ``fun`` (flat args -> flat outputs) with the values of ``args`` known where concrete;
+    the jaxpr with its consts hoisted into leading inputs, and those consts."""
+    return close_over_consts(trace_on_values(fun, args, name))
 
 
 # -------------------------------------------------------------- evaluating
@@ -213,7 +161,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
                     "np.zeros(shape, jaxprc.dtypes.float0))" if expected.dtype == dt.float0 else "")
             raise TypeError(f"jvp: a primal of type {pa.str_short()} needs a tangent of type "
                             f"{expected.strip_weak_type().str_short()}, got {ta.str_short()}{hint}")
-    flat_fun, store = _flatten_fun(fun, in_tree, has_aux)
+    flat_fun, store = flatten_fun(fun, in_tree, has_aux)
     cj, consts = _trace_flat(flat_fun, flat_primals, "jvp")
     nonzeros = [False] * len(consts) + [is_differentiable(get_aval(p)) for p in flat_primals]
     jvp_cj, out_nz = jvp_jaxpr(cj, nonzeros, instantiate=True)
@@ -239,7 +187,7 @@ class _Linearized:
 
     def __init__(self, fun, primals, has_aux, name, diff_mask=None):
         flat_primals, self.in_tree = tree_flatten(tuple(primals))
-        flat_fun, store = _flatten_fun(fun, self.in_tree, has_aux)
+        flat_fun, store = flatten_fun(fun, self.in_tree, has_aux)
         cj, consts = _trace_flat(flat_fun, flat_primals, name)
         self.n_out = store["n_out"]
         self.out_tree, self.aux_tree = store["out_tree"], store.get("aux_tree")
@@ -507,7 +455,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     for a in in_avals:
         if not is_differentiable(a):
             raise TypeError(f"linear_transpose only supports float and complex inputs, got {a.str_short()}")
-    flat_fun, store = _flatten_fun(fun, in_tree)
+    flat_fun, store = flatten_fun(fun, in_tree)
     cj = trace_to_jaxpr(flat_fun, in_avals, name="linear_transpose")
     cj, consts = close_over_consts(cj)
     ct_cj, _ = transpose_jaxpr(cj, [False] * len(consts) + [True] * len(in_avals))
@@ -533,7 +481,7 @@ def _std_basis(leaves) -> list:
     (N = total size): row i is the i-th unit vector, laid out like the leaves."""
     sizes = [int(np.prod(np.shape(x), dtype=np.int64)) for x in leaves]
     eye, offsets = np.eye(sum(sizes)), np.cumsum([0] + sizes)
-    return [eye[:, o:o + n].reshape(-1, *np.shape(x)).astype(get_aval(x).dtype)
+    return [eye[:, o:o + n].reshape(len(eye), *np.shape(x)).astype(get_aval(x).dtype)
             for x, o, n in zip(leaves, offsets, sizes)]
 
 

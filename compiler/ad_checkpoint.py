@@ -44,6 +44,7 @@ checkpoint_policies = SimpleNamespace(
     checkpoint_dots_with_no_batch_dims=_policy("dots_with_no_batch_dims_saveable"),
     save_only_these_names=_names_policy("save_only_these_names"),
     save_anything_except_these_names=_names_policy("save_anything_except_these_names"),
+    save_any_names_but_these=_names_policy("save_any_names_but_these"),
 )
 
 

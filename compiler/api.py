@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import weakref
 from typing import Callable, Sequence
 
@@ -21,13 +22,14 @@ from jaxlib import _jax, xla_client as xc
 from jaxlib._profiler import TraceMe as _TraceMe
 
 from . import compile_guards, cpp_dispatch, dispatch, float_checks, passes, runtime, sharding, spmd
+from .caches import ByIdentity
 from .dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.deep import deep_entry
 from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
     register_internal_dir, trace_state as _trace_state, trace_to_jaxpr, user_source_info
-from .ir.tree_util import keystr, registry as _registry
+from .ir.tree_util import keystr, registry as _registry, tree_map
 from .lax.call import jit_p
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
 from .transfer_guard import explicit_scope
@@ -54,13 +56,13 @@ class ShapeDtypeStruct:
     __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
     def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = ShapedArray(shape, np.bool_).shape     # ints, or symbolic dimensions
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.sharding = sharding
 
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
@@ -224,8 +226,8 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), return_s
                static_argnames: str | Sequence[str] = ()):
     """``make_jaxpr(f)(*args)``: the ClosedJaxpr of ``f`` traced on abstract versions of ``args``.
 
-    Arguments may be arrays, scalars or ``ShapeDtypeStruct``s in any pytree.
-    With ``return_shape=True`` also returns the output pytree of ``ShapeDtypeStruct``s.
+    Arguments may be arrays, scalars or ``ShapeDtypeStruct`` values in any pytree.
+    With ``return_shape=True`` also returns the output pytree of ``ShapeDtypeStruct`` values.
     """
     spec = _ArgSpec(fun, static_argnums, static_argnames)
 
@@ -249,9 +251,26 @@ def eval_shape(fun: Callable, *args, **kwargs):
 def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
     """A Python callable running ``closed_jaxpr`` (a list of outputs), eagerly or under any trace."""
     jaxpr, consts = closed_jaxpr.jaxpr, closed_jaxpr.consts
+    if passes.is_polymorphic(closed_jaxpr):
+        return _polymorphic_fun(closed_jaxpr)
 
     def fun(*args):
         return eval_jaxpr(jaxpr, consts, *args)
+
+    return fun
+
+
+def _polymorphic_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
+    """A program with symbolic dimensions runs specialised to its arguments' sizes (one
+    specialisation per set of sizes, kept while the function lives)."""
+    specialised: dict = {}
+
+    def fun(*args):
+        shapes = tuple(np.shape(a) if not hasattr(a, "shape") else tuple(a.shape) for a in args)
+        cj = specialised.get(shapes)
+        if cj is None:
+            cj = specialised[shapes] = passes.specialize_for_args(closed_jaxpr, shapes)
+        return eval_jaxpr(cj.jaxpr, cj.consts, *args)
 
     return fun
 
@@ -440,8 +459,9 @@ class JitFunction:
     """``jit(f)``: call it like ``f``; ``.lower(*args)`` gives the StableHLO."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 in_shardings=None, out_shardings=None):
+                 in_shardings=None, out_shardings=None, compiler_options=None):
         functools.update_wrapper(self, fun)
+        self._compiler_options = tuple(sorted((compiler_options or {}).items()))
         self._shardings = (in_shardings, out_shardings)
         self._fun = fun
         self._name = _fun_name(fun)
@@ -449,7 +469,7 @@ class JitFunction:
         donate = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
         self._donate_argnums = frozenset(donate)
         # call signature -> _CompiledCall, and -> (jaxpr without consts, consts, out_tree)
-        options = (self._spec.argnums, self._spec.argnames, self._donate_argnums)
+        options = (self._spec.argnums, self._spec.argnames, self._donate_argnums, self._compiler_options)
         if type(self) is JitFunction:
             self._cache, self._traced = _shared_caches(fun, (*options, *self._shardings))
         self._cpp = None        # a weak reference to the C++ function made of this one, if any
@@ -514,6 +534,8 @@ class JitFunction:
                 self._explain_miss(key, args, kwargs)
             entry = self._cache[key] = self._compile(args, kwargs)
         if _config.jax_debug_nans or _config.jax_debug_infs:
+            if self._donate_argnums:     # the op-by-op rerun needs what the call donates
+                args, kwargs = tree_map(lambda x: x.copy() if type(x) is Array else x, (args, kwargs))
             outs = entry(leaves)
             float_checks.check_jit_outputs(self._fun, args, kwargs, outs)
             return outs, None, None
@@ -533,7 +555,8 @@ class JitFunction:
         plan = self._sharded_lowering(cj, out_tree, args, kwargs)
         if plan is not None:
             return spmd.ShardedCall(plan)
-        return _CompiledCall(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs))
+        return _CompiledCall(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs),
+                             _compile_options(dict(self._compiler_options)))
 
     def _sharded_lowering(self, cj, out_tree, args, kwargs):
         """The program's lowering over several devices, or None when it runs on the default one."""
@@ -641,22 +664,59 @@ def _unhashable_static_error(name, key) -> ValueError:
         "as regular (traced) arguments instead.")
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
-        in_shardings=None, out_shardings=None):
+def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None, static_argnums=(),
+        static_argnames=(), donate_argnums=(), donate_argnames=(), keep_unused: bool = False,
+        device=None, backend: str | None = None, inline: bool = False, abstracted_axes=None,
+        compiler_options: dict | None = None):
     """Compile ``fun`` with XLA, once per argument signature; usable as ``@jit`` or ``@jit(...)``.
     ``in_shardings``/``out_shardings`` (a sharding, or one per positional argument / result)
-    partition the program over their mesh's devices (jaxprc/spmd.py)."""
+    partition the program over their mesh's devices (jaxprc/spmd.py). ``compiler_options``: XLA
+    options by name, as for ``.lower().compile()``. ``inline`` and ``keep_unused`` change no result
+    in jaxprc: a jitted call stays one ``jit`` equation (the ``inline`` pass splices calls) and
+    unused arguments are kept. ``device``/``backend`` may only name the default device/platform."""
+    options = dict(in_shardings=in_shardings, out_shardings=out_shardings, static_argnums=static_argnums,
+                   static_argnames=static_argnames, donate_argnums=donate_argnums,
+                   donate_argnames=donate_argnames, keep_unused=keep_unused, device=device,
+                   backend=backend, inline=inline, abstracted_axes=abstracted_axes,
+                   compiler_options=compiler_options)
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, in_shardings=in_shardings,
-                                 out_shardings=out_shardings)
+        return functools.partial(jit, **options)
+    _check_placement("jit", device, backend)
+    if abstracted_axes is not None:
+        raise NotImplementedError("jit(abstracted_axes=...): jaxprc has no dynamic shapes")
+    donate_argnums = _donated_positions(fun, donate_argnums, donate_argnames)
     if _names_a_spec((in_shardings, out_shardings)):
-        return _JitUnderMesh(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
-    jf = JitFunction(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings)
+        return _JitUnderMesh(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings,
+                             compiler_options)
+    jf = JitFunction(fun, static_argnums, static_argnames, donate_argnums, in_shardings, out_shardings,
+                     compiler_options)
     plain = in_shardings is None and out_shardings is None
     if plain and cpp_dispatch.enabled() and all(i >= 0 for i in jf._spec.argnums):
         return jf.c_function()
     return jf
+
+
+def _check_placement(api: str, device, backend) -> None:
+    """``device``/``backend`` may only name where jaxprc runs (one client per process)."""
+    b = runtime.backend()
+    if backend is not None and backend not in (b.platform, "cuda" if b.platform == "gpu" else b.platform):
+        raise RuntimeError(f"{api}: backend '{backend}' is not in the list of known backends: {b.platform}")
+    if device is not None and device != b.device:
+        raise NotImplementedError(f"{api}: device={device!r}: jaxprc runs an unsharded program on the "
+                                  f"default device ({b.device!r}); place it with shardings instead")
+
+
+def _donated_positions(fun, donate_argnums, donate_argnames) -> tuple:
+    """``donate_argnums`` plus the positions of the parameters named by ``donate_argnames``."""
+    nums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
+    names = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames or ())
+    if not names:
+        return nums
+    try:
+        params = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        params = []
+    return nums + tuple(i for i, p in enumerate(params) if p in names)
 
 
 # ------------------------------------------------------------ ahead of time
@@ -853,22 +913,7 @@ class Compiled(_Stage):
 
 # ---------------------------------------------------- the `jit` primitive
 
-class _ByIdentity:
-    """Cache keyed on an object's identity, dropped when the object dies."""
-
-    def __init__(self):
-        self._entries: dict[int, tuple] = {}
-
-    def get(self, obj, make):
-        hit = self._entries.get(id(obj))
-        if hit is not None and hit[0]() is obj:
-            return hit[1]
-        value = make()
-        self._entries[id(obj)] = (weakref.ref(obj, lambda _, k=id(obj): self._entries.pop(k, None)), value)
-        return value
-
-
-_JIT_IMPLS = _ByIdentity()
+_JIT_IMPLS = ByIdentity()
 
 
 def _jit_impl(*args, jaxpr: ClosedJaxpr, name: str):

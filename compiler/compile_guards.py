@@ -20,24 +20,23 @@ import logging
 from .ir.dtypes import config, short_name
 from .ir.tracing import user_source_info
 from .ir.tree_util import keystr, tree_flatten_with_path
-from .toplevel import _Option
 
 __all__ = ["explain_cache_misses", "no_execution", "no_tracing"]
 
 
 def no_tracing(new_val: bool = True):
     """Context manager: tracing a function for ``jit`` (a cache miss) raises RuntimeError."""
-    return _Option("jax_no_tracing", bool)(new_val)
+    return config.override("jax_no_tracing", new_val)
 
 
 def no_execution(new_val: bool = True):
     """Context manager: running any compiled program raises RuntimeError."""
-    return _Option("jax_no_execution", bool)(new_val)
+    return config.override("jax_no_execution", new_val)
 
 
 def explain_cache_misses(new_val: bool = True):
     """Context manager: each jit cache miss logs why it missed (logger ``jaxprc``, WARNING)."""
-    return _Option("jax_explain_cache_misses", bool)(new_val)
+    return config.override("jax_explain_cache_misses", new_val)
 
 
 def fun_sourceinfo(fun) -> str:

@@ -25,6 +25,8 @@ C++ path off; so does a jaxlib other than the pinned one.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from . import runtime
@@ -65,15 +67,39 @@ def _context() -> tuple:
     return tuple(bool(getattr(config, name)) for name in _CONTEXT_OPTIONS)
 
 
-def _on_config(name: str, value) -> None:
+class _ThreadState(threading.local):
+    tracing = False
+
+
+_thread = _ThreadState()
+
+
+def _local_context():
+    """The calling thread's context in jaxlib's thread-local state: the tracing mark while it
+    traces, its own context while it overrides a context option, else unset (the global one)."""
+    if _thread.tracing:
+        return _TRACING
+    if any(config.overridden(name) for name in _CONTEXT_OPTIONS):
+        return _context()
+    return cpp_jit.unset
+
+
+def _on_config(name: str, value, local: bool) -> None:
     if name == "jax_enable_x64":
-        cpp_jit.x64_state.set_global(bool(value))
+        if local:
+            cpp_jit.x64_state.set_local(bool(value) if config.overridden(name) else cpp_jit.unset)
+        else:
+            cpp_jit.x64_state.set_global(bool(value))
     elif name in _CONTEXT_OPTIONS:
-        cpp_jit.context_state.set_global(_context())
+        if local:
+            cpp_jit.context_state.set_local(_local_context())
+        else:
+            cpp_jit.context_state.set_global(tuple(bool(config.global_value(n)) for n in _CONTEXT_OPTIONS))
 
 
 def _on_tracing(live: bool) -> None:
-    cpp_jit.context_state.set_local(_TRACING if live else cpp_jit.unset)
+    _thread.tracing = live
+    cpp_jit.context_state.set_local(_local_context())
 
 
 if cpp_jit.SUPPORTED:

@@ -26,7 +26,7 @@ import functools
 import inspect
 import threading
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -35,10 +35,11 @@ from . import lax
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray, Thunk, Var
 from .lax.custom_derivatives import custom_jvp_call_jaxpr_p, custom_vjp_call_jaxpr_p
 from .lax.linear_call import linear_call_p
-from .ir.leak_check import check_leaks
-from .ir.tracing import Tracer, close_over_consts, current_builder, eval_jaxpr, get_aval, trace_to_jaxpr
-from .ir.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_structure, tree_unflatten
-from .ad import _NestedBuilder
+from .ir.tracing import (Tracer, UnexpectedTracerError, close_over_consts, current_builder, eval_jaxpr, get_aval,
+                         trace_to_jaxpr)
+from .ir.tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_structure, tree_unflatten,
+                           treedef_is_leaf)
+from .nested_tracing import trace_on_values
 from .passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert", "SymbolicZero",
@@ -184,26 +185,6 @@ def _check_nondiff_argnums(nums, n_args, fun):
 
 
 # ---------------------------------------------------------------- tracing
-
-def _trace(fun: Callable, values: Sequence[Any], extra_avals: Sequence[ShapedArray], name: str):
-    """Trace ``fun`` on ``values`` (concrete, or tracers of an enclosing trace, whose values stay
-    reachable for Python) followed by abstract inputs of ``extra_avals``."""
-    builder = _NestedBuilder(name)
-    with builder:
-        inputs = []
-        for x in values:
-            if isinstance(x, Tracer):
-                t = builder.new_arg(x.aval)
-                builder.outer_args[t._var] = x
-            else:
-                t = builder.new_arg(get_aval(x), x)
-            inputs.append(t)
-        inputs += [builder.new_arg(a) for a in extra_avals]
-        cj = builder.build(fun(*inputs))
-    inputs = t = None                # this frame's own references
-    check_leaks(builder)
-    return cj
-
 
 def _hoist_tracer_consts(cj: ClosedJaxpr) -> tuple[ClosedJaxpr, list]:
     """Move the consts that are tracers of enclosing traces into leading inputs."""
@@ -412,7 +393,7 @@ class custom_jvp:
 
         def trace_rule(nonzeros=tuple(diff_in)):
             avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzeros) if nz]
-            return _trace(flat_rule(nonzeros), flat_args, avals, rule_name)
+            return trace_on_values(flat_rule(nonzeros), flat_args, rule_name, avals)
 
         def retrace(nonzeros):
             cj = trace_rule(nonzeros)
@@ -504,7 +485,7 @@ def _trace_custom_fun(fun, static, merge, in_tree, flat_args):
     def flat_fun(*leaves):
         out_leaves, store["out_tree"] = tree_flatten(fun(*merge(static, tree_unflatten(in_tree, leaves))))
         return out_leaves
-    cj, consts = close_over_consts(_trace(flat_fun, flat_args, [], _name(fun)))
+    cj, consts = close_over_consts(trace_on_values(flat_fun, flat_args, _name(fun)))
     return cj, consts, store["out_tree"]
 
 
@@ -543,7 +524,7 @@ class custom_vjp:
         self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
-        self.symbolic_zeros = False
+        self.symbolic_zeros = self.optimize_remat = False
 
     __getattr__ = forward_def_attr
 
@@ -552,10 +533,12 @@ class custom_vjp:
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
                optimize_remat: bool = False) -> None:
-        """Set the rules. ``optimize_remat`` is accepted for JAX compatibility: it asks JAX to
-        recompute ``fwd`` in the backward pass instead of saving its residuals, a memory
-        optimisation that changes no value; jaxprc saves the residuals either way."""
+        """Set the rules. ``optimize_remat`` asks JAX to recompute ``fwd``'s residuals in the
+        backward pass instead of saving them (jaxprc saves them either way); what it changes, as
+        in JAX, is where the primal value comes from when reverse mode is staged (under jit or
+        remat): from the function itself, ``fwd`` then giving only the residuals."""
         self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
+        self.optimize_remat = optimize_remat
 
     def __call__(self, *args, **kwargs):
         if self.fwd is None:
@@ -567,7 +550,7 @@ class custom_vjp:
         static, dynamic = _split(args, self.nondiff_argnums)
         for s in static:
             if any(isinstance(leaf, Tracer) for leaf in tree_flatten(s)[0]):
-                raise TypeError(_NONDIFF_TRACER)
+                raise UnexpectedTracerError(_NONDIFF_TRACER)
         merge = _merger(self.nondiff_argnums, len(args))
         flat_args, in_tree = tree_flatten(tuple(dynamic))
         in_avals = [get_aval(x) for x in flat_args]
@@ -603,13 +586,13 @@ class custom_vjp:
             return list(o_leaves) + list(r_leaves)
 
         key = (id(self), "fwd", in_tree, tuple(in_avals), _static_key(static))
-        thunk, rule_consts = _form_rule(key, fwd_name, lambda: _trace(flat_fwd, flat_args, [], fwd_name))
+        thunk, rule_consts = _form_rule(key, fwd_name, lambda: trace_on_values(flat_fwd, flat_args, fwd_name))
         if thunk.fwd_store is None or "res_tree" in store:   # a recursive call shares its caller's
             thunk.fwd_store = store
         def fwd_for(perturbed):
             variant = {}
-            cj = _trace(functools.partial(flat_fwd, perturbed=perturbed, store=variant), flat_args, [],
-                        fwd_name)
+            cj = trace_on_values(functools.partial(flat_fwd, perturbed=perturbed, store=variant), flat_args,
+                                 fwd_name)
             return cj, variant
         bwd = CustomBwd(self, static, in_tree, in_avals, out_tree, out_avals, thunk,
                         fwd_for if self.symbolic_zeros else None)
@@ -656,6 +639,7 @@ class CustomBwd(Thunk):
         return cj, CustomBwd(self.cvjp, self.static, self.in_tree, self.in_avals, self.out_tree,
                              self.out_avals, thunk)
 
+    optimize_remat = property(lambda self: self.cvjp.optimize_remat)
     res_tree = property(lambda self: self._fwd_thunk.fwd_store["res_tree"])
     res_avals = property(lambda self: list(self._fwd_thunk().out_avals[len(self.out_avals):]))
 
@@ -690,15 +674,12 @@ class CustomBwd(Thunk):
         arg_subtrees = tree_unflatten(args_tree, list(range(args_tree.num_leaves)))
         out = []
         for i, (sub, r) in enumerate(zip(arg_subtrees, result)):
-            idx, sub_tree = tree_flatten(sub)
-            if r is None:
-                out += [None] * len(idx)
-                continue
-            leaves, tree = tree_flatten(r, is_leaf=lambda x: x is None or isinstance(x, SymbolicZero))
-            if tree != sub_tree:
+            leaves = _cotangent_leaves(r, sub)
+            if leaves is None:
+                tree = tree_structure(r, is_leaf=lambda x: x is None or isinstance(x, SymbolicZero))
                 raise TypeError(f"Custom VJP bwd rule {name} for function {fname} must produce an output "
                                 "with the same container (pytree) structure as the args tuple of the "
-                                f"primal function: for argument {i} expected {sub_tree}, got {tree}.")
+                                f"primal function: for argument {i} expected {tree_structure(sub)}, got {tree}.")
             out += leaves
         cts = []
         for i, (ct, a) in enumerate(zip(out, self.in_avals)):
@@ -732,6 +713,26 @@ class CustomBwd(Thunk):
 
     def __repr__(self):
         return f"CustomBwd({self.name})"
+
+
+def _cotangent_leaves(result, expected) -> list | None:
+    """The leaves of a bwd output for an argument of structure ``expected``, one per leaf there;
+    as in JAX a None stands for a whole subtree (its cotangents are zero). None on a mismatch."""
+    leaves = []
+
+    def take(x, sub):
+        tree = tree_structure(sub)
+        if x is None:
+            leaves.extend([None] * tree.num_leaves)
+        elif treedef_is_leaf(tree):
+            leaves.append(x)
+        else:
+            raise ValueError("a leaf where a subtree is expected")
+    try:
+        tree_map(take, result, expected, is_leaf=lambda x: x is None or isinstance(x, SymbolicZero))
+    except ValueError:
+        return None
+    return leaves
 
 
 # ------------------------------------------------------------ conveniences
@@ -796,9 +797,10 @@ def closure_convert(fun: Callable, *example_args):
         n_args = len(args_and_consts) - len(consts)
         leaves, tree = tree_flatten(args_and_consts[:n_args])
         if tree != in_tree:
-            raise TypeError(f"the function made by closure_convert({_name(fun)}) takes arguments with "
-                            f"the container (pytree) structure of the example arguments followed by "
-                            f"{len(consts)} hoisted values: expected {in_tree}, got {tree}.")
+            raise TypeError("The inputs to the closure produced by closure_convert must have the same "
+                            "Pytree structure as the example arguments passed when closure_convert was "
+                            f"called. Expected {in_tree}, but got {tree} (the closure of {_name(fun)} "
+                            f"takes those arguments, then the {len(consts)} hoisted values).")
         outs = eval_jaxpr(jaxpr, closed, *args_and_consts[n_args:], *leaves)
         return tree_unflatten(store["tree"], outs)
     return converted, consts
@@ -860,3 +862,7 @@ def linear_call(fun: Callable, fun_transpose: Callable, residual_args, linear_ar
     outs = linear_call_p.bind(*t_consts, *f_consts, *res_flat, *lin_flat, callee=callee,
                               transpose_thunk=transpose, num_consts=n_t + len(f_consts), num_res=n_res)
     return tree_unflatten(out_tree, outs)
+
+# JAX's names for the primitives that stage a custom function (jaxprc's hold the rules as jaxprs)
+custom_jvp_call_p = custom_jvp_call_jaxpr_p
+custom_vjp_call_p = custom_vjp_call_jaxpr_p

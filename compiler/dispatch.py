@@ -12,6 +12,7 @@ dtype rules (Python scalars weakly typed, 64-bit narrowed unless x64).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 
@@ -25,6 +26,7 @@ from .ir import params as params_schema
 from .ir.host_callback import check_callbacks_bound
 from .ir.tracing import _outside_any_trace, get_aval, pytype_aval_mappings
 from .lowering import lower_jaxpr
+from .passes.reproducer import write_reproducer
 from .runtime.sharded import ShardedArray
 
 __all__ = ["apply_primitive", "compile_closed_jaxpr", "runtime_aval", "shaped_aval", "to_device_buffer"]
@@ -65,13 +67,27 @@ def compile_closed_jaxpr(cj: ClosedJaxpr, name: str, donated_invars=(), options=
     long = max_eqns is not None and segmenting.needs_split(cj, max_eqns)
     if long:
         return segmenting.SegmentedExecutable(long, name, donated_invars, max_eqns, compile_closed_jaxpr)
-    lowered = lower_jaxpr(cj, name=name, donated_invars=donated_invars,
-                          platform=runtime.default_backend())
+    with reproducer_on_failure(cj, "lower"):
+        lowered = lower_jaxpr(cj, name=name, donated_invars=donated_invars,
+                              platform=runtime.default_backend())
     if lowered.host_callbacks:
         check_callbacks_bound(cj)      # a program read from text: fail now, not when it runs
-    return runtime.compile(lowered.module, name=name, out_avals=cj.out_avals, options=options,
-                           host_callbacks=lowered.host_callbacks, runtime_token=lowered.runtime_token,
-                           cache_dir=_config.jaxprc_compilation_cache_dir)
+    with reproducer_on_failure(cj, "compile"):
+        return runtime.compile(lowered.module, name=name, out_avals=cj.out_avals, options=options,
+                               host_callbacks=lowered.host_callbacks, runtime_token=lowered.runtime_token,
+                               cache_dir=_config.jaxprc_compilation_cache_dir)
+
+
+@contextlib.contextmanager
+def reproducer_on_failure(cj: ClosedJaxpr, stage: str):
+    """With ``jaxprc_reproducer_dir`` set, a failure of ``stage`` writes a reproducer there (its
+    path is added to the error's notes)."""
+    try:
+        yield
+    except Exception as e:
+        if _config.jaxprc_reproducer_dir:
+            e.add_note(f"reproducer: {write_reproducer(_config.jaxprc_reproducer_dir, cj, stage, e)}")
+        raise
 
 
 class _PrimitiveExecutable:
@@ -193,16 +209,19 @@ class _EagerImpl:
             raise execution_refused(entry.executable.name)
         # zip stops at the arguments: the key's leading entries are their avals.
         buffers = [x._buf if type(x) is Array else runtime.to_buffer(x, a) for x, a in zip(args, key)]
-        try:
-            outs = entry.execute(buffers).consume_with_handlers(entry.handlers)
-        except runtime.JaxRuntimeError as e:
-            raise entry.executable.runtime_error(e, buffers) from None
+        if entry.executable.effectful:      # host callbacks (a control-flow body's): ordered, waited for
+            outs = entry.executable.execute_effectful(buffers)
+        else:
+            try:
+                outs = entry.execute(buffers).consume_with_handlers(entry.handlers)
+            except runtime.JaxRuntimeError as e:
+                raise entry.executable.runtime_error(e, buffers) from None
         if entry.multiple_results:
             outs = entry.executable.wrap_results(outs)
         else:
             outs = Array(outs[0], entry.out_aval)
         if _config.jax_debug_nans or _config.jax_debug_infs:
-            float_checks.check_primitive(self.prim.name, outs)
+            float_checks.check_primitive(self.prim, args, params, outs)
         return (outs, entry) if _entry else outs
 
 

@@ -1,6 +1,8 @@
 """jaxprc.dtypes: JAX's ``jax.dtypes`` names (float0, bfloat16, canonicalization, promotion)."""
 from __future__ import annotations
 
+import abc
+
 import numpy as np
 
 from .ir import dtypes as dt
@@ -9,7 +11,7 @@ from .ir.tracing import get_aval
 from .numpy import _dtypes as _np_dtypes
 from .numpy._dtypes import promote_types, result_type  # noqa: F401
 
-__all__ = ["TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo",
+__all__ = ["ExtendedDType", "TypePromotionError", "bfloat16", "canonicalize_dtype", "extended", "finfo", "float0", "iinfo",
            "issubdtype", "itemsize_bits", "prng_key", "promote_types", "result_type", "scalar_type_of"]
 
 
@@ -19,6 +21,15 @@ class extended(np.generic):
 
 class prng_key(extended):
     """Abstract scalar class of typed PRNG key dtypes (``key<fry>``); never instantiated."""
+
+
+class ExtendedDType(abc.ABC):
+    """Base class of the dtypes numpy does not have (typed PRNG keys): ``type`` is the scalar class
+    under ``extended`` that ``issubdtype`` places it under."""
+
+    @property
+    @abc.abstractmethod
+    def type(self) -> type: ...
 
 
 def _is_key_dtype(d) -> bool:

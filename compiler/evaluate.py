@@ -91,6 +91,9 @@ def _primal_eqn(e: Eqn) -> Eqn:
     return e if all(params[k] is v for k, v in e.params.items()) else e.replace(params=params)
 
 
+_UNORDERED = frozenset({Effect.debug, Effect.io})
+
+
 def _lowerable(program: ClosedJaxpr) -> bool:
     """False when a top-level equation can only run through its impl on this backend.
 
@@ -101,5 +104,7 @@ def _lowerable(program: ClosedJaxpr) -> bool:
     platform = canonical_platform(runtime.default_backend())
     if any(Effect.check in e.effects for e in program.jaxpr.eqns):
         return False     # a checkify.check raises where it runs (eager vmap of a check, as JAX)
+    if sum(any(_UNORDERED & e.effects) for e in program.jaxpr.eqns) > 1:
+        return False     # XLA may reorder unordered callbacks; eagerly JAX runs them in program order
     return not any(prim.impl_rule is not None and find_lowering_rule(prim, platform) is None
                    for prim in {e.primitive for e in program.jaxpr.eqns})

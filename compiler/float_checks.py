@@ -28,11 +28,23 @@ def first_bad(values) -> str | None:
     return None
 
 
-def check_primitive(name: str, outs) -> None:
-    """Raise naming primitive ``name`` if its outputs hold a checked bad value."""
+# Call primitives whose eager run is one executable, with the param holding their callee: a bad
+# value in their outputs is traced to the primitive inside that made it, as JAX evaluates them
+# op by op (control flow keeps its own name: "encountered in scan").
+callees: dict = {}
+
+
+def check_primitive(prim, args, params, outs) -> None:
+    """Raise naming primitive ``prim`` (or the one inside its callee that made the value) if its
+    outputs hold a checked bad value."""
     bad = first_bad(outs if isinstance(outs, (list, tuple)) else [outs])
-    if bad is not None:
-        raise FloatingPointError(f"invalid value ({bad}) encountered in {name}")
+    if bad is None:
+        return
+    if prim in callees:
+        from .ir.tracing import eval_jaxpr
+        callee = params[callees[prim]]
+        eval_jaxpr(callee.jaxpr, callee.consts, *args)      # its eager ops check their outputs
+    raise FloatingPointError(f"invalid value ({bad}) encountered in {prim.name}")
 
 
 def check_jit_outputs(fun, args, kwargs, outs):
@@ -42,8 +54,7 @@ def check_jit_outputs(fun, args, kwargs, outs):
     bad = first_bad(tree_leaves(outs))
     if bad is None:
         return
-    from .toplevel import disable_jit
-    with disable_jit():
+    with config.override("jax_disable_jit", True):
         fun(*args, **kwargs)
     raise FloatingPointError(f"invalid value ({bad}) encountered in the output of a jit function, "
                              "but its op-by-op rerun produced none (an XLA fusion or reordering "

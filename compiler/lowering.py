@@ -34,8 +34,11 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from . import runtime
 from .ir import dtypes as dt
 from .ir.deep import deep_entry
+from .ir.dtypes import config
+from .passes.canonicalize import canonicalize
 from .ir.effects import has_ordered_effects
 from .ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
+from .ir.shape_poly import is_constant_shape
 
 __all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering", "has_lowering", "LOWERING_RULES",
            "PLATFORM_LOWERING_RULES", "aval_to_ir_type", "dtype_to_ir_type", "ir_constant"]
@@ -327,7 +330,7 @@ class ModuleContext:
         # Keyed by what the location says, not by the SourceInfo object (one per equation):
         # the equations of a loop body share their locations.
         si = eqn.source_info
-        key = (eqn.primitive, None) if si is None else (eqn.primitive, si.file, si.line, si.scope)
+        key = (eqn.primitive, None) if si is None else (eqn.primitive, si.file, si.line, si.column, si.scope)
         loc = self._locations.get(key)
         if loc is None:
             loc = self._locations[key] = _location(eqn)
@@ -465,7 +468,7 @@ def _location(eqn) -> ir.Location:
         name = f"{si.scope}/{name}"
     if si is None or not si.file:
         return ir.Location.name(name)
-    return ir.Location.name(name, childLoc=ir.Location.file(si.file, int(si.line), 0))
+    return ir.Location.name(name, childLoc=ir.Location.file(si.file, int(si.line), int(si.column)))
 
 
 def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
@@ -606,12 +609,19 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
                 platform: str = "cpu", devices: Sequence[int] | None = None) -> Lowered:
     """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``;
     ``devices``: the ids of the devices it is partitioned over (None: one device)."""
+    if config.jaxprc_canonicalize:
+        closed_jaxpr = canonicalize(closed_jaxpr)
     with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TO_MLIR_MODULE_EVENT, name):
         return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices)
 
 
 def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform: str, devices) -> Lowered:
     in_avals, out_avals = closed_jaxpr.in_avals, closed_jaxpr.out_avals
+    if not all(is_constant_shape(a.shape) for a in (*in_avals, *out_avals)):
+        raise NotImplementedError(
+            f"lowering '{name}': its types have symbolic dimensions ({', '.join(a.str_short() for a in in_avals)}), "
+            "and jaxprc does not emit dynamic StableHLO yet. Run it specialised to concrete sizes: "
+            "jaxprc.jaxpr_as_fun(program) or jaxprc.export.export(jit(f))(*specs).call(*arrays).")
     context = make_context()
     with context, ir.Location.unknown():
         module = ir.Module.create()

@@ -45,10 +45,12 @@ import numpy as np
 from . import lax
 from . import numpy as jnp
 from .api import jit
+from .dtypes import ExtendedDType, prng_key
 from .ir import dtypes as dt
 from .ir.dtypes import config
 from .ir.tracing import get_aval
 from .ir.tree_util import register_pytree_node
+from .numpy.creation import _shape_tuple
 
 __all__ = ["threefry2x32", "PRNGKey", "PRNGKeyArray", "key", "key_data", "key_dtype", "key_impl", "wrap_key_data",
            "split", "fold_in", "clone",
@@ -243,9 +245,9 @@ type(config).validators["jax_default_prng_impl"] = _check_impl_name
 
 # --------------------------------------------------------------------- keys
 
-class PRNGKeyDType:
+class PRNGKeyDType(ExtendedDType):
     """The dtype of typed keys of one implementation, shown as ``key<tag>`` (``key<fry>``)."""
-    __slots__ = ("_impl",)
+    type = prng_key
 
     def __init__(self, impl: PRNGImpl):
         self._impl = impl
@@ -466,8 +468,8 @@ def clone(key):
 # ----------------------------------------------------------------- samplers
 
 def _shape(shape) -> tuple[int, ...]:
-    """A shape argument (an int or a sequence of ints) as a tuple of ints."""
-    return tuple(int(d) for d in shape) if isinstance(shape, Sequence) else (int(shape),)
+    """A shape argument (an int or a sequence of ints, a numpy array too) as a tuple of ints."""
+    return _shape_tuple(shape, "random")
 
 
 def _check_shape(name: str, shape, *param_shapes):

@@ -3,7 +3,7 @@
 A ``NamedSharding(mesh, PartitionSpec(...))`` splits array dimension i over the
 mesh axes named by entry i of the spec. It becomes XLA's ``HloSharding`` (a tile
 assignment over the mesh's devices, in the mesh's flat order) for transfers and
-executables, and Shardy's ``#sdy.sharding`` in StableHLO (``_sdy_attr``).
+executables, and Shardy's ``#sdy.sharding`` in StableHLO (``lax.sharding_constraint.sdy_sharding``).
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import numpy as np
 from jaxlib import _jax, xla_client as xc
 
 from . import runtime
+from .caches import BoundedCache
 from .ir.core import param_type
 from .runtime.sharded import REPLICATED, ShardedArray, assemble, put_sharded
 
@@ -436,17 +437,14 @@ def _identity(x):
     return x
 
 
-_RESHARD: dict = {}     # target sharding -> its resharding program
+_RESHARD = BoundedCache()     # target sharding -> its resharding program
 
 
 def _reshard(sharding):
     """A program that lays its argument out as ``sharding``: XLA moves the pieces between
     devices (collectives; across processes too), nothing goes through the host."""
-    fn = _RESHARD.get(sharding)
-    if fn is None:
-        from .api import jit
-        fn = _RESHARD[sharding] = jit(_identity, out_shardings=sharding)
-    return fn
+    from .api import jit
+    return _RESHARD.get(sharding, lambda: jit(_identity, out_shardings=sharding))
 
 
 def _array_sharding(self):

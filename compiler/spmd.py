@@ -10,61 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 from jaxlib.mlir import ir, passmanager
-from jaxlib.mlir.dialects import sdy
 
 from . import runtime, sharding as shd
+from .caches import BoundedCache
 from .compile_guards import execution_refused
 from .dispatch import runtime_aval
-from .interpreters import ad, batching, mlir
 from .ir.core import ClosedJaxpr, Primitive, subjaxprs
 from .ir.dtypes import config
-from .ir.params import Record
+from .lax.sharding_constraint import constrain, named_sharding, sdy_sharding
 from .lowering import lower_jaxpr
 from .runtime.sharded import ShardedArray, SpmdExecutable
 
-__all__ = ["reshard", "sharding_constraint_p", "with_sharding_constraint"]
-
-
-# ------------------------------------------------------ sharding_constraint
-
-sharding_constraint_p = Primitive("sharding_constraint")
-
-
-def _constraint_rule(x, *, sharding):
-    if len(sharding.dims) > x.ndim:
-        raise TypeError(f"sharding_constraint: the sharding is for arrays of at least {len(sharding.dims)} "
-                        f"dimensions, the operand is {x.str_short()}")
-    return x
-
-
-sharding_constraint_p.def_abstract_eval(_constraint_rule)
-sharding_constraint_p.def_params(sharding=Record(shd.ShardingParam))
-sharding_constraint_p.def_impl(lambda x, *, sharding: shd.put(x, sharding.named(), _aval_of(x)))
-
-
-def _aval_of(x) -> runtime.Aval:
-    from .ir.tracing import get_aval
-    return x.aval if isinstance(x, runtime.Array) else runtime_aval(get_aval(x))
-
-
-def with_sharding_constraint(x, shardings):
-    """Ask that the values of ``x`` (a pytree) be laid out as ``shardings`` (one sharding or
-    PartitionSpec for all leaves, or a matching pytree); outside jit, a device_put."""
-    from .tree_util import tree_flatten, tree_unflatten
-    leaves, tree = tree_flatten(x)
-    per_leaf = broadcast(shardings, tree, "with_sharding_constraint")
-    outs = []
-    for leaf, s in zip(leaves, per_leaf):
-        named = _named(shd.resolve(s, "with_sharding_constraint"))
-        explicit = [a for axes in named.spec.axes(len(named.spec)) for a in axes
-                    if named.mesh.axis_types[named.mesh.axis_names.index(a)] is not shd.AxisType.Auto]
-        if explicit:
-            raise ValueError(f"with_sharding_constraint: the spec can only refer to Auto axes of the mesh; "
-                             f"{named.spec} uses {explicit} of {named.mesh!r} (make_mesh gives Explicit "
-                             "axes unless axis_types=(AxisType.Auto, ...))")
-        named.check_shape(np.shape(leaf) if not hasattr(leaf, "shape") else leaf.shape, "with_sharding_constraint")
-        outs.append(sharding_constraint_p.bind(leaf, sharding=shd.ShardingParam.of(named)))
-    return tree_unflatten(tree, outs)
+__all__ = ["reshard"]
 
 
 def reshard(xs, out_shardings):
@@ -72,7 +29,7 @@ def reshard(xs, out_shardings):
     or a matching pytree), on any mesh axes: moved on the devices now, a layout constraint under a
     trace (JAX's ``jax.reshard``)."""
     from .ir.tracing import Tracer
-    from .tree_util import tree_flatten, tree_unflatten
+    from .ir.tree_util import tree_flatten, tree_unflatten
     leaves, tree = tree_flatten(xs)
     outs = []
     for leaf, s in zip(leaves, broadcast(out_shardings, tree, "reshard out_shardings")):
@@ -93,58 +50,6 @@ def reshard(xs, out_shardings):
     return tree_unflatten(tree, outs)
 
 
-def _named(sharding) -> shd.NamedSharding:
-    if isinstance(sharding, shd.NamedSharding):
-        return sharding
-    return shd.NamedSharding(shd.Mesh(np.array(sharding._devices, dtype=object), ("_device",)),
-                             shd.PartitionSpec())
-
-
-def constrain(values, shardings, what: str) -> list:
-    """``values`` (traced) with the layouts ``shardings`` (None: any), as a nested jit's
-    in_shardings/out_shardings ask inside another trace."""
-    out = []
-    for v, s in zip(values, shardings):
-        if s is not None:
-            named = _named(shd.resolve(s, what))
-            named.check_shape(v.shape, what)
-            v = sharding_constraint_p.bind(v, sharding=shd.ShardingParam.of(named))
-        out.append(v)
-    return out
-
-
-ad.defjvp_linear(sharding_constraint_p)
-ad.primitive_transposes[sharding_constraint_p] = lambda ct, x, *, sharding: [
-    ct if isinstance(ct, ad.Zero) else sharding_constraint_p.bind(ct, sharding=sharding)]
-
-
-def _constraint_batch(args, dims, *, sharding):
-    (x,), (d,) = args, dims
-    if d is batching.not_mapped:
-        return sharding_constraint_p.bind(x, sharding=sharding), d
-    dims_ = list(sharding.dims) + [()] * max(0, d - len(sharding.dims))
-    dims_.insert(d, ())                  # the batch dimension is not split
-    return sharding_constraint_p.bind(x, sharding=sharding._replace(dims=tuple(dims_))), d
-
-
-batching.primitive_batchers[sharding_constraint_p] = _constraint_batch
-
-
-def _sdy_attr(param: shd.ShardingParam, ndim: int):
-    """``#sdy.sharding`` for an ``ndim``-array, with its mesh inline (lifted into ``@mesh`` once the
-    module is built)."""
-    param = param._replace(dims=tuple(param.dims) + ((),) * (ndim - len(param.dims)))
-    mesh = sdy.MeshAttr.get([sdy.MeshAxisAttr.get(n, s) for n, s in zip(param.axis_names, param.axis_sizes)], [])
-    return sdy.TensorShardingAttr.get(mesh, [sdy.DimensionShardingAttr.get(
-        [sdy.AxisRefAttr.get(a) for a in axes], is_closed=True) for axes in param.dims],
-        replicated_axes=[], unreduced_axes=[])
-
-
-def _constraint_lowering(ctx, x, *, sharding):
-    return sdy.sharding_constraint(x, _sdy_attr(sharding, ctx.avals_in[0].ndim))
-
-
-mlir.register_lowering(sharding_constraint_p, _constraint_lowering)
 
 
 # --------------------------------------------------------------- jit
@@ -157,7 +62,7 @@ def broadcast(prefix, tree, what: str) -> list:
 
     def walk(p, node):
         if p is None or isinstance(p, (shd.Sharding, shd.PartitionSpec)) or hasattr(p, "platform"):
-            from .tree_util import tree_leaves
+            from .ir.tree_util import tree_leaves
             for i in tree_leaves(node):
                 out[i] = p
         elif isinstance(p, (tuple, list)) and isinstance(node, (tuple, list)) and len(p) == len(node):
@@ -301,7 +206,7 @@ def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, devices):
             for attr, s, a in zip(old, shardings, avals):
                 d = {} if attr is None else {x.name: x.attr for x in ir.DictAttr(attr)}
                 if isinstance(s, shd.NamedSharding):
-                    d["sdy.sharding"] = _sdy_attr(shd.ShardingParam.of(s), a.ndim)
+                    d["sdy.sharding"] = sdy_sharding(shd.ShardingParam.of(s), a.ndim)
                 attrs.append(ir.DictAttr.get(d))
             main.attributes[key] = ir.ArrayAttr.get(attrs)
         passmanager.PassManager.parse("builtin.module(sdy-lift-inlined-meshes)").run(module.operation)
@@ -310,21 +215,21 @@ def lower_spmd(cj: ClosedJaxpr, name: str, donated, ins, outs, devices):
 
 # ------------------------------------------------------------ eager on devices
 
-_EAGER_ON_DEVICES: dict = {}    # (primitive, params) -> the jit of one application
+_EAGER_ON_DEVICES = BoundedCache()    # (primitive, params) -> the jit of one application
 
 
 def apply_on_devices(prim: Primitive, args, params):
     """An eager op with an operand on other devices than the default one: the one-op program
     runs where the operands are (partitioned like them), not on the host."""
-    key = (prim, tuple(params.items()))
-    try:
-        fn = _EAGER_ON_DEVICES.get(key)
-    except TypeError:          # an unhashable param: no caching
-        key, fn = None, None
-    if fn is None:
-        from .api import jit
+    from .api import jit
+
+    def make():
         fn = jit(lambda *xs: prim.bind(*xs, **params))
         fn.__name__ = prim.name
-        if key is not None:
-            _EAGER_ON_DEVICES[key] = fn
-    return fn(*args)
+        return fn
+    key = (prim, tuple(params.items()))
+    try:
+        hash(key)
+    except TypeError:          # an unhashable param: no caching
+        return make()(*args)
+    return _EAGER_ON_DEVICES.get(key, make)(*args)

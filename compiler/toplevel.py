@@ -5,9 +5,10 @@ The context managers (``enable_x64``, ``debug_nans``, ``debug_infs``,
 ``disable_jit``, ``default_device``, ``numpy_rank_promotion``,
 ``numpy_dtype_promotion``, ``default_matmul_precision``, ``log_compiles``,
 ``check_tracer_leaks``) set a
-``jaxprc.config`` option for the ``with`` block and restore it after; the same
-options are set for good with ``jaxprc.config.update("jax_debug_nans", True)``
-and friends. Their state is per process, not per thread.
+``jaxprc.config`` option for the calling thread in the ``with`` block and
+restore it after (other threads keep their values, as in JAX); the same options
+are set for the process with ``jaxprc.config.update("jax_debug_nans", True)``
+and friends. The options are declared in ir/config.py.
 """
 from __future__ import annotations
 
@@ -33,66 +34,35 @@ __all__ = ["Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "co
            "process_index", "process_indices", "typeof"]
 
 config = dt.config
-config.jax_default_device = None      # with one device per platform, only checked (default_device)
-config.jax_log_compiles = False       # jit logs each compilation (log_compiles)
 
 Device = _xla_client.Device           # the class of jaxprc's devices (jaxlib's)
 
 
-class _Option:
-    """A config option as a context manager: ``with option(value): ...`` sets it for the block."""
-
-    def __init__(self, name: str, check=None):
-        self.name, self.check = name, check
-
-    def __call__(self, new_val):
-        if self.check is not None:
-            new_val = self.check(new_val)
-        return self._set(new_val)
-
-    @contextlib.contextmanager
-    def _set(self, value):
-        old = getattr(config, self.name)
-        setattr(config, self.name, value)
-        try:
-            yield
-        finally:
-            setattr(config, self.name, old)
-
-
-def _choice(name, options):
-    def check(value):
-        if value not in options:
-            raise ValueError(f"{name}: expected one of {options}, got {value!r}")
-        return value
-    return check
-
-
 def enable_x64(new_val: bool = True):
     """Context manager: 64-bit types on (or off) in the block."""
-    return _Option("jax_enable_x64", bool)(new_val)
+    return config.override("jax_enable_x64", new_val)
 
 
 def debug_nans(new_val: bool = True):
     """Context manager: a NaN output of any op raises FloatingPointError naming the primitive."""
-    return _Option("jax_debug_nans", bool)(new_val)
+    return config.override("jax_debug_nans", new_val)
 
 
 def debug_infs(new_val: bool = True):
     """Context manager: an infinite output of any op raises FloatingPointError naming the primitive."""
-    return _Option("jax_debug_infs", bool)(new_val)
+    return config.override("jax_debug_infs", new_val)
 
 
 def disable_jit(disable: bool = True):
     """Context manager: ``jit`` functions run their Python function op by op (eagerly) in the block."""
-    return _Option("jax_disable_jit", bool)(disable)
+    return config.override("jax_disable_jit", disable)
 
 
 def check_tracer_leaks(new_val: bool = True):
     """Context manager: every trace checks, when it ends, that none of its tracers outlives it
     (kept in a global, a closure, a list...), and raises naming the leaked tracers and their
     holders. Slow (it walks the garbage collector's objects): for debugging."""
-    return _Option("jax_check_tracer_leaks", bool)(new_val)
+    return config.override("jax_check_tracer_leaks", new_val)
 
 
 checking_leaks = check_tracer_leaks
@@ -100,25 +70,25 @@ checking_leaks = check_tracer_leaks
 
 def log_compiles(new_val: bool = True):
     """Context manager: every jit compilation is logged (logger ``jaxprc``, WARNING level)."""
-    return _Option("jax_log_compiles", bool)(new_val)
+    return config.override("jax_log_compiles", new_val)
 
 
 def numpy_rank_promotion(new_val: str = "allow"):
     """Context manager: 'allow', 'warn' or 'raise' when jaxprc.numpy broadcasts arrays of
     different ranks."""
-    return _Option("jax_numpy_rank_promotion", _choice("numpy_rank_promotion", ("allow", "warn", "raise")))(new_val)
+    return config.override("jax_numpy_rank_promotion", new_val)
 
 
 def numpy_dtype_promotion(new_val: str = "standard"):
     """Context manager: 'standard' or 'strict' (no implicit promotion between dtypes)."""
-    return _Option("jax_numpy_dtype_promotion", _choice("numpy_dtype_promotion", ("standard", "strict")))(new_val)
+    return config.override("jax_numpy_dtype_promotion", new_val)
 
 
 def default_matmul_precision(new_val=None):
     """Context manager: the precision of matrix products that do not name one."""
     from .lax.contractions import canonicalize_precision
     canonicalize_precision(new_val)      # validate: a Precision, its name, or None
-    return _Option("jax_default_matmul_precision")(new_val)
+    return config.override("jax_default_matmul_precision", new_val)
 
 
 def default_device(new_val=None):
@@ -126,7 +96,7 @@ def default_device(new_val=None):
     from .runtime import devices
     if new_val is not None and new_val not in devices():
         raise ValueError(f"default_device: {new_val!r} is not one of this process's devices {devices()}")
-    return _Option("jax_default_device")(new_val)
+    return config.override("jax_default_device", new_val)
 
 
 # ------------------------------------------------------------- queries
@@ -230,14 +200,18 @@ def jacobian(fun, argnums=0, has_aux: bool = False, holomorphic: bool = False, a
 
 
 def named_call(fun, *, name: str | None = None):
-    """``fun`` staged as a named call: a nested ``jit`` equation named ``name`` (its function's
-    name by default), so the name shows in the IR and in the lowered module's function names."""
-    from .api import jit
+    """``fun`` run inside ``named_scope(name)`` (its function's name by default), as in JAX: its
+    operations carry the name in their location and the lowered module's op names; nothing is
+    staged, so it takes any arguments ``fun`` does."""
     if name is not None and not isinstance(name, str):
         raise TypeError(f"named_call: name must be a string, got {name!r}")
-    inner = functools.wraps(fun)(lambda *args, **kwargs: fun(*args, **kwargs))
-    inner.__name__ = inner.__qualname__ = name or getattr(fun, "__name__", "named_call")
-    return functools.wraps(fun)(jit(inner))
+    name = name or getattr(fun, "__name__", "named_call")
+
+    @functools.wraps(fun)
+    def call(*args, **kwargs):
+        with named_scope(name):
+            return fun(*args, **kwargs)
+    return call
 
 
 def print_environment_info(return_string: bool = False):

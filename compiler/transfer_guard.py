@@ -16,73 +16,59 @@ arrays, numpy scalars and Python scalars passed to ``jit`` functions or ops,
 ``jnp.asarray`` of host data, ``np.asarray(array)``. On CPU an Array's memory
 is host memory: reading it copies nothing and no guard applies (JAX's too).
 
-The state is jaxlib's, one per process: a program that imports jax as well
-shares it, so a guard set through either library guards both.
+The options are declared in ir/config.py; this module mirrors them into
+jaxlib's state: the process's values into its global state, a thread's
+overrides (the context managers) into its thread-local state. jaxlib's state
+is one per process: a program that imports jax as well shares it, so a guard
+set through either library guards both.
 """
 from __future__ import annotations
 
 import contextlib
-import os
 
 from jaxlib import _jax
 
+from .ir.config import TRANSFER_GUARD_LEVELS as LEVELS
+from .ir.config import transfer_guard_level as check_level
 from .ir.dtypes import config
 
 __all__ = ["transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
            "transfer_guard_host_to_device"]
 
 _guard = _jax.guard_lib
-LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 _DIRECTIONS = ("host_to_device", "device_to_device", "device_to_host")
-
-
-def check_level(value):
-    """A level name or None (the default: 'allow', or what the global option says)."""
-    if value is not None and value not in LEVELS:
-        raise ValueError(f"new enum value must be None or in {list(LEVELS)}, got {value!r} of type "
-                         f"{type(value)}.")
-    return value
+_PREFIX = "jax_transfer_guard_"
 
 
 def _level(name):
     return None if name is None else getattr(_guard.TransferGuardLevel, name.upper())
 
 
-# -- config options: the global state ---------------------------------------------------
-for _d in _DIRECTIONS:
-    setattr(config, f"jax_transfer_guard_{_d}", None)
-config.jax_transfer_guard = None      # set-only: sets the three directions at once
-for _name in ("jax_transfer_guard", *(f"jax_transfer_guard_{d}" for d in _DIRECTIONS)):
-    type(config).validators[_name] = check_level
-
-
-def _on_config(name: str, value) -> None:
-    if name == "jax_transfer_guard":
+def _on_config(name: str, value, local: bool) -> None:
+    if name == "jax_transfer_guard":       # set-only: sets the three directions at once
         for d in _DIRECTIONS:
-            setattr(config, f"jax_transfer_guard_{d}", value)
-    elif name.startswith("jax_transfer_guard_"):
-        setattr(_guard.global_state(), name[len("jax_transfer_guard_"):], _level(value))
+            config.update(_PREFIX + d, value)
+    elif name.startswith(_PREFIX):
+        direction = name[len(_PREFIX):]
+        if local:       # the thread's override, or None (jaxlib then reads the global level)
+            setattr(_guard.thread_local_state(), direction, _level(value) if config.overridden(name) else None)
+        else:
+            setattr(_guard.global_state(), direction, _level(value))
 
 
 type(config).listeners.append(_on_config)
-for _name in ("jax_transfer_guard", *(f"jax_transfer_guard_{d}" for d in _DIRECTIONS)):
-    if os.environ.get(_name.upper()):        # JAX_TRANSFER_GUARD=disallow ..., as JAX reads them
-        config.update(_name, os.environ[_name.upper()])
+for _name in ("jax_transfer_guard", *(_PREFIX + d for d in _DIRECTIONS)):
+    if config.read(_name) is not None:        # JAX_TRANSFER_GUARD=disallow ..., as JAX reads them
+        _on_config(_name, config.read(_name), False)
 
 
-# -- context managers: the calling thread's state ----------------------------------------
 @contextlib.contextmanager
 def _thread_local(directions, level):
     check_level(level)
-    state = _guard.thread_local_state()
-    saved = [getattr(state, d) for d in directions]
-    for d in directions:
-        setattr(state, d, _level(level))
-    try:
+    with contextlib.ExitStack() as stack:
+        for d in directions:
+            stack.enter_context(config.override(_PREFIX + d, level))
         yield
-    finally:
-        for d, old in zip(directions, saved):
-            setattr(state, d, old)
 
 
 def transfer_guard_host_to_device(new_val: str):

@@ -11,7 +11,7 @@ from typing import Any, Protocol, Union
 
 import numpy as np
 
-from .runtime import Array
+from .array_type import Array
 
 __all__ = ["ArrayLike", "DTypeLike"]
 

@@ -14,8 +14,8 @@ import functools
 import inspect
 
 from jaxprc.ir.tracing import Tracer, get_aval, trace_to_jaxpr
-from jaxprc.ir.tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
-                                 tree_map, tree_unflatten)
+from jaxprc.ir.tree_util import (flatten_one_level, keystr, tree_flatten, tree_flatten_with_path,
+                                 tree_leaves, tree_unflatten)
 from jaxprc.passes.registry import verify_pass_result
 from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_jaxpr
 
@@ -130,22 +130,36 @@ def _untraced_outputs(leaves, in_tracers, args_flat, axes):
 
 
 def _flatten_axes(name: str, treedef, axis_tree) -> list:
-    """One axis per leaf of ``treedef``, broadcasting ``axis_tree`` (a tree prefix; None is a leaf)."""
-    proxy = object()    # stands for None, which would otherwise be an empty subtree
-    axis_tree = tree_map(lambda a: proxy if a is None else a, axis_tree, is_leaf=lambda x: x is None)
-    leaf = object()
-    dummy = tree_unflatten(treedef, [leaf] * treedef.num_leaves)
+    """One axis per leaf of ``treedef``, broadcasting ``axis_tree`` (a tree prefix; None is a leaf).
+    Walks the treedef's nodes, as JAX does, so no user ``unflatten`` sees placeholder leaves."""
     axes = []
+
+    def walk(spec, tdef):
+        node = None if spec is None else _node(spec)
+        if node is None:                  # a leaf of the spec: an axis (or None) for the whole subtree
+            axes.extend([spec] * tdef.num_leaves)
+            return
+        children, meta = node
+        data = tdef.node_data()
+        if data is None or data[0] is not type(spec) or len(children) != len(tdef.children()) or \
+                (isinstance(spec, dict) and sorted(meta) != sorted(data[1])):
+            raise ValueError
+        for child, sub in zip(children, tdef.children()):
+            walk(child, sub)
     try:
-        tree_map(lambda a, sub: axes.extend([a] * len(tree_leaves(sub))), axis_tree, dummy)
+        walk(axis_tree, treedef)
     except ValueError:
         raise ValueError(f"{name} specification must be a tree prefix of the corresponding value, "
-                         f"got specification {_show(axis_tree, proxy)} for value tree {treedef}.") from None
-    return [None if a is proxy else a for a in axes]
+                         f"got specification {axis_tree} for value tree {treedef}.") from None
+    return axes
 
 
-def _show(axis_tree, proxy):
-    return tree_map(lambda a: None if a is proxy else a, axis_tree)
+def _node(spec):
+    """(children, metadata) of a pytree node of an axis spec; None for a leaf."""
+    try:
+        return flatten_one_level(spec)
+    except ValueError:
+        return None
 
 
 def _canonical_in_axis(axis, aval):

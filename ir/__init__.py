@@ -9,5 +9,6 @@ from .equality import alpha_equivalent, structural_hash
 from .parser import ParseError, parse
 from .printer import pp_jaxpr
 from .verify import verify
+from .shape_poly import DimExpr, InconclusiveDimensionOperation, SymbolicScope, symbolic_shape
 from .effects import Effect
 from .host_callback import CallbackUnavailableError, HostCallback, bind_callbacks, program_callbacks

@@ -7,6 +7,8 @@ identity, not names; the printer chooses names.
 """
 from __future__ import annotations
 
+import functools
+import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -27,15 +29,28 @@ class JaxprTypeError(JaxprcError, TypeError):
 
 
 # ------------------------------------------------------------------ types
+# Dimensions are ints or symbolic expressions (shape_poly imports JaxprcError from here).
+from .shape_poly import InconclusiveDimensionOperation, _keep_symbolic  # noqa: E402
 
-class ShapedArray:
+
+class AbstractValue:
+    """The type of a value a program computes: ShapedArray, or a token's type."""
+
+    __slots__ = ()
+
+
+class ShapedArray(AbstractValue):
     """The abstract value of an array: shape, dtype and JAX's weak-type bit."""
 
     __slots__ = ("shape", "dtype", "weak_type", "_hash")
     array_abstraction_level = 1
 
     def __init__(self, shape, dtype, weak_type: bool = False):
-        self.shape = shape = tuple(map(int, shape))
+        try:
+            shape = tuple(map(int, shape))
+        except InconclusiveDimensionOperation:     # symbolic dimensions stay as they are
+            shape = _keep_symbolic(shape)
+        self.shape = shape
         self.dtype = dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.weak_type = weak_type = bool(weak_type)
         self._hash = hash((shape, dtype, weak_type))
@@ -46,7 +61,7 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
         return ShapedArray(self.shape if shape is None else shape,
@@ -55,6 +70,12 @@ class ShapedArray:
 
     def strip_weak_type(self) -> "ShapedArray":
         return self.update(weak_type=False) if self.weak_type else self
+
+    def to_tangent_aval(self) -> "ShapedArray":
+        """The type of this type's tangents: float0 for integers and booleans, else itself."""
+        if dt.is_inexact(self.dtype):
+            return self
+        return ShapedArray(self.shape, dt.float0, self.weak_type)
 
     def __eq__(self, other):
         return self is other or (type(other) is ShapedArray and self.shape == other.shape
@@ -65,14 +86,19 @@ class ShapedArray:
 
     def str_short(self) -> str:
         """Type text: ``f32[3,4]``; weak types carry a leading ``~`` (``~f32[]``)."""
-        text = f"{dt.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"
+        text = f"{dt.short_name(self.dtype)}[{_dims_text(self.shape)}]"
         return "~" + text if self.weak_type else text
 
     __str__ = str_short
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{weak})"
+        return f"ShapedArray({self.dtype.name}[{_dims_text(self.shape)}]{weak})"
+
+
+def _dims_text(shape) -> str:
+    """``3,4``; a symbolic dimension without spaces (``b,2*b+1``), as types are written."""
+    return ",".join(map(str, shape)).replace(" ", "")
 
 
 # ---------------------------------------------------------- program pieces
@@ -120,14 +146,37 @@ def _scalar_key(val):
 Atom = Var | Literal
 
 
+@functools.lru_cache(maxsize=256)
+def _code_positions(code) -> tuple:
+    """(line, end line, column, end column) of each instruction of a code object."""
+    return tuple(code.co_positions())
+
+
 class SourceInfo:
     """Where the user wrote the operation: ``file:line`` (the innermost user frame), and the
-    ``named_scope`` names open around it (``scope``, "outer/inner"; "" outside any)."""
+    ``named_scope`` names open around it (``scope``, "outer/inner"; "" outside any).
 
-    __slots__ = ("file", "line", "name", "scope")
+    ``column`` (0-based, as MLIR's) is the given one, else found when first asked from the
+    frame's code object and instruction (``code``, ``lasti``): tracing stores those, which costs
+    nothing until a location is printed."""
 
-    def __init__(self, file: str, line: int, name: str = "", scope: str = ""):
+    __slots__ = ("file", "line", "name", "scope", "_column", "_code", "_lasti")
+
+    def __init__(self, file: str, line: int, name: str = "", scope: str = "", column: int | None = None,
+                 code=None, lasti: int = -1):
         self.file, self.line, self.name, self.scope = file, line, name, scope
+        self._column, self._code, self._lasti = column, code, lasti
+
+    @property
+    def column(self) -> int:
+        if self._column is None:
+            self._column = 0
+            if self._code is not None and self._lasti >= 0:
+                positions = _code_positions(self._code)
+                if self._lasti // 2 < len(positions):
+                    self._column = positions[self._lasti // 2][2] or 0
+            self._code = None
+        return self._column
 
     def __str__(self):
         return f"{self.file}:{self.line}"

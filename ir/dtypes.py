@@ -7,10 +7,10 @@ int64`` is the default float.
 """
 from __future__ import annotations
 
-import os
-
 import ml_dtypes
 import numpy as np
+
+from .config import config  # jaxprc.config (one table of every option); x64 decides the defaults
 
 bool_ = np.dtype(np.bool_)
 int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
@@ -136,80 +136,6 @@ def supports_inf(dtype) -> bool:
 def iinfo(dtype):
     d = np.dtype(dtype)
     return ml_dtypes.iinfo(d) if d in NARROW_INTS or d in NARROW_UINTS else np.iinfo(d)
-
-
-# ---------------------------------------------------------------- x64 switch
-
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "0").strip().lower() in ("1", "true", "yes", "on")
-
-
-class Config:
-    """``jaxprc.config``: the flags JAX users set, and jaxprc's own.
-
-    ``jax_enable_x64`` (env ``JAX_ENABLE_X64``) changes semantics: 64-bit types.
-    ``jaxprc_verify_passes`` (env ``JAXPRC_VERIFY_PASSES``) makes the pass pipelines (and the
-    transformations' passes) verify the program after each pass; off by default, for speed.
-    ``jaxprc_compilation_cache_dir`` (env ``JAXPRC_COMPILATION_CACHE_DIR``): the directory of the
-    persistent compilation cache (runtime/compile_cache.py); None (the default) turns it off.
-    ``jaxprc_cpp_dispatch`` (env ``JAXPRC_CPP_DISPATCH``, on by default): cached jit calls and eager
-    ops run through jaxlib's C++ dispatch (compiler/cpp_dispatch.py); off, through Python only.
-    """
-
-    _BOOL_FLAGS = ("jax_enable_x64", "jaxprc_verify_passes", "jax_debug_nans", "jax_debug_infs",
-                   "jax_disable_jit", "jaxprc_cpp_dispatch", "jax_no_tracing", "jax_no_execution",
-                   "jax_explain_cache_misses", "jax_check_tracer_leaks")
-
-    def __init__(self):
-        self.jax_enable_x64 = _env_flag("JAX_ENABLE_X64")
-        self.jaxprc_verify_passes = _env_flag("JAXPRC_VERIFY_PASSES")
-        # Checked by eager ops and jit calls (jaxprc.debug_nans / debug_infs / disable_jit).
-        self.jax_debug_nans = _env_flag("JAX_DEBUG_NANS")
-        self.jax_debug_infs = _env_flag("JAX_DEBUG_INFS")
-        self.jax_disable_jit = _env_flag("JAX_DISABLE_JIT")
-        # Watch the jit caches (jaxprc.no_tracing / no_execution / explain_cache_misses).
-        self.jax_no_tracing = _env_flag("JAX_NO_TRACING")
-        self.jax_no_execution = _env_flag("JAX_NO_EXECUTION")
-        self.jax_explain_cache_misses = _env_flag("JAX_EXPLAIN_CACHE_MISSES")
-        # Each trace checks that none of its tracers outlives it (jaxprc.checking_leaks).
-        self.jax_check_tracer_leaks = _env_flag("JAX_CHECK_TRACER_LEAKS")
-        self.jaxprc_compilation_cache_dir = os.environ.get("JAXPRC_COMPILATION_CACHE_DIR") or None
-        self.jaxprc_cpp_dispatch = os.environ.get("JAXPRC_CPP_DISPATCH", "1").strip().lower() not in (
-            "0", "false", "no", "off")
-
-    # Called with (name, value) after each option is set: jaxlib's C++ jit dispatch mirrors the
-    # options that decide whether a cached executable may run (compiler/cpp_dispatch.py).
-    listeners: list = []
-    # name -> check(value) -> value: ``update`` validates (and normalises) those options' values.
-    validators: dict = {}
-
-    def __setattr__(self, name: str, value) -> None:
-        object.__setattr__(self, name, value)
-        for listener in Config.listeners:
-            listener(name, value)
-
-    def update(self, name: str, value) -> None:
-        if not hasattr(self, name):
-            raise AttributeError(f"Unrecognized config option: {name!r}")
-        if name in self.validators:
-            value = self.validators[name](value)
-        setattr(self, name, bool(value) if name in self._BOOL_FLAGS else value)
-
-    def read(self, name: str):
-        return getattr(self, name)
-
-    @property
-    def x64_enabled(self) -> bool:
-        return self.jax_enable_x64
-
-
-config = Config()
-config.jax_numpy_dtype_promotion = "standard"   # or "strict" (jaxprc.numpy_dtype_promotion)
-config.jax_numpy_rank_promotion = "allow"       # or "warn" / "raise" (jaxprc.numpy_rank_promotion)
-config.jax_default_matmul_precision = None      # a Precision for dots that name none
-# jit splits programs with more top-level equations into executables of at most this many
-# (compiler/segmenting.py: XLA's compile crashes on very long chains); 0 or None: never.
-config.jaxprc_max_segment_eqns = os.environ.get("JAXPRC_MAX_SEGMENT_EQNS", 5000)
 
 
 class TypePromotionError(ValueError):

@@ -20,8 +20,9 @@ import numpy as np
 
 from . import dtypes as dt
 from .core import ClosedJaxpr, Jaxpr, JaxprTypeError, ShapedArray, Thunk
+from .shape_poly import DimExpr, InconclusiveDimensionOperation
 
-__all__ = ["ParamError", "Checker", "Int", "Bool", "Str", "Scalar", "Is", "Tuple", "Enum", "Record",
+__all__ = ["ParamError", "Checker", "Int", "Size", "Bool", "Str", "Scalar", "Is", "Tuple", "Enum", "Record",
            "DType", "ClosedJaxprParam", "Rule", "Aval", "Callable", "OneOf", "Optional", "check_params"]
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -72,6 +73,22 @@ class Int(Checker):
         if self.max == INT64_MAX:
             return f"an integer >= {self.min}"
         return f"an integer in [{self.min}, {self.max}]"
+
+
+class Size(Int):
+    """A dimension's size: an integer in range, or a symbolic dimension (``b``, ``2*b + 1``) that
+    the program's constraints cannot make negative."""
+
+    def problem(self, value):
+        if type(value) is DimExpr:
+            try:
+                return None if value >= self.min else f"may be below {self.min}"
+            except InconclusiveDimensionOperation:
+                return f"may be below {self.min}"
+        return super().problem(value)
+
+    def __str__(self):
+        return super().__str__().replace("an integer", "a size (an integer or a symbolic dimension)")
 
 
 def _bound(n: int) -> str:

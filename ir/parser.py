@@ -22,16 +22,19 @@ import base64
 import binascii
 import bisect
 import json
+import json
 import math
 import os
+import re
 import threading
 
 import lark
 import numpy as np
 
 from . import dtypes as dt
+from . import shape_poly
 from .core import (PARAM_TYPES, PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprcError, JaxprTypeError,
-                   Literal, RuleNotPrinted, ShapedArray, Thunk, Var)
+                   Literal, RuleNotPrinted, ShapedArray, SourceInfo, Thunk, Var)
 from .effects import Effect, eqn_effects, format_effects
 from .host_callback import bind_callbacks
 from .params import ParamError
@@ -92,6 +95,12 @@ class _VarRef:
         self.token = token
 
 
+def _source_info(token) -> SourceInfo:
+    """``loc("file.py":12:4)`` -> its SourceInfo."""
+    quoted, line, column = str(token)[4:-1].rsplit(":", 2)
+    return SourceInfo(json.loads(quoted), int(line), column=int(column))
+
+
 class _LiteralRef:
     __slots__ = ("literal", "token")
 
@@ -100,11 +109,11 @@ class _LiteralRef:
 
 
 class _EqnSyntax:
-    __slots__ = ("binders", "prim", "params", "args", "effects")
+    __slots__ = ("binders", "prim", "params", "args", "effects", "location")
 
-    def __init__(self, binders, prim, params, args, effects):
+    def __init__(self, binders, prim, params, args, effects, location=None):
         self.binders, self.prim, self.params, self.args = binders, prim, params, args
-        self.effects = effects
+        self.effects, self.location = effects, location
 
 
 class _Effects(list):
@@ -128,14 +137,70 @@ def _holds_reference(value) -> bool:
                                               and any(_holds_reference(x) for x in value))
 
 
-def parse_type(token) -> ShapedArray:
-    """The ShapedArray a TYPE token (``f32[3,4]``, ``~i32[]`` when weakly typed) denotes."""
+class _DimsHeader:
+    """The ``dims b, h where b >= 2, ...`` line of a program with symbolic dimensions."""
+
+    def __init__(self, names: frozenset, scope: shape_poly.SymbolicScope):
+        self.names, self.scope = names, scope
+
+    def dims(self, token, text: str) -> tuple:
+        """The dimensions written in ``text`` (a type's sizes or a `...` param)."""
+        try:
+            dims = shape_poly.parse_dims(text, self.scope)
+        except ValueError as e:
+            _fail(token, str(e), "sizes that are ints or expressions of the declared dimension variables")
+        undeclared = shape_poly.free_vars(dims) - self.names
+        if undeclared:
+            _fail(token, f"undeclared dimension variable '{min(undeclared)}'",
+                  f"one declared in the program's dims line ({', '.join(sorted(self.names))})")
+        return dims
+
+
+_DIMS_LINE = re.compile(r"(\s*(?:#[^\n]*\n\s*)*)dims\b([^\n]*)")
+
+
+def _dims_header(text: str):
+    """The program's dims header and the text with that line blanked (positions unchanged)."""
+    m = _DIMS_LINE.match(text)
+    if m is None:
+        return None, text
+    line = text[:m.start(2)].count("\n") + 1
+    parts = re.split(r"\bwhere\b", m.group(2), maxsplit=1)
+    names_text, where = parts[0], (parts[1] if len(parts) == 2 else "")
+    names = [n.strip() for n in names_text.split(",")]
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z_]\w*", n) or n in shape_poly.FUNCTIONS]
+    if bad:
+        raise ParseError(f"malformed dims line: '{bad[0]}' is not a dimension variable name; expected "
+                         "dims b, h where b >= 2, ...", line, 1, text)
+    try:
+        scope = shape_poly.SymbolicScope(shape_poly.split_top_level(where) if where.strip() else ())
+    except ValueError as e:
+        raise ParseError(f"malformed dims line: {e}", line, 1, text) from None
+    unknown = shape_poly.constraint_vars(scope) - set(names)
+    if unknown:
+        raise ParseError(f"malformed dims line: constraint on undeclared dimension variable "
+                         f"'{min(unknown)}'", line, 1, text)
+    blank = " " * (m.end() - m.end(1))
+    return _DimsHeader(frozenset(names), scope), text[:m.end(1)] + blank + text[m.end():]
+
+
+_PLAIN_SIZES = re.compile(r"[0-9,\s]*")
+
+
+def parse_type(token, header: _DimsHeader | None = None) -> ShapedArray:
+    """The ShapedArray a TYPE token (``f32[3,4]``, ``~i32[]`` when weakly typed, ``f32[b,4]`` with
+    dimension variables declared in ``header``) denotes."""
     text = str(token)
     weak = text.startswith("~")
-    name, dims = text.lstrip("~")[:-1].split("[")
+    name, dims = text.lstrip("~")[:-1].split("[", 1)
     dtype = dt.FROM_SHORT_NAME.get(name)
     if dtype is None:
         _fail(token, f"unknown dtype '{name}'", "one of " + ", ".join(dt.FROM_SHORT_NAME))
+    if not _PLAIN_SIZES.fullmatch(dims):
+        if header is None:
+            _fail(token, f"symbolic shape in type '{text}' of a program without a dims line",
+                  "a first line declaring its dimension variables: dims b, h where b >= 2")
+        return ShapedArray(header.dims(token, dims), dtype, weak)
     dims = [d.strip() for d in dims.split(",")] if dims.strip() else []
     if any(not d for d in dims):
         _fail(token, f"malformed shape in type '{text}'", "comma-separated sizes like f32[3,4]")
@@ -204,7 +269,8 @@ class _Builder(lark.Transformer):
         super().__init__()
         self.reset()
 
-    def reset(self):
+    def reset(self, header: _DimsHeader | None = None):
+        self.header = header                             # dimension variables (symbolic shapes)
         self.references: list[_Reference] = []           # in text order
         self.pending: list[tuple[Eqn, _EqnSyntax]] = []  # equations holding references
         self.written: list[tuple[Eqn, _EqnSyntax]] = []  # every equation, its effects checked last
@@ -230,7 +296,7 @@ class _Builder(lark.Transformer):
 
     # -- atoms and types ----------------------------------------------------
     def binder(self, c):
-        return c[0], c[1], parse_type(c[1])
+        return c[0], c[1], parse_type(c[1], self.header)
 
     binders = list
 
@@ -239,7 +305,7 @@ class _Builder(lark.Transformer):
 
     def literal(self, c):
         token, type_token = c
-        aval = parse_type(type_token)
+        aval = parse_type(type_token, self.header)
         if aval.shape != ():
             _fail(type_token, f"literal of non-scalar type {aval.str_short()}", "a scalar type like f32[]")
         return _LiteralRef(Literal(parse_scalar(token, aval.dtype), aval), token)
@@ -265,7 +331,16 @@ class _Builder(lark.Transformer):
         return None
 
     def aval(self, c):
-        return parse_type(c[0])
+        return parse_type(c[0], self.header)
+
+    def symbolic_dim(self, c):
+        if self.header is None:
+            _fail(c[0], f"symbolic dimension {c[0]} in a program without a dims line",
+                  "a first line declaring its dimension variables: dims b, h where b >= 2")
+        dims = self.header.dims(c[0], str(c[0])[1:-1])
+        if len(dims) != 1:
+            _fail(c[0], f"{c[0]} is not one dimension", "one expression like `2*b+1`")
+        return dims[0]
 
     def tuple(self, c):
         return self._nested(tuple(_python_value(x) for x in c), c)
@@ -340,10 +415,13 @@ class _Builder(lark.Transformer):
 
     def eqn(self, c):
         binders, prim, rest = c[0], c[1], c[2:]
+        location = None
+        if rest and isinstance(rest[-1], lark.Token) and rest[-1].type == "LOCATION":
+            location = _source_info(rest.pop())
         effects = rest.pop() if rest and isinstance(rest[-1], _Effects) else None
         params = rest[0] if rest and isinstance(rest[0], _Params) else _Params()
         args = rest[1:] if rest and isinstance(rest[0], _Params) else rest
-        return _EqnSyntax(binders, prim, params, args, effects)
+        return _EqnSyntax(binders, prim, params, args, effects, location)
 
     def eqns(self, c):
         return c
@@ -394,7 +472,7 @@ class _Builder(lark.Transformer):
         deferred = any(_holds_reference(v) for v in params.values())
         if not deferred:
             self._check_types(prim, invars, params, e)
-        eqn = Eqn(prim, invars, [bind(b) for b in e.binders], params)
+        eqn = Eqn(prim, invars, [bind(b) for b in e.binders], params, e.location)
         self.written.append((eqn, e))
         if deferred:        # its typing rule may need a definition that comes later
             self.pending.append((eqn, e))
@@ -642,7 +720,8 @@ def parse(text: str, callbacks=None) -> ClosedJaxpr:
 def _parse(text: str) -> ClosedJaxpr:
     with _lock:                 # one parser whose transformer holds the state of one parse
         parser, builder = _get_parser()
-        builder.reset()
+        header, text = _dims_header(text)
+        builder.reset(header)
         try:
             return parser.parse(text)
         except _Located as e:

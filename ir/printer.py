@@ -48,6 +48,8 @@ from . import dtypes as dt
 from .deep import deep_entry
 from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, RuleNotPrinted, ShapedArray, Thunk, Var
 from .effects import eqn_effects, format_effects
+from .shape_poly import (DimExpr, constraint_vars, dim_str_compact, free_vars, is_constant_shape,
+                         shape_scope)
 from .tracing import Tracer
 
 WIDTH = 80               # lines longer than this break, as in JAX
@@ -357,6 +359,7 @@ class _Printer:
         self.def_names: dict[int, str] = {}
         self.defs: list[tuple[str, Any]] = []   # (name, param object), by first reference
         self.census = _Census(max_definition_depth)   # empty (nothing shared) until program()
+        self.debug_info = False                       # print equations' source locations
 
     def reference(self, value, hint: str) -> str:
         name = self.def_names.get(id(value))
@@ -379,6 +382,8 @@ class _Printer:
             return f"{type(value).__name__}.{value.name}"
         if isinstance(value, (int, np.integer)):
             return str(int(value))
+        if type(value) is DimExpr:
+            return f"`{dim_str_compact(value)}`"
         if isinstance(value, (float, np.floating)):
             return repr(float(value))
         if isinstance(value, (complex, np.complexfloating)):
@@ -416,6 +421,8 @@ class _Printer:
         effects = eqn_effects(eqn)
         if effects:
             args += " !" + format_effects(effects)
+        if self.debug_info and eqn.source_info is not None and eqn.source_info.file:
+            args += " " + location_text(eqn.source_info)
         lhs = " ".join(f"{namer.bind(v)}:{v.aval.str_short()}" for v in eqn.outvars) or "_"
         params = [(k, self.param_doc(eqn.params[k], namer)) for k in sorted(eqn.params)]
         return EqnDoc(lhs, eqn.primitive.name, params, args)
@@ -436,7 +443,7 @@ class _Printer:
 
     def program(self, cj: ClosedJaxpr, show_consts: bool) -> str:
         self.census.program(cj)
-        text = layout(self.jaxpr_doc(cj, Namer(), show_consts), 0, 0)
+        text = dims_header(cj.jaxpr) + layout(self.jaxpr_doc(cj, Namer(), show_consts), 0, 0)
         done = 0
         while done < len(self.defs):        # definitions may reference further definitions
             name, value = self.defs[done]
@@ -452,6 +459,23 @@ class _Printer:
         return "unprinted" if body is None else layout(self.jaxpr_doc(body, Namer(), True), 0, len(name) + 4)
 
 
+def dims_header(j: Jaxpr) -> str:
+    """``dims b, h where b >= 2\n`` when the program has symbolic dimensions, else "".
+
+    Dimension variables enter a program through its inputs' types, so the top
+    level's variables show them all."""
+    scope, names = None, set()
+    for v in (*j.constvars, *j.invars, *(o for e in j.eqns for o in e.outvars)):
+        if not is_constant_shape(v.aval.shape):
+            scope = scope or shape_scope(v.aval.shape)
+            names |= free_vars(v.aval.shape)
+    if scope is None:
+        return ""
+    names |= constraint_vars(scope)
+    where = f" where {scope}" if scope.constraints else ""
+    return f"dims {', '.join(sorted(names))}{where}\n"
+
+
 def _opaque_name(value) -> str:
     return getattr(value, "__qualname__", None) or type(value).__name__
 
@@ -464,6 +488,11 @@ def _const_text(c) -> str:
     if isinstance(c, Tracer):
         return f"<traced {c.aval.str_short()}>"
     return format_array(c)
+
+
+def location_text(info) -> str:
+    """``loc("file.py":12:4)``: an equation's source location, as MLIR writes one."""
+    return f"loc({_quote(info.file)}:{int(info.line)}:{int(info.column)})"
 
 
 def atom_text(a, namer: Namer) -> str:
@@ -487,7 +516,10 @@ def pp_eqn(eqn: Eqn, namer: Namer | None = None) -> str:
 
 @deep_entry
 def pp_jaxpr(closed_jaxpr: ClosedJaxpr, show_consts: bool = True,
-             max_definition_depth: int = MAX_DEFINITION_DEPTH) -> str:
+             max_definition_depth: int = MAX_DEFINITION_DEPTH, debug_info: bool = False) -> str:
     """The program's text, its ``@name`` definitions after it (those nested deeper than
-    ``max_definition_depth`` as ``@name = unprinted``)."""
-    return _Printer(max_definition_depth).program(closed_jaxpr, show_consts)
+    ``max_definition_depth`` as ``@name = unprinted``); ``debug_info``: each equation with a
+    source location ends with it, ``loc("file.py":12:4)``."""
+    printer = _Printer(max_definition_depth)
+    printer.debug_info = debug_info
+    return printer.program(closed_jaxpr, show_consts)

@@ -82,6 +82,11 @@ def _value_dtype(x) -> np.dtype:
                     "booleans, integers, floats and complex numbers.")
 
 
+# type -> function giving a value of that type as the equations that compute it inside a
+# trace (a symbolic dimension becomes ``dim_as_value``); higher layers register them.
+trace_value_converters: dict[type, Callable[[Any], Any]] = {}
+
+
 def _ndarray_aval(x: np.ndarray) -> ShapedArray:
     return ShapedArray(x.shape, _value_dtype(x))
 
@@ -341,7 +346,8 @@ def _user_frame_info() -> SourceInfo | None:
         fname = code.co_filename
         internal = internal_files.get(fname)
         if not (_is_internal(fname) if internal is None else internal):
-            return SourceInfo(fname, frame.f_lineno, code.co_name, trace_state.location.scope)
+            return SourceInfo(fname, frame.f_lineno, code.co_name, trace_state.location.scope,
+                              code=code, lasti=frame.f_lasti)
         frame = frame.f_back
     return None
 
@@ -415,6 +421,9 @@ class JaxprBuilder:
             return x
         if is_scalar_constant(x):
             return Literal(x, get_aval(x))
+        convert = trace_value_converters.get(type(x))
+        if convert is not None:
+            return self.to_atom(convert(x))
         return self._const_var(x, get_aval(x))
 
     def _const_var(self, value, aval: ShapedArray) -> Var:

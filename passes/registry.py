@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import time
 from typing import Callable, Sequence
 
 from jaxprc.ir.deep import deep_entry
@@ -197,33 +198,55 @@ def verify_pass_result(label: str, cj: ClosedJaxpr, verify: bool | None = None) 
 @deep_entry
 def run_pipeline(cj: ClosedJaxpr, spec: str | Sequence,
                  observe: Callable[[str, ClosedJaxpr], None] | None = None,
-                 verify: bool | None = None) -> ClosedJaxpr:
+                 verify: bool | None = None, instrument: Sequence = ()) -> ClosedJaxpr:
     """Run the passes of ``spec`` in order; ``observe(name, jaxpr)`` sees the IR after each.
 
     ``verify``: verify the program after each pass (default: the ``jaxprc_verify_passes``
     config flag). A pass that raises becomes ``PassError`` naming it; an ill-typed result,
     ``PassVerificationError`` naming it. The pipeline is parsed (and rejected, if it must be)
-    before any pass runs.
+    before any pass runs. ``instrument``: objects with ``run_before_pass(label, program)`` and/or
+    ``run_after_pass(label, program, seconds)`` (``jaxprc.passes.instrument``: timing, printing).
     """
     if verify is None:
         verify = config.jaxprc_verify_passes
+    before = [i.run_before_pass for i in instrument if hasattr(i, "run_before_pass")]
+    after = [i.run_after_pass for i in instrument if hasattr(i, "run_after_pass")]
     for name, options in parse_pipeline(spec):
+        label = step_label(name, options)
+        for hook in before:
+            hook(label, cj)
+        start = time.perf_counter()
         try:
             out = PASSES[name](cj, **options)
         except Exception as e:  # noqa: BLE001 -- any failure of a pass: name the pass
-            raise PassError(step_label(name, options), e) from e
+            raise PassError(label, e) from e
+        seconds = time.perf_counter() - start
         if not isinstance(out, ClosedJaxpr):
-            raise PassError(step_label(name, options), TypeError(
+            raise PassError(label, TypeError(
                 f"the pass returned a {type(out).__name__}, expected a ClosedJaxpr"))
         if verify:
-            verify_pass_result(step_label(name, options), out, True)
+            verify_pass_result(label, out, True)
         cj = out
+        for hook in after:
+            hook(label, cj, seconds)
         if observe is not None:
             observe(name, cj)
     return cj
 
 
 # ----------------------------------------------------------- sub-jaxprs
+
+def count_equations(program: ClosedJaxpr | Jaxpr) -> int:
+    """Equations of a program, those of its sub-jaxprs (bodies, branches) included."""
+    j = program.jaxpr if isinstance(program, ClosedJaxpr) else program
+    total = len(j.eqns)
+    for eqn in j.eqns:
+        for v in eqn.params.values():
+            for inner in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(inner, (ClosedJaxpr, Jaxpr)):
+                    total += count_equations(inner)
+    return total
+
 
 def map_subjaxprs(params: dict, fn: Callable[[ClosedJaxpr], ClosedJaxpr]) -> dict:
     """``params`` with every ClosedJaxpr (also inside tuples) replaced by ``fn(it)``.

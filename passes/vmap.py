@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray
+from jaxprc.ir.shape_poly import DimExpr
 from jaxprc.ir.tracing import Tracer, get_aval, replayed_sources, trace_to_jaxpr
 from jaxprc.passes.registry import register_pass
 
@@ -122,6 +123,15 @@ def full(value, dtype, shape):
 # differs from the unbatched one); registered by their families.
 rules_for_unbatched: set = set()
 
+# Hooks (eqn -> batch size or None) of the families: an equation none of whose operands is batched
+# must still be batched when one of its sub-programs uses such a collective (axis_index in a loop
+# body). Its first operand is then broadcast, so that its rule runs.
+sizes_for_unbatched: list = []
+
+
+def _size_for_unbatched(eqn) -> int | None:
+    return next((n for n in (hook(eqn) for hook in sizes_for_unbatched) if n is not None), None)
+
 
 def batch_eval(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) -> tuple[list, list]:
     """Replay ``jaxpr`` in the current trace on batched ``args``; returns outputs and their batch dims.
@@ -141,7 +151,12 @@ def batch_eval(jaxpr: Jaxpr, consts: Sequence, args: Sequence, dims: Sequence) -
         for eqn in jaxpr.eqns:
             vals, in_dims = zip(*map(read, eqn.invars)) if eqn.invars else ((), ())
             location.source = eqn.source_info
-            if in_dims.count(not_mapped) == len(in_dims) and eqn.primitive not in rules_for_unbatched:
+            unbatched = in_dims.count(not_mapped) == len(in_dims) and eqn.primitive not in rules_for_unbatched
+            size = _size_for_unbatched(eqn) if unbatched and vals else None
+            if size is not None:
+                vals, in_dims = (broadcast_batch(vals[0], size, 0), *vals[1:]), (0, *in_dims[1:])
+                unbatched = False
+            if unbatched:
                 outs = eqn.primitive.bind(*vals, **eqn.params)
                 out_dims = [not_mapped] * len(eqn.outvars) if eqn.primitive.multiple_results else not_mapped
             else:
@@ -207,7 +222,8 @@ def vmap_jaxpr(cj: ClosedJaxpr, in_axes=0, axis_size: int | None = None, out_axe
     """
     if axis_size is None:
         raise ValueError("the vmap pass needs axis_size (the batch size)")
-    if isinstance(axis_size, bool) or not isinstance(axis_size, (int, np.integer)) or axis_size < 0:
+    if type(axis_size) is not DimExpr and (isinstance(axis_size, bool) or not isinstance(
+            axis_size, (int, np.integer)) or axis_size < 0):
         raise ValueError(f"the vmap pass's axis_size (the batch size) must be a non-negative "
                          f"integer, got {axis_size!r}")
     in_axes = _normalize_axes(in_axes, len(cj.in_avals), [a.ndim for a in cj.in_avals], "in_axes")

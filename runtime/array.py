@@ -7,6 +7,7 @@ its own: it carries the aval object we give it. ``Aval`` is that object
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 from jaxlib import _jax
@@ -271,17 +272,32 @@ def to_numpy(a: Array) -> np.ndarray:
     return _copy_to_host(buf)
 
 
+class _NoJaxInThisCall(threading.local):
+    """An import hook (first on ``sys.meta_path``) that fails imports of jax fast, in the calling
+    thread only and only inside ``without_jax_import``: other threads import jax as usual."""
+    active = False
+
+    def find_spec(self, name, path=None, target=None):
+        if self.active and (name == "jax" or name.startswith("jax.")):
+            raise ModuleNotFoundError(f"No module named {name!r} (jaxprc: not imported by jaxlib calls)",
+                                      name=name)
+        return None
+
+
+_NO_JAX = _NoJaxInThisCall()
+sys.meta_path.insert(0, _NO_JAX)
+
+
 def without_jax_import(fn, *args):
     """Run a jaxlib call whose C++ imports jax when installed (notes §0.1: to make avals):
-    unless the user has imported jax, the import is made to fail fast."""
-    if "jax" in sys.modules:
+    unless the user has imported jax, the import is made to fail fast, for this thread only."""
+    if "jax" in sys.modules or _NO_JAX.active:
         return fn(*args)
-    sys.modules["jax"] = None
+    _NO_JAX.active = True
     try:
         return fn(*args)
     finally:
-        if "jax" in sys.modules and sys.modules["jax"] is None:
-            del sys.modules["jax"]
+        _NO_JAX.active = False
 
 
 def _copy_to_host(buf) -> np.ndarray:

@@ -1,9 +1,12 @@
 """The benchmark suite: its op counter, and a smoke run of the CLI on jaxprc alone (no jax here)."""
 import json
+import pathlib
 import subprocess
 import sys
 
-from jaxprc.tools.bench import count_ops
+BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench.py"   # not installed
+sys.path.insert(0, str(BENCH.parent))
+from bench import count_ops  # noqa: E402
 
 MODULE = """module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
   func.func public @main(%arg0: tensor<4xf32>) -> (tensor<f32> {jax.result_info = "result"}) {
@@ -30,7 +33,7 @@ def test_count_ops_reads_pretty_generic_and_compact_forms():
 def test_cli_runs_a_benchmark_and_writes_json(tmp_path):
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "jaxprc.tools.bench", "--libs", "jaxprc", "--reps", "3",
+        [sys.executable, str(BENCH), "--libs", "jaxprc", "--reps", "3",
          "--only", "dispatch: jit(a*b+1) device", "--only", "StableHLO size: vmap", "--json", str(out)],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -46,7 +49,7 @@ def test_fresh_process_rows_and_the_cache_speedup(tmp_path):
     """The persistent-cache rows: each sample a fresh process, and the no-cache / warm-cache ratio."""
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "jaxprc.tools.bench", "--libs", "jaxprc", "--reps", "1",
+        [sys.executable, str(BENCH), "--libs", "jaxprc", "--reps", "1",
          "--only", "first call, fresh process", "--json", str(out)],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

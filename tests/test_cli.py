@@ -332,21 +332,6 @@ def test_help_lists_commands_and_each_has_examples(first, capsys):
         assert "examples:" in capsys.readouterr().out
 
 
-def test_readme_command_line_section_shows_every_command_with_valid_options():
-    """The README's examples must stay in step with the parser: one per command, each accepted."""
-    import re
-    import shlex
-    from jaxprc.tools.cli import build_parser
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
-        section = f.read().split("## Command line", 1)[1].split("\n## ", 1)[0]
-    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
-    commands = [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("jaxprc ")]
-    assert [argv[0] for argv in commands] == ["trace", "opt", "lower", "run", "check", "graph", "demo"]
-    parser = build_parser()
-    for argv in commands:
-        parser.parse_args(argv)           # exits (SystemExit) on an unknown option or bad choice
-
-
 # ------------------------------------------------------------------ errors
 
 def test_errors_as_subprocess_have_no_traceback(first):

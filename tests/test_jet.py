@@ -98,6 +98,28 @@ def test_binary_and_piecewise_against_nested_jvp(x64):
     _check_against_jvp(f, (x, y), (hx, hy))
 
 
+def test_clamp_with_series_on_every_operand(x64):
+    # lo > hi in the first two places: XLA's clamp (min(max(x, lo), hi)) is hi there.
+    lo, x, hi = np.array([0.9, 0.7, 0.1, 0.2]), np.array([0.5, 0.8, 0.3, 0.05]), np.array([0.2, 0.3, 0.6, 0.8])
+    series = [[rng.normal(size=4) for _ in range(3)] for _ in range(3)]
+    _check_against_jvp(lax.clamp, (lo, x, hi), series)
+    # the first derivative by central differences of numpy's min(max(x, lo), hi) along the curve
+    at = _curve((lo, x, hi), series)
+    fd = (np.minimum(np.maximum(at(1e-6)[1], at(1e-6)[0]), at(1e-6)[2])
+          - np.minimum(np.maximum(at(-1e-6)[1], at(-1e-6)[0]), at(-1e-6)[2])) / 2e-6
+    np.testing.assert_allclose(jet(lax.clamp, (lo, x, hi), series)[1][0], fd, rtol=1e-6)
+
+
+def test_select_ignores_the_terms_of_its_boolean_operand():
+    # JAX's jet accepts any terms for a boolean (or integer) argument; it cannot move along the curve.
+    b, x, y = np.array([True, False, True]), _vec().astype(np.float32), _vec().astype(np.float32)
+    hb, hx, hy = ([rng.normal(size=3).astype(np.float32) for _ in range(2)] for _ in range(3))
+    out, terms = jet(jnp.where, (b, x, y), (hb, hx, hy))
+    np.testing.assert_array_equal(out, np.where(b, x, y))
+    for t, tx, ty in zip(terms, hx, hy):
+        np.testing.assert_array_equal(t, np.where(b, tx, ty))
+
+
 def test_structural_against_nested_jvp(x64):
     x = _vec(6)
     a = rng.normal(size=(2, 3, 4))

@@ -255,12 +255,14 @@ def test_top_level_queries_and_transfers():
     np.testing.assert_allclose(jx.jacobian(lambda v: v ** 2)(jnp.arange(3.0)), np.diag([0.0, 2.0, 4.0]))
 
 
-def test_named_call_reaches_ir_and_hlo():
+def test_named_call_is_a_named_scope():
+    # as JAX's: the name reaches the lowered ops' locations; nothing is staged, so Python values
+    # (a function, an int used in Python control flow) pass through as they are
     g = jx.named_call(lambda v: jnp.sin(v) * 2, name="my_block")
-    cj = jx.make_jaxpr(g)(1.0)
-    assert 'name="my_block"' in str(cj)
-    assert "my_block" in jx.jit(g).lower(1.0).as_text()
+    assert "my_block" in jx.jit(g).lower(1.0).as_text(debug_info=True)
     assert np.isclose(g(1.0), 2 * np.sin(1.0))
+    h = jx.named_call(lambda f, n, v: f(v) if n > 0 else v)
+    assert np.isclose(jx.jit(lambda v: h(jnp.cos, 1, v))(1.0), np.cos(1.0))
 
 
 def test_debug_nans_infs_name_the_primitive():
@@ -274,6 +276,20 @@ def test_debug_nans_infs_name_the_primitive():
         with pytest.raises(FloatingPointError, match=r"\(inf\) encountered in log"):
             jnp.log(0.0)
     assert np.isnan(jnp.log(-1.0))          # off again outside the block
+
+
+def test_debug_nans_rerun_keeps_donated_arguments_and_enters_checkpoints():
+    with jx.debug_nans():
+        # the op-by-op rerun of a call that donated its argument still has it
+        donating = jx.jit(lambda v: jnp.log(v - 5.), donate_argnums=0)
+        with pytest.raises(FloatingPointError, match=r"\(nan\) encountered in log"):
+            donating(jnp.ones(3))
+        # a checkpoint is evaluated op by op, as in JAX: the error names the primitive inside
+        with pytest.raises(FloatingPointError, match=r"\(nan\) encountered in log"):
+            jx.jit(jx.checkpoint(lambda v: jnp.sin(v) + jnp.log(v)))(-1.)
+        with pytest.raises(FloatingPointError, match=r"\(nan\) encountered in scan"):
+            jx.lax.scan(lambda c, v: (c + jnp.log(v), None), 0., jnp.array([1., -1.]))
+        assert float(jx.jit(jx.checkpoint(jnp.log))(2.)) == pytest.approx(np.log(2.))
 
 
 def test_disable_jit_runs_op_by_op():

@@ -1114,6 +1114,17 @@ def test_checkify_check_lowers_to_nothing_in_debug_mode_else_refuses():
         run(lambda a: [checkify.check(a[0] > 0, "no"), a][1], x)
 
 
+def test_dim_as_value_lowers_to_the_specialised_size():
+    """A symbolic dimension used as a value is its size once the program is specialised."""
+    from jaxprc import lax
+    from jaxprc.passes import specialize_for_args
+    b, = ir.symbolic_shape("b")
+    poly = ir.trace_to_jaxpr(lambda x: [x * lax.dim_as_value(b)], [ShapedArray((b, 2), F32)])
+    x = sample((3, 2), F32)
+    out, = run_jaxpr(specialize_for_args(poly, [x.shape]), x)
+    check(out, x * 3, F32)
+
+
 def test_every_builtin_primitive_is_checked_numerically(request, builtins):
     """Runs last: the tests above must have run (and checked) every built-in primitive."""
     if request.session.testscollected != len(request.session.items):

@@ -18,7 +18,7 @@ NO_RULE = {
     ("batching", "iota"): "it has no operands, so it is never batched",
     ("jvp", "composite"): "as in JAX: wrap the composite in custom_jvp to differentiate it",
     ("batching", "composite"): "as in JAX: a composite has no batching rule",
-    ("batching", "axis_index"): "it has no operands, so it is never batched",
+    ("batching", "dim_as_value"): "it has no operands, so it is never batched",
     ("jvp", "pmax"): "no derivative, as in JAX",
     ("jvp", "pmin"): "no derivative, as in JAX",
 }

@@ -49,7 +49,6 @@ EXCEPTIONS = {
     ("vmap", "iota"): "it has no operands, so it is never batched: the pass re-emits it as it is",
     ("jvp", "composite"): "as in JAX: wrap the composite in custom_jvp to differentiate it",
     ("vmap", "composite"): "as in JAX: a composite has no batching rule",
-    ("vmap", "axis_index"): "it has no operands, so it is never batched: the pass re-emits it as it is",
     ("jvp", "pmax"): "no derivative, as in JAX",
     ("jvp", "pmin"): "no derivative, as in JAX",
 }

@@ -18,6 +18,7 @@ from jaxprc import lax as prims
 from jaxprc.ir import Effect, HostCallback
 from jaxprc.sharding import ShardingParam
 from jaxprc.lax import control_flow as cf
+from jaxprc.ir.shape_poly import symbolic_shape
 from jaxprc.ir.equality import alpha_equivalent, structural_hash
 from jaxprc.ir.parser import ParseError, parse
 from jaxprc.ir.verify import verify
@@ -151,6 +152,7 @@ def _structural_cases():
                    [x23, idx]),
         "scatter-add": (lambda x, i, u: lax.scatter_add(x, i, u, sdn), [x23, idx, sa((2, 3))]),
         "iota": (lambda: lax.iota(i32, 4), []),
+        "dim_as_value": (lambda x: lax.dim_as_value(x.shape[0]), [sa(symbolic_shape("b, 3"))]),
         "sort": (lambda x, y: lax.sort((x, y), num_keys=1), [X3, X3]),
         "argmax": (lambda x: lax.argmax(x, 1, i32), [x23]),
         "cumsum": (lambda x: lax.cumsum(x, 1, reverse=True), [x23]),

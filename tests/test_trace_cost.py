@@ -63,8 +63,9 @@ def test_python_calls_per_equation(name):
 
 
 def test_loop_body_equations_share_locations_and_keep_their_lines():
-    """Lowering caches a location per (primitive, file, line, scope): each op of a loop body
-    is located at its line, and ops written on different lines keep their own."""
+    """Lowering caches a location per (primitive, file, line, column, scope): each op of a loop
+    body is located at its line and column (that of ``jnp``, 16), and ops written on different
+    lines keep their own."""
     def f(x):
         for _ in range(3):
             x = jnp.sin(x)
@@ -74,8 +75,8 @@ def test_loop_body_equations_share_locations_and_keep_their_lines():
     line_sin = f.__code__.co_firstlineno + 2
     assert text.count("stablehlo.sine") == 3 and text.count("stablehlo.cosine") == 3
     # the printer names each distinct location once (#locN = loc(...)) and ops refer to it
-    assert text.count(f'loc("{__file__}":{line_sin}:0)') == 1
-    assert text.count(f'loc("{__file__}":{line_sin + 1}:0)') == 1
+    assert text.count(f'loc("{__file__}":{line_sin}:16)') == 1
+    assert text.count(f'loc("{__file__}":{line_sin + 1}:16)') == 1
     assert text.count('loc("sin"(') == 1 and text.count('loc("cos"(') == 1
 
 

@@ -65,7 +65,7 @@ def test_declared_type_differs_from_typing_rule():
 
 def test_typing_rule_rejection_is_reported_with_equation():
     a, b, c = Var(X), Var(ShapedArray((3,), np.int32)), Var(X)
-    with pytest.raises(JaxprTypeError, match=r"equation 0 .*primitive 'mul': typing rule failed: mul requires operands of equal dtypes"):
+    with pytest.raises(JaxprTypeError, match=r"equation 0 .*primitive 'mul': typing rule failed: lax.mul requires arguments to have the same dtypes, got float32, int32"):
         verify(Jaxpr([], [a, b], [c], [eqn("mul", [a, b], [c])]))
 
 

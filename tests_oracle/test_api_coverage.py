@@ -33,7 +33,7 @@ ENFORCED = {
     "jax.experimental.checkify": "jaxprc.experimental.checkify",
     "jax.custom_batching": "jaxprc.custom_batching",
     "jax.distributed": "jaxprc.distributed", "jax.experimental.jet": "jaxprc.experimental.jet",
-    "jax.profiler": "jaxprc.profiler",
+    "jax.profiler": "jaxprc.profiler", "jax.export": "jaxprc.export",
     "jax.scipy.interpolate": "jaxprc.scipy.interpolate", "jax.scipy.cluster.vq": "jaxprc.scipy.cluster.vq",
     "jax.scipy.spatial.transform": "jaxprc.scipy.spatial.transform",
     **{f"jax.scipy.stats.{m}": f"jaxprc.scipy.stats.{m}" for m in sorted(
@@ -48,6 +48,11 @@ _MULTI = "multi-device: collectives, meshes and shardings (the multi-device issu
 _EFFECTS = "host callbacks, effects and tokens (issue 21)"
 
 OWNED = {
+    "jax.export": dict.fromkeys(
+        ["DisabledSafetyCheck", "deserialize", "maximum_supported_calling_convention_version",
+         "minimum_supported_calling_convention_version", "register_namedtuple_serialization",
+         "register_pytree_node_serialization"],
+        "serialization of Exported (JAX's flatbuffer format) and its safety checks (issue 33)"),
     "jax": {
         **dict.fromkeys(["Shard", "smap",
                          "remove_size_one_mesh_axis_from_type", "auto_pcast", "thread_guard"],
@@ -83,7 +88,7 @@ NOT_APPLICABLE = {
         **dict.fromkeys(["enable_checks",
                          "allow_f16_reductions", "softmax_custom_jvp", "jax2tf_associative_scan_reductions"],
                         "JAX-internal configuration switches without a jaxprc counterpart"),
-        **dict.fromkeys(["api_util", "lib", "ds", "export",
+        **dict.fromkeys(["api_util", "lib", "ds",
                          "memory", "fwd_and_bwd", "make_user_context"],
                         "JAX-internal or not yet ported submodules and helpers"),
     },

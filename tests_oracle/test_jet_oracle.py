@@ -55,6 +55,12 @@ CASES = {
     "complex": (lambda _, jnp, lax: lambda z: jnp.exp(z) * z, (1 + 1j,), ((1 + 0j, 0.5j),)),
     "int_terms": (lambda _, jnp, lax: jnp.sin, (X,), ((np.ones(3, np.int32), np.full(3, 2, np.int32)),)),
     "order_zero": (lambda _, jnp, lax: jnp.sin, (X,), ((),)),
+    # lo > hi in the first place, lo == hi in the last (JAX's jet test of clamp)
+    "clamp_every_operand": (lambda _, jnp, lax: lax.clamp,
+                            (np.array([0.9, 0.1, 0.5], np.float32), X, np.array([0.1, 0.9, 0.5], np.float32)),
+                            ((T1, T2, T3), (T2, T3, T1), (T3, T1, T2))),
+    "select_bool_terms": (lambda _, jnp, lax: jnp.where, (np.array([True, False, True]), X, X[::-1]),
+                          ((T1, T2), (T2, T3), (T3, T1))),
 }
 
 

@@ -7,10 +7,12 @@
   JAX's for the same function. Both counts, and the ops of each kind, are
   printed (``pytest -s``).
 - The same holds for every StableHLO-size program of the benchmark
-  (``jaxprc.tools.bench``: vmap(chain), grad(scan RNN), grad(odeint), ...).
+  (``benchmarks/bench.py``: vmap(chain), grad(scan RNN), grad(odeint), ...).
 """
 import collections
+import pathlib
 import re
+import sys
 
 import jax
 import numpy as np
@@ -20,7 +22,9 @@ import jaxprc
 import jaxprc.nn  # noqa: F401
 import jaxprc.numpy  # noqa: F401
 from jaxprc.passes.dce import dce
-from jaxprc.tools import bench
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))   # not installed
+import bench  # noqa: E402
 
 RNG = np.random.default_rng(0)
 PARAMS = [RNG.standard_normal(s).astype(np.float32) * 0.3 for s in [(4, 8), (8,), (8, 3), (3,)]]

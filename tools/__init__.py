@@ -1,1 +1,1 @@
-"""jaxprc.tools: the command line and the benchmarks."""
+"""jaxprc.tools: the command line (the benchmarks are in the repository's benchmarks/, not installed)."""

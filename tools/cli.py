@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import os
 import re
 import sys
 import textwrap
+import time
+
+from ..ir.config import OPTIONS
 
 
 class UsageError(Exception):
@@ -100,7 +104,7 @@ def input_names(program) -> list[str]:
 
 # ------------------------------------------------------------- type text
 
-_TYPE_TEXT = re.compile(r"(~?)([A-Za-z][A-Za-z0-9]*)\[([0-9,\s]*)\]")
+_TYPE_TEXT = re.compile(r"(~?)([A-Za-z][A-Za-z0-9]*)\[([^\]]*)\]")
 
 
 def split_top_level(text: str, sep: str) -> list[str]:
@@ -110,8 +114,9 @@ def split_top_level(text: str, sep: str) -> list[str]:
     return split(text, sep)
 
 
-def parse_type_text(text: str):
-    """``'f32[8,4]'`` (``~`` prefix: weakly typed) -> a ``ShapeDtypeStruct``."""
+def parse_type_text(text: str, scope=None):
+    """``'f32[8,4]'`` (``~`` prefix: weakly typed) -> a ``ShapeDtypeStruct``; ``'f32[b,784]'``
+    has a symbolic dimension of ``scope`` (a ``SymbolicScope``; a fresh one when None)."""
     import jaxprc
     from jaxprc.ir import dtypes as dt
     m = _TYPE_TEXT.fullmatch(text.strip())
@@ -123,6 +128,13 @@ def parse_type_text(text: str):
     if dtype is None:
         raise UsageError(f"bad type text {text.strip()!r}: unknown dtype {name!r}; expected one of "
                          + ", ".join(dt.FROM_SHORT_NAME))
+    if not re.fullmatch(r"[0-9,\s]*", dims):
+        from jaxprc.ir.shape_poly import SymbolicScope, symbolic_shape
+        try:
+            shape = symbolic_shape(dims, scope=scope if scope is not None else SymbolicScope())
+        except ValueError as e:
+            raise UsageError(f"bad type text {_excerpt(text.strip())}: {e}") from None
+        return jaxprc.ShapeDtypeStruct(shape, dtype, weak_type=bool(weak))
     sizes = [d.strip() for d in dims.split(",")] if dims.strip() else []
     if any(not d for d in sizes):
         raise UsageError(f"bad type text {_excerpt(text.strip())}: malformed shape; expected "
@@ -134,15 +146,21 @@ def parse_type_text(text: str):
     return jaxprc.ShapeDtypeStruct(tuple(int(d) for d in sizes), dtype, weak_type=bool(weak))
 
 
-def parse_arg_types(text: str) -> tuple:
-    """``'f32[8,4], f32[8]'`` -> a tuple of ``ShapeDtypeStruct``s."""
+def parse_arg_types(text: str, constraints: str = "") -> tuple:
+    """``'f32[8,4], f32[8]'`` -> a tuple of ``ShapeDtypeStruct``s; symbolic dimensions
+    (``'f32[b,784], f32[b]'``) share one scope with ``constraints`` (``'b >= 2, b <= 64'``)."""
+    from jaxprc.ir.shape_poly import SymbolicScope, split_top_level as split_constraints
+    try:
+        scope = SymbolicScope(split_constraints(constraints) if constraints.strip() else ())
+    except ValueError as e:
+        raise UsageError(f"--constraints: {e}") from None
     items = split_top_level(text, ",")
     if items == [""]:
         return ()
     out = []
     for i, item in enumerate(items):
         try:
-            out.append(parse_type_text(item))
+            out.append(parse_type_text(item, scope))
         except UsageError as e:
             raise UsageError(f"--args, argument {i + 1}: {e}") from None
     return tuple(out)
@@ -152,7 +170,7 @@ def describe_specs(specs) -> str:
     """Argument types as type text: ``f32[8,4], {'b': f32[2]}``."""
     from jaxprc.ir.core import ShapedArray
     texts = _tree_map(lambda s: ShapedArray(s.shape, s.dtype, s.weak_type).str_short(), specs)
-    return ", ".join(re.sub(r"'(~?\w+\[[\d, ]*\])'", r"\1", repr(t)) for t in texts)
+    return ", ".join(re.sub(r"'(~?\w+\[[^\]']*\])'", r"\1", repr(t)) for t in texts)
 
 
 def eval_args_expr(text: str) -> tuple:
@@ -343,26 +361,39 @@ def apply_transform(fun, specs, spec: str):
 
 # -------------------------------------------------------------- pipelines
 
-class Dumper:
-    """Prints the IR after the steps named by ``--print-after`` (all with ``--print-after-all``)."""
+def make_printer(args):
+    """The IR printing asked for by --print-after*, --print-ir-* (to stderr, as mlir-opt)."""
+    from jaxprc.passes.instrument import IRPrinter
+    return IRPrinter(after_all=args.print_after_all, after=args.print_after or (),
+                     before=args.print_ir_before or (), after_change=args.print_ir_after_change,
+                     diff=args.print_ir_diff)
 
-    def __init__(self, after_all: bool, after: list[str] | None):
-        self.after_all, self.after = after_all, set(after or ())
 
-    def wants(self, step: str) -> bool:
-        return self.after_all or step.split(":")[0] in self.after
-
-    def __call__(self, step: str, program) -> None:
-        if self.wants(step):
-            print(f"// -----// IR after {step} //----- //\n{program}\n", file=sys.stderr)
-
-    def check_steps(self, steps: list[str]) -> None:
-        """A --print-after STEP that never runs is a typo: say so before doing the work."""
-        known = [s.split(":")[0] for s in steps]
-        unknown = sorted(self.after - set(known))
+def check_steps(args, steps: list[str]) -> None:
+    """A --print-after or --print-ir-before STEP that never runs is a typo: say so before doing
+    the work."""
+    known = [s.split(":")[0] for s in steps]
+    for flag, names in (("--print-after", args.print_after), ("--print-ir-before", args.print_ir_before)):
+        unknown = sorted(set(names or ()) - set(known))
         if unknown:
-            raise UsageError(f"--print-after {unknown[0]}: no step of that name runs here; "
+            raise UsageError(f"{flag} {unknown[0]}: no step of that name runs here; "
                              f"the steps are: {', '.join(known) or '(none)'}")
+
+
+def load_pass_plugins(paths: list[str] | None) -> None:
+    """--load-pass-plugin FILE.py: run the file, which registers passes or pattern sets
+    (``register_pass``, ``register_pattern``) that --passes may then name."""
+    import runpy
+    for path in paths or ():
+        if not os.path.isfile(path):
+            raise UsageError(f"--load-pass-plugin {path}: no such file")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        try:
+            runpy.run_path(path, run_name="__jaxprc_plugin__")
+        except SystemExit as e:
+            raise _user_code_exit(e, f"--load-pass-plugin {path}: the module") from e
+        except Exception as e:
+            raise UsageError(f"--load-pass-plugin {path} failed: {type(e).__name__}: {e}") from e
 
 
 def parse_passes(pipeline: str | None) -> list:
@@ -376,20 +407,58 @@ def parse_passes(pipeline: str | None) -> list:
         raise UsageError(f"--passes {pipeline!r}: {e}") from None
 
 
-def run_passes(program, pipeline: str | None, dump: Dumper, where: str):
-    """Run a pass pipeline, always verifying the IR after every pass; errors name the pass."""
+class _PassInput:
+    """Remembers the program each pass starts from (what a reproducer of its failure holds)."""
+
+    program = None
+
+    def run_before_pass(self, label, program):
+        self.program = program
+
+
+def run_passes(program, pipeline: str | None, where: str, instrument=()):
+    """Run a pass pipeline, always verifying the IR after every pass; errors name the pass
+    (and, with --reproducer, the reproducer written: the failing pass and its input)."""
+    from jaxprc.ir.dtypes import config
     from jaxprc.passes import PassError, PassVerificationError, run_pipeline
+    from jaxprc.passes.reproducer import write_reproducer
     steps = parse_passes(pipeline)
     if not steps:
         return program
+    pass_input = _PassInput()
     try:
-        return run_pipeline(program, steps, observe=dump, verify=True)
-    except PassError as e:
-        cause = e.__cause__
-        raise UsageError(f"pass {e.label!r} failed on {where}: {type(cause).__name__}: {cause}") from e
-    except PassVerificationError as e:
+        return run_pipeline(program, steps, verify=True, instrument=[pass_input, *instrument])
+    except (PassError, PassVerificationError) as e:
+        failed = e.__cause__ if isinstance(e, PassError) else e
+        written = ""
+        if config.jaxprc_reproducer_dir:
+            stage = "pass" if isinstance(e, PassError) else "verify"
+            path = write_reproducer(config.jaxprc_reproducer_dir, pass_input.program, stage, failed, e.label)
+            written = f" (reproducer: {path})"
+        if isinstance(e, PassError):
+            raise UsageError(f"pass {e.label!r} failed on {where}: {type(failed).__name__}: "
+                             f"{failed}{written}") from e
         raise UsageError(f"pass {e.label!r} produced an ill-typed program from {where}: "
-                         f"{e.reason}") from e
+                         f"{e.reason}{written}") from e
+
+
+def describe_error(e: BaseException) -> str:
+    """``Type: message``, with the notes added to it (a reproducer's path)."""
+    notes = "".join(f" ({note})" for note in getattr(e, "__notes__", ()))
+    return f"{type(e).__name__}: {e}{notes}"
+
+
+@contextlib.contextmanager
+def reproducers_to(directory: str | None):
+    """--reproducer DIR: failures of passes, lowering and compilation write reproducers there."""
+    from jaxprc.ir.dtypes import config
+    saved = config.jaxprc_reproducer_dir
+    if directory:
+        config.update("jaxprc_reproducer_dir", directory)
+    try:
+        yield
+    finally:
+        config.update("jaxprc_reproducer_dir", saved)
 
 
 def use_devices(count: int | None) -> None:
@@ -404,28 +473,36 @@ def use_devices(count: int | None) -> None:
     os.environ["JAXPRC_NUM_CPU_DEVICES"] = str(count)
 
 
-def emit(program, kind: str, name: str) -> str:
+def program_text(program, debug_info: bool = False) -> str:
+    """Text IR; ``debug_info``: with the equations' source locations, ``loc("file.py":12:4)``."""
+    from jaxprc.ir.printer import pp_jaxpr
+    return pp_jaxpr(program, debug_info=debug_info)
+
+
+def emit(program, kind: str, name: str, debug_info: bool = False) -> str:
     """The program as text IR, StableHLO, or XLA's optimized HLO (after compiling it); a program
     over several devices (shard_map, sharding constraints) lowered partitioned, as jit does."""
     import jaxprc
     from jaxprc import runtime, spmd
-    from jaxprc.dispatch import compile_closed_jaxpr
+    from jaxprc.dispatch import compile_closed_jaxpr, reproducer_on_failure
     from jaxprc.lowering import lower_jaxpr
     name = re.sub(r"\W", "_", name) or "main"
     if kind == "jaxpr":
-        return str(program)
+        return program_text(program, debug_info)
     try:
         if spmd.needs_spmd(program, [], None, None):
             fn = jaxprc.jaxpr_as_fun(program)
             fn.__name__ = name
             lowered = jaxprc.jit(fn).lower(*[jaxprc.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals])
-            return lowered.as_text() if kind == "stablehlo" else lowered.compile().as_text()
+            return lowered.as_text(debug_info=debug_info) if kind == "stablehlo" else lowered.compile().as_text()
         if kind == "stablehlo":
-            return lower_jaxpr(program, name=name, platform=runtime.default_backend()).as_text()
+            with reproducer_on_failure(program, "lower"):
+                lowered = lower_jaxpr(program, name=name, platform=runtime.default_backend())
+                return lowered.as_text(debug_info=debug_info)
         return compile_closed_jaxpr(program, name).as_text()
     except Exception as e:
         raise UsageError(f"{'lowering' if kind == 'stablehlo' else 'compiling'} {name} failed: "
-                         f"{type(e).__name__}: {e}") from e
+                         f"{describe_error(e)}") from e
 
 
 # ---------------------------------------------------------------- commands
@@ -433,15 +510,19 @@ def emit(program, kind: str, name: str) -> str:
 def cmd_trace(args) -> int:
     """Trace FILE.py:FUNC, apply transforms and passes, emit IR / StableHLO / HLO."""
     import jaxprc
+    from jaxprc.passes import count_equations
+    from jaxprc.passes.instrument import PassTiming
     if args.args is not None and args.args_expr is not None:
         raise UsageError("give the argument types with either --args or --args-expr, not both")
     if args.args_expr is not None:
         specs = eval_args_expr(args.args_expr)
     else:
-        specs = parse_arg_types(args.args or "")
+        specs = parse_arg_types(args.args or "", args.constraints or "")
+    load_pass_plugins(args.load_pass_plugin)
     fun, name = load_function(args.function)
-    dump = Dumper(args.print_after_all, args.print_after)
-    dump.check_steps(["trace", *(args.transform or ()), *(n for n, _ in parse_passes(args.passes))])
+    printer = make_printer(args)
+    check_steps(args, ["trace", *(args.transform or ()), *(n for n, _ in parse_passes(args.passes))])
+    timing = PassTiming() if args.timing else None
 
     def trace(f, stage):
         try:
@@ -454,24 +535,41 @@ def cmd_trace(args) -> int:
             raise UsageError(f"tracing {name} ({stage}) on arguments ({describe_specs(specs)}) "
                              f"failed: {type(e).__name__}: {e}") from e
 
-    if dump.wants("trace"):
-        dump("trace", trace(fun, "as written"))
+    if printer.wants("trace"):
+        printer.show("trace", trace(fun, "as written"))
     for spec in args.transform or ():
         fun, specs = apply_transform(fun, specs, spec)
-        if dump.wants(spec):
-            dump(spec, trace(fun, f"after --transform {spec}"))
-    program = trace(fun, "after --transform " + " ".join(args.transform) if args.transform else "as written")
-    program = run_passes(program, args.passes, dump, name)
-    _write_text(args.output, emit(program, args.emit, name.split(".")[-1]))
+        if printer.wants(spec):
+            printer.show(spec, trace(fun, f"after --transform {spec}"))
+    stage = "after --transform " + " ".join(args.transform) if args.transform else "as written"
+    program = (timing.timed("trace", trace, fun, stage, count=count_equations) if timing
+               else trace(fun, stage))
+    printer.start(program)
+    program = run_passes(program, args.passes, name, [i for i in (printer, timing) if i])
+    out = (timing.timed(f"emit {args.emit}", emit, program, args.emit, name.split(".")[-1], args.debug_info)
+           if timing else emit(program, args.emit, name.split(".")[-1], args.debug_info))
+    _write_text(args.output, out)
+    if timing:
+        print(timing.report(), file=sys.stderr)
     return 0
 
 
 def cmd_opt(args) -> int:
     """Run a pass pipeline over a text IR file and write text IR."""
-    dump = Dumper(args.print_after_all, args.print_after)
-    dump.check_steps([n for n, _ in parse_passes(args.passes)])
-    program = run_passes(load_program(args.file), args.passes, dump, args.file)
-    _write_text(args.output, str(program))
+    from jaxprc.passes import count_equations
+    from jaxprc.passes.instrument import PassTiming
+    load_pass_plugins(args.load_pass_plugin)
+    printer = make_printer(args)
+    check_steps(args, [n for n, _ in parse_passes(args.passes)])
+    timing = PassTiming() if args.timing else None
+    program = (timing.timed("parse and verify", load_program, args.file, count=count_equations) if timing
+               else load_program(args.file))
+    printer.start(program)
+    program = run_passes(program, args.passes, args.file, [i for i in (printer, timing) if i])
+    _write_text(args.output, timing.timed("print", program_text, program, args.debug_info) if timing
+                else program_text(program, args.debug_info))
+    if timing:
+        print(timing.report(), file=sys.stderr)
     return 0
 
 
@@ -480,7 +578,7 @@ def cmd_lower(args) -> int:
     use_devices(args.devices)
     program = load_program(args.file)
     name = "main" if args.file == "-" else os.path.splitext(os.path.basename(args.file))[0]
-    _write_text(args.output, emit(program, args.emit, name))
+    _write_text(args.output, emit(program, args.emit, name, args.debug_info))
     return 0
 
 
@@ -488,6 +586,7 @@ def _load_value(text: str, aval, name: str):
     """An input value: a .npy file or a Python literal, checked against the input's type."""
     import numpy as np
     from jaxprc.ir import dtypes as dt
+    from jaxprc.ir.shape_poly import is_constant_shape
     if text.endswith(".npy") or os.path.isfile(text):
         try:
             value = np.load(text, allow_pickle=False)
@@ -506,6 +605,10 @@ def _load_value(text: str, aval, name: str):
     except (TypeError, ValueError) as e:
         raise UsageError(f"input {name}: {_excerpt(text)} is not a value of type "
                          f"{aval.str_short()}: {e}") from None
+    if not is_constant_shape(aval.shape):      # symbolic sizes: checked when the program is called
+        if value.ndim != aval.ndim:
+            raise UsageError(f"input {name}: expected type {aval.str_short()}, got shape {value.shape}")
+        return value
     if value.ndim == 0 and aval.shape:
         value = np.broadcast_to(value, aval.shape)     # a scalar fills the whole input
     if value.shape != aval.shape:
@@ -571,7 +674,7 @@ def cmd_run(args) -> int:
     try:
         outs = jaxprc.jit(jaxprc.jaxpr_as_fun(program))(*inputs)
     except Exception as e:
-        raise UsageError(f"running {args.file} failed: {type(e).__name__}: {e}") from e
+        raise UsageError(f"running {args.file} failed: {describe_error(e)}") from e
     outs = [np.asarray(o) for o in outs]
     if args.output:
         os.makedirs(args.output, exist_ok=True)
@@ -581,6 +684,191 @@ def cmd_run(args) -> int:
         return 0
     for i, (o, aval) in enumerate(zip(outs, program.out_avals)):
         print(f"out{i}:{aval.str_short()} = {np.array2string(o, separator=', ', threshold=200)}")
+    return 0
+
+
+def replay_stage(program, stage: str, pipeline: str) -> BaseException | None:
+    """Run one stage of the compiler on ``program``; the error it raises (None: none)."""
+    from jaxprc import runtime
+    from jaxprc.dispatch import compile_closed_jaxpr
+    from jaxprc.lowering import lower_jaxpr
+    from jaxprc.passes import PassError, PassVerificationError, run_pipeline
+    try:
+        if stage in ("pass", "verify"):
+            run_pipeline(program, pipeline, verify=True)
+        elif stage == "lower":
+            lower_jaxpr(program, name="repro", platform=runtime.default_backend())
+        else:
+            compile_closed_jaxpr(program, "repro")
+    except PassError as e:
+        return e.__cause__
+    except Exception as e:  # noqa: BLE001 -- whatever the stage raises is the answer
+        return e
+    return None
+
+
+def cmd_repro(args) -> int:
+    """Replay a reproducer (or each in a directory): 0 when every error comes back, else 3 if
+    one fails differently, else 1."""
+    if not os.path.isdir(args.file):
+        return replay_reproducer(args.file)
+    files = sorted(f for f in os.listdir(args.file) if f.endswith(".jaxpr"))
+    if not files:
+        raise UsageError(f"{args.file}: no reproducers (*.jaxpr files) in this directory")
+    statuses = [replay_reproducer(os.path.join(args.file, f)) for f in files]
+    return max(statuses, key=(0, 1, 3).index)
+
+
+def replay_reproducer(path: str) -> int:
+    from jaxprc.ir.parser import ParseError, parse
+    from jaxprc.passes.reproducer import ReproducerError, error_line, flags_applied, read_reproducer
+    try:
+        repro = read_reproducer(_read_text(path))
+    except ReproducerError as e:
+        raise UsageError(f"{path}: {e}") from None
+    with flags_applied(repro.flags):
+        try:
+            program = parse(repro.program)
+        except ParseError as e:
+            raise UsageError(f"{path}: the reproducer's program does not parse: {e}") from None
+        error = replay_stage(program, repro.stage, repro.pipeline)
+    where = f"stage {repro.stage}" + (f" (pipeline {repro.pipeline})" if repro.pipeline else "")
+    if error is None:
+        print(f"{path}: does not reproduce: {where} succeeded (recorded error: {repro.error})")
+        return 1
+    got = error_line(error)
+    if got == repro.error:
+        print(f"{path}: reproduces: {where} fails with the recorded error: {got}")
+        return 0
+    print(f"{path}: fails differently: {where} raised {got}\n  recorded: {repro.error}")
+    return 3
+
+
+def _header_comments(text: str) -> str:
+    """The ``#`` lines a file starts with (a reproducer's header), kept on every candidate."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line + "\n")
+    return "".join(lines)
+
+
+def command_test(command: str, header: str, timeout: float):
+    """``--test CMD``: CMD with a candidate file's path appended exits 0 while it is interesting."""
+    import shlex
+    import subprocess
+    import tempfile
+    argv = shlex.split(command)
+    if not argv:
+        raise UsageError("--test: empty command")
+    directory = tempfile.mkdtemp(prefix="jaxprc-reduce-")
+
+    def interesting(program) -> bool:
+        path = os.path.join(directory, "candidate.jaxpr")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(header + str(program) + "\n")
+        try:
+            return subprocess.run([*argv, path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  timeout=timeout).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
+        except OSError as e:
+            raise UsageError(f"--test {command!r} cannot run: {e.strerror}") from None
+    return interesting
+
+
+def error_test(pattern: str, pipeline: str | None):
+    """``--until-error REGEX``: the passes (if any), lowering or compilation raise an error whose
+    ``Type: message`` matches REGEX."""
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise UsageError(f"--until-error {pattern!r} is not a regular expression: {e}") from None
+    stages = ["pass"] if pipeline else []
+
+    def interesting(program) -> bool:
+        from jaxprc.passes.reproducer import error_line
+        for stage in [*stages, "compile"]:
+            error = replay_stage(program, stage, pipeline)
+            if error is not None:
+                return regex.search(error_line(error)) is not None
+        return False
+    return interesting
+
+
+def reference_inputs(avals) -> list:
+    """Deterministic inputs for a program: small varied values of each input's type."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    out = []
+    for a in avals:
+        if a.dtype == np.bool_:
+            out.append(rng.random(a.shape) < 0.5)
+        elif a.dtype.kind in "iu":
+            out.append(rng.integers(0, 5, a.shape).astype(a.dtype))
+        else:
+            out.append((rng.standard_normal(a.shape)).astype(a.dtype))
+    return out
+
+
+def differs_test(rtol: float = 1e-5, atol: float = 1e-6):
+    """``--until-differs``: XLA's result (one compilation of the whole program) differs from the
+    reference evaluator's (each primitive evaluated on its own) on deterministic inputs."""
+    import numpy as np
+    import jaxprc
+    from jaxprc.ir.tracing import eval_jaxpr
+
+    def interesting(program) -> bool:
+        args = reference_inputs(program.in_avals)
+        try:
+            compiled = jaxprc.jit(jaxprc.jaxpr_as_fun(program))(*args)
+            reference = eval_jaxpr(program.jaxpr, program.consts, *args)
+        except Exception:  # noqa: BLE001 -- a candidate that fails is not a miscompile
+            return False
+        for c, r in zip(compiled, reference):
+            c, r = np.asarray(c), np.asarray(r)
+            if c.shape != r.shape or c.dtype != r.dtype:
+                return True
+            if c.dtype.kind in "fc" or c.dtype.name == "bfloat16":
+                if not np.allclose(c.astype(np.complex128), r.astype(np.complex128), rtol, atol, equal_nan=True):
+                    return True
+            elif not np.array_equal(c, r):
+                return True
+        return False
+    return interesting
+
+
+def cmd_reduce(args) -> int:
+    """Shrink a program while the interestingness test holds; write the smallest found."""
+    from jaxprc.passes import count_equations
+    from jaxprc.tools.reduce import Reducer
+    chosen = [t for t in (args.test, args.until_error, args.until_differs or None) if t is not None]
+    if len(chosen) != 1:
+        raise UsageError("give exactly one interestingness test: --test CMD, --until-error REGEX or "
+                         "--until-differs")
+    if args.passes is not None and args.until_error is None:
+        raise UsageError("--passes goes with --until-error (the pipeline whose failure is kept)")
+    text = _read_text(args.file)
+    load_pass_plugins(args.load_pass_plugin)
+    program = load_program(args.file)
+    if args.test is not None:
+        interesting = command_test(args.test, _header_comments(text), args.timeout)
+    elif args.until_error is not None:
+        parse_passes(args.passes)
+        interesting = error_test(args.until_error, args.passes)
+    else:
+        interesting = differs_test()
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    reducer = Reducer(interesting, progress)
+    try:
+        smallest = reducer.reduce(program)
+    except ValueError as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    n = count_equations(smallest)
+    print(f"reduce: {count_equations(program)} -> {n} equation{'s' if n != 1 else ''} "
+          f"({reducer.tests} tests, {time.perf_counter() - reducer.start:.1f}s)", file=sys.stderr)
+    _write_text(args.output, _header_comments(text) + str(smallest))
     return 0
 
 
@@ -633,6 +921,15 @@ EPILOG = textwrap.dedent("""\
     `jaxprc COMMAND --help` explains each command.
     """)
 
+def environment_help() -> str:
+    """The epilog's list of the environment variables that set jaxprc.config options (from the
+    options' table, ir/config.py)."""
+    rows = [f"  {o.env}={o.default!r}\n" + textwrap.fill(o.doc, 79, initial_indent=" " * 6,
+                                                          subsequent_indent=" " * 6)
+            for o in OPTIONS.values() if o.env]
+    return "\nenvironment (jaxprc.config options; default shown):\n" + "\n".join(rows) + "\n"
+
+
 TRANSFORM_HELP = textwrap.dedent("""\
     transforms (--transform, applied in the order given; each derives the
     argument types of the function it builds from the previous ones):
@@ -667,11 +964,39 @@ def _add_pipeline_options(p):
                    help="print the IR after every step to stderr")
     p.add_argument("--print-after", action="append", metavar="STEP",
                    help="print the IR after the pass (or transform, or 'trace') named STEP; repeatable")
+    p.add_argument("--print-ir-before", action="append", metavar="STEP",
+                   help="print the IR before the pass named STEP; repeatable")
+    p.add_argument("--print-ir-after-change", action="store_true",
+                   help="print the IR after every step that changed it")
+    p.add_argument("--print-ir-diff", action="store_true",
+                   help="print a unified diff of the IR before and after every step that changed it")
+    _add_debug_info_option(p)
+    p.add_argument("--timing", action="store_true",
+                   help="print a table of each step's wall time and equations before/after to stderr")
+    _add_plugin_option(p)
+
+
+def _add_plugin_option(p):
+    p.add_argument("--load-pass-plugin", action="append", metavar="FILE.py",
+                   help="run FILE.py first: the passes, pattern sets and primitives it registers can "
+                        "be named (e.g. --passes rewrite:set=my_rules); repeatable")
+
+
+def _add_debug_info_option(p):
+    p.add_argument("--debug-info", action="store_true",
+                   help="print source locations: loc(\"file.py\":12:4) after each equation of the text "
+                        "IR (they parse back), and in StableHLO")
+
+
+def _add_reproducer_option(p):
+    p.add_argument("--reproducer", metavar="DIR",
+                   help="when a pass, the verifier, lowering or XLA compilation fails, write a "
+                        "reproducer file into DIR (replay it with `jaxprc repro FILE`)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jaxprc", description=__doc__.splitlines()[0].replace("``", ""),
-                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                epilog=EPILOG + environment_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -688,6 +1013,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("function", metavar="FILE.py:FUNC", help="the Python file and the function in it")
     t.add_argument("--args", metavar="TYPES",
                    help="argument types as IR type text, e.g. 'f32[8,4], f32[8], ~f32[]' (~: weak type)")
+    t.add_argument("--constraints", metavar="C",
+                   help="constraints on the symbolic dimensions of --args, e.g. 'b >= 2, b <= 1024' "
+                        "(types like f32[b,784] have symbolic dimensions)")
     t.add_argument("--args-expr", metavar="EXPR",
                    help="arguments as a Python expression (a tuple is the argument list) of "
                         "ShapeDtypeStruct(shape, dtype) or T('f32[3]'), for pytree arguments; "
@@ -707,6 +1035,7 @@ def build_parser() -> argparse.ArgumentParser:
              """, cmd_opt)
     o.add_argument("file", help="text IR file, or - for stdin")
     _add_pipeline_options(o)
+    _add_reproducer_option(o)
     o.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
 
     lo = _sub(sub, "lower", "lower a text IR file to StableHLO or XLA's optimized HLO",
@@ -717,6 +1046,8 @@ def build_parser() -> argparse.ArgumentParser:
               """, cmd_lower)
     lo.add_argument("file", help="text IR file, or - for stdin")
     lo.add_argument("--emit", choices=["stablehlo", "hlo"], default="stablehlo")
+    _add_reproducer_option(lo)
+    _add_debug_info_option(lo)
     lo.add_argument("--devices", type=int, metavar="N", help="lower for N CPU devices (programs over a mesh)")
     lo.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
 
@@ -730,6 +1061,7 @@ def build_parser() -> argparse.ArgumentParser:
              jaxprc run prog.jaxpr --input 1.0 --callback 'solve=host_fns.py:solve'
              """, cmd_run)
     r.add_argument("file", help="text IR file, or - for stdin")
+    _add_reproducer_option(r)
     r.add_argument("--input", "-i", action="append", metavar="[NAME=]VALUE",
                    help="an input: NAME=FILE.npy, NAME=literal, or positional; repeatable")
     r.add_argument("--output", metavar="DIR", help="write the outputs as DIR/out0.npy, out1.npy, ...")
@@ -737,6 +1069,43 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the Python function a host callback named NAME calls; repeatable")
     r.add_argument("--devices", type=int, metavar="N",
                    help="run on N CPU devices (programs over a mesh: shard_map, pmap, sharding constraints)")
+
+    rp = _sub(sub, "repro", "replay a reproducer and report whether its failure reproduces",
+              "Re-run the failing stage of a reproducer file (written by --reproducer DIR or the "
+              "jaxprc_reproducer_dir config option) with the flags it records, and report whether "
+              "the same error comes back. Exit status: 0 the same error, 3 another error, 1 no "
+              "error (or the file is not a reproducer).", """\
+              jaxprc opt prog.jaxpr --passes vmap:axis_size=4 --reproducer crashes/
+              jaxprc repro crashes/jaxprc-repro-pass-5d41402abc4b.jaxpr
+              jaxprc repro crashes/
+              """, cmd_repro)
+    rp.add_argument("file", help="the reproducer file, or a directory of them (each is replayed)")
+
+    rd = _sub(sub, "reduce", "shrink a program while a failure (or a test) persists",
+              "Delta-debug a text IR program: try smaller programs (observe fewer results, cut "
+              "equations into inputs, drop outputs and inputs, inline sub-jaxprs, canonicalize) "
+              "and keep those that verify and are still interesting, until none is smaller. "
+              "Interesting means: --test CMD exits 0 on the candidate (its path appended), or "
+              "--until-error REGEX: the --passes pipeline, lowering or compilation raises an error "
+              "matching REGEX, or --until-differs: XLA's results differ from the reference "
+              "evaluator's (each primitive on its own). Progress goes to stderr.", """\
+              jaxprc reduce crash.jaxpr --until-error 'MLIR lowering rule' -o small.jaxpr
+              jaxprc reduce prog.jaxpr --passes vmap:axis_size=4 --until-error 'batching rule'
+              jaxprc reduce prog.jaxpr --until-differs
+              jaxprc reduce repro.jaxpr --test 'jaxprc repro'
+              """, cmd_reduce)
+    rd.add_argument("file", help="text IR file (a reproducer too), or - for stdin")
+    rd.add_argument("--test", metavar="CMD", help="a command run with the candidate's path appended; "
+                                                  "exit status 0: still interesting")
+    rd.add_argument("--until-error", metavar="REGEX", help="keep programs whose passes, lowering or "
+                                                           "compilation raise an error matching REGEX")
+    rd.add_argument("--until-differs", action="store_true",
+                    help="keep programs whose XLA results differ from the reference evaluator's")
+    rd.add_argument("--passes", metavar="PIPELINE", help="with --until-error: run this pipeline first")
+    _add_plugin_option(rd)
+    rd.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds for one --test run")
+    rd.add_argument("--quiet", action="store_true", help="no progress lines")
+    rd.add_argument("-o", "--output", metavar="OUT", help="write the smallest program here instead of stdout")
 
     c = _sub(sub, "check", "parse, verify and round-trip a text IR file",
              "Parse FILE (or - for stdin), verify it, and check that printing and parsing it "
@@ -774,7 +1143,8 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        with reproducers_to(getattr(args, "reproducer", None)):
+            return args.run(args)
     except KeyboardInterrupt:
         return 130
     except SystemExit as e:     # user code reached by a path not wrapped above

@@ -2,4 +2,4 @@
 ``jet`` (Taylor-mode differentiation)."""
 from . import ode  # noqa: F401
 from ..callback import io_callback  # noqa: F401,E402
-from . import checkify, compilation_cache, jet, mesh_utils  # noqa: F401,E402
+from . import checkify, compilation_cache, jet, layout, mesh_utils, sparse  # noqa: F401,E402

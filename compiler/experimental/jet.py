@@ -16,9 +16,11 @@ from functools import partial
 from typing import Callable
 
 from jaxprc import lax
-from jaxprc.ad import _evaluate, _flatten_fun, _simplify, _trace_flat, _without_gc
-from jaxprc.ir.tracing import get_aval
+from jaxprc.ad import _evaluate, _simplify, _without_gc
+from jaxprc.ir import dtypes as dt
+from jaxprc.ir.tracing import close_over_consts, get_aval
 from jaxprc.ir.tree_util import tree_structure, tree_unflatten, treedef_is_leaf
+from jaxprc.nested_tracing import flatten_fun, trace_on_values
 from jaxprc.interpreters.jet import (ZeroSeries, ZeroTerm, def_comp, def_deriv, deflinear,  # noqa: F401
                                      defzero, deriv_prop, jet_rules, linear_prop, zero_prop,
                                      zero_series, zero_term)
@@ -58,11 +60,15 @@ def _check_inputs(primals, series) -> int:
 
 
 def _check_term(i: int, j: int, x, t):
-    """A term has its primal's shape and dtype (a weakly typed term takes the primal's dtype)."""
+    """A term has its primal's shape and dtype (a weakly typed term takes the primal's dtype).
+    None for a term of another dtype given to a boolean or integer argument: such an argument
+    cannot move along the curve, so JAX's rules never read its terms and they are dropped."""
     pa, ta = get_aval(x), get_aval(t)
     if tuple(ta.shape) != tuple(pa.shape):
         raise TypeError(f"jet: term {j} for argument {i} has shape {tuple(ta.shape)}, "
                         f"but the primal has shape {tuple(pa.shape)}")
+    if ta.dtype != pa.dtype and not dt.is_inexact(pa.dtype):
+        return None
     if ta.dtype != pa.dtype:
         if not ta.weak_type:
             raise TypeError(f"jet: term {j} for argument {i} has dtype {ta.dtype}, "
@@ -87,10 +93,11 @@ def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
         series = [[t / fact(k + 1) for k, t in enumerate(terms)] for terms in series]
     series = [[_check_term(i, j, x, t) for j, t in enumerate(terms)]
               for i, (x, terms) in enumerate(zip(primals, series))]
-    flat_fun, store = _flatten_fun(fun, tree_structure(tuple(primals)))
-    cj, consts = _trace_flat(flat_fun, list(primals), "jet")
-    nonzeros = [False] * len(consts) + [True] * len(primals)
-    flat_series = [t for terms in series for t in terms]
+    flat_fun, store = flatten_fun(fun, tree_structure(tuple(primals)))
+    cj, consts = close_over_consts(trace_on_values(flat_fun, list(primals), "jet"))
+    moving = [all(t is not None for t in terms) for terms in series]
+    nonzeros = [False] * len(consts) + moving
+    flat_series = [t for terms, m in zip(series, moving) if m for t in terms]
     jet_cj, _ = jet_jaxpr(cj, order, nonzeros, instantiate=True,
                           series_avals=tuple(map(get_aval, flat_series)))
     jet_cj = _simplify(verify_pass_result("jet", jet_cj))

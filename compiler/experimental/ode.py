@@ -79,7 +79,8 @@ def _polyval(coeffs, x):
 
 def _error_ratio(error, rtol, atol, y0, y1):
     tolerance = atol + rtol * jnp.maximum(jnp.abs(y0), jnp.abs(y1))
-    return jnp.sqrt(jnp.mean((error / tolerance.astype(error.dtype)) ** 2))
+    scaled = error / tolerance.astype(error.dtype)
+    return jnp.sqrt(jnp.mean(jnp.real(scaled * jnp.conj(scaled))))     # real for complex states too
 
 
 def _next_step_size(dt, ratio, safety=0.9, ifactor=10.0, dfactor=0.2, order=5.0):
@@ -179,7 +180,7 @@ def _odeint_bwd(func, rtol, atol, mxstep, hmax, res, g):
 
     def between_outputs(carry, i):
         y_bar, t0_bar, args_bar = carry
-        t_bar = jnp.dot(func(ys[i], ts[i], *args), g[i])     # moving output time i
+        t_bar = jnp.real(jnp.dot(func(ys[i], ts[i], *args), g[i]))     # moving output time i (real)
         t0_bar = t0_bar - t_bar
         _, y_bar, t0_bar, args_bar = odeint(augmented, (ys[i], y_bar, t0_bar, args_bar),
                                             jnp.stack([-ts[i], -ts[i - 1]]), *args,

@@ -33,6 +33,7 @@ from .convolution import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403
 from .random_gamma import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
+from .dimensions import *  # noqa: F401,F403
 from .accuracy import AccuracyMode, Tolerance  # noqa: F401
 from .tokens import *  # noqa: F401,F403
 from . import operands  # noqa: F401
@@ -43,7 +44,7 @@ from .linalg import (cholesky_p, eig_p, eigh_p, hessenberg_p, householder_produc
 # Eager (op-by-op) evaluation of every primitive defined above: XLA runs its lowering.
 from jaxprc import dispatch as _dispatch  # noqa: E402
 _dispatch.install_impls()
-from jaxprc.spmd import sharding_constraint_p, with_sharding_constraint  # noqa: E402,F401
+from .sharding_constraint import sharding_constraint_p, with_sharding_constraint  # noqa: E402,F401
 from .parallel import *  # noqa: E402,F401,F403
 from .ragged_collectives import *  # noqa: E402,F401,F403
 from .host_local import *  # noqa: E402,F401,F403

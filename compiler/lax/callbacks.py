@@ -38,7 +38,7 @@ from jaxprc.ir.params import Aval, Bool, Checker, Enum, Int, OneOf, Str, Tuple
 from jaxprc.ir.tree_util import tree_leaves
 from jaxprc.passes.vmap import axis_size_of
 from jaxprc.runtime.effects import record_callback_error
-from jaxprc.spmd import _sdy_attr
+from .sharding_constraint import sdy_sharding
 from jaxlib.mlir.dialects import sdy
 
 from .parallel import _axis_index_lowering, _with_axis_env
@@ -318,7 +318,7 @@ def _once_per_manual_block(ctx, args, emit) -> list:
     mctx = ctx.module_context
     mesh = mctx.mesh
     auto = [n for n in mesh.axis_names if n not in mctx.manual_axes]
-    whole = sdy.TensorShardingPerValueAttr.get([_sdy_attr(mesh._replace(dims=()), a.ndim) for a in ctx.avals_in])
+    whole = sdy.TensorShardingPerValueAttr.get([sdy_sharding(mesh._replace(dims=()), a.ndim) for a in ctx.avals_in])
     op = sdy.ManualComputationOp([], list(args), whole, sdy.TensorShardingPerValueAttr.get([]),
                                  sdy.ManualAxesAttr.get([ir.StringAttr.get(n) for n in auto]))
     block = op.body.blocks.append(*[mctx.ir_type(a) for a in ctx.avals_in])

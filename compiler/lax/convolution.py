@@ -136,12 +136,12 @@ def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
     if len(pads) != len(lhs_shape) - 2:
         raise TypeError(f"Wrong number of explicit pads for convolution: expected {len(lhs_shape) - 2}, "
                         f"got {len(pads)}.")
-    padded = [int(d) + int(lo) + int(hi) for d, (lo, hi) in zip(lhs_shape[2:], pads)]
+    padded = [d + int(lo) + int(hi) for d, (lo, hi) in zip(lhs_shape[2:], pads)]
     if any(p < 0 for p in padded):
         raise ValueError("Negative padding is larger than the size of the corresponding dimension: "
                          f"got padding={pads} for lhs_shape[2:]={tuple(lhs_shape[2:])}")
     space = tuple(_stride_dim(p, int(k), int(s)) for p, k, s in zip(padded, rhs_shape[2:], strides))
-    return (int(lhs_shape[0]) // batch_group_count, int(rhs_shape[0])) + space
+    return (lhs_shape[0] // batch_group_count, int(rhs_shape[0])) + space
 
 
 def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding, dimension_numbers):

@@ -26,6 +26,7 @@ from jaxprc.passes.jvp import Zero, instantiate_zeros, is_differentiable, tangen
 from jaxprc.passes.vmap import axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis
 
 from .call import _jit_t, jit_p
+from .reductions import reduce_sum as _reduce_sum
 from .control_flow.common import _pick, check_operand_types, check_subjaxpr
 
 __all__ = ["custom_jvp_call_jaxpr_p", "custom_vjp_call_jaxpr_p", "custom_lin_p"]
@@ -163,6 +164,10 @@ def _custom_vjp_call_jvp(primals, tangents, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, 
     outs = eval_jaxpr(fwd.jaxpr, fwd.consts, *primals[:n_fwd_consts], *args)
     out_avals = fun_jaxpr.out_avals
     n_out = len(out_avals)
+    if getattr(bwd, "optimize_remat", False) and _concrete(primals) is None:
+        # Staged (jit, remat), JAX's optimize_remat takes the primal value from the function and
+        # only the residuals from fwd; eagerly its fwd gives both.
+        outs = eval_jaxpr(fun_jaxpr.jaxpr, fun_jaxpr.consts, *primals) + outs[n_out:]
     res = outs[n_out:]
     diff_out = [is_differentiable(a) for a in out_avals]
     ts = [instantiate_zeros(t) for t, d in zip(arg_tangents, diff_in) if d]
@@ -297,16 +302,23 @@ def _custom_jvp_call_rule(args, dims, *, fun_jaxpr, jvp_jaxpr_thunk, num_consts,
 
 class BatchedBwd(Thunk):
     """A custom_vjp ``bwd`` mapped over a batch: ``call`` takes residuals and cotangents batched
-    at axis 0 and batches the unbatched bwd's jaxpr inline; as a thunk, its batched jaxpr."""
+    at axis 0 and batches the unbatched bwd's jaxpr inline; as a thunk, its batched jaxpr.
+    ``in_batched`` says which differentiable inputs of the call were batched: the cotangent of
+    an unbatched one is summed over the batch, as JAX's batched bwd does (the input was
+    broadcast to every example, so its cotangent is the sum of theirs)."""
 
-    def __init__(self, bwd: Thunk, size: int):
+    def __init__(self, bwd: Thunk, size: int, in_batched: Sequence[bool] | None = None):
         super().__init__(self._trace, bwd.name)
-        self.bwd, self.size = bwd, size
+        self.bwd, self.size, self.in_batched = bwd, size, in_batched
+
+    optimize_remat = property(lambda self: getattr(self.bwd, "optimize_remat", False))
 
     def call(self, *args):
         j = self.bwd()
         outs, dims = batch_eval(j.jaxpr, j.consts, [instantiate_zeros(a) for a in args], [0] * len(args))
-        return [matchaxis(x, d, 0, self.size) for x, d in zip(outs, dims)]
+        in_batched = self.in_batched or [True] * len(outs)
+        return [matchaxis(x, d, 0, self.size) if b else x if d is None else _reduce_sum(x, (d,))
+                for x, d, b in zip(outs, dims, in_batched)]
 
     def _trace(self) -> ClosedJaxpr:
         avals = [batched_aval(a, 0, self.size) for a in self.bwd().in_avals]
@@ -319,8 +331,10 @@ def _custom_vjp_call_rule(args, dims, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, num_co
     n_out = len(fun_jaxpr.out_avals)
     fun, _ = batch_jaxpr(fun_jaxpr, size, dims, [True] * n_out)
     fwd = _memo_batched(fwd_jaxpr_thunk, size, dims, num_consts, fun_jaxpr.in_avals[num_consts:], False)
+    in_batched = [d is not None for d, a in zip(dims[num_consts:], fun_jaxpr.in_avals[num_consts:])
+                  if is_differentiable(a)]
     outs = custom_vjp_call_jaxpr_p.bind(*args, fun_jaxpr=fun, fwd_jaxpr_thunk=fwd,
-                                        bwd=BatchedBwd(bwd, size), num_consts=num_consts,
+                                        bwd=BatchedBwd(bwd, size, in_batched), num_consts=num_consts,
                                         out_trees=out_trees, symbolic_zeros=symbolic_zeros)
     return outs, [0] * n_out
 
@@ -387,6 +401,7 @@ class PrunedBwd(Thunk):
         super().__init__(self._trace, bwd.name)
         self.bwd, self.kept, self.ct_avals = bwd, tuple(kept), list(ct_avals)
         self.runs_on_values = getattr(bwd, "runs_on_values", False)
+        self.optimize_remat = getattr(bwd, "optimize_remat", False)
 
     def call(self, *args):
         n_res = len(args) - sum(self.kept)

@@ -26,6 +26,8 @@ from jaxprc.ir.tree_util import tree_map
 from jaxprc.lowering import param_name, result_typed_op
 from jaxprc.passes import emit
 from jaxprc.passes.jvp import aval_of, tangent_aval
+from jaxprc.passes.canonicalize import CANONICALIZE
+from jaxprc.passes.patterns import Pat, Splat, pattern
 
 from . import operands as _ops
 from .accuracy import ACCURACY, AccuracyMode, accuracy_attr, check_accuracy
@@ -87,9 +89,21 @@ def check_same_shapes_dtypes(name: str, avals) -> None:
         raise JaxprTypeError(
             f"{name} requires operands of equal shapes (broadcasting is explicit), got ({fmt_types(avals)})")
     dtypes = {a.dtype for a in avals}
-    if len(dtypes) > 1:
-        raise JaxprTypeError(
-            f"{name} requires operands of equal dtypes (promotion is explicit), got ({fmt_types(avals)})")
+    if len(dtypes) > 1:      # JAX's words (users match them), with the jax.numpy function that promotes
+        promoting = _PROMOTING.get(name)
+        tip = "" if promoting is None else (f" (Tip: jnp.{promoting} is a similar function that does "
+                                            "automatic type promotion on inputs).")
+        raise JaxprTypeError(f"lax.{name} requires arguments to have the same dtypes, got "
+                             f"{', '.join(np.dtype(a.dtype).name for a in avals)}.{tip} The operands: "
+                             f"{fmt_types(avals)}.")
+
+
+# lax binary ops -> the jax.numpy function of the same computation that promotes its operands
+_PROMOTING = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder",
+              "pow": "power", "max": "maximum", "min": "minimum", "atan2": "arctan2", "eq": "equal",
+              "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+              "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "nextafter": "nextafter",
+              "shift_left": "left_shift", "shift_right_arithmetic": "right_shift"}
 
 
 def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=(), optional=()) -> Primitive:
@@ -627,8 +641,9 @@ def _clamp_jvp(primals, tangents):
         if aval_of(t).shape != shape:
             t = lax.broadcast_in_dim(t, shape, ())
         return select_n(pred, lax.full_like(out, 0), t)
+    # XLA's clamp is min(max(x, lo), hi): where lo > hi the result is hi, whatever x is.
     inside = bitwise_and(gt(x, lo), lt(x, hi))
-    t = add_tangents(where(lt(x, lo), tlo), where(inside, tx))
+    t = add_tangents(where(bitwise_and(lt(x, lo), lt(lo, hi)), tlo), where(inside, tx))
     return out, add_tangents(t, where(gt(x, hi), thi))
 
 
@@ -1164,3 +1179,49 @@ for _p, _comp in {
     clamp_p: lambda lo, x, hi: lax.min(lax.max(lo, x), hi),
 }.items():
     jet.def_comp(_p, _comp)
+
+
+# -- canonicalization patterns (exact under IEEE: no x + 0.0 -> x, no x * 0 -> 0) ---------------
+def _exact_identity(dtype) -> bool:
+    """Whether x * 1, x / 1, x + (-0) and x - (+0) are x bit for bit: in real dtypes only (a
+    complex product with 1 + 0j computes inf * 0 in the imaginary part)."""
+    return not dt.is_complex(dtype) and dtype != dt.bool_
+
+
+def _is_zero_of_sign(value, negative: bool) -> bool:
+    """0 for integers; -0.0 (``negative``) or +0.0 for floats."""
+    value = np.asarray(value)
+    if value.dtype.kind in "iu":
+        return int(value) == 0
+    return value == 0 and bool(np.signbit(value)) == negative
+
+
+@pattern(CANONICALIZE, Pat(mul_p, "x", Splat(1), commute=True))
+@pattern(CANONICALIZE, Pat(div_p, "x", Splat(1)))
+def _times_one(x):
+    return x if _exact_identity(x.aval.dtype) else None
+
+
+@pattern(CANONICALIZE, Pat(add_p, "x", Splat(name="zero"), commute=True))
+def _plus_negative_zero(x, zero):
+    return x if _exact_identity(x.aval.dtype) and _is_zero_of_sign(zero, negative=True) else None
+
+
+@pattern(CANONICALIZE, Pat(sub_p, "x", Splat(name="zero")))
+def _minus_positive_zero(x, zero):
+    return x if _exact_identity(x.aval.dtype) and _is_zero_of_sign(zero, negative=False) else None
+
+
+@pattern(CANONICALIZE, Pat(neg_p, Pat(neg_p, "x")))
+def _double_negation(x):
+    return x
+
+
+@pattern(CANONICALIZE, Pat(convert_element_type_p, "x", as_="convert"))
+def _convert_to_same_type(x, convert):
+    return x if convert.outvars[0].aval == x.aval else None
+
+
+@pattern(CANONICALIZE, Pat(select_n_p, Splat(name="which"), "*cases"))
+def _select_constant(which, cases):
+    return cases[int(which)] if 0 <= int(which) < len(cases) else None

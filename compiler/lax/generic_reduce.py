@@ -141,7 +141,7 @@ def _apply(jaxpr, *xs):
 
 def _reduce_tree(jaxpr, inits, dims, *xs):
     """The reduction as pairwise folds of the flattened reduced dimensions (JAX's jvp formulation)."""
-    from jaxprc import vmap
+    from jaxprc.vmap import vmap
     shape = aval_of(xs[0]).shape
     kept = tuple(d for d in range(len(shape)) if d not in dims)
     n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
@@ -164,7 +164,7 @@ def _reduce_tree(jaxpr, inits, dims, *xs):
 
 
 def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
-    from jaxprc import jvp
+    from jaxprc.ad import jvp
     n = len(primals) // 2
     operands, inits = primals[:n], primals[n:]
     tans = [ad.instantiate_zeros(t) for t in tangents[:n]]

@@ -24,7 +24,7 @@ from jaxprc.runtime import lapack
 from .operands import aval
 
 __all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "svd", "eig",
-           "tridiagonal_solve", "schur", "hessenberg", "householder_product", "geqrf",
+           "tridiagonal_solve", "schur", "hessenberg", "householder_product", "geqrf", "ormqr",
            "cholesky_p", "triangular_solve_p", "lu_p", "lu_pivots_to_permutation_p", "qr_p", "eigh_p",
            "svd_p", "eig_p", "tridiagonal_solve_p", "schur_p", "hessenberg_p", "householder_product_p",
            "geqrf_p"]
@@ -962,6 +962,31 @@ def householder_product(a, taus):
 
 ad.primitive_jvps[householder_product_p] = _no_derivative("householder_product")
 _batch_at_front(householder_product_p)
+
+
+def ormqr(a, taus, c, *, left: bool = True, transpose: bool = False):
+    """``c`` multiplied by the full ``Q`` whose Householder reflectors are ``a``'s lower part
+    (factors ``taus``, as ``geqrf`` leaves them): ``Q c`` (``left``) or ``c Q``; with ``transpose``,
+    ``Q^H`` instead (the conjugate transpose). Written with the reflectors applied one by one
+    (``H_i = I - tau_i v_i v_i^H``), so it differentiates and batches as its operations do."""
+    jnp = _jnp()
+    a, taus, c = jnp.asarray(a), jnp.asarray(taus), jnp.asarray(c)
+    m, k = a.shape[-2], taus.shape[-1]
+    if c.shape[-2 if left else -1] != m or k > min(a.shape[-2:]):
+        raise TypeError(f"ormqr: a of shape {a.shape} with {k} taus cannot multiply c of shape {c.shape} "
+                        f"from the {'left' if left else 'right'}")
+    rows = np.arange(m)
+    # Q = H_0 ... H_{k-1}: Q c applies the last reflector first, Q^H c the first (conjugated)
+    order = range(k) if left == transpose else range(k - 1, -1, -1)
+    for i in order:
+        v = jnp.where(rows > i, a[..., :, i], (rows == i).astype(a.dtype))
+        tau = taus[..., i, None, None]
+        tau = jnp.conj(tau) if transpose else tau
+        if left:     # H c = c - tau v (v^H c)
+            c = c - tau * v[..., :, None] * jnp.sum(jnp.conj(v)[..., :, None] * c, axis=-2, keepdims=True)
+        else:        # c H = c - tau (c v) v^H
+            c = c - tau * jnp.sum(c * v[..., None, :], axis=-1, keepdims=True) * jnp.conj(v)[..., None, :]
+    return c
 
 
 def _householder_product_cpu_lowering(ctx, a, taus):

@@ -15,6 +15,7 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Literal, ShapedArray
+from jaxprc.ir.shape_poly import InconclusiveDimensionOperation, canonicalize_shape
 from jaxprc.ir.tracing import current_builder, get_aval
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -40,7 +41,11 @@ def canonical_axes(axes, ndim: int) -> tuple[int, ...]:
 
 
 def ints(xs) -> tuple[int, ...]:
-    return tuple(int(x) for x in xs)
+    """Sizes or axes as Python ints; symbolic dimensions (sizes) stay as they are."""
+    try:
+        return tuple(int(x) for x in xs)
+    except InconclusiveDimensionOperation:
+        return canonicalize_shape(xs)
 
 
 def scalar_of_dtype(x, dtype, weak: bool):

@@ -24,15 +24,16 @@ import numpy as np
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.interpreters.mlir import hlo, ir
-from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
+from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray, subjaxprs
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Optional, Record, Str, Tuple
 from jaxprc.ir.tracing import close_over_consts, eval_jaxpr, trace_to_jaxpr
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
-from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, rules_for_unbatched
+from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, rules_for_unbatched, sizes_for_unbatched
+from jaxprc.caches import BoundedCache
 from jaxprc.sharding import ShardingParam
-from jaxprc.spmd import _sdy_attr
+from .sharding_constraint import sdy_sharding
 from jaxprc.lowering import add_region, max_min, scalar_type
 from jaxlib.mlir.dialects import sdy
 
@@ -161,17 +162,15 @@ def _spec_dims(spec, ndim: int, fn: str) -> tuple:
 def _shard_map_impl(*args, jaxpr, **params):
     """Eagerly: a jit of the one call (the program over the mesh's devices), kept while its
     body lives."""
-    from jaxprc.api import _ByIdentity, jit
-    global _EAGER
-    _EAGER = _EAGER or _ByIdentity()
-    per_params = _EAGER.get(jaxpr, dict)
-    key = tuple(params.values())
-    if key not in per_params:
-        per_params[key] = jit(lambda *a: shard_map_p.bind(*a, jaxpr=jaxpr, **params))
-    return per_params[key](*args)
+    from jaxprc.api import jit
+    key = (id(jaxpr), tuple(params.values()))
+    _, call = _EAGER.get(key, lambda: (jaxpr, jit(lambda *a: shard_map_p.bind(*a, jaxpr=jaxpr, **params))))
+    return call(*args)
 
 
-_EAGER = None     # body jaxpr (by identity) -> {params: jitted call}
+# (body jaxpr's id, params) -> (the body, its jitted call): the entry keeps the body alive, so no
+# other body can take its id while the entry is there.
+_EAGER = BoundedCache()
 
 
 shard_map_p.def_impl(_shard_map_impl)
@@ -311,7 +310,7 @@ def _shard_map_lowering(ctx, *args, jaxpr, mesh, in_specs, out_specs, manual_axe
         return _with_axis_env(mctx, mesh, manual_axes, lambda: ctx.lower_jaxpr(jaxpr, *args))
     manual = [ir.StringAttr.get(n) for n in mesh.axis_names if n in manual_axes]
     per_value = lambda specs, avals: sdy.TensorShardingPerValueAttr.get(       # noqa: E731
-        [_sdy_attr(mesh._replace(dims=s), a.ndim) for s, a in zip(specs, avals)])
+        [sdy_sharding(mesh._replace(dims=s), a.ndim) for s, a in zip(specs, avals)])
     op = sdy.ManualComputationOp([mctx.ir_type(a) for a in ctx.avals_out], list(args),
                                  per_value(in_specs, ctx.avals_in), per_value(out_specs, ctx.avals_out),
                                  sdy.ManualAxesAttr.get(manual))
@@ -343,7 +342,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
         return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
                                    axis_names=axis_names, check_vma=check_vma)
     from jaxprc import sharding as shd
-    from jaxprc.tree_util import tree_flatten, tree_unflatten
+    from jaxprc.ir.tree_util import tree_flatten, tree_unflatten
     from jaxprc.ir.tracing import get_aval
     from jaxprc.spmd import broadcast
 
@@ -378,7 +377,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
                    for a, s in zip(jaxpr.out_avals, broadcast(out_specs, out_tree, "shard_map out_specs"))]
         _only_manual(o_specs, manual, "out_specs")
         if check_vma:
-            from jaxprc.tree_util import keystr, tree_flatten_with_path
+            from jaxprc.ir.tree_util import keystr, tree_flatten_with_path
             paths = [keystr(p) for p, _ in tree_flatten_with_path(out_tree.unflatten([0] * out_tree.num_leaves))[0]]
             check_out_specs(f, m, jaxpr.jaxpr, _replicated(consts) + tuple(specs), o_specs, manual, paths)
         param = ShardingParam.of(shd.NamedSharding(m, shd.PartitionSpec()))
@@ -497,7 +496,7 @@ axis_index_p.def_abstract_eval(lambda *, axis_name: ShapedArray((), np.dtype(np.
 
 
 def _tree_map(fn, x):
-    from jaxprc.tree_util import tree_map
+    from jaxprc.ir.tree_util import tree_map
     return tree_map(fn, x)
 
 
@@ -608,8 +607,6 @@ def ppermute(x, axis_name, perm):
 
 def axis_index(axis_name):
     (name,) = _axes(axis_name, "axis_index")
-    if name in getattr(_ENV, "vmap_names", ()):
-        raise NotImplementedError(f"axis_index over the vmap axis {name!r} is not supported")
     return axis_index_p.bind(axis_name=name)
 
 
@@ -618,9 +615,30 @@ def _vmapped(prim: str, axes) -> bool:
     name = _batching_name()
     if name is None or name not in axes:
         return False
-    if prim not in ("psum", "pmax", "pmin") and axes != (name,):
+    if prim not in ("psum", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all") and axes != (name,):
         raise NotImplementedError(f"{prim} over a vmap axis together with other axes {axes} is not supported")
     return True
+
+
+def _split_vmapped(prim: str, axes, axis_size: int):
+    """For a collective over the vmapped axis and ``rest`` of ``axes``: (rest, their size, whether the
+    vmapped axis comes first in the combined index). The combined index is row-major over ``axes``,
+    so the vmapped axis must come first or last among them."""
+    name = _batching_name()
+    k = axes.index(name)
+    rest = axes[:k] + axes[k + 1:]
+    if 0 < k < len(axes) - 1:
+        raise NotImplementedError(f"{prim} over axes {axes}: the vmapped axis {name!r} must come first or "
+                                  "last among them")
+    return rest, axis_size // _batching_size(), k == 0
+
+
+def _at_front(x, d):
+    """``x`` with the batch axis first (broadcast to the batch size when unbatched)."""
+    from jaxprc import lax
+    if d is batching.not_mapped:
+        return lax.broadcast_in_dim(x, (_batching_size(),) + x.aval.shape, tuple(range(1, x.aval.ndim + 1)))
+    return batching.moveaxis(x, d, 0)
 
 
 def _reduce_batch(prim):
@@ -663,35 +681,98 @@ def _ppermute_batch(args, dims, *, axes, perm):
 batching.primitive_batchers[ppermute_p] = _ppermute_batch
 
 
-def _all_gather_batch(args, dims, *, all_gather_dimension, **params):
-    from jaxprc import lax
-    x, d = args[0], dims[0]
+def _per_example(prim, x, d, dim_param: str, dim: int, **params):
+    """A collective over other axes than the vmapped one, on each example: the batch axis first,
+    the collective's dimension ``dim_param`` shifted past it."""
     if d is batching.not_mapped:
-        if not _vmapped("all_gather", params["axes"]):
-            return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension, **params), d
-        x = lax.broadcast_in_dim(x, (_batching_size(),) + x.aval.shape, tuple(range(1, x.aval.ndim + 1)))
-        d = 0
-    x = batching.moveaxis(x, d, 0)
-    if _vmapped("all_gather", params["axes"]):     # the examples, gathered: the batch axis moved
-        if params["tiled"]:
-            x = batching.moveaxis(x, 0, all_gather_dimension)
-            shape = list(x.aval.shape)
-            merged = shape[:all_gather_dimension] + [shape[all_gather_dimension] * shape[all_gather_dimension + 1]]
-            return lax.reshape(x, tuple(merged + shape[all_gather_dimension + 2:])), batching.not_mapped
-        return batching.moveaxis(x, 0, all_gather_dimension), batching.not_mapped
-    return all_gather_p.bind(x, all_gather_dimension=all_gather_dimension + 1, **params), 0
+        return prim.bind(x, **{dim_param: dim}, **params), d
+    return prim.bind(batching.moveaxis(x, d, 0), **{dim_param: dim + 1}, **params), 0
+
+
+def _merge_dims(x, g: int):
+    """``x`` with dims ``g`` and ``g + 1`` merged into one (row-major)."""
+    from jaxprc import lax
+    shape = list(x.aval.shape)
+    return lax.reshape(x, tuple(shape[:g] + [shape[g] * shape[g + 1]] + shape[g + 2:]))
+
+
+def _all_gather_batch(args, dims, *, all_gather_dimension, axes, axis_size, tiled):
+    """Over the vmapped axis the examples are gathered: the batch axis moves to the gathered
+    dimension (then gathered over the other axes, and the two gathered dims merged in ``axes``'
+    order)."""
+    from jaxprc import lax
+    x, d, g = args[0], dims[0], all_gather_dimension
+    if not _vmapped("all_gather", axes):
+        return _per_example(all_gather_p, x, d, "all_gather_dimension", g, axes=axes, axis_size=axis_size,
+                            tiled=tiled)
+    rest, rest_size, first = _split_vmapped("all_gather", axes, axis_size)
+    x = batching.moveaxis(_at_front(x, d), 0, g)       # the examples along a new dimension g
+    if rest:
+        x = all_gather_p.bind(x, axes=rest, axis_size=rest_size, all_gather_dimension=g, tiled=False)
+        if first:    # dims g, g+1 are (rest, vmapped); the combined index wants the vmapped axis major
+            x = lax.transpose(x, tuple(range(g)) + (g + 1, g) + tuple(range(g + 2, x.aval.ndim)))
+        x = _merge_dims(x, g)
+    return (_merge_dims(x, g) if tiled else x), batching.not_mapped
 
 
 batching.primitive_batchers[all_gather_p] = _all_gather_batch
 rules_for_unbatched.update((psum_p, pmax_p, pmin_p, ppermute_p, all_gather_p))
 
 
-def _psum_scatter_batch(args, dims, *, scatter_dimension, **params):
-    x = batching.moveaxis(args[0], dims[0], 0)
-    return psum_scatter_p.bind(x, scatter_dimension=scatter_dimension + 1, **params), 0
+def _psum_scatter_batch(args, dims, *, scatter_dimension, axes, axis_size, tiled):
+    """Over the vmapped axis: the sum over the examples, of which example b keeps block b along
+    the scatter dimension (split first into the vmapped axis and the others, in ``axes``' order,
+    which then scatter the rest)."""
+    from jaxprc import lax
+    x, d, s = args[0], dims[0], scatter_dimension
+    if not _vmapped("psum_scatter", axes):
+        return _per_example(psum_scatter_p, x, d, "scatter_dimension", s, axes=axes, axis_size=axis_size,
+                            tiled=tiled)
+    rest, rest_size, first = _split_vmapped("psum_scatter", axes, axis_size)
+    total = lax.reduce_sum(_at_front(x, d), (0,))
+    shape = list(total.aval.shape)
+    if tiled:           # blocks of the scattered dimension: (axis_size, block) there
+        shape[s:s + 1] = [axis_size, shape[s] // axis_size]
+    n = _batching_size()
+    split = [n, rest_size] if first else [rest_size, n]
+    shape[s:s + 1] = split if rest else [n]
+    total = lax.reshape(total, tuple(shape))
+    v = s if first or not rest else s + 1               # the vmapped axis' dimension
+    out = batching.moveaxis(total, v, 0)                # example b keeps its block b
+    if rest:
+        out = psum_scatter_p.bind(out, axes=rest, axis_size=rest_size, scatter_dimension=s + 1, tiled=False)
+    return out, 0
 
 
 batching.primitive_batchers[psum_scatter_p] = _psum_scatter_batch
+
+
+def _axis_index_batch(args, dims, *, axis_name):
+    """Over the vmapped axis, each example's index."""
+    from jaxprc import lax
+    if axis_name != _batching_name():
+        return axis_index_p.bind(axis_name=axis_name), batching.not_mapped
+    return lax.iota(np.int32, _batching_size()), 0
+
+
+batching.primitive_batchers[axis_index_p] = _axis_index_batch
+rules_for_unbatched.update((psum_scatter_p, axis_index_p))
+
+
+def _uses_axis(jaxpr, name) -> bool:
+    """Whether ``jaxpr`` (its sub-programs too) has a collective over the axis ``name``."""
+    return any((e.primitive in rules_for_unbatched and name in e.params.get("axes", (e.params.get("axis_name"),)))
+               or any(_uses_axis(sub.jaxpr, name) for sub in subjaxprs(e)) for e in jaxpr.eqns)
+
+
+def _size_if_sub_program_uses_vmapped_axis(eqn):
+    name = _batching_name()
+    if name is None or not any(_uses_axis(sub.jaxpr, name) for sub in subjaxprs(eqn)):
+        return None
+    return _batching_size()
+
+
+sizes_for_unbatched.append(_size_if_sub_program_uses_vmapped_axis)
 # all_gather is a psum of each block put in its place: the transposes are each other
 ad.primitive_transposes[all_gather_p] = lambda ct, x, *, axes, axis_size, all_gather_dimension, tiled: [
     ct if isinstance(ct, Zero) else psum_scatter_p.bind(ct, axes=axes, axis_size=axis_size,
@@ -713,6 +794,8 @@ def _all_to_all_batch(args, dims, *, split_axis, concat_axis, **params):
     if params.get("axis_index_groups") is not None:
         raise NotImplementedError("all_to_all with axis_index_groups over a vmap axis is not supported (nor is "
                                   "it in JAX)")
+    if params["axes"] != (_batching_name(),):
+        return _all_to_all_with_other_axes(x, d, split_axis, concat_axis, **params)
     n = _batching_size()
     x = batching.moveaxis(x, d, 0) if d is not batching.not_mapped else \
         lax.broadcast_in_dim(x, (n,) + x.aval.shape, tuple(range(1, x.aval.ndim + 1)))
@@ -726,6 +809,27 @@ def _all_to_all_batch(args, dims, *, split_axis, concat_axis, **params):
     x = lax.transpose(x, tuple(labels.index(lb) for lb in order))
     out = [n] + [sizes[i] * (n if i == concat_axis else 1) for i in range(len(shape))]
     return lax.reshape(x, tuple(out)), 0
+
+
+def _all_to_all_with_other_axes(x, d, split, concat, *, axes, axis_size):
+    """all_to_all over the vmapped axis and one other: every example gathers all blocks (over both
+    axes), then keeps, from each source, the chunk its combined index (row-major over ``axes``)
+    selects, concatenated source-major along the concat axis."""
+    from jaxprc import lax
+    rest, rest_size, first = _split_vmapped("all_to_all", axes, axis_size)
+    if len(rest) != 1:
+        raise NotImplementedError(f"all_to_all over axes {axes}: over a vmap axis, only one other axis is "
+                                  "supported")
+    n, p = _batching_size(), 1 + split              # p: the split axis in the gathered array
+    g, _ = _all_gather_batch([x], [d], all_gather_dimension=0, axes=axes, axis_size=axis_size, tiled=False)
+    shape = list(g.aval.shape)                      # (sources, *x's shape)
+    pair = [n, rest_size] if first else [rest_size, n]
+    g = lax.reshape(g, tuple(shape[:p] + pair + [shape[p] // axis_size] + shape[p + 1:]))
+    g = lax.dynamic_index_in_dim(g, axis_index_p.bind(axis_name=rest[0]), p + 1 if first else p,
+                                 keepdims=False)    # this device's index along the other axis
+    g = batching.moveaxis(g, p, 0)                  # the vmapped destination index: the batch
+    g = batching.moveaxis(g, 1, 1 + concat)         # sources just before the concat axis
+    return _merge_dims(g, 1 + concat), 0
 
 
 batching.primitive_batchers[all_to_all_p] = _all_to_all_batch
@@ -857,7 +961,7 @@ def _axis_index_lowering(ctx, *, axis_name):
     # partially manual: the partition id only means something where every axis is manual (as JAX)
     mesh = mctx.mesh
     op = sdy.ManualComputationOp([i32], [], sdy.TensorShardingPerValueAttr.get([]),
-                                 sdy.TensorShardingPerValueAttr.get([_sdy_attr(mesh._replace(dims=()), 0)]),
+                                 sdy.TensorShardingPerValueAttr.get([sdy_sharding(mesh._replace(dims=()), 0)]),
                                  sdy.ManualAxesAttr.get([ir.StringAttr.get(n) for n in auto]))
     with ir.InsertionPoint(op.body.blocks.append()):
         sdy.ReturnOp([index()])

@@ -7,6 +7,7 @@ the index of its extremum, of ``index_dtype``.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -141,7 +142,7 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
     kept = [d for d in range(aval.ndim) if d not in axes]
     perm = tuple(kept) + tuple(axes)
     kept_shape = tuple(aval.shape[d] for d in kept)
-    n = int(np.prod([aval.shape[d] for d in axes], dtype=np.int64))
+    n = math.prod(aval.shape[d] for d in axes)
     flat = lambda v: lax.reshape(lax.transpose(v, perm), kept_shape + (n,))
     xf, tf = flat(x), flat(ad.instantiate_zeros(t))
     last = len(kept_shape)
@@ -270,7 +271,7 @@ def _reduce_prod_jet(primals_in, series_in, *, axes):
     out = reduce_prod_p.bind(x, axes=axes)
     shape = aval_of(x).shape
     keep = [d for d in range(len(shape)) if d not in axes]
-    n = int(np.prod([shape[d] for d in axes], dtype=np.int64))
+    n = math.prod(shape[d] for d in axes)
     if n == 0:
         return out, [lax.full_like(out, 0) for _ in series_in[0]]
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxprc import lax
+from jaxprc import float_checks, lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
@@ -55,7 +55,7 @@ def _name_abstract_eval(x, *, name):
 
 POLICY_KINDS = ("everything_saveable", "nothing_saveable", "dots_saveable",
                 "dots_with_no_batch_dims_saveable", "save_only_these_names",
-                "save_anything_except_these_names")
+                "save_anything_except_these_names", "save_any_names_but_these")
 
 
 @param_type
@@ -80,6 +80,8 @@ class CheckpointPolicy(NamedTuple):
             return prim is name_p and params["name"] in self.names
         if kind == "save_anything_except_these_names":
             return not (prim is name_p and params["name"] in self.names)
+        if kind == "save_any_names_but_these":
+            return prim is name_p and params["name"] not in self.names
         raise JaxprTypeError(_unknown_kind(kind))
 
 
@@ -330,4 +332,5 @@ mlir.register_lowering(checkpoint_p, _checkpoint)
 
 # ---------------------------------------------------------- jet (Taylor series)
 jet.definlined(checkpoint_p, "jaxpr")
+float_checks.callees[checkpoint_p] = "jaxpr"
 jet.deflinear(name_p)     # beyond JAX

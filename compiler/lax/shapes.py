@@ -11,6 +11,8 @@ Also here: the typing-error helpers the other structural families share
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -20,11 +22,13 @@ from jaxprc.interpreters import jet
 from jaxprc.lowering import broadcast_in_dim as _hlo_broadcast_in_dim
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
-from jaxprc.ir.params import DType, Int, OneOf, Tuple
+from jaxprc.ir.params import DType, Int, OneOf, Size, Tuple
 from .elementwise import NUM, fmt_types, _convert
 from jaxprc.ir.tracing import Tracer
 from jaxprc.passes import emit
 from jaxprc.passes.jvp import Zero, aval_of
+from jaxprc.passes.canonicalize import CANONICALIZE
+from jaxprc.passes.patterns import Pat, bind, pattern, splat_forms
 from jaxprc.passes.transpose import is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, full as _batch_full, matchaxis, moveaxis, scalar, shift
 
@@ -57,7 +61,7 @@ def check_axes(name: str, aval: ShapedArray, axes, what: str = "axes", **params)
 
 # The params' kinds (jaxprc.ir.params); the typing rules check how they fit the operands.
 DIM = Int(min=0)            # an axis
-SIZE = Int(min=0)           # a dimension's size
+SIZE = Size(min=0)          # a dimension's size (an int or symbolic)
 DIMS, SIZES = Tuple(DIM), Tuple(SIZE)
 
 
@@ -79,7 +83,7 @@ def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions):
             any(a >= b for a, b in zip(broadcast_dimensions, broadcast_dimensions[1:]))):
         raise type_error("broadcast_in_dim", [x], f"strictly increasing broadcast_dimensions in "
                          f"[0, {len(shape)})", **params)
-    if shape and min(shape) < 0:
+    if any(d < 0 for d in shape):
         raise type_error("broadcast_in_dim", [x], "a shape of non-negative sizes", **params)
     for k, d in enumerate(broadcast_dimensions):
         if x.shape[k] not in (1, shape[d]):
@@ -98,7 +102,7 @@ def _reshape_rule(x, *, new_sizes, dimensions):
     if dimensions is not None:
         raise type_error("reshape", [x], "dimensions=None (transpose first)",
                          new_sizes=new_sizes, dimensions=dimensions)
-    if any(s < 0 for s in new_sizes) or int(np.prod(new_sizes, dtype=np.int64)) != x.size:
+    if any(s < 0 for s in new_sizes) or math.prod(new_sizes) != x.size:
         raise type_error("reshape", [x], f"new_sizes with the operand's {x.size} elements",
                          new_sizes=new_sizes)
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
@@ -275,7 +279,7 @@ def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
     """``operand`` with dimensions [start, stop) merged into one."""
     shape = ops.aval(operand).shape
     stop = len(shape) if stop_dimension is None else stop_dimension
-    size = int(np.prod(shape[start_dimension:stop], dtype=np.int64))
+    size = math.prod(shape[start_dimension:stop])
     return reshape(operand, shape[:start_dimension] + (size,) + shape[stop:])
 
 
@@ -543,3 +547,44 @@ mlir.register_lowering(iota_p, _iota_lowering)
 # ---------------------------------------------------------- jet (Taylor series)
 for _p in (broadcast_in_dim_p, concatenate_p, pad_p, reshape_p, squeeze_p, rev_p, transpose_p):
     jet.deflinear(_p)
+
+
+# ------------------------------------------------ canonicalization patterns
+# (data movement only: every rewrite here moves the same bits to the same places)
+
+def _broadcast_operand(eqn):
+    """A broadcast of a scalar fills its result with that one value."""
+    return eqn.invars[0] if eqn.invars[0].aval.shape == () else None
+
+
+splat_forms[broadcast_in_dim_p] = _broadcast_operand
+
+
+@pattern(CANONICALIZE, Pat(transpose_p, Pat(transpose_p, "x", permutation=bind("inner")),
+                           permutation=bind("outer")))
+def _transpose_of_transpose(x, inner, outer):
+    return transpose_p.bind(x, permutation=tuple(inner[d] for d in outer))
+
+
+@pattern(CANONICALIZE, Pat(transpose_p, "x", permutation=bind("permutation")))
+def _identity_transpose(x, permutation):
+    return x if permutation == tuple(range(len(permutation))) else None
+
+
+@pattern(CANONICALIZE, Pat(reshape_p, Pat(reshape_p, "x", dimensions=None), new_sizes=bind("sizes"),
+                           dimensions=None))
+def _reshape_of_reshape(x, sizes):
+    return reshape_p.bind(x, new_sizes=sizes, dimensions=None)
+
+
+@pattern(CANONICALIZE, Pat(reshape_p, "x", new_sizes=bind("sizes"), dimensions=None))
+@pattern(CANONICALIZE, Pat(broadcast_in_dim_p, "x", shape=bind("sizes"), broadcast_dimensions=bind("dims")))
+def _to_same_shape(x, sizes, dims=None):
+    same = tuple(sizes) == x.aval.shape and (dims is None or tuple(dims) == tuple(range(len(sizes))))
+    return x if same else None
+
+
+@pattern(CANONICALIZE, Pat(broadcast_in_dim_p, Pat(broadcast_in_dim_p, "x", broadcast_dimensions=bind("inner")),
+                           shape=bind("shape"), broadcast_dimensions=bind("outer")))
+def _broadcast_of_broadcast(x, inner, shape, outer):
+    return broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=tuple(outer[d] for d in inner))

@@ -84,9 +84,9 @@ zeta.__doc__ = "Hurwitz zeta function zeta(x, q) = sum_k (k + q)^-x."
 polygamma = _nary(polygamma_p, "polygamma")
 polygamma.__doc__ = "Polygamma function psi^(m)(x), the m-th derivative of digamma."
 bessel_i0e = _nary(bessel_i0e_p, "bessel_i0e")
-bessel_i0e.__doc__ = "Exponentially scaled modified Bessel function of order 0: exp(-|x|) I0(x)."
+bessel_i0e.__doc__ = "Exponentially scaled modified Bessel function of order 0: ``exp(-|x|) I0(x)``."
 bessel_i1e = _nary(bessel_i1e_p, "bessel_i1e")
-bessel_i1e.__doc__ = "Exponentially scaled modified Bessel function of order 1: exp(-|x|) I1(x)."
+bessel_i1e.__doc__ = "Exponentially scaled modified Bessel function of order 1: ``exp(-|x|) I1(x)``."
 
 
 # -------------------------------------------------------------------- jvp

@@ -47,7 +47,7 @@ def reduce_window_shape_tuple(operand_shape, window_dimensions, window_strides, 
         operand_shape = _dilate(operand_shape, base_dilation)
     if window_dilation is not None:
         window_dimensions = _dilate(window_dimensions, window_dilation)
-    return tuple(_stride_dim(int(d) + int(lo) + int(hi), int(w), int(s))
+    return tuple(_stride_dim(d + int(lo) + int(hi), int(w), int(s))     # (d may be symbolic)
                  for d, (lo, hi), w, s in zip(operand_shape, padding, window_dimensions, window_strides))
 
 

@@ -136,8 +136,12 @@ def soft_sign(x):
 
 def _max(x, axis, where=None):
     """The (gradient-free) maximum along ``axis``, kept as a size-1 axis."""
-    # -inf as initial (as in JAX) so empty or fully masked slices have a maximum.
-    return lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True, where=where, initial=-np.inf))
+    # -inf as initial (as in JAX) so empty or fully masked slices have a maximum. Only there: op by
+    # op, an -inf initial would be a value of its own, which debug_infs reports (JAX's is inside
+    # the jitted reduction).
+    empty = aval_of(x, "max").size == 0
+    initial = -np.inf if where is not None or empty else None
+    return lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True, where=where, initial=initial))
 
 
 def _max_shift(x, axis, where=None):

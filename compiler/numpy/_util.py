@@ -8,6 +8,7 @@ default int/float/complex (what Python scalars trace as), else a converted value
 """
 from __future__ import annotations
 
+import sys
 from typing import Sequence
 
 import numpy as np
@@ -52,7 +53,9 @@ def convert(x, dtype, weak: bool = False):
     dtype = np.dtype(dtype)
     if is_scalar_constant(x):
         if type(x) is int:
-            dt.check_int_range(x, dtype)
+            # as in JAX: the int must fit the default integer type; it then wraps to ``dtype``
+            # (``uint16_array * -1`` multiplies by 65535)
+            dt.check_int_range(x, dt.default_int_dtype() if dtype.kind in "iu" else dtype)
         value = np.asarray(x).astype(dtype)[()]
         if weak and dtype != dt.bool_:
             if dtype in (dt.default_int_dtype(), dt.default_float_dtype(), dt.default_complex_dtype()):
@@ -96,17 +99,44 @@ def broadcast_to_shape(x, shape: Sequence[int]):
     return lax.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 
 
-def _check_promotions(fn: str, avals) -> None:
-    """The ``numpy_dtype_promotion('strict')`` and ``numpy_rank_promotion('warn'/'raise')`` checks."""
+# Modules of jaxprc's numerical library: a promotion they ask for is theirs, not the user's.
+_LIBRARY = ("jaxprc.numpy", "jaxprc.lax", "jaxprc.scipy", "jaxprc.nn", "jaxprc.random", "jaxprc.image",
+            "jaxprc.experimental", "jaxprc.example_libraries")
+
+
+def _asked_by_the_library() -> bool:
+    """Whether the function promoting its operands was called by jaxprc's numerical library
+    (directly, or through array operators and transformations) rather than by the user's code.
+    The strict promotion modes police the user's implicit promotions only: JAX's own
+    implementations broadcast and convert explicitly, so they never trip them."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    promoting = frame.f_globals.get("__name__") if frame is not None else None
+    while frame is not None and frame.f_globals.get("__name__") == promoting:
+        frame = frame.f_back          # the promoting function and its helpers
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != "jaxprc" and not module.startswith("jaxprc."):
+            return False              # the user's code
+        if module.startswith(_LIBRARY) and not frame.f_code.co_name.startswith("__"):
+            return True               # not an operator or a ufunc's __call__: the library itself
+        frame = frame.f_back
+    return False
+
+
+def _check_promotions(fn: str, avals, ranks: bool = True) -> None:
+    """The ``numpy_dtype_promotion('strict')`` and (with ``ranks``) ``numpy_rank_promotion('warn'/'raise')``
+    checks, of the user's promotions only."""
     if dt.config.jax_numpy_dtype_promotion == "strict":
         strong = sorted({a.dtype.name for a in avals if not a.weak_type})
-        if len(strong) > 1:
+        if len(strong) > 1 and not _asked_by_the_library():
             raise dt.TypePromotionError(
                 f"Input dtypes {tuple(strong)} have no available implicit dtype promotion path when "
                 "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output type, "
                 "or set jax_numpy_dtype_promotion=standard.")
     mode = dt.config.jax_numpy_rank_promotion
-    if mode != "allow" and len({a.ndim for a in avals if a.ndim}) > 1:
+    if ranks and mode != "allow" and len({a.ndim for a in avals if a.ndim}) > 1 and not _asked_by_the_library():
         msg = (f"Operands could not be broadcast together for {fn} on shapes "
                f"{' '.join(str(a.shape) for a in avals)} and with the config option "
                f"jax_numpy_rank_promotion='{mode}'.")
@@ -116,12 +146,13 @@ def _check_promotions(fn: str, avals) -> None:
         warnings.warn(msg, stacklevel=3)
 
 
-def promote(fn: str, *args, to_inexact: bool = False):
+def promote(fn: str, *args, to_inexact: bool = False, broadcast: bool = True):
     """Convert ``args`` to their common (dtype, weak type) and broadcast them to one shape.
 
     Returns ``(converted_args, dtype, weak)``. ``to_inexact``: integer and
     boolean results become the default float dtype (weakness kept), as
-    jax.numpy's transcendental functions do.
+    jax.numpy's transcendental functions do. ``broadcast=False``: the dtypes only
+    (JAX's promote_dtypes), the shapes left as they are.
     """
     if len(args) == 1 and type(args[0]) in _VALUE_TYPES:   # the common unary op: a dict-free path
         aval = args[0].aval
@@ -137,10 +168,12 @@ def promote(fn: str, *args, to_inexact: bool = False):
         dtype, weak = avals[0].dtype, avals[0].weak_type
         if not to_inexact or dt.is_inexact(dtype):
             return list(args), dtype, weak
-    _check_promotions(fn, avals)
+    _check_promotions(fn, avals, ranks=broadcast)
     dtype, weak = dt.promote_types(*((a.dtype, a.weak_type) for a in avals))
     if to_inexact and not dt.is_inexact(dtype):
         dtype = dt.to_inexact_dtype(dtype)
+    if not broadcast:
+        return [convert(x, dtype, weak) for x in args], dtype, weak
     shape = broadcast_shapes(*(a.shape for a in avals), fn=fn)
     out = [broadcast_to_shape(convert(x, dtype, weak), shape) for x in args]
     return out, dtype, weak

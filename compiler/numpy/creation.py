@@ -7,6 +7,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.shape_poly import DimExpr, canonicalize_shape, non_negative_dim
 from jaxprc.lax import elementwise as ew
 from jaxprc.ir.tracing import get_aval
 
@@ -81,9 +82,13 @@ def asarray(a, dtype=None, order=None, *, copy=None):
 
 
 def _shape_tuple(shape, fn: str) -> tuple[int, ...]:
+    """A shape argument as a tuple of ints: an int, or any sequence of ints (a numpy array too)."""
     try:
-        return (operator.index(shape),) if not isinstance(shape, (tuple, list)) else tuple(
-            operator.index(d) for d in shape)
+        return (operator.index(shape),)
+    except TypeError:
+        pass
+    try:
+        return canonicalize_shape(shape)
     except TypeError:
         raise TypeError(f"{fn}: shape must be an int or a sequence of ints, got {shape!r}") from None
 
@@ -141,6 +146,8 @@ def arange(start, stop=None, step=None, dtype=None):
     """Evenly spaced values; the bounds must be concrete (as in JAX). One argument traces to ``iota``."""
     if dtype is not None:
         dtype = dt.canonicalize_dtype(to_dtype(dtype))
+    if any(type(b) is DimExpr for b in (start, stop, step)):
+        return _symbolic_arange(start, stop, step, dtype)
     if stop is None and step is None:
         if not isinstance(start, (float, np.floating)) and (dtype is None or dt.is_int(dtype)):
             n = operator.index(start)
@@ -148,6 +155,24 @@ def arange(start, stop=None, step=None, dtype=None):
     bounds = [np.asarray(b) for b in (start, stop, step) if b is not None]
     value = np.arange(*bounds)
     return _constant_array(value, dtype or dt.canonicalize_dtype(value.dtype), False)
+
+
+def _symbolic_arange(start, stop, step, dtype):
+    """``arange`` with a symbolic bound (``jnp.arange(x.shape[0])``): an iota, scaled and shifted.
+    Its length is a dimension, so the bounds must be dimensions (ints or symbolic), the step a
+    positive int."""
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else operator.index(step)
+    if step <= 0:
+        raise ValueError(f"arange: a symbolic bound needs a positive integer step, got {step}")
+    dtype = dtype or dt.default_int_dtype()
+    values = lax.iota(dtype, non_negative_dim((stop - start + step - 1) // step))
+    if step != 1:
+        values = values * convert(step, dtype, False)
+    if not (type(start) is int and start == 0):
+        values = values + convert(start, dtype, False)
+    return values
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,

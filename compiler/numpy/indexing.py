@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.shape_poly import DimExpr, max_dim, min_dim, slice_bounds
 from jaxprc.ir.tracing import ConcretizationTypeError, JAXIndexError, Tracer
 
 from .creation import as_array, asarray, zeros
@@ -106,7 +107,7 @@ def _static_int(i, size, dim):
     """A static index, clamped into bounds as JAX's gathers clamp (numpy would raise)."""
     if size == 0:
         raise IndexError(f"{located('indexing')}: index {i} is out of bounds for axis {dim} with size 0")
-    return min(max(i + size if i < 0 else i, 0), size - 1)
+    return min_dim(max_dim(i + size if i < 0 else i, 0), size - 1)
 
 
 def _apply_slices(x, entries):
@@ -119,6 +120,9 @@ def _apply_slices(x, entries):
                 if bound is not None and not isinstance(bound, (int, np.integer)):
                     raise IndexError(f"{located('indexing')}: slice bounds must be static integers, got {v!r}; use "
                                      "lax.dynamic_slice for traced start indices")
+            if type(shape[dim]) is DimExpr:
+                starts[dim], limits[dim], strides[dim] = slice_bounds(v.start, v.stop, v.step, shape[dim])
+                continue
             chosen = range(*v.indices(shape[dim]))
             step = chosen.step
             if len(chosen) == 0:
@@ -415,15 +419,14 @@ def _window_scatter(x, aval, integers, values, scatter, mode):
     return scatter(x, indices, values, dnums, indices_are_sorted=True, unique_indices=True, mode=mode)
 
 
-def scatter_update(x, idx, values, combine: str, mode=None):
-    """``x`` with ``values`` combined into the elements ``x[idx]`` selects. Out-of-bounds indices
-    are dropped, or with ``mode="clip"`` clamped into bounds, as in JAX."""
+def scatter_update(x, idx, values, scatter, mode=None):
+    """``x`` with ``values`` combined by ``scatter`` (``lax.scatter``, ``lax.scatter_add``, ...)
+    into the elements ``x[idx]`` selects, once per occurrence of a repeated index. Out-of-bounds
+    indices are dropped, or with ``mode="clip"`` clamped into bounds, as in JAX."""
     x = as_array(x, "at")
     aval = aval_of(x)
     clip = mode is not None and lax.GatherScatterMode.from_any(mode) == lax.GatherScatterMode.CLIP
     mode = lax.GatherScatterMode.CLIP if clip else lax.GatherScatterMode.FILL_OR_DROP
-    scatter = {"set": lax.scatter, "add": lax.scatter_add, "mul": lax.scatter_mul,
-               "min": lax.scatter_min, "max": lax.scatter_max}[combine]
     integers = _leading_integers(aval.ndim, idx)
     if integers is not None:
         return _window_scatter(x, aval, integers, values, scatter, mode)
@@ -456,36 +459,45 @@ class _IndexUpdateRef:
         return getitem(self.array, self.index, mode, fill_value)
 
     def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, "set", mode)
+        return scatter_update(self.array, self.index, values, lax.scatter, mode)
 
     def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, "add", mode)
+        return scatter_update(self.array, self.index, values, lax.scatter_add, mode)
 
     def multiply(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, "mul", mode)
+        return scatter_update(self.array, self.index, values, lax.scatter_mul, mode)
 
     mul = multiply
 
     def min(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, "min", mode)
+        return scatter_update(self.array, self.index, values, lax.scatter_min, mode)
 
     def max(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, "max", mode)
+        return scatter_update(self.array, self.index, values, lax.scatter_max, mode)
 
     def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         from .ufuncs import negative
         return self.add(negative(values), mode=mode)
 
+    # divide and power combine the values of a repeated index first (x / (v1 * v2), x ** (v1 * v2)),
+    # so each occurrence divides or raises once more, as numpy's ufunc.at and JAX do.
     def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         from .ufuncs import divide
-        return self.set(divide(self.get(mode=mode), values), mode=mode)
+        return divide(self.array, self._product_of_values(values, mode))
 
     def power(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
         from .ufuncs import power
-        return self.set(power(self.get(mode=mode), values), mode=mode)
+        return power(self.array, self._product_of_values(values, mode))
+
+    def _product_of_values(self, values, mode):
+        from .creation import ones_like
+        return scatter_update(ones_like(self.array), self.index, values, lax.scatter_mul, mode)
 
     def apply(self, func, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return self.set(func(self.get(mode=mode)), mode=mode)
+        """``func`` applied to each selected element once per occurrence of its index."""
+        def scatter_apply(x, indices, updates, dnums, **kwargs):
+            return lax.scatter_apply(x, indices, func, dnums, update_shape=aval_of(updates).shape, **kwargs)
+        return scatter_update(self.array, self.index, 0, scatter_apply, mode)
 
 
 class _IndexUpdateHelper:

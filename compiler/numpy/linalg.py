@@ -323,16 +323,17 @@ def _cofactor_solve(a, b):
     diag = _diag(lu, 0, -2, -1)
     parity = r.sum(pivots != arange(n, dtype=dt.int32), axis=-1)
     sign = (1 - 2 * (parity % 2)).astype(dtype)
-    partial = r.cumprod(diag, axis=-1) * sign[..., None]     # [..., -1]: det(a); [..., -2]: without u_nn
-    lu = lu.at[..., -1, -1].set(1 / partial[..., -2])
+    without_last = r.prod(diag[..., :-1], axis=-1) * sign    # det(a) without u_nn (1 x 1: the sign)
+    det = without_last * diag[..., -1]
+    lu = lu.at[..., -1, -1].set(1 / without_last)
     singular = lax_linalg.triangular_solve(lu, ones(aval_of(a).shape[:-1], dtype), left_side=True, lower=False)
     singular = r.any(uf.isnan(singular) | uf.isinf(singular), axis=-1)[..., None, None]
     x = where(singular, zeros_like(b), b)
     x = take_along_axis(x, broadcast_to(perm[..., None], aval_of(x).shape[:-1] + (1,)), axis=-2)
     x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
-    x = concatenate([x[..., :-1, :] * partial[..., -1, None, None], x[..., -1:, :]], axis=-2)
+    x = concatenate([x[..., :-1, :] * det[..., None, None], x[..., -1:, :]], axis=-2)
     x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
-    return partial[..., -1], where(singular, zeros_like(x), x)
+    return det, where(singular, zeros_like(x), x)
 
 
 @custom_jvp
@@ -622,8 +623,7 @@ def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None)
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     from .products import vecdot as vd
-    out = vd(x1, x2, axis=axis)
-    return out if preferred_element_type is None else out.astype(preferred_element_type)
+    return vd(x1, x2, axis=axis, precision=precision, preferred_element_type=preferred_element_type)
 
 
 def cross(x1, x2, /, *, axis=-1):

@@ -166,13 +166,13 @@ def _gcd(a, b):
 
 
 def gcd(x1, x2):
-    """Greatest common divisor of |x1| and |x2| (Euclid's algorithm in one while loop)."""
+    """Greatest common divisor of ``|x1|`` and ``|x2|`` (Euclid's algorithm in one while loop)."""
     a, b, dtype = _integer_pair("gcd", x1, x2)
     return convert(_gcd(a, b), *dtype)
 
 
 def lcm(x1, x2):
-    """Least common multiple of |x1| and |x2|; 0 when either is 0 (wrapping on overflow)."""
+    """Least common multiple of ``|x1|`` and ``|x2|``; 0 when either is 0 (wrapping on overflow)."""
     a, b, dtype = _integer_pair("lcm", x1, x2)
     d = _gcd(a, b)
     zero = uf.equal(d, 0)
@@ -216,7 +216,7 @@ def sort_complex(a):
 
 def i0(x):
     """Modified Bessel function of the first kind, order 0 (real inputs): ``exp(|x|) i0e(|x|)``
-    through lax.bessel_i0e, as in JAX; its derivative is 0 at 0 (the kink of |x|), as in JAX."""
+    through lax.bessel_i0e, as in JAX; its derivative is 0 at 0 (the kink of ``|x|``), as in JAX."""
     x, dtype = _real_inexact("i0", x)
     return _i0(x)
 

@@ -82,10 +82,22 @@ def vdot(a, b, *, precision=None, preferred_element_type=None):
                preferred_element_type=preferred_element_type)
 
 
-def vecdot(x1, x2, axis=-1):
-    from .reductions import sum
-    from .ufuncs import conj, multiply
-    return sum(multiply(conj(x1), x2), axis=axis)
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+    """numpy's vecdot: the conjugated ``x1`` times ``x2``, summed over ``axis`` of each operand
+    (counted in its own rank, as numpy's gufunc axes); the remaining axes broadcast."""
+    from ._util import _check_promotions
+    from .shape_ops import moveaxis
+    from .ufuncs import conj
+    a1, a2 = aval_of(x1, "vecdot"), aval_of(x2, "vecdot")
+    n1, n2 = canonical_axis(axis, a1.ndim, "vecdot"), canonical_axis(axis, a2.ndim, "vecdot")
+    if a1.shape[n1] != a2.shape[n2]:
+        raise ValueError(f"{located('vecdot')}: axes must match; got shapes {a1.shape} and {a2.shape} "
+                         f"with axis={axis}")
+    _check_promotions("vecdot", (a1, a2))
+    rows = lax.expand_dims(moveaxis(conj(x1), n1, -1), (a1.ndim - 1,))
+    columns = lax.expand_dims(moveaxis(asarray(x2), n2, -1), (a2.ndim,))
+    out = matmul(rows, columns, precision=precision, preferred_element_type=preferred_element_type)
+    return lax.squeeze(out, (-2, -1))
 
 
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):

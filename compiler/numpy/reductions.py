@@ -3,6 +3,8 @@ sums and products of booleans and small integers accumulate in the default integ
 float16/bfloat16 accumulate in float32, and a reduction's result is never weakly typed."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from jaxprc import lax
@@ -42,9 +44,19 @@ def _keepdims(out, shape, axes, keepdims):
     return lax.reshape(out, tuple(1 if i in axes else d for i, d in enumerate(shape)))
 
 
+def _check_where_and_initial(fn_name, where, initial=None):
+    """JAX's argument checks: ``where`` a boolean mask, ``initial`` a scalar."""
+    if where is not None and not dt.is_bool(aval_of(as_array(where, fn_name)).dtype):
+        raise ValueError(f"jnp.{fn_name}: where must be None or a boolean array; got "
+                         f"where.dtype={aval_of(as_array(where, fn_name)).dtype!r}.")
+    if initial is not None and aval_of(as_array(initial, fn_name)).ndim:
+        raise ValueError(f"initial value must be a scalar. Got array of shape {aval_of(initial).shape}")
+
+
 def _reduce(fn_name, reducer, a, axis, dtype, keepdims, *, out=None, promote_integers=False,
             upcast=False, initial=None, combine=None, where=None, neutral=None):
     _no_out(fn_name, out)
+    _check_where_and_initial(fn_name, where, initial)
     a = as_array(a, fn_name)
     aval = aval_of(a)
     axes = canonical_axes(axis, aval.ndim, fn_name)
@@ -144,7 +156,7 @@ def _count(fn_name, shape, axes, keepdims, where, dtype):
     """How many elements each result of a reduction over ``axes`` combines: a Python int, or
     with a ``where`` mask (broadcast to ``shape``) the ``dtype`` count of selected elements."""
     if where is None:
-        return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+        return math.prod(shape[i] for i in axes)
     mask = broadcast_to_shape(convert(as_array(where, fn_name), dt.bool_), shape)
     return sum(mask, axis=axes, dtype=dtype, keepdims=keepdims)
 
@@ -159,6 +171,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Arithmetic mean; integers average in the default float dtype."""
     from .ufuncs import divide
     _no_out("mean", out)
+    _check_where_and_initial("mean", where)
     a = as_array(a, "mean")
     aval = aval_of(a)
     axes = canonical_axes(axis, aval.ndim, "mean")
@@ -175,6 +188,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     from .selection import where as where_
     from .ufuncs import conj, divide, greater, multiply, real, subtract
     _no_out("var", out)
+    _check_where_and_initial("var", where)
     if correction is not None:
         ddof = correction
     a = as_array(a, "var")
@@ -242,9 +256,11 @@ def _cumulative(fn_name, lax_fn_name):
             axis = 0
         axis = canonical_axis(axis, aval_of(a).ndim, fn_name)
         dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
+        if dtype is not None and dt.is_bool(dtype):
+            a = convert(a, dtype)             # as JAX: truth values first, then counted as integers
         if dtype is not None and not dt.is_bool(dtype):
             a = convert(a, dtype)
-        elif dt.is_bool(aval.dtype) or dtype is not None:    # bools accumulate as integers
+        elif dt.is_bool(aval_of(a).dtype):    # bools accumulate as integers
             a = convert(a, dt.default_int_dtype())
         elif aval.weak_type:
             a = convert(a, aval.dtype)

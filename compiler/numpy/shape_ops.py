@@ -1,12 +1,14 @@
 """Shape manipulation: reshape, transpose, squeeze, expand_dims, joining, splitting, tiling, flips, rolls, padding."""
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.shape_poly import canonicalize_shape
 
 from .creation import as_array
 from ._util import (aval_of, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert,
@@ -28,9 +30,9 @@ def size(a, axis=None) -> int:
 
 def _resolve_shape(newshape, size: int, old) -> tuple[int, ...]:
     newshape = (newshape,) if isinstance(newshape, (int, np.integer)) else tuple(newshape)
-    newshape = tuple(operator.index(d) for d in newshape)
-    unknown = [i for i, d in enumerate(newshape) if d == -1]
-    known = int(np.prod([d for d in newshape if d != -1], dtype=np.int64))
+    newshape = canonicalize_shape(newshape)
+    unknown = [i for i, d in enumerate(newshape) if type(d) is int and d == -1]
+    known = math.prod(d for i, d in enumerate(newshape) if i not in unknown)
     if len(unknown) > 1 or any(d < -1 for d in newshape):
         raise ValueError(f"reshape: invalid new shape {newshape} (at most one -1)")
     if unknown:
@@ -38,7 +40,7 @@ def _resolve_shape(newshape, size: int, old) -> tuple[int, ...]:
             raise TypeError(f"{located('reshape')}: cannot reshape an array of shape {old} (size {size}) "
                             f"into shape {newshape}")
         newshape = tuple(size // known if d == -1 else d for d in newshape)
-    if int(np.prod(newshape, dtype=np.int64)) != size:
+    if math.prod(newshape) != size:
         raise TypeError(f"{located('reshape')}: cannot reshape an array of shape {old} (size {size}) "
                         f"into shape {newshape}")
     return newshape

@@ -267,7 +267,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
             [aval_of(a).shape[i] for i in canonical_axes(axis, aval_of(a).ndim, "average")], dtype=np.int64))
         weights_sum = full((), size, aval_of(avg).dtype)
     else:
-        (a, weights), _ = _promote_inexact("average", a, weights)
+        (a, weights), _, _ = promote("average", as_array(a, "average"), as_array(weights, "average"),
+                                     to_inexact=True, broadcast=False)
         ashape, wshape = aval_of(a).shape, aval_of(weights).shape
         if ashape != wshape:
             if axis is None:

@@ -21,8 +21,9 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import tree_util as tu
-from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, ShapedArray, Var
-from jaxprc.ir.tracing import get_aval, is_scalar_constant, trace_to_jaxpr
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, ShapedArray, Var
+from jaxprc.ir.tracing import Tracer, get_aval, is_scalar_constant, trace_to_jaxpr
+from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, instantiate_zeros, tangent_aval
 from jaxprc.passes.transpose import is_undefined_primal
 
@@ -149,6 +150,45 @@ def _pick(xs, mask, keep=True):
 
 def _new_vars(avals):
     return [Var(a) for a in avals]
+
+
+# ---------------------------------------------------------- forwarding
+# As in JAX, the control-flow APIs do not make a primitive result of what a branch or loop body
+# returns unchanged from its inputs: they return that input itself. So it keeps its batching
+# (an unbatched value forwarded by a cond with a batched predicate stays unbatched under vmap),
+# its weak type, and the loop does not carry it.
+
+def forwarded_inputs(jaxpr: Jaxpr) -> list:
+    """For each output of ``jaxpr``, the index of the input it returns unchanged, else None."""
+    where = {v: i for i, v in enumerate(jaxpr.invars)}
+    return [where.get(v) if type(v) is Var else None for v in jaxpr.outvars]
+
+
+def keep_outputs(cj: ClosedJaxpr, keep: Sequence[bool]) -> ClosedJaxpr:
+    """``cj`` without the outputs not in ``keep`` (its inputs all stay)."""
+    return cj if all(keep) else dce_closed(cj, keep, keep_inputs=True)[0]
+
+
+def inputs_to_front(cj: ClosedJaxpr, mask: Sequence[bool]) -> ClosedJaxpr:
+    """``cj`` with the inputs in ``mask`` moved before the others (order kept within each)."""
+    j = cj.jaxpr
+    return ClosedJaxpr(Jaxpr(j.constvars, _pick(j.invars, mask) + _pick(j.invars, mask, keep=False),
+                             j.outvars, j.eqns), cj.consts)
+
+
+def merge(mask: Sequence[bool], falses, trues) -> list:
+    """Interleave: ``trues`` where ``mask`` is set, ``falses`` elsewhere (JAX's merge_lists)."""
+    falses, trues = iter(falses), iter(trues)
+    return [next(trues) if m else next(falses) for m in mask]
+
+
+def as_array(x):
+    """A forwarded input as JAX's ``lax.asarray`` returns it: tracers and Arrays as they are,
+    host values put on the device."""
+    if isinstance(x, Tracer):
+        return x
+    from jaxprc.api import device_put     # the API module imports lax: import when first needed
+    return device_put(x)
 
 
 # ---------------------------------------------------------- jet (Taylor series)

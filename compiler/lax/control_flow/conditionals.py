@@ -22,7 +22,9 @@ from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitiv
 from jaxprc.ir.effects import has_ordered_effects
 from jaxprc.ir.params import ClosedJaxprParam, Tuple
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, trace_to_jaxpr
+from jaxprc.passes.canonicalize import CANONICALIZE
 from jaxprc.passes.dce import dce_closed
+from jaxprc.passes.patterns import Pat, Splat, bind, pattern
 from jaxprc.passes.jet import jet_jaxpr
 from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
@@ -34,6 +36,7 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      _pick, _split_outs, _trace, _transpose_call_outputs, check_operand_types,
                      check_subjaxpr, typematch)
 from .common import _flat_series, _series_chunks
+from .common import as_array, forwarded_inputs, keep_outputs
 
 __all__ = ["cond_p", "cond", "switch"]
 
@@ -89,8 +92,12 @@ def _pred_to_index(pred):
 
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
-    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, both traced."""
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, both traced. JAX's older
+    form ``cond(pred, true_operand, true_fun, false_operand, false_fun)`` is accepted too."""
     if not (callable(true_fun) and callable(false_fun)):
+        if callable(false_fun) and len(operands) == 2 and callable(operands[1]) and operand is _NO_OPERAND:
+            x_true, f_true, x_false, f_false = true_fun, false_fun, *operands
+            return cond(pred, lambda x, _: f_true(x), lambda _, y: f_false(y), x_true, x_false)
         raise TypeError("lax.cond: true_fun and false_fun arguments should be callable.")
     operands = _legacy_operand("cond", operands, operand)
     index = _pred_to_index(pred)
@@ -139,8 +146,12 @@ def _cond(branches, names, index, operands, api: str):
         where = f" ({name0} is {_fun_name(branches[0])}; {name} is {_fun_name(fun)})"
         _check_branch_outputs(api, where, name0, tree0, cj0.out_avals, name, tree, cj.out_avals)
     jaxprs, consts = _merge_consts([cj for cj, _ in traced])
-    outs = cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs))
-    return tu.tree_unflatten(tree0, outs)
+    fwds = zip(*[forwarded_inputs(j.jaxpr) for j in jaxprs])
+    in_fwd = [f[0] if len(set(f)) == 1 else None for f in fwds]   # the same input in every branch
+    jaxprs = [keep_outputs(j, [f is None for f in in_fwd]) for j in jaxprs]
+    outs = iter(cond_p.bind(index, *consts, *leaves, branches=tuple(jaxprs)))
+    inputs = [*consts, *leaves]
+    return tu.tree_unflatten(tree0, [next(outs) if f is None else as_array(inputs[f]) for f in in_fwd])
 
 
 def _check_branch_outputs(api, where, name1, tree1, avals1, name2, tree2, avals2):
@@ -280,6 +291,26 @@ batching.primitive_batchers[cond_p] = _cond_rule
 
 # ---------------------------------------------------------- partial eval, DCE
 
+def _merge_residuals(branch_res_avals):
+    """The residuals of all branches, merged as JAX merges them: the k-th residual of a type in
+    one branch shares its slot with the k-th of that type in the others (a cond needs the residuals
+    of one branch at a time). Returns the slots' types and, per branch, its residuals' slots."""
+    slot_of: dict = {}
+    all_res, slots = [], []
+    for avals in branch_res_avals:
+        seen: dict = {}
+        mine = []
+        for a in avals:
+            key = (a, seen.get(a, 0))
+            seen[a] = key[1] + 1
+            if key not in slot_of:
+                slot_of[key] = len(all_res)
+                all_res.append(a)
+            mine.append(slot_of[key])
+        slots.append(mine)
+    return all_res, slots
+
+
 def _pe_cond(eqn, uk_in):
     if uk_in[0]:                       # the branch is not known yet: everything waits
         return [], [eqn], [True] * len(eqn.outvars)
@@ -289,25 +320,25 @@ def _pe_cond(eqn, uk_in):
     for br in branches:
         out_uk = [a or b for a, b in zip(out_uk, partial_eval_jaxpr(br, ops_uk, False)[2])]
     splits = [partial_eval_jaxpr(br, ops_uk, out_uk) for br in branches]
-    res_avals = [k.out_avals[len(k.out_avals) - n:] for k, _, _, n in splits]
-    all_res = [a for avals in res_avals for a in avals]
+    all_res, slots = _merge_residuals([k.out_avals[len(k.out_avals) - n:] for k, _, _, n in splits])
     n_known_out = len(eqn.outvars) - sum(out_uk)
 
     def known_branch(i, k):
         def fun(*args):
             outs = eval_jaxpr(k.jaxpr, k.consts, *args)
-            pads = [[lax.full_like(Literal(0, ShapedArray((), a.dtype, a.weak_type)), 0, shape=a.shape)
-                     for a in avals] for avals in res_avals]     # zeros of the residuals' types, weak too
-            pads[i] = outs[n_known_out:]
-            return outs[:n_known_out] + [x for p in pads for x in p]
+            res = [None] * len(all_res)
+            for slot, x in zip(slots[i], outs[n_known_out:]):
+                res[slot] = x
+            zeros = [lax.full_like(Literal(0, ShapedArray((), a.dtype, a.weak_type)), 0, shape=a.shape)
+                     for a in all_res]          # zeros of the other branches' residual types, weak too
+            return outs[:n_known_out] + [z if x is None else x for x, z in zip(res, zeros)]
         return trace_to_jaxpr(fun, k.in_avals, name="cond_known")
 
     def unknown_branch(i, u):
-        start = sum(len(r) for r in res_avals[:i])
-        n_mine = len(res_avals[i])
+        n_mine = len(slots[i])
         def fun(*args):
             res, rest = args[:len(all_res)], args[len(all_res):]
-            return eval_jaxpr(u.jaxpr, u.consts, *res[start:start + n_mine], *rest)
+            return eval_jaxpr(u.jaxpr, u.consts, *[res[slot] for slot in slots[i]], *rest)
         return trace_to_jaxpr(fun, all_res + u.in_avals[n_mine:], name="cond_unknown")
 
     residuals = _new_vars(all_res)
@@ -382,3 +413,12 @@ def _cond_jet(primals_in, series_in, *, branches):
 
 
 jet.jet_rules[cond_p] = _cond_jet
+
+
+# ---------------------------------------------------------------- canonicalization
+
+@pattern(CANONICALIZE, Pat(cond_p, Splat(name="index"), "*operands", branches=bind("branches")))
+def _cond_of_constant_index(index, operands, branches):
+    """A branch index known when compiling: the branch inlined (cond clamps the index)."""
+    branch = branches[min(max(int(index), 0), len(branches) - 1)]
+    return eval_jaxpr(branch.jaxpr, branch.consts, *operands)

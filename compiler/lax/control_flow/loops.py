@@ -34,9 +34,12 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
 from jaxprc.ir.effects import has_ordered_effects
-from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Tuple
+from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Size, Tuple
+from jaxprc.ir.shape_poly import DimExpr, non_negative_dim
 from jaxprc.ir.tracing import ConcretizationTypeError, Tracer, close_over_consts, trace_to_jaxpr
+from jaxprc.passes.canonicalize import CANONICALIZE
 from jaxprc.passes.dce import dce_closed
+from jaxprc.passes.patterns import Pat, bind, pattern
 from jaxprc.passes.jet import jet_jaxpr
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, jvp_jaxpr, tangent_aval, zeros
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
@@ -47,6 +50,7 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types,
                      typematch)
 from .common import _flat_series, _series_chunks
+from .common import as_array, forwarded_inputs, inputs_to_front, keep_outputs, merge
 
 __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
 
@@ -83,14 +87,14 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
 
 scan_p = Primitive("scan")
 scan_p.multiple_results = True
-scan_p.def_params(jaxpr=ClosedJaxprParam(), length=Int(min=0), reverse=Bool(), unroll=Int(min=0),
+scan_p.def_params(jaxpr=ClosedJaxprParam(), length=Size(min=0), reverse=Bool(), unroll=Int(min=0),
                   num_consts=Int(min=0), num_carry=Int(min=0), linear=Tuple(Bool()))
 
 
 @scan_p.def_abstract_eval
 def _scan_abstract_eval(*avals, jaxpr, length, reverse, unroll, num_consts, num_carry, linear):
     check_subjaxpr("scan", "jaxpr", jaxpr)
-    if type(length) is not int or length < 0:
+    if type(length) not in (int, DimExpr) or length < 0:
         raise JaxprTypeError(f"scan: param length must be a non-negative int, got {length!r}")
     if type(reverse) is not bool:
         raise JaxprTypeError(f"scan: param reverse must be a bool, got {reverse!r}")
@@ -235,10 +239,21 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val, body: _Body):
     _check_carry_types(body, paths, avals, body_cj.out_avals)
     cond_jaxpr, cond_consts = close_over_consts(cond_cj)
     body_jaxpr, body_consts = close_over_consts(body_cj)
-    outs = while_p.bind(*cond_consts, *body_consts, *leaves, cond_jaxpr=cond_jaxpr,
+    # A carry the body forwards unchanged and cond_fun does not read becomes a body const (JAX's
+    # forwarding): under vmap a batched predicate then does not batch it.
+    nb = len(body_consts)
+    forwarded = [f == nb + i for i, f in enumerate(forwarded_inputs(body_jaxpr.jaxpr))]
+    pruned_cond, cond_used = dce_closed(cond_jaxpr, [True], [True] * len(cond_consts) +
+                                        [not f for f in forwarded])
+    move = [not u for u in cond_used[len(cond_consts):]]
+    if any(move):
+        cond_jaxpr = pruned_cond
+        body_jaxpr = inputs_to_front(keep_outputs(body_jaxpr, [not m for m in move]), [False] * nb + move)
+        body_consts = [*_pick(leaves, move), *body_consts]
+    outs = while_p.bind(*cond_consts, *body_consts, *_pick(leaves, move, keep=False), cond_jaxpr=cond_jaxpr,
                         body_jaxpr=body_jaxpr, cond_nconsts=len(cond_consts),
                         body_nconsts=len(body_consts))
-    return tu.tree_unflatten(in_tree, outs)
+    return tu.tree_unflatten(in_tree, merge(move, outs, _pick(leaves, move)))
 
 
 # -------------------------------------------------------------------- scan
@@ -280,12 +295,23 @@ def _scan(f: Callable, init, xs, length, reverse, unroll, f_body: _Body):
         cj, ys_tree = trace_body(init_avals)
     _check_carry_types(f_body, init_paths, init_avals, cj.out_avals[:num_carry])
     jaxpr, consts = close_over_consts(cj)
-    operands = [*consts, *init_leaves, *xs_leaves]
+    # JAX's forwarding: a carry the body returns unchanged becomes a const, and a y that is the
+    # body's x is xs itself.
+    nc, nx = len(consts), len(xs_leaves)
+    fwd = forwarded_inputs(jaxpr.jaxpr)
+    move = [f == nc + i for i, f in enumerate(fwd[:num_carry])]
+    xs_fwd = [f - nc - num_carry if f is not None and f >= nc + num_carry else None for f in fwd[num_carry:]]
+    jaxpr = keep_outputs(jaxpr, [not m for m in move] + [f is None for f in xs_fwd])
+    jaxpr = inputs_to_front(jaxpr, [False] * nc + move + [False] * nx)
+    consts = [*_pick(init_leaves, move), *consts]
+    carry = _pick(init_leaves, move, keep=False)
+    operands = [*consts, *carry, *xs_leaves]
     outs = scan_p.bind(*operands, jaxpr=jaxpr, length=length, reverse=bool(reverse),
-                       unroll=unroll, num_consts=len(consts), num_carry=num_carry,
+                       unroll=unroll, num_consts=len(consts), num_carry=len(carry),
                        linear=(False,) * len(operands))
-    return (tu.tree_unflatten(init_tree, outs[:num_carry]),
-            tu.tree_unflatten(ys_tree, outs[num_carry:]))
+    ys = iter(outs[len(carry):])
+    return (tu.tree_unflatten(init_tree, merge(move, outs[:len(carry)], _pick(init_leaves, move))),
+            tu.tree_unflatten(ys_tree, [next(ys) if f is None else as_array(xs_leaves[f]) for f in xs_fwd]))
 
 
 # JAX's wording (users match it), first line and second line
@@ -309,8 +335,9 @@ def _scan_length(xs_avals, xs_paths, length) -> int:
                 f"{_ABSTRACT}{_shape_text(length)}\nThe `length` argument to `scan` expects a concrete "
                 "`int` value. For scan-like iteration with a dynamic length, use `while_loop` or "
                 f"`fori_loop`.\n(got the traced value {length!r})")
-        length = int(length)
-        check_counter_range("scan", "length", length, length)
+        if type(length) is not DimExpr:     # (a symbolic length is a dimension: in range)
+            length = int(length)
+            check_counter_range("scan", "length", length, length)
         if sizes and sizes != {length}:
             raise ValueError(f"scan got `length` argument of {length} which disagrees with the "
                              f"leading axis sizes {sorted(sizes)} of xs")
@@ -358,7 +385,7 @@ def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 (JAX's
     if batch_size is None:
         _, ys = scan(lambda _, x: ((), f(x)), (), xs)
         return ys
-    from jaxprc import vmap
+    from jaxprc.vmap import vmap
     leaves, tree = tu.tree_flatten(xs)
     if not leaves:
         raise ValueError("lax.map: batch_size needs at least one array to map over")
@@ -409,14 +436,16 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
         # Concrete bounds are Python ints (floats truncate, as in JAX); the counter has the
         # default integer dtype, so both bounds must fit it.
-        start, stop = int(np.asarray(lower)), int(np.asarray(upper))
-        check_counter_range("fori_loop", "bound", start, stop)
+        symbolic = DimExpr in (type(lower), type(upper))     # x.shape[0]: a trip count that is a dimension
+        start, stop = (lower, upper) if symbolic else (int(np.asarray(lower)), int(np.asarray(upper)))
+        if not symbolic:
+            check_counter_range("fori_loop", "bound", start, stop)
 
         def scanned(carry, _):
             i, x = carry
             return (_increment(i), step(i, x)), None
 
-        (_, result), _ = _scan(scanned, (start, init_val), None, max(stop - start, 0), False,
+        (_, result), _ = _scan(scanned, (start, init_val), None, non_negative_dim(stop - start), False,
                                False if unroll is None else unroll, body._replace(index=1))
         return result
     if unroll not in (None, False, 1):
@@ -605,8 +634,8 @@ def _scan_t(cts, *args, jaxpr, length, reverse, unroll, num_consts, num_carry, l
 
 def _while_t(cts, *args, **params):
     raise ValueError("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop "
-                     "with dynamic start/stop values. Try using lax.scan, or lax.fori_loop with "
-                     "constant start/stop.")
+                     "with dynamic start/stop values. Try using lax.scan, or using fori_loop with "
+                     "static start/stop.")
 
 
 ad.primitive_transposes[scan_p] = _scan_t
@@ -894,9 +923,6 @@ def _threaded_while(ctx, init, cond_fn, body_fn, threaded: bool):
 def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     # Consts travel in the loop state, so the regions only use their own block arguments.
     split = cond_nconsts + body_nconsts
-    if has_ordered_effects(cond_jaxpr):
-        raise NotImplementedError("while_loop: ordered effects (ordered debug.print, ordered "
-                                  "io_callback) are not supported in the loop's cond_fun")
 
     def cond_fn(*state):
         (pred,) = ctx.lower_jaxpr(cond_jaxpr, *state[:cond_nconsts], *state[split:])
@@ -906,7 +932,15 @@ def _while_lowering(ctx, *args, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
         new = ctx.lower_jaxpr(body_jaxpr, *state[cond_nconsts:split], *state[split:])
         return [*state[:split], *new]
 
-    return _threaded_while(ctx, args, cond_fn, body_fn, has_ordered_effects(body_jaxpr))[split:]
+    if not has_ordered_effects(cond_jaxpr):
+        return _threaded_while(ctx, args, cond_fn, body_fn, has_ordered_effects(body_jaxpr))[split:]
+    # A while region's condition returns no token, so an ordered cond_fun runs in the body (as in
+    # JAX): once before the loop, then after each step, its predicate carried in the state.
+    def body_then_cond(_, *state):
+        new = body_fn(*state)
+        return [cond_fn(*new), *new]
+    final = _threaded_while(ctx, [cond_fn(*args), *args], lambda pred, *_: pred, body_then_cond, True)
+    return final[1 + split:]
 
 
 def _index_tuple(idx, ndim, dtype=dt.int32):
@@ -992,3 +1026,76 @@ def _while_jet(primals_in, series_in, *, cond_jaxpr, body_jaxpr, cond_nconsts, b
 
 jet.jet_rules[scan_p] = _scan_jet
 jet.jet_rules[while_p] = _while_jet
+
+
+# ---------------------------------------------------------------- canonicalization
+
+@pattern(CANONICALIZE, Pat(while_p, "*operands", cond_jaxpr=bind("cond_jaxpr"), cond_nconsts=bind("cond_nconsts"),
+                           body_nconsts=bind("body_nconsts")))
+def _while_never_entered(operands, cond_jaxpr, cond_nconsts, body_nconsts):
+    """A predicate that is the literal False: the loop returns its initial carry."""
+    (pred,) = cond_jaxpr.jaxpr.outvars
+    if type(pred) is Literal and not pred.val:
+        return operands[cond_nconsts + body_nconsts:]
+    return None
+
+
+def _invariant_carries(body: Jaxpr, first_carry: int, n_carry: int) -> list[bool]:
+    """Which carries the body returns unchanged (its carry output k is its carry input k)."""
+    return [body.outvars[k] is body.invars[first_carry + k] for k in range(n_carry)]
+
+
+def _hoist(jaxpr: ClosedJaxpr, n_consts: int, invariant: list[bool], n_outs_after: int = 0) -> ClosedJaxpr:
+    """``jaxpr`` (inputs: consts, carries, ...; outputs: carries, ...) with its invariant carries
+    moved to the end of its consts and their outputs dropped; ``n_outs_after`` outputs follow
+    the carries (a scan's ys)."""
+    j, n = jaxpr.jaxpr, len(invariant)
+    carries = j.invars[n_consts:n_consts + n]
+    invars = (j.invars[:n_consts] + [v for v, i in zip(carries, invariant) if i]
+              + [v for v, i in zip(carries, invariant) if not i] + j.invars[n_consts + n:])
+    outvars = j.outvars
+    if len(outvars) == n + n_outs_after:      # (the cond of a while returns no carries)
+        outvars = [v for v, i in zip(outvars[:n], invariant) if not i] + outvars[n:]
+    return ClosedJaxpr(Jaxpr(j.constvars, invars, outvars, j.eqns), jaxpr.consts)
+
+
+def _split_invariant(values, start: int, invariant: list[bool]) -> tuple[list, list]:
+    """``values[start:start+len(invariant)]`` (carries) split: invariant ones first."""
+    n = len(invariant)
+    carries = values[start:start + n]
+    return ([c for c, i in zip(carries, invariant) if i], [c for c, i in zip(carries, invariant) if not i])
+
+
+@pattern(CANONICALIZE, Pat(while_p, "*operands", cond_jaxpr=bind("cond_jaxpr"), body_jaxpr=bind("body_jaxpr"),
+                           cond_nconsts=bind("cond_nconsts"), body_nconsts=bind("body_nconsts")))
+def _while_invariant_carries(operands, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    """Carries the body never changes become consts of the loop; their results are their inits."""
+    start = cond_nconsts + body_nconsts
+    invariant = _invariant_carries(body_jaxpr.jaxpr, body_nconsts, len(operands) - start)
+    if not any(invariant) or all(invariant):
+        return None
+    fixed, moving = _split_invariant(operands, start, invariant)
+    outs = iter(while_p.bind(*operands[:cond_nconsts], *fixed, *operands[cond_nconsts:start], *fixed, *moving,
+                             cond_jaxpr=_hoist(cond_jaxpr, cond_nconsts, invariant),
+                             body_jaxpr=_hoist(body_jaxpr, body_nconsts, invariant),
+                             cond_nconsts=cond_nconsts + len(fixed), body_nconsts=body_nconsts + len(fixed)))
+    return [init if i else next(outs) for init, i in zip(operands[start:], invariant)]
+
+
+@pattern(CANONICALIZE, Pat(scan_p, "*operands", as_="scan"))
+def _scan_invariant_carries(operands, scan):
+    """Carries the body never changes become consts of the scan; their results are their inits."""
+    p = dict(scan.params)
+    n_consts, n_carry, body = p["num_consts"], p["num_carry"], p["jaxpr"]
+    invariant = _invariant_carries(body.jaxpr, n_consts, n_carry)
+    if not any(invariant):
+        return None
+    fixed, moving = _split_invariant(operands, n_consts, invariant)
+    fixed_lin, moving_lin = _split_invariant(list(p["linear"]), n_consts, invariant)
+    xs = operands[n_consts + n_carry:]
+    p.update(jaxpr=_hoist(body, n_consts, invariant, len(body.jaxpr.outvars) - n_carry),
+             num_consts=n_consts + len(fixed), num_carry=len(moving),
+             linear=(*p["linear"][:n_consts], *fixed_lin, *moving_lin, *p["linear"][n_consts + n_carry:]))
+    outs = scan_p.bind(*operands[:n_consts], *fixed, *moving, *xs, **p)
+    carries = iter(outs[:len(moving)])
+    return [init if i else next(carries) for init, i in zip(operands[n_consts:], invariant)] + outs[len(moving):]

@@ -14,23 +14,23 @@ from ._common import dtype_of, inexact
 
 
 def i0e(x):
-    """exp(-|x|) I0(x)."""
+    """``exp(-|x|) I0(x)``."""
     return lax.bessel_i0e(inexact("i0e", x))
 
 
 def i0(x):
-    """The modified Bessel function I0(x) = exp(|x|) i0e(x)."""
+    """The modified Bessel function ``I0(x) = exp(|x|) i0e(x)``."""
     x = inexact("i0", x)
     return jnp.exp(jnp.abs(x)) * lax.bessel_i0e(x)
 
 
 def i1e(x):
-    """exp(-|x|) I1(x)."""
+    """``exp(-|x|) I1(x)``."""
     return lax.bessel_i1e(inexact("i1e", x))
 
 
 def i1(x):
-    """The modified Bessel function I1(x) = exp(|x|) i1e(x)."""
+    """The modified Bessel function ``I1(x) = exp(|x|) i1e(x)``."""
     x = inexact("i1", x)
     return jnp.exp(jnp.abs(x)) * lax.bessel_i1e(x)
 

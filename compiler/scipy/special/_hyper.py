@@ -75,7 +75,7 @@ _hyp1f1.defjvps(lambda t, ans, a, b, x: _elementwise(_hyp1f1_da)(a, b, x) * t,
 
 
 def hyp1f1(a, b, x):
-    """Kummer's confluent hypergeometric function 1F1(a; b; x) (the power series for |x| < 100,
+    """Kummer's confluent hypergeometric function 1F1(a; b; x) (the power series for ``|x| < 100``,
     the asymptotic series beyond)."""
     return _hyp1f1(*inexact("hyp1f1", a, b, x))
 

@@ -28,7 +28,7 @@ def logit(x):
 
 
 def expit(x):
-    """1 / (1 + exp(-x)), the logistic function (lax.logistic: stable for large |x|)."""
+    """1 / (1 + exp(-x)), the logistic function (lax.logistic: stable for large ``|x|``)."""
     return lax.logistic(inexact("expit", x, complex_ok=True))
 
 
@@ -116,7 +116,7 @@ def boxcox1p(x, lmbda):
 
 def logsumexp(a, axis=None, b=None, keepdims: bool = False, return_sign: bool = False, where=None):
     """log(sum(b * exp(a))) over ``axis`` without overflow. With ``b``, a negative sum is NaN
-    unless ``return_sign`` (then |sum| and its sign); ``where`` masks elements out."""
+    unless ``return_sign`` (then ``|sum|`` and its sign); ``where`` masks elements out."""
     if where is not None:
         a = jnp.where(where, a, 0)
     if b is not None:

@@ -1,4 +1,4 @@
-"""Benchmarks side by side with JAX: ``python -m jaxprc.tools.bench [--quick] [--json FILE]``.
+"""Benchmarks side by side with JAX: ``python benchmarks/bench.py [--quick] [--json FILE]``.
 
 Each benchmark is one program written once against the API jaxprc shares
 with JAX. Each library runs in a worker process of its own, as a user's
@@ -840,7 +840,7 @@ def to_json(results: list[Result]) -> list[dict]:
 # -------------------------------------------------------------------- main
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m jaxprc.tools.bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python benchmarks/bench.py", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="few samples per benchmark (under two minutes)")
     p.add_argument("--only", action="append", default=[],
                    help="run benchmarks whose name contains this text (repeatable)")

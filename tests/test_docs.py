@@ -1,0 +1,174 @@
+"""The documentation tells the truth: every code block of every page runs and prints what the
+page shows, the generated reference pages follow the code they are generated from, and the site
+builds with warnings as errors (where Sphinx is installed: the ``docs`` and ``test`` extras)."""
+import importlib
+import importlib.util
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
+sys.path.insert(0, str(Path(__file__).parent))
+
+import doc_blocks  # noqa: E402
+
+PAGES = sorted(p.relative_to(ROOT).as_posix() for p in [ROOT / "README.md", *DOCS.rglob("*.md")]
+               if not {"_generated", "api", "_build"} & set(p.relative_to(ROOT).parts)
+               and doc_blocks.blocks(p.read_text()))
+
+
+def test_the_guides_have_code_to_run():
+    assert {f"docs/guides/{g}.md" for g in ("getting-started", "custom-derivatives", "writing-a-primitive",
+                                            "writing-a-pass", "many-devices", "performance")} <= set(PAGES)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_code_blocks_print_what_the_page_shows(page):
+    """Each page in a process of its own, from the repository root, its blocks in order."""
+    run = subprocess.run([sys.executable, str(ROOT / "tests" / "doc_blocks.py"), "run", page], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    outputs = json.loads(run.stdout.rstrip().rsplit("\n", 1)[-1])
+    blocks = doc_blocks.blocks((ROOT / page).read_text())
+    assert len(outputs) == len(blocks)
+    for block, output in zip(blocks, outputs):
+        shown = doc_blocks.normalize(block.expected or "")
+        assert _same_text(doc_blocks.normalize(output), shown), (
+            f"{page}, the block at line {block.line} printed something else than the page shows "
+            f"(python tests/doc_blocks.py update {page} rewrites it):\n{output}")
+
+
+_NUMBER = re.compile(r"-?\d+\.\d*(?:e[+-]?\d+)?")
+
+
+def _same_text(printed: str, shown: str) -> bool:
+    """Equal text, except that decimal numbers may differ in their last digits (another CPU's
+    XLA may vectorize a transcendental function differently)."""
+    if _NUMBER.split(printed) != _NUMBER.split(shown):
+        return False
+    return all(math.isclose(float(a), float(b), rel_tol=1e-5, abs_tol=1e-7)
+               for a, b in zip(_NUMBER.findall(printed), _NUMBER.findall(shown)))
+
+
+def test_same_text_tolerates_last_digits_only():
+    assert _same_text("[0.6043678  0.1]", "[0.6043679  0.1]")
+    assert not _same_text("[0.6043678  0.1]", "[0.6053678  0.1]")
+    assert not _same_text("f32[3] 1.0", "f32[4] 1.0") and not _same_text("a 1.", "b 1.")
+
+
+def test_grammar_page_is_the_parser_grammar():
+    import grammar_page
+    page, text = grammar_page.grammar_markdown(), grammar_page.grammar_text()
+    assert text.rstrip() in page
+    assert text == (ROOT / "ir" / "grammar.lark").read_text()
+    for rule in ("closed_jaxpr", "definition", "eqn", "effects", "param", "value", "consts"):
+        assert f"`{rule}`" in page
+
+
+def test_primitives_page_follows_the_param_schemas():
+    import params_page
+    from jaxprc.ir import PRIMITIVES, Primitive
+    from jaxprc.ir.params import Int, Tuple
+    page = params_page.primitives_markdown()
+    for prim in PRIMITIVES.values():
+        assert f"| `{prim.name}` |" in page
+    reduce_sum = PRIMITIVES["reduce_sum"]
+    assert f"`axes`: {reduce_sum.param_schema['axes']}" in page
+    probe = Primitive("docs_probe_primitive")          # a schema change changes the page
+    try:
+        probe.def_params(width=Int(min=1))
+        assert "`width`: an integer >= 1" in params_page.primitives_markdown()
+        probe.def_params(width=Tuple(Int(min=0), length=2))
+        changed = params_page.primitives_markdown()
+        assert "`width`: a tuple of 2 items, each an integer >= 0" in changed
+        assert "`width`: an integer >= 1" not in changed
+    finally:
+        del PRIMITIVES["docs_probe_primitive"]
+
+
+def test_verifier_examples_fail_as_shown():
+    """Each bad program still fails, in text and built in Python (the page generator raises if one
+    passes), and each check of the verifier has its section."""
+    import verifier_page
+    page = verifier_page.verifier_markdown()
+    for check in verifier_page.CHECKS:
+        assert f"## {check.title}" in page
+        assert verifier_page.verify_error(check).startswith("JaxprTypeError: ")
+    for phrase in ("is bound twice", "is used before it is bound", "is not bound in the jaxpr",
+                   "declared output types", "typing rule failed", "got unexpected param", "lacks param",
+                   "is not an integer", "does not have its declared type", "its value has type"):
+        assert phrase in page, phrase
+
+
+def test_command_line_page_runs_every_command():
+    import cli_page
+    from jaxprc.tools import cli
+    parser = cli.build_parser()
+    commands = set(next(a for a in parser._actions if a.dest == "command").choices)
+    shown = {line.split()[1] for _, line in cli_page.SESSION if not line.split()[1].startswith("-")}
+    assert shown == commands
+    rc, text = cli_page.run_cli(["check", str(ROOT / "examples" / "clipped_norm.jaxpr")])
+    assert rc == 0 and text
+
+
+def test_differences_page_lists_every_table_entry():
+    import differences_page
+    tables = differences_page.load_tables(ROOT / differences_page.API_COVERAGE, ["OWNED", "NOT_APPLICABLE"])
+    sweep = differences_page.load_tables(ROOT / differences_page.EDGE_SWEEP, ["KNOWN_DIFFERENCES"])
+    page = differences_page.differences_markdown(ROOT)
+    assert page.count("\n| `") == len(sweep["KNOWN_DIFFERENCES"]) + sum(
+        len(set(names.values())) for table in tables.values() for names in table.values())
+    for table in tables.values():
+        for names in table.values():
+            assert all(f"`{name}`" in page for name in names)
+
+
+def _enforced_modules():
+    """The jaxprc modules ``tests_oracle/test_api_coverage.py`` compares with JAX's (its literal
+    entries; the scipy.stats distributions are added there by a loop)."""
+    import ast
+    tree = ast.parse((ROOT / "tests_oracle" / "test_api_coverage.py").read_text())
+    node = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "ENFORCED")
+    return {v.value for v in node.values if isinstance(v, ast.Constant)}
+
+
+def test_api_reference_has_every_public_module_and_name():
+    import api_pages
+    modules = api_pages.public_modules()
+    assert _enforced_modules() <= set(modules)
+    assert {f"jaxprc.scipy.stats.{n}" for n in ("norm", "gamma", "t")} <= set(modules)
+    for module_name in modules:
+        page = api_pages.module_page(module_name)
+        for name in api_pages.public_names(importlib.import_module(module_name)):
+            assert f"{module_name}.{name}" in page, (module_name, name)
+    assert ".. autofunction:: jaxprc.lax.scan" in api_pages.module_page("jaxprc.lax")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sphinx") is None or importlib.util.find_spec("myst_parser") is None
+                    or importlib.util.find_spec("furo") is None,
+                    reason="the docs extra (sphinx, myst-parser, furo) is not installed")
+def test_site_builds_without_warnings(tmp_path):
+    build = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+                            str(DOCS), str(tmp_path / "html")], cwd=ROOT, capture_output=True, text=True,
+                           timeout=900)
+    assert build.returncode == 0, build.stderr[-6000:]
+    for page in ("index", "reference/ir-language", "reference/verifier", "api/jaxprc.lax",
+                 "guides/differences-from-jax"):
+        assert (tmp_path / "html" / f"{page}.html").exists(), page
+
+
+def test_benchmark_chart_draws_every_row_of_the_table(tmp_path):
+    import bench_chart
+    guide = DOCS / "guides" / "performance.md"
+    rows = bench_chart.ratios(guide.read_text())
+    assert len(rows) >= 20 and "tracing: make_jaxpr(chain)" in dict(rows)
+    bench_chart.write_chart(guide, tmp_path / "chart.svg")
+    svg = (tmp_path / "chart.svg").read_text()
+    assert svg.count("<rect") == len(rows) and "make_jaxpr(grad(chain))" in svg

@@ -1,0 +1,61 @@
+"""The layering check (tools/check_layers.py) passes on the project, and fails where it should."""
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from jaxprc.tools import check_layers
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_the_project_keeps_its_layers():
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "check_layers.py"), str(ROOT)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.startswith("layers: ok (") and int(proc.stdout.split("(")[1].split()[0]) > 200
+
+
+def test_a_wrong_root_fails_instead_of_passing_on_zero_files(tmp_path):
+    assert check_layers.main([str(tmp_path)]) == 1
+    assert check_layers.main([str(ROOT / "compiler")]) == 1
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    """The project's layers' folders, copied."""
+    root = tmp_path_factory.mktemp("project")     # (the checker reads files only: no import)
+    for folder in check_layers.ALLOWED:
+        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+ADDED = [   # (file, an import added to it, what the check must say about it)
+    ("compiler/lax/shapes.py", "from jaxprc import numpy", "sub-layer 'lax' imports 'jaxprc.numpy'"),
+    ("compiler/lax/slicing.py", "from ..api import jit", "sub-layer 'lax' imports 'jaxprc.api'"),
+    ("compiler/lax/sorting.py", "from jaxprc.ad import grad",
+     "sub-layer 'lax' imports 'jaxprc.ad' from sub-layer 'transformations'"),
+    ("compiler/lowering.py", "from jaxprc.numpy import zeros", "sub-layer 'engine' imports 'jaxprc.numpy'"),
+    ("compiler/segmenting.py", "import jaxprc", "sub-layer 'engine' imports 'jaxprc' from sub-layer 'api'"),
+    ("passes/dce.py", "from jaxprc.lax import add_p", "layer 'passes' imports 'jaxprc.lax'"),
+    ("ir/core.py", "from jaxprc.passes import dce", "layer 'ir' imports 'jaxprc.passes.dce'"),
+    ("runtime/array.py", "import jax.numpy", "the product must not import the jax package"),
+]
+
+
+def test_each_added_upward_import_fails(copy):
+    for path, line, _ in ADDED:
+        with open(copy / path, "a") as f:
+            f.write(f"\n\ndef _added():\n    {line}\n")
+    problems, _, _ = check_layers.check(copy)
+    assert len(problems) == len(ADDED), problems
+    for (path, _, expected), problem in zip(sorted(ADDED), sorted(problems)):
+        assert problem.startswith(path + ":") and expected in problem, (problem, expected)
+
+
+def test_a_known_upward_import_that_is_gone_fails():
+    problems, _, _ = check_layers.check(ROOT, check_layers.KNOWN_UPWARD | {("jaxprc.lax.shapes", "jaxprc.numpy")})
+    assert problems == ["tools/check_layers.py: KNOWN_UPWARD lists jaxprc.lax.shapes importing jaxprc.numpy, "
+                        "which no longer happens: remove the entry"]

@@ -1,0 +1,106 @@
+"""`jaxprc reduce`: delta debugging of IR programs against --until-error, --until-differs and
+--test CMD (in process; the --test command is a small Python script)."""
+import sys
+
+import numpy as np
+import pytest
+
+from jaxprc.interpreters import mlir
+from jaxprc.interpreters.mlir import hlo
+from jaxprc.ir import Primitive, parse
+from jaxprc.ir.verify import verify
+from jaxprc.passes import count_equations
+from in_process import cli
+
+# Test hooks. A primitive with no lowering (lowering fails, as an XLA crash would), and one
+# that "miscompiles": its eager evaluation computes sin, its lowering cos.
+unlowerable_p = Primitive("test_reduce_unlowerable")
+unlowerable_p.def_abstract_eval(lambda x: x)
+miscompiled_p = Primitive("test_reduce_miscompiled")
+miscompiled_p.def_abstract_eval(lambda x: x)
+miscompiled_p.def_impl(lambda x: np.sin(np.asarray(x)))
+mlir.register_lowering(miscompiled_p, lambda ctx, x: hlo.cosine(x))
+
+
+def chain(n: int, culprit_at: int, culprit: str) -> str:
+    """``n`` equations in one chain (differences carry through to the output unshrunk), the
+    one at ``culprit_at`` applying ``culprit``."""
+    ops = ["add {x} b", "neg {x}", "sub {x} a", "sin {x}"]
+    lines, prev = ["{ lambda ; a:f32[4] b:f32[4]. let"], "a"
+    for i in range(n):
+        op = culprit + " {x}" if i == culprit_at else ops[i % len(ops)]
+        lines.append(f"    v{i}:f32[4] = " + op.format(x=prev))
+        prev = f"v{i}"
+    return "\n".join(lines + [f"  in ({prev}, b) }}"]) + "\n"
+
+
+
+def reduced(r):
+    assert r.returncode == 0, r.stderr
+    program = parse(r.stdout)
+    verify(program)
+    return program
+
+
+def test_until_error_shrinks_2000_equations_to_the_failing_one(tmp_path):
+    path = tmp_path / "big.jaxpr"
+    path.write_text(chain(2000, 1234, "test_reduce_unlowerable"))
+    r = cli("reduce", str(path), "--until-error", "lowering rule for primitive 'test_reduce_unlowerable'")
+    small = reduced(r)
+    assert count_equations(small) <= 5
+    assert [e.primitive.name for e in small.eqns] == ["test_reduce_unlowerable"]
+    assert "reduce: 2000 -> 1 equation" in r.stderr and "after cut" in r.stderr     # progress lines
+
+
+def test_until_differs_corners_the_miscompiled_primitive(tmp_path):
+    path = tmp_path / "prog.jaxpr"
+    path.write_text(chain(200, 130, "test_reduce_miscompiled"))
+    small = reduced(cli("reduce", str(path), "--until-differs", "--quiet"))
+    assert [e.primitive.name for e in small.eqns] == ["test_reduce_miscompiled"]
+    assert small.jaxpr.outvars == small.eqns[0].outvars       # its result is what is compared
+
+
+def test_until_error_after_a_pipeline_and_inlining_of_branches(tmp_path):
+    text = """{ lambda ; a:f32[] b:i32[]. let
+        c:f32[] = sin a
+        d:f32[] = cond[
+          branches=(
+            { lambda ; e:f32[]. let f:f32[] = cos e in (f,) },
+            { lambda ; g:f32[]. let h:f32[] = exp g; i:f32[] = test_reduce_unlowerable h in (i,) }
+          )
+        ] b c
+        j:f32[] = mul d a
+      in (j,) }"""
+    path = tmp_path / "prog.jaxpr"
+    path.write_text(text)
+    small = reduced(cli("reduce", str(path), "--passes", "jvp", "--until-error", "Differentiation rule for "
+                        "'test_reduce_unlowerable'", "--quiet"))
+    assert [e.primitive.name for e in small.eqns] == ["test_reduce_unlowerable"]
+
+
+def test_a_user_command_decides_and_a_reproducer_header_is_kept(tmp_path):
+    script = tmp_path / "has_tanh.py"
+    script.write_text("import sys\ntext = open(sys.argv[1]).read()\n"
+                      "sys.exit(0 if text.startswith('# keep me') and ' tanh ' in text else 1)\n")
+    path = tmp_path / "prog.jaxpr"
+    path.write_text("# keep me\n" + chain(40, 25, "tanh"))
+    out = tmp_path / "small.jaxpr"
+    r = cli("reduce", str(path), "--test", f"{sys.executable} {script}", "-o", str(out), "--quiet")
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert text.startswith("# keep me\n")
+    assert [e.primitive.name for e in parse(text).eqns] == ["tanh"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "give exactly one interestingness test"),
+    (["--until-differs", "--test", "true"], "give exactly one interestingness test"),
+    (["--until-differs", "--passes", "dce"], "--passes goes with --until-error"),
+    (["--until-error", "("], "is not a regular expression"),
+    (["--until-error", "nothing like this"], "the input program is not interesting"),
+])
+def test_user_errors(tmp_path, argv, message):
+    path = tmp_path / "prog.jaxpr"
+    path.write_text(chain(3, 1, "cos"))
+    r = cli("reduce", str(path), *argv)
+    assert r.returncode == 1 and message in r.stderr, r.stderr

@@ -1,0 +1,204 @@
+"""Custom rules, control flow and batching together, against JAX (issue 32): a batched
+custom_vjp inside scan, callback order under vmap and in control flow, forwarded outputs of
+cond/while/scan under vmap (values, dtypes, weak types), optimize_remat's primal value,
+collectives over vmap axes, complex odeint."""
+import jax
+import jax.experimental.ode
+import numpy as np
+import pytest
+
+import jaxprc
+import jaxprc.experimental.ode
+
+
+def leaves_of(out):
+    """(values, dtypes, weak types) of a result's leaves, for comparison across libraries."""
+    leaves = jax.tree_util.tree_leaves(out)
+    return ([np.asarray(x).tolist() for x in leaves], [np.asarray(x).dtype.name for x in leaves],
+            [bool(getattr(x, "weak_type", False)) for x in leaves])
+
+
+def assert_same(case):
+    (ours, o_dtypes, o_weak), (theirs, t_dtypes, t_weak) = leaves_of(case(jaxprc)), leaves_of(case(jax))
+    np.testing.assert_allclose(np.concatenate([np.ravel(x) for x in ours]) if ours else [],
+                               np.concatenate([np.ravel(x) for x in theirs]) if theirs else [], rtol=2e-5,
+                               atol=1e-6)
+    assert (o_dtypes, o_weak) == (t_dtypes, t_weak)
+
+
+def scan_over_custom_vjp(lib):
+    @lib.custom_vjp
+    def mul(x, coeff):
+        return x * coeff
+    mul.defvjp(lambda x, c: (mul(x, c), (x, c)), lambda r, g: (g * r[1], (r[0] * g).sum()))
+
+    def f(x, coeff):
+        return lib.lax.scan(lambda c, _: (mul(c, coeff), None), x, None, length=3)[0]
+    xs = np.arange(6.0, dtype=np.float32).reshape(3, 2) / 5
+    out, pullback = lib.vjp(lib.vmap(f, (0, None)), xs, np.float32(1.2))
+    return out, pullback(np.ones((3, 2), np.float32))
+
+
+def forwarded_by_cond(lib):
+    f = lambda p, x, y: lib.lax.cond(p, lambda x, y: (x, y + 1), lambda x, y: (x, y - 1), x, y)  # noqa: E731
+    return lib.vmap(f, (0, None, 0), (None, 0))(np.array([True, False]), np.float32(3), np.arange(2.0))
+
+
+def forwarded_by_switch(lib):
+    branches = [lambda x, y: (x, y), lambda x, y: (x, 2 * y)]
+    f = lambda i, x, y: lib.lax.switch(i, branches, x, y)  # noqa: E731
+    return lib.jit(lib.vmap(f, (0, None, 0), (None, 0)))(np.array([1, 0]), np.float32(3), np.arange(2.0))
+
+
+def read_only_while_carry(lib):
+    f = lambda s, y: lib.lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + c[0]), (s, y))  # noqa: E731
+    return lib.vmap(f, (None, 0), (None, 0))(np.float32(1), np.array([0.0, 1.5], np.float32))
+
+
+def forwarded_by_scan(lib):
+    f = lambda a, xs: lib.lax.scan(lambda c, x: ((c[0], c[1] + c[0] * x), x), (a, 0.0), xs)  # noqa: E731
+    return lib.jit(f)(np.float32(2), np.arange(3.0, dtype=np.float32))
+
+
+def optimize_remat_primal(lib):
+    @lib.custom_vjp
+    def f(x):
+        return lib.numpy.tan(x)
+    f.defvjp(lambda x: (lib.numpy.sin(x), (x,)), lambda r, g: (lib.numpy.cos(r[0]) * g,), optimize_remat=True)
+    return (lib.value_and_grad(lambda x: lib.remat(f)(x) ** 2)(3.2),
+            lib.jit(lib.value_and_grad(lambda x: f(x) ** 2))(3.2))
+
+
+def collectives_over_vmap_axis(lib):
+    lax = lib.lax
+    xs = np.arange(18.0, dtype=np.float32).reshape(3, 6)
+    return (lib.vmap(lambda x: lax.psum_scatter(x.reshape(3, 2), "i"), axis_name="i")(xs),
+            lib.vmap(lambda x: lax.psum_scatter(x, "i", tiled=True), axis_name="i")(xs),
+            lib.vmap(lambda x: lax.while_loop(lambda c: c < lax.axis_index("i"), lambda c: c + 1, 0),
+                     axis_name="i")(xs),
+            lib.vmap(lib.grad(lambda v: (lax.psum_scatter(v.reshape(3, 2), "i") ** 2).sum()), axis_name="i")(xs))
+
+
+def complex_odeint(lib):
+    odeint = lib.experimental.ode.odeint
+    ts = np.array([0.0, 0.5, 1.0], np.float32)
+    a = np.complex64(0.1 - 1j)
+    ys = odeint(lambda y, t, a: a * y, np.array([1.0, 0.5j], np.complex64), ts, a)
+    g = lib.grad(lambda a: lib.numpy.real(odeint(lambda y, t, a: a * y, np.ones(1, np.complex64), ts, a)[-1, 0]))(a)
+    return ys, g
+
+
+CASES = {f.__name__: f for f in (scan_over_custom_vjp, forwarded_by_cond, forwarded_by_switch, read_only_while_carry,
+                                 forwarded_by_scan, optimize_remat_primal, collectives_over_vmap_axis,
+                                 complex_odeint)}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_values_and_types_match_jax(name):
+    assert_same(CASES[name])
+
+
+def callback_order(lib, jit: bool):
+    seen = []
+    f = lib.vmap(lib.vmap(lambda x: lib.debug.callback(lambda v: seen.append(float(v)), x)))
+    (lib.jit(f) if jit else f)(np.arange(4.0, dtype=np.float32).reshape(2, 2))
+    lib.effects_barrier()
+    return seen
+
+
+def ordered_in_control_flow(lib):
+    lax, seen = lib.lax, []
+
+    def log(tag, *xs):
+        lib.debug.callback(lambda *v: seen.append((tag, *[float(np.asarray(u)) for u in v])), *xs, ordered=True)
+
+    def f(x):
+        def cond_fun(c):
+            log("cond", c)
+            return c < 2
+
+        def body_fun(c):
+            log("body", c)
+            return c + 1
+        c = lax.while_loop(cond_fun, body_fun, x)
+        c = lax.switch(c, [lambda v: v, lambda v: v, lambda v: (log("switch", v), v * 3)[1]], c)
+        return lax.scan(lambda c, t: (log("scan", t) or c + t, None), c, np.arange(2.0, dtype=np.float32))[0]
+    out = f(0)
+    lib.jit(f)(0)
+    lib.effects_barrier()
+    return out, seen
+
+
+def test_vmapped_callbacks_run_in_jax_order_eagerly():
+    assert callback_order(jaxprc, jit=False) == callback_order(jax, jit=False)
+    assert sorted(callback_order(jaxprc, jit=True)) == sorted(callback_order(jax, jit=True))
+
+
+def test_ordered_callbacks_in_control_flow_as_jax_eager_and_jit():
+    (ours, our_seen), (theirs, their_seen) = ordered_in_control_flow(jaxprc), ordered_in_control_flow(jax)
+    assert float(ours) == float(theirs) and our_seen == their_seen
+
+
+def error_of(case, lib):
+    try:
+        case(lib)
+    except Exception as e:  # noqa: BLE001 -- its type and first sentence are compared
+        return type(e).__name__ if not isinstance(e, TypeError) else "TypeError", str(e).split(". ")[0]
+    return None
+
+
+def mixed_dtypes(lib):
+    return lib.lax.add(lib.numpy.int32(1), lib.numpy.float32(2))
+
+
+def closure_convert_wrong_structure(lib):
+    _, pullback = lib.vjp(lambda x, z: z * x, 2.0, 3.0)
+    pure, consts = lib.closure_convert(pullback, 2.0)
+    return pure(1.0, consts)
+
+
+@pytest.mark.parametrize("case", [mixed_dtypes, closure_convert_wrong_structure], ids=lambda c: c.__name__)
+def test_error_type_and_first_sentence_match_jax(case):
+    assert error_of(case, jaxprc) == error_of(case, jax)
+
+
+def none_for_a_subtree(lib):
+    @lib.custom_vjp
+    def f(x):
+        return x["a"] * x["b"][0]
+    f.defvjp(lambda x: (f(x), x), lambda r, g: ({"a": g * r["b"][0], "b": None},))
+    return lib.grad(f)({"a": np.float32(2), "b": (np.float32(3),)})
+
+
+def test_bwd_none_for_a_subtree_as_jax():
+    assert_same(none_for_a_subtree)
+
+
+def linearized_switch_operands(lib):
+    jnp, lax = lib.numpy, lib.lax
+    branches = [lambda x: jnp.sin(x) * jnp.cos(x), lambda x: jnp.exp(x) * x, lambda x: x ** 3]
+
+    def tangent_map(x):
+        return lib.linearize(lambda x: lax.switch(x.astype(int) % 3, branches, x), x)[1](x)
+    jaxpr = lib.make_jaxpr(tangent_map)(1.0)
+    return [len(e.invars) for e in jaxpr.jaxpr.eqns if e.primitive.name == "cond"]
+
+
+def test_switch_residuals_merge_across_branches_as_jax():
+    # residuals of equal types share operands (one branch runs): as many as JAX passes
+    assert linearized_switch_operands(jaxprc) == linearized_switch_operands(jax)
+
+
+def all_to_all_over_two_vmap_axes(lib):
+    outs = []
+    for axes in (("i", "j"), ("j", "i")):
+        for split, concat, tiled in ((0, 0, False), (0, 0, True), (0, 1, False), (1, 0, False)):
+            shape = [2, 3, 6, 2] if (split, concat) == (0, 1) else [2, 3, 2, 6] if split == 1 else [2, 3, 12 if tiled else 6]
+            x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+            f = lambda v: lib.lax.all_to_all(v, axes, split, concat, tiled=tiled)  # noqa: E731
+            outs.append(lib.vmap(lib.vmap(f, axis_name="j"), axis_name="i")(x))
+    return outs
+
+
+def test_all_to_all_over_two_vmap_axes_as_jax():
+    assert_same(all_to_all_over_two_vmap_axes)

@@ -1,0 +1,128 @@
+"""Symbolic shapes against JAX's jax.export: the text of dimension expressions, the decisions of
+comparisons under constraints, the shapes functions trace to, and the values of a polymorphic
+program at several concrete sizes (JAX's Exported.call against jaxprc's specialised program)."""
+import jax
+import jax.numpy as jjnp
+import numpy as np
+import pytest
+from jax import export as jexport
+
+import jaxprc
+import jaxprc.numpy as xjnp
+from jaxprc.ir import shape_poly as sp
+
+# expressions over b, h, formed by Python arithmetic on each library's dimensions
+EXPRESSIONS = [
+    lambda b, h: b + 1, lambda b, h: 2 * b + 1, lambda b, h: b * h + 2 * b - 3,
+    lambda b, h: (b + 1) * (b - 1), lambda b, h: 3 - b, lambda b, h: b // 2, lambda b, h: b % 3,
+    lambda b, h: (2 * b + 3) // 2, lambda b, h: (2 * b + 3) % 2, lambda b, h: (1 - b) // 2,
+    lambda b, h: b * h * b + h, lambda b, h: (4 * b) // 4, lambda b, h: (b * h) // h,
+]
+PARSED = ["max(b, 4)", "min(b, h) + 1", "floordiv(b, 2)", "mod(b + 1, 3)"]
+
+# (lhs, op, rhs, constraints): JAX's answer (True/False/inconclusive) is the oracle
+COMPARISONS = [
+    ("b", ">=", "1", ()), ("b", ">=", "2", ()), ("b", ">=", "2", ("b >= 2",)), ("b", "<", "h", ()),
+    ("b + 1", ">", "b", ()), ("2*b", ">=", "b + 1", ()), ("mod(b, 3)", "<", "3", ()), ("floordiv(b, 2)", ">=", "0", ()),
+    ("b", "<=", "10", ("b <= 10",)), ("b", "<", "10", ("b <= 10",)), ("h", ">", "b", ("h >= b + 3",)),
+    ("b", "==", "2", ()), ("b*h", ">=", "1", ()), ("b - 1", "<", "0", ()),
+    ("min(b, 5)", "<=", "b", ()), ("max(b, h)", ">=", "b", ()), ("min(b, 5)", ">=", "3", ()),
+    ("max(b, 5) - min(b, 5)", ">=", "0", ()), ("min(b, h)", "<=", "h", ()),
+]
+
+
+def _decide(mod, lhs, op, rhs, constraints):
+    scope = mod.SymbolicScope(constraints)
+    a, c = mod.symbolic_shape(f"{lhs}, {rhs}", scope=scope)
+    try:
+        return {">=": lambda: a >= c, ">": lambda: a > c, "<": lambda: a < c, "<=": lambda: a <= c,
+                "==": lambda: a == c}[op]()
+    except mod.InconclusiveDimensionOperation if mod is sp else Exception as e:
+        assert "inconclusive" in str(e).lower()
+        return "inconclusive"
+
+
+def test_expression_text_matches_jax():
+    theirs, ours = jexport.symbolic_shape("b, h"), sp.symbolic_shape("b, h")
+    for expr in EXPRESSIONS:
+        assert str(expr(*ours)) == str(expr(*theirs))
+    for text in PARSED:
+        assert str(sp.symbolic_shape(text)[0]) == str(jexport.symbolic_shape(text)[0]), text
+
+
+def test_comparisons_match_jax():
+    for case in COMPARISONS:
+        assert _decide(sp, *case) == _decide(jexport, *case), case
+
+
+# name -> (function of a numpy module, argument shapes over b)
+FUNCTIONS = {
+    "mlp": (lambda m: lambda x, w: m.tanh(x @ w).sum(axis=1) / x.shape[0], [("b, 4"), ("4, 3")]),
+    "reshape": (lambda m: lambda x, w: (x.reshape(-1, 2).T, x.reshape((x.shape[0], 2, 2))),
+                ["b, 4", "4, 3"]),
+    "slices": (lambda m: lambda x, w: (x[1:] * 2, x[1::2], x[-1], m.concatenate([x, x[:1]])),
+               ["b, 4", "4, 3"]),
+    "arange": (lambda m: lambda x, w: x * m.arange(x.shape[0], dtype=np.float32)[:, None]
+               + m.arange(2, x.shape[0] + 2).sum(), ["b, 4", "4, 3"]),
+    "cumsum_where": (lambda m: lambda x, w: m.where(m.cumsum(x, axis=0) > 0, x, -x) @ w, ["b, 4", "4, 3"]),
+    "tile": (lambda m: lambda x, w: m.tile(x, (2, 1)).mean(axis=0), ["b, 4", "4, 3"]),
+}
+
+
+def _specs(mod_export, shape_cls, texts, constraints=("b >= 2",)):
+    scope = mod_export.SymbolicScope(constraints)
+    return [shape_cls(mod_export.symbolic_shape(t, scope=scope), np.float32) for t in texts]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_traced_shapes_and_values_match_jax(name):
+    make, texts = FUNCTIONS[name]
+    f_jax, f_ours = make(jjnp), make(xjnp)
+    theirs = jax.eval_shape(f_jax, *_specs(jexport, jax.ShapeDtypeStruct, texts))
+    poly = jaxprc.make_jaxpr(f_ours)(*_specs(sp, jaxprc.ShapeDtypeStruct, texts))
+    their_avals = jax.tree_util.tree_leaves(theirs)
+    assert [str(a.shape) for a in poly.out_avals] == [str(t.shape) for t in their_avals]
+    assert [a.dtype for a in poly.out_avals] == [t.dtype for t in their_avals]
+    exported = jexport.export(jax.jit(f_jax))(*_specs(jexport, jax.ShapeDtypeStruct, texts))
+    run = jaxprc.jit(jaxprc.jaxpr_as_fun(jaxprc.ir.parse(str(poly))))
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=(4, 3)).astype(np.float32)
+    for n in (2, 3, 6):
+        x = rng.normal(size=(n, 4)).astype(np.float32)
+        want = jax.tree_util.tree_leaves(exported.call(x, w))
+        got = run(x, w)
+        for g, v in zip(got, want):
+            assert g.shape == v.shape and g.dtype == v.dtype
+            np.testing.assert_allclose(g, v, rtol=2e-6, atol=2e-6)
+
+
+def test_constraint_violation_is_refused_like_jax():
+    f = lambda x: x * 2
+    exported = jexport.export(jax.jit(f))(*_specs(jexport, jax.ShapeDtypeStruct, ["b, 4"]))
+    with pytest.raises(ValueError):
+        exported.call(np.ones((1, 4), np.float32))
+    run = jaxprc.jaxpr_as_fun(jaxprc.make_jaxpr(f)(*_specs(sp, jaxprc.ShapeDtypeStruct, ["b, 4"])))
+    with pytest.raises(ValueError, match="b >= 2"):
+        run(np.ones((1, 4), np.float32))
+
+
+def test_export_matches_jax_export():
+    """The same pytree function exported by both: avals, trees and values at several sizes."""
+    def model(m):
+        return lambda d: {"y": m.tanh(d["x"] @ d["w"]) * d["x"].shape[0], "s": d["x"][1:].sum(axis=1)}
+    args = {"x": np.ones((3, 4), np.float32), "w": np.ones((4, 2), np.float32)}
+    shapes = {"x": "b, _", "w": None}
+    theirs = jexport.export(jax.jit(model(jjnp)))(
+        jexport.symbolic_args_specs(args, shapes, constraints=["b >= 2"]))
+    ours = jaxprc.export.export(jaxprc.jit(model(xjnp)))(
+        jaxprc.export.symbolic_args_specs(args, shapes, constraints=["b >= 2"]))
+    assert [str(a.shape) for a in ours.in_avals] == [str(a.shape) for a in theirs.in_avals]
+    assert [str(a.shape) for a in ours.out_avals] == [str(a.shape) for a in theirs.out_avals]
+    assert [a.dtype for a in ours.out_avals] == [a.dtype for a in theirs.out_avals]
+    assert str(ours.in_tree) == str(theirs.in_tree) and str(ours.out_tree) == str(theirs.out_tree)
+    rng = np.random.default_rng(1)
+    for n in (2, 7):
+        d = {"x": rng.normal(size=(n, 4)).astype(np.float32), "w": rng.normal(size=(4, 2)).astype(np.float32)}
+        want, got = theirs.call(d), ours.call(d)
+        for k in want:
+            np.testing.assert_allclose(got[k], want[k], rtol=2e-6, atol=2e-6)
