@@ -35,9 +35,9 @@ are in ``random_distributions`` and exported here, as in ``jax.random``.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-import os
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -47,7 +47,7 @@ from . import numpy as jnp
 from .api import jit
 from .dtypes import ExtendedDType, prng_key
 from .ir import dtypes as dt
-from .ir.dtypes import config
+from .ir.config import OPTIONS, config
 from .ir.tracing import get_aval
 from .ir.tree_util import register_pytree_node
 from .numpy.creation import _shape_tuple
@@ -239,8 +239,8 @@ def _check_impl_name(name):
     return name
 
 
-config.jax_default_prng_impl = _check_impl_name(os.environ.get("JAX_DEFAULT_PRNG_IMPL", "threefry2x32"))
-type(config).validators["jax_default_prng_impl"] = _check_impl_name
+_check_impl_name(config.jax_default_prng_impl)
+OPTIONS["jax_default_prng_impl"] = dataclasses.replace(OPTIONS["jax_default_prng_impl"], validator=_check_impl_name)
 
 
 # --------------------------------------------------------------------- keys
