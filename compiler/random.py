@@ -1,23 +1,33 @@
-"""jaxprc.random: JAX's counter-based PRNG, bit for bit.
+"""jaxprc.random: JAX's counter-based PRNGs, bit for bit.
 
-JAX's default configuration: the threefry2x32 hash with
-``jax_threefry_partitionable=True`` (JAX 0.10's default), so a key's bits of
-shape ``s`` hash the 64-bit counters ``0 .. prod(s)-1`` (split into high and
-low uint32 halves) and xor the two output words.
+Implementations (JAX's ``PRNGImpl``: a key's uint32 data shape, and seed /
+split / fold_in / random_bits on one key's data), selectable per key
+(``key(seed, impl=...)``), by key dtype, or by default
+(``jax_default_prng_impl``); ``define_prng_impl`` makes new ones:
 
-Threefry is written with ``jaxprc.lax`` (uint32 add, xor, shifts, or), so it
-runs eagerly, under ``jit``, ``vmap`` and ``grad`` like any other program.
+- ``threefry2x32`` (the default; ``key<fry>``, ``uint32[2]``): the threefry2x32
+  hash with ``jax_threefry_partitionable=True`` (JAX 0.10's default), so a
+  key's bits of shape ``s`` hash the 64-bit counters ``0 .. prod(s)-1`` (split
+  into high and low uint32 halves) and xor the two output words. Threefry is
+  written with ``jaxprc.lax`` (uint32 add, xor, shifts, or), so it runs
+  eagerly, under ``jit``, ``vmap`` and ``grad`` like any other program.
+- ``rbg`` (``key<rbg>``, ``uint32[4]``): bits from XLA's RngBitGenerator,
+  split and fold_in by threefry on each half of the key.
+- ``unsafe_rbg`` (``key<urbg>``, ``uint32[4]``): RngBitGenerator for bits and
+  for split and fold_in too.
+
 Each sampler's body is a ``jit`` with its shape and dtype static, as in JAX:
 eagerly it compiles once per signature; inside a trace it is a nested call.
 
-Keys. ``PRNGKey(seed)`` gives a raw key, a ``uint32[2]`` array. ``key(seed)``
-gives a typed key: a ``PRNGKeyArray`` wrapping ``uint32[..., 2]`` key data,
-registered as a pytree with that data as its one leaf. Its ``shape`` is the
-data's shape without the trailing 2, so ``jit`` passes it through, ``vmap``
-over axis ``k >= 0`` of a key array maps axis ``k`` of its data, and split /
-index / iterate work on the leading axes. (A negative ``in_axes`` counts
-from the end of the data, key words included: use non-negative axes.)
-Every function takes either kind; ``split`` and ``fold_in`` return the kind
+Keys. ``PRNGKey(seed)`` gives raw key data. ``key(seed)`` gives a typed key:
+a ``PRNGKeyArray`` wrapping ``uint32[..., *key_shape]`` key data, registered
+as a pytree with that data as its one leaf and the implementation as its
+static part. Its ``shape`` is the data's shape without the key words, so
+``jit`` passes it through, ``vmap`` over axis ``k >= 0`` of a key array maps
+axis ``k`` of its data, and split / index / iterate work on the leading axes.
+(A negative ``in_axes`` counts from the end of the data, key words included:
+use non-negative axes.) Every function takes either kind, raw data being keys
+of the default implementation; ``split`` and ``fold_in`` return the kind
 they were given.
 
 The distributions built on these draws (gamma, beta, poisson, binomial, ...)
@@ -25,9 +35,10 @@ are in ``random_distributions`` and exported here, as in ``jax.random``.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
-from typing import Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -36,6 +47,7 @@ from . import numpy as jnp
 from .api import jit
 from .dtypes import ExtendedDType, prng_key
 from .ir import dtypes as dt
+from .ir.config import OPTIONS, config
 from .ir.tracing import get_aval
 from .ir.tree_util import register_pytree_node
 from .numpy.creation import _shape_tuple
@@ -87,6 +99,8 @@ def threefry2x32(k1, k2, x1, x2):
 
 def _unstack2(x):
     """The two entries of ``x``'s leading axis (of size 2): key words, key pairs, paired draws."""
+    if isinstance(x, PRNGKeyArray):
+        return x[0], x[1]
     return lax.index_in_dim(x, 0, keepdims=False), lax.index_in_dim(x, 1, keepdims=False)
 
 
@@ -99,22 +113,15 @@ def _counters(shape):
     return lax.full(shape, _u32(0)), low
 
 
-def _hash_counters(keys, shape):
-    """Threefry of the counters of ``shape`` under each of ``keys`` (``uint32[*n, 2]``): ``n + shape``."""
-    keys_shape = get_aval(keys).shape[:-1]
-    out_shape = (*keys_shape, *shape)
-    words = (lax.index_in_dim(keys, i, axis=-1, keepdims=False) for i in (0, 1))
-    k1, k2 = (lax.broadcast_in_dim(w, out_shape, range(len(keys_shape))) for w in words)
-    hi, lo = (lax.broadcast(c, keys_shape) for c in _counters(shape))
-    return threefry2x32(k1, k2, hi, lo)
+def _hash_counters(key, shape):
+    """Threefry of the counters 0 .. prod(shape)-1 laid out in ``shape`` under one key (``uint32[2]``)."""
+    k1, k2 = (lax.broadcast(w, shape) for w in _unstack2(key))
+    return threefry2x32(k1, k2, *_counters(shape))
 
 
-def _random_bits(key, bit_width: int, shape):
-    """Uniform unsigned ints of ``bit_width`` bits from a raw key (partitionable threefry).
-
-    A stack of keys gives their draws stacked, in one hash (XLA compiles one
-    threefry per program far faster than several).
-    """
+def _threefry_random_bits(key, bit_width: int, shape):
+    """Uniform unsigned ints of ``bit_width`` bits from a threefry key (partitionable: the xor of
+    the two hash words; 64 bits: the two words side by side)."""
     bits1, bits2 = _hash_counters(key, shape)
     dtype = _UINT[bit_width]
     if bit_width == 64:
@@ -124,22 +131,17 @@ def _random_bits(key, bit_width: int, shape):
     return bits if bit_width == 32 else lax.convert_element_type(bits, dtype)
 
 
-@_static("shape")
-def _split(key, shape):
-    bits1, bits2 = _hash_counters(key, shape)
-    return jnp.stack([bits1, bits2], axis=len(shape))
+def _threefry_split(key, shape):
+    return jnp.stack(_hash_counters(key, shape), axis=len(shape))
 
 
-@jit
-def _fold_in(key, data):
-    k1, k2 = _unstack2(key)
-    y1, y2 = threefry2x32(k1, k2, _u32(0), data)
-    return jnp.stack([y1, y2])
+def _threefry_fold_in(key, data):
+    return jnp.stack(threefry2x32(*_unstack2(key), _u32(0), data))
 
 
 @jit
 def _seed(seed):
-    """A raw key from an integer scalar: its high and low 32 bits."""
+    """A threefry key from an integer scalar: its high and low 32 bits."""
     dtype = get_aval(seed).dtype
     word = lambda x: lax.broadcast(lax.convert_element_type(x, np.uint32), (1,))
     hi = word(lax.shift_right_logical(seed, np.array(32, dtype))) if dtype.itemsize == 8 else \
@@ -147,13 +149,117 @@ def _seed(seed):
     return lax.concatenate([hi, word(seed)], 0)
 
 
+# ------------------------------------------------------------------ rbg
+
+# XLA's RngBitGenerator makes the bits from a uint32[4] key. rbg derives keys with threefry
+# applied to each half of the key; unsafe_rbg derives them from RngBitGenerator's own output.
+
+def _rbg_seed(seed):
+    half = _seed(seed)
+    return lax.concatenate([half, half], 0)
+
+
+def _rbg_halves(key):
+    return _unstack2(lax.reshape(key, (2, 2)))
+
+
+def _rbg_split(key, shape):
+    return jnp.concatenate([_threefry_split(half, shape) for half in _rbg_halves(key)], axis=len(shape))
+
+
+def _rbg_fold_in(key, data):
+    return lax.concatenate([_threefry_fold_in(half, data) for half in _rbg_halves(key)], 0)
+
+
+def _rbg_random_bits(key, bit_width: int, shape):
+    return lax.rng_bit_generator(key, shape, dtype=_UINT[bit_width])[1]
+
+
+def _unsafe_rbg_split(key, shape):
+    # Every tenth of 10 * n generated words-of-four: XLA's generator used as a hash.
+    n = math.prod(shape)
+    _, words = lax.rng_bit_generator(key, (10 * n, 4), dtype=np.uint32)
+    return lax.reshape(lax.slice(words, (0, 0), (10 * n, 4), (10, 1)), (*shape, 4))
+
+
+def _unsafe_rbg_fold_in(key, data):
+    _, words = lax.rng_bit_generator(_rbg_seed(data), (10, 4), dtype=np.uint32)
+    return lax.bitwise_xor(key, lax.index_in_dim(words, 9, keepdims=False))
+
+
+# ------------------------------------------------------ implementations
+
+class PRNGImpl(NamedTuple):
+    """A PRNG implementation (JAX's ``PRNGImpl``): the shape of one key's uint32 data and its
+    functions on the data of one key: ``seed(int scalar)``, ``split(key, shape)``,
+    ``random_bits(key, bit_width, shape)``, ``fold_in(key, uint32 scalar)``."""
+    key_shape: tuple
+    seed: Callable
+    split: Callable
+    random_bits: Callable
+    fold_in: Callable
+    name: str = "<unnamed>"
+    tag: str = "?"
+
+    def __str__(self):
+        return self.tag
+
+    def __repr__(self):
+        return f"PRNGImpl({self.name})"
+
+
+prngs: dict[str, PRNGImpl] = {}
+
+
+def register_prng(impl: PRNGImpl) -> PRNGImpl:
+    """Makes ``impl`` selectable by its name (``key(seed, impl=name)``, ``jax_default_prng_impl``)."""
+    if impl.name in prngs:
+        raise ValueError(f"PRNG implementation with name {impl.name} already registered: {prngs[impl.name]}")
+    prngs[impl.name] = impl
+    return impl
+
+
+def define_prng_impl(*, key_shape, seed, split, random_bits, fold_in, name="<unnamed>", tag="?") -> PRNGImpl:
+    """A user-defined PRNG implementation, usable as ``impl=`` (``jax.extend.random.define_prng_impl``)."""
+    return PRNGImpl(tuple(key_shape), seed, split, random_bits, fold_in, name=name, tag=tag)
+
+
+threefry_prng_impl = register_prng(PRNGImpl((2,), _seed, _threefry_split, _threefry_random_bits,
+                                            _threefry_fold_in, name="threefry2x32", tag="fry"))
+rbg_prng_impl = register_prng(PRNGImpl((4,), _rbg_seed, _rbg_split, _rbg_random_bits, _rbg_fold_in,
+                                       name="rbg", tag="rbg"))
+unsafe_rbg_prng_impl = register_prng(PRNGImpl((4,), _rbg_seed, _unsafe_rbg_split, _rbg_random_bits,
+                                              _unsafe_rbg_fold_in, name="unsafe_rbg", tag="urbg"))
+
+
+def _check_impl_name(name):
+    if name not in prngs:
+        raise ValueError(f"jax_default_prng_impl: unrecognized PRNG implementation {name!r}; "
+                         f"registered: {sorted(prngs)}")
+    return name
+
+
+_check_impl_name(config.jax_default_prng_impl)
+OPTIONS["jax_default_prng_impl"] = dataclasses.replace(OPTIONS["jax_default_prng_impl"], validator=_check_impl_name)
+
+
 # --------------------------------------------------------------------- keys
 
 class PRNGKeyDType(ExtendedDType):
-    """The dtype of typed threefry2x32 keys, shown as ``key<fry>``."""
+    """The dtype of typed keys of one implementation, shown as ``key<tag>`` (``key<fry>``)."""
     type = prng_key
-    name = "key<fry>"
-    itemsize = 8
+
+    def __init__(self, impl: PRNGImpl):
+        self._impl = impl
+
+    name = property(lambda self: f"key<{self._impl.tag}>")
+    itemsize = property(lambda self: 4 * math.prod(self._impl.key_shape))
+
+    def __eq__(self, other):
+        return isinstance(other, PRNGKeyDType) and other._impl == self._impl
+
+    def __hash__(self):
+        return hash(self._impl)
 
     def __repr__(self):
         return self.name
@@ -161,20 +267,22 @@ class PRNGKeyDType(ExtendedDType):
     __str__ = __repr__
 
 
-KEY_DTYPE = PRNGKeyDType()
+KEY_DTYPE = PRNGKeyDType(threefry_prng_impl)
 
 
 class PRNGKeyArray:
-    """An array of typed threefry2x32 keys over ``uint32[*shape, 2]`` key data (a pytree of one leaf)."""
-    __slots__ = ("_base",)
+    """An array of typed keys over ``uint32[*shape, *impl.key_shape]`` key data: a pytree whose one
+    leaf is that data, the implementation its static part (so ``jit`` caches per implementation)."""
+    __slots__ = ("_base", "_impl")
 
-    def __init__(self, base):
+    def __init__(self, base, impl: PRNGImpl = threefry_prng_impl):
         self._base = base          # no checks: pytree machinery rebuilds it around any leaf
+        self._impl = impl
 
-    shape = property(lambda self: tuple(get_aval(self._base).shape[:-1]))
+    shape = property(lambda self: tuple(get_aval(self._base).shape[:-len(self._impl.key_shape)]))
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
-    dtype = property(lambda self: KEY_DTYPE)
+    dtype = property(lambda self: PRNGKeyDType(self._impl))
 
     def __len__(self):
         if not self.shape:
@@ -184,18 +292,24 @@ class PRNGKeyArray:
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
+    def _key_words(self):
+        return (slice(None),) * len(self._impl.key_shape)
+
     def __getitem__(self, idx):
         idx = idx if isinstance(idx, tuple) else (idx,)
-        return PRNGKeyArray(self._base[(*idx, slice(None))])
+        return PRNGKeyArray(self._base[(*idx, *self._key_words())], self._impl)
 
     def reshape(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        return PRNGKeyArray(jnp.reshape(self._base, (*shape, 2)))
+        return PRNGKeyArray(jnp.reshape(self._base, (*shape, *self._impl.key_shape)), self._impl)
 
     def __eq__(self, other):
         if not isinstance(other, PRNGKeyArray):
             return NotImplemented
-        return jnp.all(jnp.equal(self._base, other._base), axis=-1)
+        if other._impl != self._impl:
+            raise TypeError(f"cannot compare keys of types {self.dtype} and {other.dtype}")
+        words = tuple(range(-len(self._impl.key_shape), 0))
+        return jnp.all(jnp.equal(self._base, other._base), axis=words)
 
     def __ne__(self, other):
         eq = self.__eq__(other)
@@ -204,15 +318,21 @@ class PRNGKeyArray:
     __hash__ = None
 
     def __repr__(self):
-        return f"Array({self.shape}, dtype={KEY_DTYPE}) overlaying:\n{np.asarray(self._base)}"
+        return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{np.asarray(self._base)}"
 
 
-register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None), lambda _, kids: PRNGKeyArray(kids[0]))
+register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), k._impl), lambda impl, kids: PRNGKeyArray(kids[0], impl))
+
+
+def _default_impl() -> PRNGImpl:
+    return prngs[config.jax_default_prng_impl]
 
 
 def _check_key(name: str, key, allow_batched: bool = False):
-    """(raw key data, whether the key was typed); one key unless ``allow_batched``."""
+    """(typed keys, whether the key was typed): raw key data is read as keys of the default
+    implementation (``jax_default_prng_impl``). One key unless ``allow_batched``."""
     typed = isinstance(key, PRNGKeyArray)
+    impl = key._impl if typed else _default_impl()
     base = key._base if typed else key
     if isinstance(base, (list, tuple)):
         base = np.asarray(base)
@@ -221,13 +341,14 @@ def _check_key(name: str, key, allow_batched: bool = False):
     except TypeError:
         raise TypeError(f"{name}: expected a PRNG key (from jaxprc.random.key or PRNGKey), got "
                         f"{type(key).__name__}") from None
-    if aval.dtype != np.uint32 or aval.shape[-1:] != (2,):
-        raise TypeError(f"{name}: expected a PRNG key: a typed key, or raw key data of type uint32[2]; "
-                        f"got {aval.str_short()}")
-    if not allow_batched and aval.ndim != 1:
+    nwords = len(impl.key_shape)
+    if aval.dtype != np.uint32 or aval.shape[aval.ndim - nwords:] != impl.key_shape:
+        raise TypeError(f"{name}: expected a PRNG key: a typed key, or raw {impl.name} key data of type "
+                        f"uint32{list(impl.key_shape)}; got {aval.str_short()}")
+    if not allow_batched and aval.ndim != nwords:
         raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
-                         f"{aval.shape[:-1]} != (). Use jaxprc.vmap for batching.")
-    return base, typed
+                         f"{aval.shape[:-nwords]} != (). Use jaxprc.vmap for batching.")
+    return PRNGKeyArray(base, impl), typed
 
 
 def _seed_value(name: str, seed):
@@ -245,73 +366,98 @@ def _seed_value(name: str, seed):
     return seed
 
 
-def _resolve_impl(impl=None, dtype=None):
-    """The one implementation jaxprc has: threefry2x32 (named, by its key dtype, or by default)."""
+def _resolve_impl(impl=None, dtype=None) -> PRNGImpl:
+    """The implementation named by ``impl`` (a name, a ``PRNGImpl``) or by a key ``dtype``; the
+    default (``jax_default_prng_impl``) when neither is given."""
     if impl is not None and dtype is not None:
         raise ValueError("Cannot specify both `impl` and `dtype` arguments")
     spec = impl if dtype is None else dtype
-    if spec not in (None, "threefry2x32", KEY_DTYPE):
-        raise ValueError(f"unsupported PRNG implementation {spec!r}: jaxprc has only 'threefry2x32'")
+    if spec is None:
+        return _default_impl()
+    if isinstance(spec, PRNGKeyDType):
+        return spec._impl
+    if isinstance(spec, PRNGImpl):
+        return spec
+    if isinstance(spec, str):
+        if spec not in prngs:
+            raise ValueError(f"unrecognized PRNG implementation {spec!r}; registered: {sorted(prngs)}")
+        return prngs[spec]
+    raise TypeError(f"unrecognized type {type(spec)} for specifying PRNG implementation: expected a "
+                    "registered name, a PRNGImpl or a key dtype")
 
 
 def key_dtype(impl=None) -> PRNGKeyDType:
     """The dtype of typed keys of a PRNG implementation (``key<fry>``)."""
-    _resolve_impl(impl)
-    return KEY_DTYPE
+    return PRNGKeyDType(_resolve_impl(impl))
 
 
-def key_impl(keys) -> str:
-    """The name of the PRNG implementation of (typed or raw) keys."""
-    _check_key("key_impl", keys, allow_batched=True)
-    return "threefry2x32"
+def key_impl(keys):
+    """The PRNG implementation of (typed or raw) keys: its name if it is registered."""
+    typed_keys, _ = _check_key("key_impl", keys, allow_batched=True)
+    impl = typed_keys._impl
+    return impl.name if prngs.get(impl.name) == impl else impl
 
 
 def PRNGKey(seed, *, impl=None) -> "jnp.ndarray":
-    """A raw threefry2x32 key, ``uint32[2]``: the seed's high and low 32 bits."""
-    _resolve_impl(impl)
-    return _seed(_seed_value("PRNGKey", seed))
+    """Raw key data (``uint32[2]`` for threefry2x32, ``uint32[4]`` for rbg) from an integer seed."""
+    return _resolve_impl(impl).seed(_seed_value("PRNGKey", seed))
 
 
 def key(seed, *, impl=None, dtype=None) -> PRNGKeyArray:
-    """A typed threefry2x32 key (shape ``()``) from an integer seed."""
-    _resolve_impl(impl, dtype)
-    return PRNGKeyArray(_seed(_seed_value("key", seed)))
+    """A typed key (shape ``()``) from an integer seed."""
+    impl = _resolve_impl(impl, dtype)
+    return PRNGKeyArray(impl.seed(_seed_value("key", seed)), impl)
 
 
 def key_data(keys):
-    """The ``uint32[..., 2]`` data of typed (or raw) keys."""
-    base, _ = _check_key("key_data", keys, allow_batched=True)
-    return base
+    """The ``uint32[..., *key_shape]`` data of typed (or raw) keys."""
+    typed_keys, _ = _check_key("key_data", keys, allow_batched=True)
+    return typed_keys._base
 
 
 def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
-    """Typed keys over ``uint32[..., 2]`` key data."""
-    _resolve_impl(impl, dtype)
+    """Typed keys of an implementation over its ``uint32[..., *key_shape]`` key data."""
+    impl = _resolve_impl(impl, dtype)
     if isinstance(key_bits_array, PRNGKeyArray):
         raise TypeError("wrap_key_data expects uint32 key data, got typed keys")
-    base, _ = _check_key("wrap_key_data", key_bits_array, allow_batched=True)
-    return PRNGKeyArray(base)
+    base, _ = _check_key("wrap_key_data", PRNGKeyArray(key_bits_array, impl), allow_batched=True)
+    return base
 
 
-def _rewrap(typed: bool, base):
-    return PRNGKeyArray(base) if typed else base
+def _rewrap(typed: bool, keys: PRNGKeyArray):
+    return keys if typed else keys._base
+
+
+def _random_bits(key: PRNGKeyArray, bit_width: int, shape):
+    """Uniform unsigned ints of ``bit_width`` bits from one key."""
+    return key._impl.random_bits(key._base, bit_width, shape)
+
+
+@_static("shape")
+def _split(key: PRNGKeyArray, shape):
+    return PRNGKeyArray(key._impl.split(key._base, shape), key._impl)
+
+
+@jit
+def _fold_in(key: PRNGKeyArray, data):
+    return PRNGKeyArray(key._impl.fold_in(key._base, data), key._impl)
 
 
 def split(key, num: int | tuple[int, ...] = 2):
     """``num`` (or ``shape``) new keys along new leading axes."""
-    base, typed = _check_key("split", key)
-    return _rewrap(typed, _split(base, shape=_shape(num)))
+    keys, typed = _check_key("split", key)
+    return _rewrap(typed, _split(keys, shape=_shape(num)))
 
 
 def fold_in(key, data):
     """A new key from ``key`` and a 32-bit integer ``data``."""
-    base, typed = _check_key("fold_in", key)
+    keys, typed = _check_key("fold_in", key)
     if isinstance(data, int) and not isinstance(data, bool):
         data = _u32(data % 2 ** 32)
     if get_aval(data).shape:
         raise TypeError(f"fold_in accepts a scalar, but was given an array of shape {get_aval(data).shape} "
                         f"!= (). Use jaxprc.vmap for batching.")
-    return _rewrap(typed, _fold_in(base, lax.convert_element_type(data, np.uint32)))
+    return _rewrap(typed, _fold_in(keys, lax.convert_element_type(data, np.uint32)))
 
 
 def clone(key):
@@ -479,7 +625,7 @@ def _randint(key, minval, maxval, shape, dtype):
     minval = jnp.broadcast_to(_convert_and_clip_integer(minval, dtype), shape)
     maxval = jnp.broadcast_to(_convert_and_clip_integer(maxval, dtype), shape)
     nbits = dt.iinfo(dtype).bits
-    higher_bits, lower_bits = _unstack2(_random_bits(_split(key, shape=(2,)), nbits, shape))
+    higher_bits, lower_bits = (_random_bits(k, nbits, shape) for k in _unstack2(_split(key, shape=(2,))))
 
     unsigned = _UINT[nbits]
     span = lax.convert_element_type(lax.sub(maxval, minval), unsigned)

@@ -19,7 +19,6 @@ and nothing is constant-folded that JAX would compute at run time.
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -29,7 +28,7 @@ from . import numpy as jnp
 from .ir import dtypes as dt
 from .ir.tracing import get_aval
 from .lax.random_gamma import random_gamma_p
-from .random import (_check_key, _check_shape, _float_dtype, _normal, _shape, _split, _static, _uniform,
+from .random import (PRNGKeyArray, threefry_prng_impl, _check_key, _check_shape, _float_dtype, _normal, _shape, _split, _static, _uniform,
                      _unstack2, bernoulli, split)
 from .transformations.vmap import vmap
 
@@ -91,7 +90,7 @@ def _uniform_of(key, shape, dtype, minval=0., maxval=1.):
 
 def _split_n(key, n: int):
     keys = _split(key, shape=(n,))
-    return [lax.index_in_dim(keys, i, keepdims=False) for i in range(n)]
+    return [keys[i] for i in range(n)]
 
 
 def _isnan(x):
@@ -329,15 +328,15 @@ def _gamma_one(key, alpha, log_space: bool):
 
 
 def gamma_samples(key, a, *, log_space: bool):
-    """``random_gamma``'s definition: each key (``uint32[*k, 2]``) split into one key per element
-    of its block of ``a`` (``a.shape = (*k, ...)``), one Marsaglia-Tsang draw per element."""
+    """``random_gamma``'s definition: each threefry key (``uint32[*k, 2]``) split into one key per
+    element of its block of ``a`` (``a.shape = (*k, ...)``), one Marsaglia-Tsang draw per element."""
     a_aval = get_aval(a)
     if a_aval.size == 0:
         return jnp.zeros(a_aval.shape, a_aval.dtype)
     per_key = math.prod(a_aval.shape[get_aval(key).ndim - 1:])
-    key_aval = get_aval(key)
-    keys = vmap(lambda k: _split(k, shape=(per_key,)))(lax.reshape(key, (key_aval.size // 2, 2)))
-    samples = vmap(functools.partial(_gamma_one, log_space=log_space))(
+    keys = vmap(lambda k: _split(PRNGKeyArray(k), shape=(per_key,))._base)(
+        lax.reshape(key, (get_aval(key).size // 2, 2)))
+    samples = vmap(lambda k, a: _gamma_one(PRNGKeyArray(k), a, log_space))(
         lax.reshape(keys, (a_aval.size, 2)), lax.reshape(a, (a_aval.size,)))
     return lax.reshape(samples, a_aval.shape)
 
@@ -351,7 +350,10 @@ def _gamma(key, a, shape, dtype, log_space):
     a = lax.convert_element_type(a, dtype)
     if np.shape(a) != shape:
         a = jnp.broadcast_to(a, shape)
-    return random_gamma_p.bind(key, a, log_space=log_space)
+    if key._impl != threefry_prng_impl:
+        raise NotImplementedError(f"jaxprc.random: the gamma family (gamma, loggamma, beta, dirichlet, chisquare, "
+                                  f"f, t, poisson) draws from threefry2x32 keys only, got {key.dtype}")
+    return random_gamma_p.bind(key._base, a, log_space=log_space)
 
 
 def _gamma_args(name, key, shape, dtype):

@@ -106,6 +106,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
            _choice("numpy_rank_promotion", "allow", "warn", "raise")),
     Option("jax_default_matmul_precision", object, None, None,
            "the precision of matrix products that name none (a lax.Precision, its name, or None)"),
+    Option("jax_default_prng_impl", str, "threefry2x32", "JAX_DEFAULT_PRNG_IMPL",
+           "the PRNG implementation of keys that name none, and of raw key data (jaxprc.random "
+           "checks the name against its registry)"),
     Option("jax_default_device", object, None, None,
            "the device device_put and computations use (one of jaxprc.devices(); None: the first)"),
     *(Option(f"jax_transfer_guard{suffix}", str, None, f"JAX_TRANSFER_GUARD{suffix.upper()}",

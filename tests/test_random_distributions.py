@@ -178,15 +178,19 @@ def test_user_errors():
         jr.pareto(k, jnp.ones(2, jnp.complex64))
     with pytest.raises(TypeError, match="concrete integer"):
         jaxprc.jit(lambda d: jr.ball(k, d))(3)
-    with pytest.raises(ValueError, match="unsupported PRNG implementation"):
-        jr.key_dtype("rbg")
+    with pytest.raises(ValueError, match="unrecognized PRNG implementation"):
+        jr.key_dtype("philox")
+    with pytest.raises(TypeError, match="specifying PRNG implementation"):
+        jr.key(0, impl=3)
+    with pytest.raises(NotImplementedError, match="threefry2x32 keys only"):
+        jr.gamma(jr.key(0, impl="rbg"), 1.0)
 
 
 def test_key_functions():
     k = jr.key(5)
     assert jr.key_impl(k) == "threefry2x32" and jr.key_impl(jr.PRNGKey(5)) == "threefry2x32"
     assert jr.key_impl(jr.split(k, 3)) == "threefry2x32"
-    assert jr.key_dtype() is k.dtype and str(jr.key_dtype("threefry2x32")) == "key<fry>"
+    assert jr.key_dtype() == k.dtype and str(jr.key_dtype("threefry2x32")) == "key<fry>"
     k2 = jr.wrap_key_data(jr.key_data(k), dtype=k.dtype)
     assert bool(k2 == k)
     assert bool(jr.key(5, impl="threefry2x32") == k)

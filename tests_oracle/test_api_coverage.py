@@ -79,8 +79,9 @@ NOT_APPLICABLE = {
     },
     "jax": {
         **dict.fromkeys(["default_prng_impl", "enable_custom_prng", "legacy_prng_key", "threefry_partitionable",
-                         "debug_key_reuse"], "PRNG implementation switches: jaxprc's keys are threefry2x32, "
-                                                 "partitionable as JAX's default"),
+                         "debug_key_reuse"], "PRNG switches as context managers: jaxprc has the "
+                                                 "jax_default_prng_impl option (config.update) and "
+                                                 "partitionable threefry, JAX's default"),
         **dict.fromkeys(["Ref", "empty_ref", "free_ref", "new_ref", "freeze", "ref"],
                         "mutable array references: jaxprc's IR has no stateful values"),
         "array_garbage_collection_guard": "garbage-collection guard of jax.Array: not implemented",

@@ -2,8 +2,9 @@
 explicit key, returning the advanced key) and ``rng_uniform`` (XLA's stateful uniform sampler).
 
 Both have no derivative (their outputs are integers, or random draws JAX does
-not differentiate). A batch of keys (or of ``rng_uniform`` bounds) is mapped
-over one example at a time (a ``scan``), as JAX does for keys.
+not differentiate). A batch of keys draws from its first key alone, as JAX
+0.10 batches ``rng_bit_generator``; a batch of ``rng_uniform`` bounds is
+mapped over one example at a time (a ``scan``).
 """
 from __future__ import annotations
 
@@ -67,10 +68,14 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
 ad.defjvp_zero(rng_bit_generator_p)
 
 
-def _rng_bit_generator_batch(args, dims, **params):
+def _rng_bit_generator_batch(args, dims, *, shape, **params):
+    """As JAX 0.10 batches it: one draw of ``(batch, *shape)`` bits from the batch's first key,
+    which alone advances (the other keys come back unchanged)."""
     (keys,), (d,) = args, dims
     keys = batching.moveaxis(keys, d, 0)
-    return list(lax.map(lambda k: tuple(rng_bit_generator_p.bind(k, **params)), keys)), [0, 0]
+    new_key, bits = rng_bit_generator_p.bind(lax.index_in_dim(keys, 0, keepdims=False),
+                                             shape=(ops.aval(keys).shape[0], *shape), **params)
+    return [lax.dynamic_update_index_in_dim(keys, new_key, 0, 0), bits], [0, 0]
 
 
 batching.primitive_batchers[rng_bit_generator_p] = _rng_bit_generator_batch
