@@ -56,6 +56,8 @@ KNOWN_UPWARD = {
     ("jaxprc.engine.spmd", "jaxprc.api"),
     ("jaxprc.lax.parallel", "jaxprc.api"),
     ("jaxprc.lax.checks", "jaxprc.api"),
+    # control flow returns forwarded host inputs as device arrays through the API's device_put
+    ("jaxprc.lax.control_flow.common", "jaxprc.api"),
     # shardings (JAX's public jaxprc.sharding) are defined with the API's device_put and resharding
     ("jaxprc.engine.spmd", "jaxprc.sharding"),
     ("jaxprc.lax.host_local", "jaxprc.sharding"),
