@@ -9,7 +9,9 @@ from jaxprc.interpreters import mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import Primitive, parse
 from jaxprc.ir.verify import verify
+from jaxprc.ir.core import Literal
 from jaxprc.passes import count_equations
+from jaxprc.tools.reduce import Reducer
 from in_process import cli
 
 # Test hooks. A primitive with no lowering (lowering fails, as an XLA crash would), and one
@@ -90,6 +92,65 @@ def test_a_user_command_decides_and_a_reproducer_header_is_kept(tmp_path):
     text = out.read_text()
     assert text.startswith("# keep me\n")
     assert [e.primitive.name for e in parse(text).eqns] == ["tanh"]
+
+
+def test_an_operand_becomes_a_constant_where_an_input_is_not_interesting():
+    # Interesting while tanh's operand is computed in the program (a failure that needs a
+    # constant operand, XLA's constant folding say): cutting its producer (which makes the
+    # operand an input) is not, a broadcast zero is.
+    def interesting(program):
+        tanh = [e for e in program.eqns if e.primitive.name == "tanh"]
+        return bool(tanh) and tanh[0].invars[0] not in program.jaxpr.invars
+    small = Reducer(interesting).reduce(parse(chain(40, 25, "tanh")))
+    verify(small)
+    assert [e.primitive.name for e in small.eqns] == ["broadcast_in_dim", "tanh"]
+    assert small.eqns[0].invars == [Literal(0.0, small.eqns[0].invars[0].aval)]
+    assert small.jaxpr.invars == []
+
+
+def test_scalar_inputs_become_literals(tmp_path):
+    path = tmp_path / "prog.jaxpr"
+    path.write_text("""{ lambda ; a:f32[] b:f32[]. let
+        c:f32[] = sin a
+        d:f32[] = mul c b
+        e:f32[] = test_reduce_unlowerable d
+        f:f32[] = add e a
+      in (f,) }""")
+    small = reduced(cli("reduce", str(path), "--until-error", "test_reduce_unlowerable", "--quiet"))
+    assert [e.primitive.name for e in small.eqns] == ["test_reduce_unlowerable"]
+    assert small.jaxpr.invars == [] and type(small.eqns[0].invars[0]) is Literal
+
+
+def scan_program(n: int, culprit_at: int) -> str:
+    """A scan whose body is a chain of ``n`` equations, the one at ``culprit_at`` unlowerable."""
+    ops = ["mul {x} c", "sin {x}", "add {x} x", "neg {x}"]
+    body, prev = [], "x"
+    for i in range(n):
+        op = "test_reduce_unlowerable {x}" if i == culprit_at else ops[i % len(ops)]
+        body.append(f"v{i}:f32[3] = " + op.format(x=prev))
+        prev = f"v{i}"
+    return ("{ lambda ; a:f32[3] b:f32[5,3]. let\n"
+            "  s:f32[3] t:f32[5,3] = scan[\n"
+            "    jaxpr={ lambda ; c:f32[3] x:f32[3]. let\n      " + "\n      ".join(body) + "\n"
+            f"      w:f32[3] = add c {prev}\n"
+            f"    in (w, {prev}) }}\n"
+            "    length=5 linear=(False, False) num_carry=1 num_consts=0 reverse=False unroll=1\n"
+            "  ] a b\n"
+            "  u:f32[3] = sin s\n"
+            "in (u, t) }\n")
+
+
+def test_a_failure_inside_a_scan_body_shrinks_to_that_equation(tmp_path):
+    path = tmp_path / "scan.jaxpr"
+    path.write_text(scan_program(24, 17))
+    small = reduced(cli("reduce", str(path), "--until-error", "test_reduce_unlowerable", "--quiet"))
+    computing = lambda eqns: [e.primitive.name for e in eqns if e.primitive.name != "broadcast_in_dim"]
+    top = computing(small.eqns)
+    if top == ["scan"]:         # the body reduced in place, to the failing equation
+        assert computing(small.eqns[0].params["jaxpr"].eqns) == ["test_reduce_unlowerable"]
+    else:                       # or it was taken out of the loop
+        assert top == ["test_reduce_unlowerable"]
+    assert count_equations(small) <= 3
 
 
 @pytest.mark.parametrize("argv, message", [

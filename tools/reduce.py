@@ -10,21 +10,30 @@ each over chunks that halve in size (delta debugging):
   failure inside a long chain is cornered in a few halvings);
 - *observe*: the program's outputs become the results of a chunk of its equations (what they
   do not need is dropped: the equations after a miscompiled one, say);
-- *drop outputs*, *drop unused inputs*, *dce*, *canonicalize*;
+- *bypass*: a chunk of equations is removed, each value they made replaced by a same-typed
+  operand of its equation (what follows a failing equation goes, its result still used);
+- *constants*: a chunk of equations is removed, the values they made become zeros (or ones):
+  literals, broadcast for arrays;
+- *drop outputs*, *drop unused inputs* (and inputs that become literals), *dce*, *canonicalize*;
+- *inside*: bypass and constants applied to the equations of every branch, body and callee,
+  recursively (their signatures stay as they are), but a while loop's;
 - *inline*: an equation holding a sub-jaxpr that types as the equation itself (a cond's
   branch, a call's callee, a while's body: one iteration) is replaced by that sub-jaxpr.
 
-Not done (yet): reducing inside sub-jaxprs, shrinking shapes and params.
+A candidate is kept when it is smaller: fewer equations that compute, then fewer outputs, then
+fewer inputs and constants. Not done (yet): reducing inside while loops, shrinking shapes and
+params.
 """
 from __future__ import annotations
 
 import time
 from typing import Callable
 
-from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprcError, Literal, Var
+from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprcError, Literal, ShapedArray, Var
 from jaxprc.ir.tracing import JaxprBuilder, Tracer, eval_jaxpr
 from jaxprc.ir.verify import verify
-from jaxprc.passes import canonicalize, count_equations, dce
+from jaxprc.passes import canonicalize, count_equations, dce, emit
+from jaxprc.passes.patterns import splat_forms
 
 
 def _with(cj: ClosedJaxpr, invars=None, outvars=None, eqns=None) -> ClosedJaxpr:
@@ -59,21 +68,75 @@ def drop_unused_inputs(cj: ClosedJaxpr) -> ClosedJaxpr:
     return _with(cj, invars=[v for v in j.invars if v in used])
 
 
+def _rewire(cj: ClosedJaxpr, before: list, builder: JaxprBuilder, rename: dict, after: list) -> ClosedJaxpr:
+    """The program ``before + builder's equations + after``, uses renamed by ``rename`` (old
+    variable -> variable, tracer or value) in ``after`` and the outputs."""
+    atom = lambda o: o._var if type(o) is Tracer else o if type(o) is Var else builder.to_atom(o)
+    rename = {v: atom(o) for v, o in rename.items()}
+    read = lambda a: rename.get(a, a) if type(a) is Var else a
+    j = cj.jaxpr
+    later = [e.replace(invars=[read(a) for a in e.invars]) for e in after]
+    return ClosedJaxpr(Jaxpr(j.constvars + builder.constvars, j.invars, [read(a) for a in j.outvars],
+                             before + builder.eqns + later), list(cj.consts) + builder.consts)
+
+
 def _splice(cj: ClosedJaxpr, index: int, callee: ClosedJaxpr, operands) -> ClosedJaxpr:
     """Equation ``index`` replaced by the equations of ``callee`` applied to ``operands``."""
-    j = cj.jaxpr
-    eqn = j.eqns[index]
+    eqns = cj.jaxpr.eqns
     builder = JaxprBuilder("reduce")
     with builder:
         args = [a if type(a) is Literal else Tracer(builder, a) for a in operands]
         outs = eval_jaxpr(callee.jaxpr, callee.consts, *args)
-    rename = {}
-    for v, o in zip(eqn.outvars, outs):
-        rename[v] = o._var if type(o) is Tracer else builder.to_atom(o)
-    read = lambda a: rename.get(a, a) if type(a) is Var else a
-    later = [e.replace(invars=[read(a) for a in e.invars]) for e in j.eqns[index + 1:]]
-    return ClosedJaxpr(Jaxpr(j.constvars + builder.constvars, j.invars, [read(a) for a in j.outvars],
-                             j.eqns[:index] + builder.eqns + later), list(cj.consts) + builder.consts)
+    return _rewire(cj, eqns[:index], builder, dict(zip(eqns[index].outvars, outs)), eqns[index + 1:])
+
+
+def _constant(aval: ShapedArray, value: int):
+    """``value`` as a constant of type ``aval``: a literal, broadcast for arrays."""
+    scalar = Literal(value, ShapedArray((), aval.dtype, aval.weak_type))
+    return scalar if aval.shape == () else emit.broadcast_in_dim(scalar, aval.shape, ())
+
+
+def _constants(variables, value: int):
+    """A builder holding ``value`` as a constant of each variable's type, and the map from the
+    variables to them (None: a type with no such constant, a key or a token)."""
+    builder = JaxprBuilder("reduce")
+    try:
+        with builder:
+            return builder, {v: _constant(v.aval, value) for v in variables}
+    except (TypeError, ValueError, AttributeError, JaxprcError):
+        return None
+
+
+def stub(cj: ClosedJaxpr, start: int, stop: int, value: int) -> ClosedJaxpr | None:
+    """Equations ``start:stop`` removed; the values they made become the constant ``value``
+    (the signature is kept, so this also reduces bodies and branches)."""
+    eqns = cj.jaxpr.eqns
+    made = _constants([v for e in eqns[start:stop] for v in e.outvars], value)
+    return made and _rewire(cj, eqns[:start], made[0], made[1], eqns[stop:])
+
+
+def bypass(cj: ClosedJaxpr, start: int, stop: int) -> ClosedJaxpr | None:
+    """Equations ``start:stop`` removed; each value they made is replaced by an operand of its
+    equation of the same type (what follows a failing equation goes, its result kept in use)."""
+    eqns, rename = cj.jaxpr.eqns, {}
+    for eqn in eqns[start:stop]:
+        operands = [rename.get(a, a) if type(a) is Var else a for a in eqn.invars]
+        for v in eqn.outvars:
+            same = [a for a in operands if a.aval == v.aval]
+            if not same:
+                return None
+            rename[v] = same[0]
+    return _rewire(cj, eqns[:start], JaxprBuilder("reduce"), rename, eqns[stop:])
+
+
+def constant_inputs(cj: ClosedJaxpr, start: int, stop: int, value: int) -> ClosedJaxpr | None:
+    """Inputs ``start:stop`` replaced by the constant ``value``."""
+    invars = cj.jaxpr.invars
+    made = _constants(invars[start:stop], value)
+    if made is None:
+        return None
+    program = _rewire(cj, [], made[0], made[1], cj.jaxpr.eqns)
+    return _with(program, invars=invars[:start] + invars[stop:])
 
 
 def inline_candidates(cj: ClosedJaxpr):
@@ -91,9 +154,82 @@ def inline_candidates(cj: ClosedJaxpr):
                     yield lambda index=index, sub=sub, operands=operands: _splice(cj, index, sub, operands)
 
 
+def _is_constant(eqn) -> bool:
+    splat = splat_forms.get(eqn.primitive)
+    return splat is not None and type(splat(eqn)) is Literal
+
+
+def _sizes(j: Jaxpr) -> tuple[int, int]:
+    """Equations (sub-jaxprs' included) that compute, and those that make a constant."""
+    computing = constant = 0
+    for eqn in j.eqns:
+        if _is_constant(eqn):
+            constant += 1
+        else:
+            computing += 1
+        for _, sub in _children(eqn):
+            c, k = _sizes(sub.jaxpr)
+            computing, constant = computing + c, constant + k
+    return computing, constant
+
+
 def measure(cj: ClosedJaxpr) -> tuple[int, int, int]:
-    """What the reducer makes smaller: equations, then outputs, then inputs."""
-    return count_equations(cj), len(cj.jaxpr.outvars), len(cj.jaxpr.invars)
+    """What the reducer makes smaller: equations that compute, then outputs, then inputs and
+    constants (a constant in place of a computation is as good as an input; an input becomes a
+    constant only as a literal, or where that folds away)."""
+    computing, constant = _sizes(cj.jaxpr)
+    return computing, len(cj.jaxpr.outvars), len(cj.jaxpr.invars) + constant
+
+
+# Sub-jaxprs the reducer shrinks in place. Not a while loop's: a stubbed counter or predicate
+# could make it endless (inlining reduces it to one iteration instead).
+_LOOPS_NOT_REDUCED = frozenset({"while"})
+
+
+def _children(eqn):
+    """``(key, sub)`` for the ClosedJaxprs among an equation's params; key is (name, position)."""
+    for name, value in eqn.params.items():
+        if isinstance(value, ClosedJaxpr):
+            yield (name, None), value
+        elif isinstance(value, tuple):
+            for k, sub in enumerate(value):
+                if isinstance(sub, ClosedJaxpr):
+                    yield (name, k), sub
+
+
+def children_paths(cj: ClosedJaxpr, path: tuple = ()) -> list[tuple]:
+    """Paths (from ``path``) to the sub-jaxprs one level below ``at(cj, path)`` that are reduced."""
+    return [path + ((i, key),) for i, eqn in enumerate(at(cj, path).jaxpr.eqns)
+            if eqn.primitive.name not in _LOOPS_NOT_REDUCED for key, _ in _children(eqn)]
+
+
+def at(cj: ClosedJaxpr, path: tuple) -> ClosedJaxpr:
+    """The sub-jaxpr at ``path``, a sequence of (equation index, (param name, position))."""
+    for i, (name, k) in path:
+        value = cj.jaxpr.eqns[i].params[name]
+        cj = value if k is None else value[k]
+    return cj
+
+
+def replace_at(cj: ClosedJaxpr, path: tuple, sub: ClosedJaxpr) -> ClosedJaxpr:
+    """``cj`` with the sub-jaxpr at ``path`` replaced by ``sub``."""
+    if not path:
+        return sub
+    (i, (name, k)), rest = path[0], path[1:]
+    eqns = list(cj.jaxpr.eqns)
+    value = eqns[i].params[name]
+    inner = replace_at(value if k is None else value[k], rest, sub)
+    value = inner if k is None else value[:k] + (inner,) + value[k + 1:]
+    eqns[i] = eqns[i].replace(params={**eqns[i].params, name: value})
+    return _with(cj, eqns=eqns)
+
+
+def inside(path: tuple, move: Callable) -> Callable:
+    """``move(sub, start, stop)`` applied to the sub-jaxpr at ``path`` (then dead code dropped)."""
+    def moved(cj, start, stop):
+        sub = move(at(cj, path), start, stop)
+        return None if sub is None else replace_at(cj, path, dce(sub))
+    return moved
 
 
 class Reducer:
@@ -139,14 +275,32 @@ class Reducer:
             chunk //= 2
         return cj
 
+    def reduce_inside(self, cj: ClosedJaxpr, path: tuple = ()) -> ClosedJaxpr:
+        """Stub chunks of equations in each sub-jaxpr below ``path``, depth first (a change
+        inside one sub-jaxpr leaves the paths of its siblings as they were)."""
+        for child in children_paths(cj, path):
+            moves = [(inside(child, bypass), "bypass in a body")]
+            moves += [(inside(child, lambda sub, i, j, value=value: stub(sub, i, j, value)), f"{value}s in a body")
+                      for value in (0, 1)]
+            cj = self.chunks(cj, lambda p: len(at(p, child).jaxpr.eqns), moves)
+            cj = self.reduce_inside(cj, child)
+        return cj
+
     def reduce(self, cj: ClosedJaxpr, max_rounds: int = 20) -> ClosedJaxpr:
         if not self.accepts(cj):
             raise ValueError("the input program is not interesting: the test fails on it as it is")
         n_eqns = lambda p: len(p.jaxpr.eqns)
+        n_ins = lambda p: len(p.jaxpr.invars)
         for _ in range(max_rounds):
             before = str(cj)
             cj = self.chunks(cj, n_eqns, [(cut, "cut"), (observe, "observe")])
+            # Then (on what is left, for few tests) the moves that keep the values in the program.
+            cj = self.chunks(cj, n_eqns, [(bypass, "bypass"), (lambda p, i, j: stub(p, i, j, 0), "zeros"),
+                                          (lambda p, i, j: stub(p, i, j, 1), "ones")])
             cj = self.chunks(cj, lambda p: len(p.jaxpr.outvars), [(drop_outputs, "drop outputs")])
+            cj = self.chunks(cj, n_ins, [(lambda p, i, j: constant_inputs(p, i, j, 0), "zero inputs"),
+                                         (lambda p, i, j: constant_inputs(p, i, j, 1), "one inputs")])
+            cj = self.reduce_inside(cj)
             for move, what in ((dce, "dce"), (drop_unused_inputs, "drop unused inputs"), (canonicalize, "canonicalize")):
                 candidate = move(cj)
                 if measure(candidate) < measure(cj) and self.accepts(candidate):
