@@ -153,6 +153,21 @@ def test_a_failure_inside_a_scan_body_shrinks_to_that_equation(tmp_path):
     assert count_equations(small) <= 3
 
 
+def test_input_dimensions_halve_while_the_program_types():
+    # The reshape's sizes fix b's shape (halving it does not type); a's halves to [1,1].
+    program = parse("""{ lambda ; a:f32[8,6] b:f32[4,6]. let
+        c:f32[8,6] = sin a
+        d:f32[8,6] = tanh c
+        e:f32[24] = reshape[dimensions=None new_sizes=(24,)] b
+        f:f32[24] = tanh e
+      in (d, f) }""")
+    names = lambda p: [e.primitive.name for e in p.eqns]
+    small = Reducer(lambda p: "reshape" in names(p) and names(p).count("tanh") == 2).reduce(program)
+    verify(small)
+    assert sorted(v.aval.str_short() for v in small.jaxpr.invars) == ["f32[1,1]", "f32[4,6]"]
+    assert [e.primitive.name for e in small.eqns] == ["tanh", "reshape", "tanh"]
+
+
 @pytest.mark.parametrize("argv, message", [
     ([], "give exactly one interestingness test"),
     (["--until-differs", "--test", "true"], "give exactly one interestingness test"),

@@ -18,14 +18,17 @@ each over chunks that halve in size (delta debugging):
 - *inside*: bypass and constants applied to the equations of every branch, body and callee,
   recursively (their signatures stay as they are), but a while loop's;
 - *inline*: an equation holding a sub-jaxpr that types as the equation itself (a cond's
-  branch, a call's callee, a while's body: one iteration) is replaced by that sub-jaxpr.
+  branch, a call's callee, a while's body: one iteration) is replaced by that sub-jaxpr;
+- *halve*: a dimension of an input is halved and the program re-traced, each equation's type
+  inferred anew (a candidate whose params fix the old shape does not type and is dropped).
 
 A candidate is kept when it is smaller: fewer equations that compute, then fewer outputs, then
-fewer inputs and constants. Not done (yet): reducing inside while loops, shrinking shapes and
-params.
+fewer inputs and constants, then fewer input (and constant) elements. Not done (yet): reducing
+inside while loops, shrinking params.
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Callable
 
@@ -154,6 +157,27 @@ def inline_candidates(cj: ClosedJaxpr):
                     yield lambda index=index, sub=sub, operands=operands: _splice(cj, index, sub, operands)
 
 
+def _halvable(size) -> bool:
+    return type(size) is int and size > 1       # a symbolic dimension stays as it is
+
+
+def halve(cj: ClosedJaxpr, index: int, axis: int) -> ClosedJaxpr | None:
+    """The program re-traced with dimension ``axis`` of input ``index`` halved: each equation
+    is bound again, so its type is inferred anew (None: an equation does not type, its params
+    fixing the old shape, say)."""
+    avals = [v.aval for v in cj.jaxpr.invars]
+    shape = list(avals[index].shape)
+    shape[axis] //= 2
+    avals[index] = avals[index].update(shape=tuple(shape))
+    builder = JaxprBuilder("reduce")
+    try:
+        with builder:
+            outs = eval_jaxpr(cj.jaxpr, cj.consts, *[builder.new_arg(a) for a in avals])
+        return builder.build(outs)
+    except (JaxprcError, TypeError, ValueError):
+        return None
+
+
 def _is_constant(eqn) -> bool:
     splat = splat_forms.get(eqn.primitive)
     return splat is not None and type(splat(eqn)) is Literal
@@ -173,12 +197,14 @@ def _sizes(j: Jaxpr) -> tuple[int, int]:
     return computing, constant
 
 
-def measure(cj: ClosedJaxpr) -> tuple[int, int, int]:
+def measure(cj: ClosedJaxpr) -> tuple[int, int, int, int]:
     """What the reducer makes smaller: equations that compute, then outputs, then inputs and
     constants (a constant in place of a computation is as good as an input; an input becomes a
-    constant only as a literal, or where that folds away)."""
+    constant only as a literal, or where that folds away), then the inputs' elements."""
     computing, constant = _sizes(cj.jaxpr)
-    return computing, len(cj.jaxpr.outvars), len(cj.jaxpr.invars) + constant
+    values = cj.jaxpr.invars + [v for e in cj.jaxpr.eqns if _is_constant(e) for v in e.outvars]
+    elements = sum(math.prod(d for d in v.aval.shape if type(d) is int) for v in values)
+    return computing, len(cj.jaxpr.outvars), len(cj.jaxpr.invars) + constant, elements
 
 
 # Sub-jaxprs the reducer shrinks in place. Not a while loop's: a stubbed counter or predicate
@@ -286,6 +312,18 @@ class Reducer:
             cj = self.reduce_inside(cj, child)
         return cj
 
+    def shrink_shapes(self, cj: ClosedJaxpr) -> ClosedJaxpr:
+        """Halve each dimension of each input while the program still types and is interesting."""
+        for index in range(len(cj.jaxpr.invars)):
+            for axis in range(len(cj.jaxpr.invars[index].aval.shape)):
+                while _halvable(cj.jaxpr.invars[index].aval.shape[axis]):
+                    candidate = halve(cj, index, axis)
+                    if candidate is None or not self.accepts(candidate):
+                        break
+                    cj = candidate
+                    self._say("halving a dimension", cj)
+        return cj
+
     def reduce(self, cj: ClosedJaxpr, max_rounds: int = 20) -> ClosedJaxpr:
         if not self.accepts(cj):
             raise ValueError("the input program is not interesting: the test fails on it as it is")
@@ -298,20 +336,21 @@ class Reducer:
             cj = self.chunks(cj, n_eqns, [(bypass, "bypass"), (lambda p, i, j: stub(p, i, j, 0), "zeros"),
                                           (lambda p, i, j: stub(p, i, j, 1), "ones")])
             cj = self.chunks(cj, lambda p: len(p.jaxpr.outvars), [(drop_outputs, "drop outputs")])
-            cj = self.chunks(cj, n_ins, [(lambda p, i, j: constant_inputs(p, i, j, 0), "zero inputs"),
-                                         (lambda p, i, j: constant_inputs(p, i, j, 1), "one inputs")])
             cj = self.reduce_inside(cj)
             for move, what in ((dce, "dce"), (drop_unused_inputs, "drop unused inputs"), (canonicalize, "canonicalize")):
                 candidate = move(cj)
                 if measure(candidate) < measure(cj) and self.accepts(candidate):
                     cj = candidate
                     self._say(what, cj)
+            cj = self.chunks(cj, n_ins, [(lambda p, i, j: constant_inputs(p, i, j, 0), "zero inputs"),
+                                         (lambda p, i, j: constant_inputs(p, i, j, 1), "one inputs")])
             for make in inline_candidates(cj):
                 candidate = make()
                 if measure(candidate) < measure(cj) and self.accepts(candidate):
                     cj = candidate
                     self._say("inline", cj)
                     break
+            cj = self.shrink_shapes(cj)
             if str(cj) == before:
                 break
         return cj
