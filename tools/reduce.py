@@ -19,6 +19,8 @@ each over chunks that halve in size (delta debugging):
   recursively (their signatures stay as they are), but a while loop's;
 - *inline*: an equation holding a sub-jaxpr that types as the equation itself (a cond's
   branch, a call's callee, a while's body: one iteration) is replaced by that sub-jaxpr;
+- *extract*: a sub-jaxpr (a branch, a scan body) becomes the whole program (a failure inside a
+  loop body that fails outside it too);
 - *halve*: a dimension of an input is halved and the program re-traced, each equation's type
   inferred anew (a candidate whose params fix the old shape does not type and is dropped).
 
@@ -229,6 +231,11 @@ def children_paths(cj: ClosedJaxpr, path: tuple = ()) -> list[tuple]:
             if eqn.primitive.name not in _LOOPS_NOT_REDUCED for key, _ in _children(eqn)]
 
 
+def all_paths(cj: ClosedJaxpr, path: tuple = ()) -> list[tuple]:
+    """Paths to every reduced sub-jaxpr, outermost first."""
+    return [p for child in children_paths(cj, path) for p in (child, *all_paths(cj, child))]
+
+
 def at(cj: ClosedJaxpr, path: tuple) -> ClosedJaxpr:
     """The sub-jaxpr at ``path``, a sequence of (equation index, (param name, position))."""
     for i, (name, k) in path:
@@ -344,11 +351,11 @@ class Reducer:
                     self._say(what, cj)
             cj = self.chunks(cj, n_ins, [(lambda p, i, j: constant_inputs(p, i, j, 0), "zero inputs"),
                                          (lambda p, i, j: constant_inputs(p, i, j, 1), "one inputs")])
-            for make in inline_candidates(cj):
+            for make in [*inline_candidates(cj), *(lambda path=path: at(cj, path) for path in all_paths(cj))]:
                 candidate = make()
                 if measure(candidate) < measure(cj) and self.accepts(candidate):
                     cj = candidate
-                    self._say("inline", cj)
+                    self._say("inline or extract", cj)
                     break
             cj = self.shrink_shapes(cj)
             if str(cj) == before:
