@@ -161,6 +161,33 @@ def test_a_scan_body_shrinks_in_place_to_the_failing_equation():
     assert count_equations(small) == 2
 
 
+def test_a_while_body_shrinks_but_what_its_predicate_reads_stays():
+    # The predicate reads i; i's update reads the step s, whose update stays too (changing
+    # either could make the loop endless). The chain on x shrinks to the failing equation.
+    chain_on_x = "\n".join(f"x{k + 1}:f32[3] = {'test_reduce_unlowerable' if k == 6 else 'sin'} x{k}"
+                           for k in range(10))
+    program = parse(f"""{{ lambda ; a:f32[3]. let
+        b:i32[] c:i32[] d:f32[3] = while[
+          body_jaxpr={{ lambda ; i:i32[] s:i32[] x0:f32[3]. let
+              j:i32[] = add i s
+              t:i32[] = abs s
+              {chain_on_x}
+            in (j, t, x10) }}
+          body_nconsts=0
+          cond_jaxpr={{ lambda ; i:i32[] s:i32[] x:f32[3]. let p:bool[] = lt i 5:i32[] in (p,) }}
+          cond_nconsts=0
+        ] 0:i32[] 1:i32[] a
+      in (d,) }}""")
+    fails = error_test("test_reduce_unlowerable", None)
+    in_while = lambda p: any(e.primitive.name == "while" for e in p.eqns) and fails(p)
+    small = Reducer(in_while).reduce(program)
+    verify(small)
+    assert [e.primitive.name for e in small.eqns] == ["while"]
+    body, cond = small.eqns[0].params["body_jaxpr"], small.eqns[0].params["cond_jaxpr"]
+    assert [e.primitive.name for e in body.eqns] == ["add", "abs", "test_reduce_unlowerable"]
+    assert [e.primitive.name for e in cond.eqns] == ["lt"]
+
+
 def test_input_dimensions_halve_while_the_program_types():
     # The reshape's sizes fix b's shape (halving it does not type); a's halves to [1,1].
     program = parse("""{ lambda ; a:f32[8,6] b:f32[4,6]. let

@@ -16,7 +16,8 @@ each over chunks that halve in size (delta debugging):
   literals, broadcast for arrays;
 - *drop outputs*, *drop unused inputs* (and inputs that become literals), *dce*, *canonicalize*;
 - *inside*: bypass and constants applied to the equations of every branch, body and callee,
-  recursively (their signatures stay as they are), but a while loop's;
+  recursively (their signatures stay as they are), but a while loop's predicate and what it
+  reads (an endless loop is no test case);
 - *inline*: an equation holding a sub-jaxpr that types as the equation itself (a cond's
   branch, a call's callee, a while's body: one iteration) is replaced by that sub-jaxpr;
 - *extract*: a sub-jaxpr (a branch, a scan body) becomes the whole program (a failure inside a
@@ -25,8 +26,8 @@ each over chunks that halve in size (delta debugging):
   inferred anew (a candidate whose params fix the old shape does not type and is dropped).
 
 A candidate is kept when it is smaller: fewer equations that compute, then fewer outputs, then
-fewer inputs and constants, then fewer input (and constant) elements. Not done (yet): reducing
-inside while loops, shrinking params.
+fewer inputs and constants, then fewer input (and constant) elements. Not done (yet):
+shrinking params.
 """
 from __future__ import annotations
 
@@ -209,9 +210,41 @@ def measure(cj: ClosedJaxpr) -> tuple[int, int, int, int]:
     return computing, len(cj.jaxpr.outvars), len(cj.jaxpr.invars) + constant, elements
 
 
-# Sub-jaxprs the reducer shrinks in place. Not a while loop's: a stubbed counter or predicate
-# could make it endless (inlining reduces it to one iteration instead).
-_LOOPS_NOT_REDUCED = frozenset({"while"})
+def _needs(eqns, outs) -> set:
+    """The variables ``outs`` are computed from (``outs`` included)."""
+    live = {v for v in outs if type(v) is Var}
+    for eqn in reversed(eqns):
+        if any(v in live for v in eqn.outvars):
+            live |= {a for a in eqn.invars if type(a) is Var}
+    return live
+
+
+def _frozen(eqn, key) -> set[int] | None:
+    """Indices of the equations of ``eqn``'s sub-jaxpr at ``key`` that the reducer leaves as
+    they are (None: the whole sub-jaxpr). A while loop's predicate, and the body's equations
+    that the carries it reads depend on (through other carries too): changing them could make
+    the loop endless."""
+    if eqn.primitive.name != "while":
+        return set()
+    if key[0] != "body_jaxpr":
+        return None
+    cond, body = eqn.params["cond_jaxpr"].jaxpr, eqn.params["body_jaxpr"].jaxpr
+    read = _needs(cond.eqns, cond.outvars)
+    carries = {k for k, v in enumerate(cond.invars[eqn.params["cond_nconsts"]:]) if v in read}
+    while True:
+        needed = _needs(body.eqns, [body.outvars[k] for k in carries])
+        more = carries | {k for k, v in enumerate(body.invars[eqn.params["body_nconsts"]:]) if v in needed}
+        if more == carries:
+            return {i for i, e in enumerate(body.eqns) if any(v in needed for v in e.outvars)}
+        carries = more
+
+
+def frozen_at(cj: ClosedJaxpr, path: tuple) -> set[int] | None:
+    """The equations of the sub-jaxpr at ``path`` that the reducer leaves as they are."""
+    if not path:
+        return set()
+    i, key = path[-1]
+    return _frozen(at(cj, path[:-1]).jaxpr.eqns[i], key)
 
 
 def _children(eqn):
@@ -227,8 +260,9 @@ def _children(eqn):
 
 def children_paths(cj: ClosedJaxpr, path: tuple = ()) -> list[tuple]:
     """Paths (from ``path``) to the sub-jaxprs one level below ``at(cj, path)`` that are reduced."""
-    return [path + ((i, key),) for i, eqn in enumerate(at(cj, path).jaxpr.eqns)
-            if eqn.primitive.name not in _LOOPS_NOT_REDUCED for key, _ in _children(eqn)]
+    frozen = frozen_at(cj, path)
+    return [path + ((i, key),) for i, eqn in enumerate(at(cj, path).jaxpr.eqns) if i not in frozen
+            for key, _ in _children(eqn) if _frozen(eqn, key) is not None]
 
 
 def all_paths(cj: ClosedJaxpr, path: tuple = ()) -> list[tuple]:
@@ -260,6 +294,8 @@ def replace_at(cj: ClosedJaxpr, path: tuple, sub: ClosedJaxpr) -> ClosedJaxpr:
 def inside(path: tuple, move: Callable) -> Callable:
     """``move(sub, start, stop)`` applied to the sub-jaxpr at ``path`` (then dead code dropped)."""
     def moved(cj, start, stop):
+        if frozen_at(cj, path) & set(range(start, stop)):
+            return None
         sub = move(at(cj, path), start, stop)
         return None if sub is None else replace_at(cj, path, dce(sub))
     return moved
