@@ -31,6 +31,7 @@ shrinking params.
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from typing import Callable
@@ -118,7 +119,7 @@ def stub(cj: ClosedJaxpr, start: int, stop: int, value: int) -> ClosedJaxpr | No
     (the signature is kept, so this also reduces bodies and branches)."""
     eqns = cj.jaxpr.eqns
     made = _constants([v for e in eqns[start:stop] for v in e.outvars], value)
-    return made and _rewire(cj, eqns[:start], made[0], made[1], eqns[stop:])
+    return None if made is None else _rewire(cj, eqns[:start], *made, eqns[stop:])
 
 
 def bypass(cj: ClosedJaxpr, start: int, stop: int) -> ClosedJaxpr | None:
@@ -141,7 +142,7 @@ def constant_inputs(cj: ClosedJaxpr, start: int, stop: int, value: int) -> Close
     made = _constants(invars[start:stop], value)
     if made is None:
         return None
-    program = _rewire(cj, [], made[0], made[1], cj.jaxpr.eqns)
+    program = _rewire(cj, [], *made, cj.jaxpr.eqns)
     return _with(program, invars=invars[:start] + invars[stop:])
 
 
@@ -150,14 +151,13 @@ def inline_candidates(cj: ClosedJaxpr):
     operands), the program with it spliced in."""
     for index, eqn in enumerate(cj.jaxpr.eqns):
         outs = [v.aval for v in eqn.outvars]
-        for value in eqn.params.values():
-            for sub in (value if isinstance(value, tuple) else (value,)):
-                if not isinstance(sub, ClosedJaxpr) or sub.out_avals != outs:
-                    continue
-                n = len(sub.in_avals)
-                operands = eqn.invars[len(eqn.invars) - n:] if n <= len(eqn.invars) else None
-                if operands is not None and [a.aval for a in operands] == sub.in_avals:
-                    yield lambda index=index, sub=sub, operands=operands: _splice(cj, index, sub, operands)
+        for _, sub in _children(eqn):
+            n = len(sub.in_avals)
+            if sub.out_avals != outs or n > len(eqn.invars):
+                continue
+            operands = eqn.invars[len(eqn.invars) - n:]
+            if [a.aval for a in operands] == sub.in_avals:
+                yield functools.partial(_splice, cj, index, sub, operands)
 
 
 def _halvable(size) -> bool:
@@ -203,7 +203,8 @@ def _sizes(j: Jaxpr) -> tuple[int, int]:
 def measure(cj: ClosedJaxpr) -> tuple[int, int, int, int]:
     """What the reducer makes smaller: equations that compute, then outputs, then inputs and
     constants (a constant in place of a computation is as good as an input; an input becomes a
-    constant only as a literal, or where that folds away), then the inputs' elements."""
+    constant only as a literal, or where that folds away), then the elements of the inputs and
+    constants."""
     computing, constant = _sizes(cj.jaxpr)
     values = cj.jaxpr.invars + [v for e in cj.jaxpr.eqns if _is_constant(e) for v in e.outvars]
     elements = sum(math.prod(d for d in v.aval.shape if type(d) is int) for v in values)
@@ -345,8 +346,9 @@ class Reducer:
         return cj
 
     def reduce_inside(self, cj: ClosedJaxpr, path: tuple = ()) -> ClosedJaxpr:
-        """Stub chunks of equations in each sub-jaxpr below ``path``, depth first (a change
-        inside one sub-jaxpr leaves the paths of its siblings as they were)."""
+        """Bypass chunks of equations, or make their results constants, in each sub-jaxpr below
+        ``path``, depth first (a change inside one sub-jaxpr leaves its siblings' paths as
+        they were)."""
         for child in children_paths(cj, path):
             moves = [(inside(child, bypass), "bypass in a body")]
             moves += [(inside(child, lambda sub, i, j, value=value: stub(sub, i, j, value)), f"{value}s in a body")
@@ -387,7 +389,8 @@ class Reducer:
                     self._say(what, cj)
             cj = self.chunks(cj, n_ins, [(lambda p, i, j: constant_inputs(p, i, j, 0), "zero inputs"),
                                          (lambda p, i, j: constant_inputs(p, i, j, 1), "one inputs")])
-            for make in [*inline_candidates(cj), *(lambda path=path: at(cj, path) for path in all_paths(cj))]:
+            extracted = [functools.partial(at, cj, path) for path in all_paths(cj)]
+            for make in [*inline_candidates(cj), *extracted]:
                 candidate = make()
                 if measure(candidate) < measure(cj) and self.accepts(candidate):
                     cj = candidate
