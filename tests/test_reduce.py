@@ -161,6 +161,30 @@ def test_a_scan_body_shrinks_in_place_to_the_failing_equation():
     assert count_equations(small) == 2
 
 
+def test_cond_branches_shrink_in_place():
+    program = parse("""{ lambda ; a:f32[2] b:i32[]. let
+        d:f32[2] = cond[
+          branches=(
+            { lambda ; e:f32[2]. let f:f32[2] = cos e; g:f32[2] = exp f in (g,) },
+            { lambda ; x0:f32[2]. let
+                x1:f32[2] = sin x0
+                x2:f32[2] = test_reduce_unlowerable x1
+                x3:f32[2] = neg x2
+                x4:f32[2] = mul x3 x0
+              in (x4,) }
+          )
+        ] b a
+      in (d,) }""")
+    fails = error_test("test_reduce_unlowerable", None)
+    in_cond = lambda p: any(e.primitive.name == "cond" for e in p.eqns) and fails(p)
+    small = Reducer(in_cond).reduce(program)
+    verify(small)
+    assert [e.primitive.name for e in small.eqns] == ["cond"]
+    first, second = small.eqns[0].params["branches"]
+    assert first.eqns == [] and first.jaxpr.outvars == first.jaxpr.invars       # bypassed
+    assert [e.primitive.name for e in second.eqns] == ["test_reduce_unlowerable"]
+
+
 def test_a_while_body_shrinks_but_what_its_predicate_reads_stays():
     # The predicate reads i; i's update reads the step s, whose update stays too (changing
     # either could make the loop endless). The chain on x shrinks to the failing equation.
