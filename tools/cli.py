@@ -1084,8 +1084,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     rd = _sub(sub, "reduce", "shrink a program while a failure (or a test) persists",
               "Delta-debug a text IR program: try smaller programs (observe fewer results, cut "
-              "equations into inputs, drop outputs and inputs, inline sub-jaxprs, canonicalize) "
-              "and keep those that verify and are still interesting, until none is smaller. "
+              "equations into inputs, bypass them or make their results constants, the same "
+              "inside branches and bodies, drop outputs and inputs, inline or extract sub-jaxprs, "
+              "halve input dimensions, canonicalize) and keep those that verify and are still "
+              "interesting, until none is smaller. "
               "Interesting means: --test CMD exits 0 on the candidate (its path appended), or "
               "--until-error REGEX: the --passes pipeline, lowering or compilation raises an error "
               "matching REGEX, or --until-differs: XLA's results differ from the reference "
