@@ -172,3 +172,15 @@ def test_benchmark_chart_draws_every_row_of_the_table(tmp_path):
     bench_chart.write_chart(guide, tmp_path / "chart.svg")
     svg = (tmp_path / "chart.svg").read_text()
     assert svg.count("<rect") == len(rows) and "make_jaxpr(grad(chain))" in svg
+
+
+def test_readme_is_a_front_door():
+    """Under 120 lines, the two commands first, and what grew out of it is a page it links."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 120
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert readme.startswith("# jaxprc\n\n```bash\n") and len(first_block) == 2
+    assert first_block[0].endswith("jaxprc demo") and "pytest" in first_block[1]
+    for page in ("docs/guides/shape-polymorphism.md", "docs/guides/jax-libraries.md"):
+        assert f"]({page})" in readme and (ROOT / page).exists()
+        assert page.removeprefix("docs/").removesuffix(".md") in (DOCS / "index.md").read_text()
