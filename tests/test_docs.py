@@ -196,3 +196,13 @@ def test_readme_is_a_front_door():
     for page in ("docs/guides/shape-polymorphism.md", "docs/guides/jax-libraries.md"):
         assert f"]({page})" in readme and (ROOT / page).exists()
         assert page.removeprefix("docs/").removesuffix(".md") in (DOCS / "index.md").read_text()
+
+
+def test_architecture_picture_names_files_that_exist():
+    """The picture on the architecture page names the file of each step: the files are there."""
+    page = (DOCS / "architecture.md").read_text()
+    picture = page.split("## The picture", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    paths = re.findall(r"\b(?:compiler|ir|passes|runtime)/[\w/]*(?:\.py|/)", picture)
+    assert len(paths) >= 10
+    missing = [p for p in paths if not (ROOT / p).exists()]
+    assert not missing, missing
