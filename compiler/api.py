@@ -318,6 +318,9 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
     Arguments may be arrays, scalars or ``ShapeDtypeStruct`` values in any pytree.
     ``axis_env``: (name, size) pairs, the named axes ``f``'s collectives may use.
     With ``return_shape=True`` also returns the output pytree of ``ShapeDtypeStruct`` values.
+
+    >>> print(jaxprc.make_jaxpr(lambda x: jnp.sin(x) * x)(jnp.ones(3)))
+    { lambda ; a:f32[3]. let b:f32[3] = sin a; c:f32[3] = mul b a in (c,) }
     """
     spec = _ArgSpec(fun, static_argnums, static_argnames)
 
@@ -831,7 +834,12 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None, s
     partition the program over their mesh's devices (jaxprc/spmd.py). As in JAX, arguments the
     program does not use are left out of the executable unless ``keep_unused``; ``inline``
     puts ``fun``'s equations into an enclosing trace instead of a nested ``jit`` equation;
-    ``compiler_options``: XLA options by name, as ``Lowered.compile`` takes them."""
+    ``compiler_options``: XLA options by name, as ``Lowered.compile`` takes them.
+
+    >>> f = jaxprc.jit(lambda x: x * 2.0 + 1.0)
+    >>> f(jnp.arange(3.0))
+    Array([1., 3., 5.], dtype=float32)
+    """
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames, donate_argnums=donate_argnums,
                    donate_argnames=donate_argnames, keep_unused=keep_unused, inline=inline,
                    compiler_options=compiler_options)

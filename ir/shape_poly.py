@@ -823,7 +823,16 @@ def _balanced(text: str) -> bool:
 
 def symbolic_shape(shape_spec: str | None, *, constraints: Sequence[str] = (),
                    scope: SymbolicScope | None = None) -> tuple:
-    """JAX's ``jax.export.symbolic_shape``: the dimensions that ``shape_spec`` writes."""
+    """JAX's ``jax.export.symbolic_shape``: the dimensions that ``shape_spec`` writes.
+
+    >>> b, = jaxprc.export.symbolic_shape("b", constraints=("b >= 2",))
+    >>> print(2 * b + 1, b >= 1)                       # b >= 1 follows from the constraint
+    2*b + 1 True
+    >>> spec = jaxprc.ShapeDtypeStruct((b, 3), jnp.float32)
+    >>> print(jaxprc.make_jaxpr(lambda x: jnp.sum(x, axis=1))(spec))
+    dims b where b >= 2
+    { lambda ; a:f32[b,3]. let b:f32[b] = reduce_sum[axes=(1,)] a in (b,) }
+    """
     if scope is not None and constraints:
         raise ValueError("Cannot specify both a `scope` and `constraints`.")
     if scope is None:

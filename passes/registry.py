@@ -206,6 +206,14 @@ def run_pipeline(cj: ClosedJaxpr, spec: str | Sequence,
     ``PassVerificationError`` naming it. The pipeline is parsed (and rejected, if it must be)
     before any pass runs. ``instrument``: objects with ``run_before_pass(label, program)`` and/or
     ``run_after_pass(label, program, seconds)`` (``jaxprc.passes.instrument``: timing, printing).
+
+    >>> program = jaxprc.ir.parse("{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }")
+    >>> print(jaxprc.passes.run_pipeline(program, "jvp,dce"))
+    { lambda ; a:f32[3] b:f32[3]. let
+        c:f32[3] = sin a
+        d:f32[3] = cos a
+        e:f32[3] = mul b d
+      in (c, e) }
     """
     if verify is None:
         verify = config.jaxprc_verify_passes

@@ -72,25 +72,36 @@ def test_grammar_page_is_the_parser_grammar():
         assert f"`{rule}`" in page
 
 
-def test_primitives_page_follows_the_param_schemas():
+def test_family_pages_follow_the_registries():
+    """A page per family: each primitive in its family's page, with its schema and a column per rule
+    (the schema and the rule tables change the page), and every page in the site's tree."""
     import params_page
+    from jaxprc.interpreters import ad
     from jaxprc.ir import PRIMITIVES, Primitive
     from jaxprc.ir.params import Int, Tuple
-    page = params_page.primitives_markdown()
-    for prim in PRIMITIVES.values():
-        assert f"| `{prim.name}` |" in page
+    pages = params_page.family_pages()
+    for fam, prims in params_page.families().items():
+        assert all(f"| `{p.name}` |" in pages[fam] for p in prims)
+    assert sum(page.count("\n| `") for page in pages.values()) == len(PRIMITIVES)
     reduce_sum = PRIMITIVES["reduce_sum"]
-    assert f"`axes`: {reduce_sum.param_schema['axes']}" in page
-    probe = Primitive("docs_probe_primitive")          # a schema change changes the page
+    assert f"`axes`: {reduce_sum.param_schema['axes']}" in pages["jaxprc.lax.reductions"]
+    sin_row = next(line for line in pages["jaxprc.lax.elementwise"].splitlines() if line.startswith("| `sin` |"))
+    assert sin_row.endswith("| ✓ |  | ✓ | ✓ |  |  | ✓ |")              # jvp, vmap, jet, lowering
+    probe = Primitive("docs_probe_primitive")          # a schema or a rule changes the page
     try:
         probe.def_params(width=Int(min=1))
-        assert "`width`: an integer >= 1" in params_page.primitives_markdown()
+        page = params_page.family_pages()["user primitives"]
+        assert "`width`: an integer >= 1" in page and page.count("✓") == 0
         probe.def_params(width=Tuple(Int(min=0), length=2))
-        changed = params_page.primitives_markdown()
+        ad.primitive_transposes[probe] = lambda *args, **params: args
+        changed = params_page.family_pages()["user primitives"]
         assert "`width`: a tuple of 2 items, each an integer >= 0" in changed
-        assert "`width`: an integer >= 1" not in changed
+        assert "`width`: an integer >= 1" not in changed and changed.count("✓") == 1
+        assert params_page.page_name("user primitives") == "user-primitives"
     finally:
         del PRIMITIVES["docs_probe_primitive"]
+        ad.primitive_transposes.pop(probe, None)
+    assert "families/*" in (DOCS / "reference" / "primitives.md").read_text()
 
 
 def test_verifier_examples_fail_as_shown():
@@ -160,6 +171,7 @@ def test_site_builds_without_warnings(tmp_path):
                            timeout=900)
     assert build.returncode == 0, build.stderr[-6000:]
     for page in ("index", "reference/ir-language", "reference/verifier", "api/jaxprc.lax",
+                 "reference/families/jaxprc.lax.elementwise",
                  "guides/differences-from-jax"):
         assert (tmp_path / "html" / f"{page}.html").exists(), page
 
@@ -172,3 +184,25 @@ def test_benchmark_chart_draws_every_row_of_the_table(tmp_path):
     bench_chart.write_chart(guide, tmp_path / "chart.svg")
     svg = (tmp_path / "chart.svg").read_text()
     assert svg.count("<rect") == len(rows) and "make_jaxpr(grad(chain))" in svg
+
+
+def test_readme_is_a_front_door():
+    """Under 120 lines, the two commands first, and what grew out of it is a page it links."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 120
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    assert readme.startswith("# jaxprc\n\n```bash\n") and len(first_block) == 2
+    assert first_block[0].endswith("jaxprc demo") and "pytest" in first_block[1]
+    for page in ("docs/guides/shape-polymorphism.md", "docs/guides/jax-libraries.md"):
+        assert f"]({page})" in readme and (ROOT / page).exists()
+        assert page.removeprefix("docs/").removesuffix(".md") in (DOCS / "index.md").read_text()
+
+
+def test_architecture_picture_names_files_that_exist():
+    """The picture on the architecture page names the file of each step: the files are there."""
+    page = (DOCS / "architecture.md").read_text()
+    picture = page.split("## The picture", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    paths = re.findall(r"\b(?:compiler|ir|passes|runtime)/[\w/]*(?:\.py|/)", picture)
+    assert len(paths) >= 10
+    missing = [p for p in paths if not (ROOT / p).exists()]
+    assert not missing, missing

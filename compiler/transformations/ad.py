@@ -360,7 +360,13 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
          holomorphic: bool = False, allow_int: bool = False, reduce_axes=()):
     """The gradient of a scalar-valued ``fun`` with respect to the ``argnums`` arguments
-    (of a complex scalar one, holomorphic in its complex arguments, with ``holomorphic``)."""
+    (of a complex scalar one, holomorphic in its complex arguments, with ``holomorphic``).
+
+    >>> print(jaxprc.grad(lambda x: x ** 3)(2.0))
+    12.0
+    >>> print(jaxprc.grad(lambda x, y: x * y, argnums=(0, 1))(2.0, 5.0))
+    (Array(5., dtype=float32, weak_type=True), Array(2., dtype=float32, weak_type=True))
+    """
     return _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value=False,
                            name="grad")
 

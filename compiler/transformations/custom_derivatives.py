@@ -331,6 +331,16 @@ class custom_jvp:
 
     ``nondiff_argnums``: arguments the rule receives first, before ``primals`` and ``tangents``;
     they may be any Python values, traced arrays included (closed over).
+
+    >>> @jaxprc.custom_jvp
+    ... def f(x):
+    ...     return jnp.sin(x)
+    >>> @f.defjvp
+    ... def f_jvp(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return f(x), 10.0 * t                     # not sin's derivative: the rule decides
+    >>> print(jaxprc.grad(f)(0.0))
+    10.0
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
@@ -515,6 +525,17 @@ class custom_vjp:
 
     ``fwd(*args) -> (out, residuals)``; ``bwd(*nondiff_args, residuals, out_cotangent) -> a
     tuple with one cotangent (or None) per non-static argument``.
+
+    >>> @jaxprc.custom_vjp
+    ... def clip_gradient(x):
+    ...     return x
+    >>> def fwd(x):
+    ...     return x, None                             # no residuals
+    >>> def bwd(residuals, g):
+    ...     return (jnp.clip(g, -1.0, 1.0),)
+    >>> clip_gradient.defvjp(fwd, bwd)
+    >>> print(jaxprc.grad(lambda x: 5.0 * clip_gradient(x))(3.0))
+    1.0
     """
 
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),

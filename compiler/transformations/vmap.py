@@ -34,6 +34,12 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     ``axis_size`` gives the batch size when no argument is mapped.
     ``axis_name`` names the mapped axis for the collectives ``fun`` calls (``psum pmean pmax pmin
     all_gather``; compiler/lax/parallel.py).
+
+    >>> xs, ys = jnp.ones((2, 3)), jnp.arange(6.0).reshape(2, 3)
+    >>> jaxprc.vmap(jnp.dot)(xs, ys)                  # a dot product per row
+    Array([ 3., 12.], dtype=float32)
+    >>> jaxprc.vmap(jnp.dot, in_axes=(None, 0))(xs[0], ys)
+    Array([ 3., 12.], dtype=float32)
     """
     if not callable(fun):
         raise TypeError(f"vmap requires a callable as its first argument, got {fun!r} of type "

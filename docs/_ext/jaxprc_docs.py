@@ -1,9 +1,9 @@
 """The Sphinx extension that writes the generated pages before Sphinx reads the sources.
 
 ``generate(docs_dir)`` writes ``docs/_generated/`` (fragments the hand-written pages
-``{include}``: grammar, primitives, verifier errors, command-line session, differences from JAX;
-and the benchmark chart) and ``docs/api/*.md`` (the API reference). Both folders are build
-outputs (ignored by git)."""
+``{include}``: grammar, verifier errors, command-line session, differences from JAX; and the
+benchmark chart), ``docs/reference/families/*.md`` (a page per primitive family) and
+``docs/api/*.md`` (the API reference). The three folders are build outputs (ignored by git)."""
 from __future__ import annotations
 
 import importlib
@@ -38,19 +38,20 @@ def _jax_names():
 
 def generate(docs_dir: Path) -> None:
     repo_root = docs_dir.parent
-    fragments, api = docs_dir / "_generated", docs_dir / "api"
-    for folder in (fragments, api):
+    fragments, api, families = docs_dir / "_generated", docs_dir / "api", docs_dir / "reference" / "families"
+    for folder in (fragments, api, families):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
     pages = {
         "grammar.md": grammar_page.grammar_markdown(),
-        "primitives.md": params_page.primitives_markdown(),
         "verifier.md": verifier_page.verifier_markdown(),
         "cli.md": cli_page.cli_markdown(repo_root, fragments / "images"),
         "differences.md": differences_page.differences_markdown(repo_root),
     }
     for name, text in pages.items():
         (fragments / name).write_text(text)
+    for family, text in params_page.family_pages().items():
+        (families / f"{params_page.page_name(family)}.md").write_text(text)
     bench_chart.write_chart(docs_dir / "guides" / "performance.md", fragments / "images" / "benchmarks.svg")
     modules = api_pages.public_modules()
     jax_has, first_names = _jax_names(), {}

@@ -1,5 +1,5 @@
-"""The primitives page: every registered primitive, grouped by the family module that defines
-it, with its param schema (the verifier's ``param_schema``, as its checkers describe
+"""The primitive family pages: a page per family module, listing every registered primitive it
+defines with its param schema (the verifier's ``param_schema``, as its checkers describe
 themselves) and which passes have a rule for it (the ``jaxprc.interpreters`` tables)."""
 from __future__ import annotations
 
@@ -41,13 +41,16 @@ def _defining_module(holders) -> str:
     return max(found, key=lambda m: (m.startswith("jaxprc.lax."), -m.count("checkify")))
 
 
+RULES = ("jvp", "transpose", "vmap", "jet", "partial eval", "dce", "lowering")
+
+
 def rules_of(prim) -> list[str]:
+    """The names in ``RULES`` of the passes that have a rule for ``prim``."""
     from jaxprc.interpreters import ad, batching, jet, mlir, partial_eval as pe
-    tables = [("jvp", prim in ad.primitive_jvps), ("transpose", prim in ad.primitive_transposes),
-              ("vmap", prim in batching.primitive_batchers), ("jet", prim in jet.jet_rules),
-              ("partial eval", prim in pe.partial_eval_jaxpr_custom_rules),
-              ("dce", prim in pe.dce_rules), ("lowering", mlir.has_lowering(prim))]
-    return [name for name, present in tables if present]
+    present = (prim in ad.primitive_jvps, prim in ad.primitive_transposes, prim in batching.primitive_batchers,
+               prim in jet.jet_rules, prim in pe.partial_eval_jaxpr_custom_rules, prim in pe.dce_rules,
+               mlir.has_lowering(prim))
+    return [name for name, has in zip(RULES, present) if has]
 
 
 def schema_lines(prim) -> list[str]:
@@ -63,15 +66,31 @@ def _escape(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")
 
 
-def primitives_markdown() -> str:
-    out = []
-    fams = families()
-    out.append(f"{sum(map(len, fams.values()))} primitives in {len(fams)} family modules.\n")
-    for fam, prims in fams.items():
-        out += [f"## `{fam}`", "", "| primitive | results | params (schema) | rules |", "|---|---|---|---|"]
+def page_name(family: str) -> str:
+    """The family's page, a file name: ``jaxprc.lax.elementwise``, ``user-primitives``."""
+    return re.sub(r"[^\w.]+", "-", family)
+
+
+def _summary(family: str) -> str:
+    """The first paragraph of the family module's docstring (none for user primitives)."""
+    module = sys.modules.get(family)
+    doc = inspect.cleandoc(module.__doc__ or "") if module else ""
+    return _escape(doc.split("\n\n", 1)[0].replace("\n", " "))
+
+
+def family_pages() -> dict[str, str]:
+    """family -> its page: the module's summary, then a row per primitive: results, params, and a
+    column per pass of ``RULES`` (a check where it has a rule for the primitive)."""
+    pages = {}
+    for fam, prims in families().items():
+        out = [f"# `{fam}`", "", _summary(fam), "",
+               f"{len(prims)} primitive{'s' if len(prims) != 1 else ''}. A pass without a rule applies its "
+               "default (see [writing a primitive](../../guides/writing-a-primitive.md)).", "",
+               "| primitive | results | params (schema) | " + " | ".join(RULES) + " |",
+               "|---|---|---|" + "---|" * len(RULES)]
         for p in prims:
-            results = "several" if p.multiple_results else "one"
-            out.append(f"| `{p.name}` | {results} | {'<br>'.join(schema_lines(p))} | "
-                       f"{', '.join(rules_of(p)) or '—'} |")
-        out.append("")
-    return "\n".join(out)
+            has = set(rules_of(p))
+            out.append(f"| `{p.name}` | {'several' if p.multiple_results else 'one'} | "
+                       f"{'<br>'.join(schema_lines(p))} | " + " | ".join("✓" if r in has else "" for r in RULES) + " |")
+        pages[fam] = "\n".join(out) + "\n"
+    return pages

@@ -93,7 +93,11 @@ def _pred_to_index(pred):
 
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, both traced. JAX's older
-    form ``cond(pred, true_operand, true_fun, false_operand, false_fun)`` is accepted too."""
+    form ``cond(pred, true_operand, true_fun, false_operand, false_fun)`` is accepted too.
+
+    >>> jaxprc.lax.cond(jnp.float32(2.0) > 1.0, lambda x: x + 1.0, lambda x: x - 1.0, jnp.float32(5.0))
+    Array(6., dtype=float32)
+    """
     if not (callable(true_fun) and callable(false_fun)):
         if callable(false_fun) and len(operands) == 2 and callable(operands[1]) and operand is _NO_OPERAND:
             x_true, f_true, x_false, f_false = true_fun, false_fun, *operands

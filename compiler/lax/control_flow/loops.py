@@ -260,7 +260,12 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val, body: _Body):
 
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
          unroll: int | bool = 1):
-    """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns (carry, stacked ys)."""
+    """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns (carry, stacked ys).
+
+    >>> step = lambda total, x: (total + x, total * x)
+    >>> jaxprc.lax.scan(step, 0.0, jnp.arange(1.0, 4.0))
+    (Array(6., dtype=float32), Array([0., 2., 9.], dtype=float32))
+    """
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
     return _scan(f, init, xs, length, reverse, unroll, _Body("scan", "f", f, 0))
