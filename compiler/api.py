@@ -658,7 +658,7 @@ class JitFunction:
                 self._explain_miss(key, args, kwargs)
             entry = self._cache[key] = self._compile(args, kwargs)
         if _config.jax_debug_nans or _config.jax_debug_infs:
-            if self._donate_argnums:     # the op-by-op rerun needs what the call donates
+            if self._spec.donate_argnums or self._spec.donate_argnames:     # the op-by-op rerun needs what the call donates
                 args, kwargs = tree_map(lambda x: x.copy() if type(x) is Array else x, (args, kwargs))
             outs = entry(leaves)
             float_checks.check_jit_outputs(self._fun, args, kwargs, outs)

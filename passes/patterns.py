@@ -6,7 +6,7 @@ builds the replacement by applying primitives to the bound values::
 
     from jaxprc.passes.patterns import Pat, Splat, pattern
 
-    @pattern("my_rules", Pat(neg_p, Pat(neg_p, "x")))
+    @pattern("my_rules", Pat(negate, Pat(negate, "x")))     # negate: a Primitive of the user's
     def _double_negation(x):
         return x
 

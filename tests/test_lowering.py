@@ -874,8 +874,8 @@ def test_identical_callees_emitted_once():
     text = lowering.lower_jaxpr(cj).as_text()
     assert text.count("func.func private") == 2, text
     assert text.count("call @f(") == 2 and "call @f_1(" in text
-    # checkpoint is inlined behind a barrier instead (see test_remat.py)
-    assert text.count("stablehlo.optimization_barrier") == 1
+    # checkpoint is inlined instead; undifferentiated, it needs no barrier (as JAX: see test_remat.py)
+    assert text.count("stablehlo.optimization_barrier") == 0
     got = run_jaxpr(cj, x)
     for g, want in zip(got, [np.sin(x * x), np.sin(x * x), np.cos(x), np.sin(x * x)]):
         check(g, want, F32)
