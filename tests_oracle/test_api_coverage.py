@@ -90,7 +90,7 @@ NOT_APPLICABLE = {
         **dict.fromkeys(["enable_checks",
                          "allow_f16_reductions", "softmax_custom_jvp", "jax2tf_associative_scan_reductions"],
                         "JAX-internal configuration switches without a jaxprc counterpart"),
-        **dict.fromkeys(["api_util", "lib", "ds",
+        **dict.fromkeys(["lib", "ds",
                          "memory", "fwd_and_bwd", "make_user_context"],
                         "JAX-internal or not yet ported submodules and helpers"),
     },
