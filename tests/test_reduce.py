@@ -9,7 +9,7 @@ from jaxprc.interpreters import mlir
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import Primitive, parse
 from jaxprc.ir.verify import verify
-from jaxprc.ir.core import Literal
+from jaxprc.ir.core import Literal, ShapedArray
 from jaxprc.passes import count_equations
 from jaxprc.tools.cli import error_test
 from jaxprc.tools.reduce import Reducer
@@ -98,14 +98,15 @@ def test_a_user_command_decides_and_a_reproducer_header_is_kept(tmp_path):
 def test_an_operand_becomes_a_constant_where_an_input_is_not_interesting():
     # Interesting while tanh's operand is computed in the program (a failure that needs a
     # constant operand, XLA's constant folding say): cutting its producer (which makes the
-    # operand an input) is not, a broadcast zero is.
+    # operand an input) is not, a broadcast zero is; the broadcast's shape then shrinks to a
+    # scalar's, and the broadcast is bypassed.
     def interesting(program):
         tanh = [e for e in program.eqns if e.primitive.name == "tanh"]
         return bool(tanh) and tanh[0].invars[0] not in program.jaxpr.invars
     small = Reducer(interesting).reduce(parse(chain(40, 25, "tanh")))
     verify(small)
-    assert [e.primitive.name for e in small.eqns] == ["broadcast_in_dim", "tanh"]
-    assert small.eqns[0].invars == [Literal(0.0, small.eqns[0].invars[0].aval)]
+    assert [e.primitive.name for e in small.eqns] == ["tanh"]
+    assert small.eqns[0].invars == [Literal(0.0, ShapedArray((), np.float32))]
     assert small.jaxpr.invars == []
 
 
@@ -239,3 +240,65 @@ def test_user_errors(tmp_path, argv, message):
     path.write_text(chain(3, 1, "cos"))
     r = cli("reduce", str(path), *argv)
     assert r.returncode == 1 and message in r.stderr, r.stderr
+
+
+PARAMS_PROGRAM = """{ lambda ; a:f32[8,8,3] b:f32[16]. let
+    c:f32[8,8,3] = sin a
+    d:f32[3] = reduce_sum[axes=(0, 1)] c
+    e:f32[4] = slice[limit_indices=(10,) start_indices=(2,) strides=(2,)] b
+    f:f32[4] = tanh e
+    g:i32[] h:f32[4] = scan[
+      jaxpr={ lambda ; i:i32[] j:f32[4]. let
+          k:i32[] = add i 1:i32[]
+          n:f32[4] = cos j
+        in (k, n) }
+      length=12 linear=(False, False) num_carry=2 num_consts=0 reverse=False unroll=1
+    ] 0:i32[] f
+    p:i32[] q:f32[4] = while[
+      body_jaxpr={ lambda ; r:i32[] s:f32[4]. let t:i32[] = add r 1:i32[]; v:f32[4] = exp s in (t, v) }
+      body_nconsts=0
+      cond_jaxpr={ lambda ; w:i32[] x:f32[4]. let y:bool[] = lt w 9:i32[] in (y,) }
+      cond_nconsts=0
+    ] 0:i32[] h
+    z:f32[5,5,3] = reduce_window_max[
+      base_dilation=(1, 1, 1) padding=((0, 0), (0, 0), (0, 0)) window_dilation=(1, 1, 1)
+      window_dimensions=(4, 4, 1) window_strides=(1, 1, 1)
+    ] a
+  in (d, q, z) }"""
+
+
+def test_params_shrink_while_the_test_holds():
+    # Interesting while each equation is there with a param at least some size: each param
+    # shrinks to that size (reduction axes, a slice's bounds, a scan's length, a while loop's
+    # bound, a window), and no further.
+    def eqn(program, name):
+        found = [e for e in program.eqns if e.primitive.name == name]
+        return found[0] if found else None
+
+    def bound(loop):
+        return int(loop.params["cond_jaxpr"].eqns[0].invars[1].val)
+
+    def interesting(p):
+        r, s, sc, w, rw = (eqn(p, n) for n in ("reduce_sum", "slice", "scan", "while", "reduce_window_max"))
+        return (None not in (r, s, sc, w, rw) and len(r.params["axes"]) >= 1 and s.outvars[0].aval.shape[0] >= 1
+                and sc.params["length"] >= 3 and bound(w) >= 2 and rw.params["window_dimensions"][0] >= 2)
+    small = Reducer(interesting).reduce(parse(PARAMS_PROGRAM))
+    verify(small)
+    get = lambda name: eqn(small, name)
+    assert len(get("reduce_sum").params["axes"]) == 1
+    assert get("scan").params["length"] == 3
+    assert bound(get("while")) == 2
+    assert get("reduce_window_max").params["window_dimensions"] == (2, 1, 1)
+    s = get("slice").params
+    assert s["strides"] == (1,) and s["limit_indices"][0] - s["start_indices"][0] == 1
+
+
+def test_a_scans_length_shrinks_with_its_scanned_input():
+    def interesting(p):
+        scans = [e for e in p.eqns if e.primitive.name == "scan"]
+        return bool(scans) and "sin" in [e.primitive.name for e in scans[0].params["jaxpr"].eqns] \
+            and scans[0].invars[-1] in p.jaxpr.invars
+    small = Reducer(interesting).reduce(parse(scan_program(4, 99)))
+    verify(small)
+    scan = small.eqns[0]
+    assert scan.params["length"] == 1 and scan.invars[-1].aval.shape == (1, 3)     # was [5,3]
