@@ -843,6 +843,7 @@ def differs_test(rtol: float = 1e-5, atol: float = 1e-6):
 def cmd_reduce(args) -> int:
     """Shrink a program while the interestingness test holds; write the smallest found."""
     from jaxprc.passes import count_equations
+    from jaxprc.tools.isolated_test import IsolatedTest, WorkerDied
     from jaxprc.tools.reduce import Reducer
     chosen = [t for t in (args.test, args.until_error, args.until_differs or None) if t is not None]
     if len(chosen) != 1:
@@ -857,15 +858,25 @@ def cmd_reduce(args) -> int:
         interesting = command_test(args.test, _header_comments(text), args.timeout)
     elif args.until_error is not None:
         parse_passes(args.passes)
-        interesting = error_test(args.until_error, args.passes)
+        error_test(args.until_error, args.passes)           # a bad pattern is said here
+        interesting = IsolatedTest({"test": "error", "pattern": args.until_error, "pipeline": args.passes},
+                                   args.load_pass_plugin or [], args.timeout)
     else:
-        interesting = differs_test()
+        interesting = IsolatedTest({"test": "differs"}, args.load_pass_plugin or [], args.timeout)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     reducer = Reducer(interesting, progress)
     try:
         smallest = reducer.reduce(program)
     except ValueError as e:
         raise UsageError(f"{args.file}: {e}") from None
+    except WorkerDied as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    finally:
+        if isinstance(interesting, IsolatedTest):
+            interesting.close()
+    if isinstance(interesting, IsolatedTest) and (interesting.timeouts or interesting.deaths):
+        print(f"reduce: {interesting.timeouts} candidates ran past --timeout {args.timeout:g}s, "
+              f"{interesting.deaths} killed the test's process", file=sys.stderr)
     n = count_equations(smallest)
     print(f"reduce: {count_equations(program)} -> {n} equation{'s' if n != 1 else ''} "
           f"({reducer.tests} tests, {time.perf_counter() - reducer.start:.1f}s)", file=sys.stderr)
@@ -1106,7 +1117,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep programs whose XLA results differ from the reference evaluator's")
     rd.add_argument("--passes", metavar="PIPELINE", help="with --until-error: run this pipeline first")
     _add_plugin_option(rd)
-    rd.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds for one --test run")
+    rd.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                    help="seconds for the test of one candidate (past them: not interesting)")
     rd.add_argument("--quiet", action="store_true", help="no progress lines")
     rd.add_argument("-o", "--output", metavar="OUT", help="write the smallest program here instead of stdout")
 
