@@ -57,9 +57,9 @@ def _with(cj: ClosedJaxpr, invars=None, outvars=None, eqns=None) -> ClosedJaxpr:
 
 
 def observe(cj: ClosedJaxpr, start: int, stop: int) -> ClosedJaxpr | None:
-    """Outputs: the results of equations ``start:stop``, and only what they need."""
+    """Outputs: the results of equations ``start:stop``, and only what they need (inputs too)."""
     outs = [v for e in cj.jaxpr.eqns[start:stop] for v in e.outvars]
-    return dce(_with(cj, outvars=outs)) if outs else None
+    return drop_unused_inputs(dce(_with(cj, outvars=outs))) if outs else None
 
 
 def cut(cj: ClosedJaxpr, start: int, stop: int) -> ClosedJaxpr:
