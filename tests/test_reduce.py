@@ -11,7 +11,7 @@ from jaxprc.ir import parse
 from jaxprc.ir.verify import verify
 from jaxprc.ir.core import Literal, ShapedArray
 from jaxprc.passes import count_equations
-from jaxprc.tools.cli import error_test, load_pass_plugins
+from jaxprc.tools.cli import command_test, error_test, load_pass_plugins
 from jaxprc.tools.isolated_test import IsolatedTest
 from jaxprc.tools.reduce import Reducer
 from in_process import cli
@@ -347,3 +347,19 @@ def test_until_error_matches_a_process_that_dies():
         matching.close()
         other.close()
     assert (matching.deaths, other.deaths) == (1, 1)
+
+
+def test_a_test_command_that_hangs_is_killed_at_the_timeout(tmp_path):
+    # A shell whose child would write a file after 2.5 s, then sleep: at the 1 s timeout the
+    # candidate is not interesting, and the whole process group is killed (no file appears).
+    program = parse(chain(3, 1, "cos"))
+    marker = tmp_path / "still-running"
+    child = f"import time; time.sleep(2.5); open({str(marker)!r}, 'w'); time.sleep(60)"
+    script = tmp_path / "hang.sh"
+    script.write_text(f"#!/bin/sh\n{sys.executable} -c \"{child}\"\n")
+    start = time.perf_counter()
+    assert command_test(f"sh {script}", "", timeout=1.0)(program) is False
+    assert time.perf_counter() - start < 30
+    time.sleep(3)
+    assert not marker.exists()
+    assert command_test(f"{sys.executable} -c pass", "", timeout=30.0)(program) is True

@@ -758,6 +758,7 @@ def _header_comments(text: str) -> str:
 def command_test(command: str, header: str, timeout: float):
     """``--test CMD``: CMD with a candidate file's path appended exits 0 while it is interesting."""
     import shlex
+    import signal
     import subprocess
     import tempfile
     argv = shlex.split(command)
@@ -770,12 +771,17 @@ def command_test(command: str, header: str, timeout: float):
         with open(path, "w", encoding="utf-8") as f:
             f.write(header + str(program) + "\n")
         try:
-            return subprocess.run([*argv, path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  timeout=timeout).returncode == 0
-        except subprocess.TimeoutExpired:
-            return False
+            # A session of its own: at the timeout, what the command started goes with it.
+            process = subprocess.Popen([*argv, path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       start_new_session=True)
         except OSError as e:
             raise UsageError(f"--test {command!r} cannot run: {e.strerror}") from None
+        try:
+            return process.wait(timeout=timeout) == 0
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return False
     return interesting
 
 
