@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (the programs)
-
-# An operation's line: optional results, then dialect.op (a region's return too, as XLA sees it).
-_OP_LINE = re.compile(r'^\s*(?:%[^=]*= )?"?([a-z_]+\.[a-z_.]+)', re.MULTILINE)
-
 
 def programs(lib):
     """(name, function, args) of the benchmark programs that jaxprc runs here."""
@@ -46,7 +41,8 @@ def programs(lib):
 
 
 def op_count(stablehlo: str) -> int:
-    return len(_OP_LINE.findall(stablehlo))
+    """The module's operations (bench.count_ops: regions' returns and applied reducers too)."""
+    return sum(bench.count_ops(stablehlo).values())
 
 
 def measure(lib, fn, args, canonicalize: bool):

@@ -874,6 +874,9 @@ def cmd_reduce(args) -> int:
     try:
         smallest = reducer.reduce(program)
     except ValueError as e:
+        timed_out = isinstance(interesting, IsolatedTest) and interesting.timeouts
+        if args.test is not None or timed_out:       # (a --test run that times out is not interesting)
+            e = f"{e} (or it ran past --timeout {args.timeout:g}s)"
         raise UsageError(f"{args.file}: {e}") from None
     except WorkerDied as e:
         raise UsageError(f"{args.file}: {e}") from None
