@@ -3,8 +3,8 @@
 
 For each program of benchmarks/bench.py (jit of a gradient, mostly), with the flag off and on:
 the StableHLO op count of its lowering, the lowering time (canonicalize runs there) and XLA's
-compile time of that StableHLO (wall and CPU), each the median of N runs (a fresh compilation each time: no
-cache). The two settings alternate run by run, so both see the same machine load. Prints a
+compile time of that StableHLO (wall and CPU), each the median of N runs (a fresh compilation
+each time: no cache). The two settings alternate run by run, so both see the same machine load. Prints a
 Markdown table (docs/workbench.md holds one).
 """
 from __future__ import annotations
@@ -18,9 +18,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (the programs)
 
+
 def programs(lib):
     """(name, function, args) of the benchmark programs that jaxprc runs here."""
-    api, jnp = lib.api, lib.np
+    api = lib.api
     out = [
         ("grad(mlp_loss)", api.grad(bench.make_mlp_loss(lib)), bench.mlp_data()),
         ("mlp sgd_step", bench.make_sgd_step(lib), bench.mlp_data()),
@@ -36,7 +37,6 @@ def programs(lib):
     if lib.odeint is not None:
         out.append(("grad(odeint pendulum)", api.grad(bench.make_pendulum_loss(lib), argnums=(0, 1, 2)),
                     bench.PENDULUM_ARGS))
-    del jnp
     return out
 
 
@@ -51,7 +51,7 @@ def measure(lib, fn, args, canonicalize: bool):
     from jaxprc import runtime
     lib.api.config.update("jaxprc_canonicalize", canonicalize)
     start = time.perf_counter()
-    text = lib.api.jit(fn).lower(*args).as_text()     # a fresh function: traced and lowered anew
+    text = lib.api.jit(fn).lower(*args).as_text()     # a new jit object: lowered anew
     lowered = time.perf_counter() - start
     start, cpu = time.perf_counter(), time.process_time()
     runtime.compile(text, cache_dir=None)
