@@ -121,7 +121,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     _bool("jaxprc_verify_passes", "the pass pipelines verify the program after each pass (slow)"),
     _bool("jaxprc_cpp_dispatch", "cached jit calls and eager ops run through jaxlib's C++ dispatch", default=True),
     _bool("jaxprc_canonicalize", "programs are canonicalized (the canonicalize pass) before they are "
-          "lowered (off until measured worth it)"),
+          "lowered (off: XLA's compile time does not gain from it, docs/workbench.md)"),
     Option("jaxprc_reproducer_dir", str, None, "JAXPRC_REPRODUCER_DIR",
            "when lowering or compiling a program fails, a reproducer file (jaxprc repro FILE replays "
            "it) is written there (None: none)"),

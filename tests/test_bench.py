@@ -57,3 +57,18 @@ def test_fresh_process_rows_and_the_cache_speedup(tmp_path):
     report = json.loads(out.read_text())
     assert not report["notes"], report["notes"]
     assert report["cache_speedups"]["jaxprc"] > 1
+
+
+def test_canonicalize_effect_measures_both_settings():
+    import canonicalize_effect
+    import jaxprc
+    import numpy as np
+    lib = canonicalize_effect.bench.load_lib("jaxprc")
+    f = lambda x: (x * 1.0).T.T.reshape(-1).reshape(2, 3)      # noqa: E731
+    x = np.ones((2, 3), np.float32)
+    try:
+        off, on = (canonicalize_effect.measure(lib, f, (x,), flag) for flag in (False, True))
+    finally:
+        jaxprc.config.update("jaxprc_canonicalize", False)
+    assert canonicalize_effect.op_count(off[0]) > canonicalize_effect.op_count(on[0]) == 1   # main's return
+    assert all(t > 0 for t in (*off[1:], *on[1:]))

@@ -106,6 +106,16 @@ def test_trace_timing_and_after_change():
         assert row in r.stderr, row
 
 
+def test_trace_print_ir_diff():
+    r = cli("trace", f"{MODEL}:loss", "--args", "f32[8,4], f32[8]", "--transform", "grad", "--passes",
+            "canonicalize,dce", "--print-ir-diff")
+    assert r.returncode == 0, r.stderr
+    assert "--- IR before grad\n+++ IR after grad\n" in r.stderr
+    # canonicalize changes grad's program (each diff line is one the program lost or gained)
+    diff = r.stderr.split("+++ IR after canonicalize\n")[1].split("--- IR before")[0]
+    assert any(line.startswith("-") for line in diff.splitlines()), r.stderr
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--print-ir-before", "vmap"], "--print-ir-before vmap: no step of that name runs here"),
     (["--load-pass-plugin", "nowhere.py"], "--load-pass-plugin nowhere.py: no such file"),

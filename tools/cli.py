@@ -758,6 +758,7 @@ def _header_comments(text: str) -> str:
 def command_test(command: str, header: str, timeout: float):
     """``--test CMD``: CMD with a candidate file's path appended exits 0 while it is interesting."""
     import shlex
+    import signal
     import subprocess
     import tempfile
     argv = shlex.split(command)
@@ -770,12 +771,17 @@ def command_test(command: str, header: str, timeout: float):
         with open(path, "w", encoding="utf-8") as f:
             f.write(header + str(program) + "\n")
         try:
-            return subprocess.run([*argv, path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  timeout=timeout).returncode == 0
-        except subprocess.TimeoutExpired:
-            return False
+            # A session of its own: at the timeout, what the command started goes with it.
+            process = subprocess.Popen([*argv, path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       start_new_session=True)
         except OSError as e:
             raise UsageError(f"--test {command!r} cannot run: {e.strerror}") from None
+        try:
+            return process.wait(timeout=timeout) == 0
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return False
     return interesting
 
 
@@ -843,6 +849,7 @@ def differs_test(rtol: float = 1e-5, atol: float = 1e-6):
 def cmd_reduce(args) -> int:
     """Shrink a program while the interestingness test holds; write the smallest found."""
     from jaxprc.passes import count_equations
+    from jaxprc.tools.isolated_test import IsolatedTest, WorkerDied
     from jaxprc.tools.reduce import Reducer
     chosen = [t for t in (args.test, args.until_error, args.until_differs or None) if t is not None]
     if len(chosen) != 1:
@@ -857,15 +864,28 @@ def cmd_reduce(args) -> int:
         interesting = command_test(args.test, _header_comments(text), args.timeout)
     elif args.until_error is not None:
         parse_passes(args.passes)
-        interesting = error_test(args.until_error, args.passes)
+        error_test(args.until_error, args.passes)           # a bad pattern is said here
+        interesting = IsolatedTest({"test": "error", "pattern": args.until_error, "pipeline": args.passes},
+                                   args.load_pass_plugin or [], args.timeout)
     else:
-        interesting = differs_test()
+        interesting = IsolatedTest({"test": "differs"}, args.load_pass_plugin or [], args.timeout)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     reducer = Reducer(interesting, progress)
     try:
         smallest = reducer.reduce(program)
     except ValueError as e:
+        timed_out = isinstance(interesting, IsolatedTest) and interesting.timeouts
+        if args.test is not None or timed_out:       # (a --test run that times out is not interesting)
+            e = f"{e} (or it ran past --timeout {args.timeout:g}s)"
         raise UsageError(f"{args.file}: {e}") from None
+    except WorkerDied as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    finally:
+        if isinstance(interesting, IsolatedTest):
+            interesting.close()
+    if isinstance(interesting, IsolatedTest) and (interesting.timeouts or interesting.deaths):
+        print(f"reduce: {interesting.timeouts} candidates ran past --timeout {args.timeout:g}s, "
+              f"{interesting.deaths} killed the test's process", file=sys.stderr)
     n = count_equations(smallest)
     print(f"reduce: {count_equations(program)} -> {n} equation{'s' if n != 1 else ''} "
           f"({reducer.tests} tests, {time.perf_counter() - reducer.start:.1f}s)", file=sys.stderr)
@@ -1106,7 +1126,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep programs whose XLA results differ from the reference evaluator's")
     rd.add_argument("--passes", metavar="PIPELINE", help="with --until-error: run this pipeline first")
     _add_plugin_option(rd)
-    rd.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds for one --test run")
+    rd.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                    help="seconds for the test of one candidate (past them: not interesting)")
     rd.add_argument("--quiet", action="store_true", help="no progress lines")
     rd.add_argument("-o", "--output", metavar="OUT", help="write the smallest program here instead of stdout")
 

@@ -23,11 +23,15 @@ each over chunks that halve in size (delta debugging):
 - *extract*: a sub-jaxpr (a branch, a scan body) becomes the whole program (a failure inside a
   loop body that fails outside it too);
 - *halve*: a dimension of an input is halved and the program re-traced, each equation's type
-  inferred anew (a candidate whose params fix the old shape does not type and is dropped).
+  inferred anew (a candidate whose params fix the old shape does not type and is dropped);
+- *params*: an equation's integer params shrink (each integer above 1 halved, alone and all at
+  once; an element dropped from a tuple: a reduction's axes, a slice's bounds, a window's
+  sizes, a scan's length (its scanned inputs follow), the bound a while loop's predicate
+  compares its counter with), in the program and in its bodies, and the program is re-traced;
+  a candidate that does not type is dropped.
 
 A candidate is kept when it is smaller: fewer equations that compute, then fewer outputs, then
-fewer inputs and constants, then fewer input (and constant) elements. Not done (yet):
-shrinking params.
+fewer inputs and constants, then fewer input (and constant) elements, then smaller params.
 """
 from __future__ import annotations
 
@@ -36,8 +40,10 @@ import math
 import time
 from typing import Callable
 
+import numpy as np
+
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprcError, Literal, ShapedArray, Var
-from jaxprc.ir.tracing import JaxprBuilder, Tracer, eval_jaxpr
+from jaxprc.ir.tracing import JaxprBuilder, Tracer, eval_jaxpr, source_info_of
 from jaxprc.ir.verify import verify
 from jaxprc.passes import canonicalize, count_equations, dce, emit
 from jaxprc.passes.patterns import splat_forms
@@ -51,9 +57,9 @@ def _with(cj: ClosedJaxpr, invars=None, outvars=None, eqns=None) -> ClosedJaxpr:
 
 
 def observe(cj: ClosedJaxpr, start: int, stop: int) -> ClosedJaxpr | None:
-    """Outputs: the results of equations ``start:stop``, and only what they need."""
+    """Outputs: the results of equations ``start:stop``, and only what they need (inputs too)."""
     outs = [v for e in cj.jaxpr.eqns[start:stop] for v in e.outvars]
-    return dce(_with(cj, outvars=outs)) if outs else None
+    return drop_unused_inputs(dce(_with(cj, outvars=outs))) if outs else None
 
 
 def cut(cj: ClosedJaxpr, start: int, stop: int) -> ClosedJaxpr:
@@ -181,6 +187,129 @@ def halve(cj: ClosedJaxpr, index: int, axis: int) -> ClosedJaxpr | None:
         return None
 
 
+# Integer params that say how an equation's operands and sub-jaxprs are split: changing one
+# re-types nothing and only breaks the equation.
+_STRUCTURAL_PARAMS = frozenset({"num_consts", "num_carry", "cond_nconsts", "body_nconsts", "unroll"})
+_LOOP_TESTS = frozenset({"lt", "le"})
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _int_param(value) -> bool:
+    """An int, or a (nested) tuple of ints, non-empty at every level."""
+    if _is_int(value):
+        return True
+    return isinstance(value, tuple) and bool(value) and all(map(_int_param, value))
+
+
+def _ints(value) -> list[int]:
+    return [int(value)] if _is_int(value) else [i for v in value for i in _ints(v)]
+
+
+def _halved(value, which=None):
+    """``value`` with its ints above 1 halved (only the ``which``-th of them, when given)."""
+    counter = iter(range(len(_ints(value))))
+
+    def go(v):
+        if _is_int(v):
+            k = next(counter)
+            return type(v)(v // 2) if v > 1 and which in (None, k) else v
+        return tuple(go(x) for x in v)
+    return go(value)
+
+
+def _loop_bounds(eqn) -> list[tuple[int, int]]:
+    """For a while loop, (equation, operand) positions in its predicate of the integer literals
+    a counter is compared with (``lt i 10``): its trip count."""
+    if eqn.primitive.name != "while":
+        return []
+    cond = eqn.params["cond_jaxpr"].jaxpr
+    return [(i, 1) for i, e in enumerate(cond.eqns) if e.primitive.name in _LOOP_TESTS
+            and type(e.invars[1]) is Literal and e.invars[1].aval.dtype.kind in "iu" and e.invars[1].val > 1]
+
+
+def param_candidates(eqn):
+    """Smaller versions of ``eqn`` (same operands): each int param halved, a tuple's ints halved
+    all together or one at a time or one dropped, a while loop's bound halved."""
+    for name, value in eqn.params.items():
+        if name in _STRUCTURAL_PARAMS or not _int_param(value):
+            continue
+        seen, n = [], len(_ints(value))
+        options = [_halved(value)] + ([_halved(value, k) for k in range(n)] if n > 1 else [])
+        if type(value) is tuple and all(map(_is_int, value)):
+            options += [value[:k] + value[k + 1:] for k in range(len(value))]
+        for option in options:
+            if option != value and option not in seen:
+                seen.append(option)
+                yield eqn.replace(params={**eqn.params, name: option})
+    for i, k in _loop_bounds(eqn):
+        cond = eqn.params["cond_jaxpr"]
+        test = cond.jaxpr.eqns[i]
+        bound = test.invars[k]
+        invars = list(test.invars)
+        invars[k] = Literal(bound.val // 2, bound.aval)
+        eqns = list(cond.jaxpr.eqns)
+        eqns[i] = test.replace(invars=invars)
+        yield eqn.replace(params={**eqn.params, "cond_jaxpr": _with(cond, eqns=eqns)})
+
+
+def _scanned_inputs(cj: ClosedJaxpr, eqn) -> dict:
+    """For a scan of another length than its scanned operands, the program inputs among them
+    retyped to that length (the other operands cannot follow: the candidate will not type)."""
+    if eqn.primitive.name != "scan":
+        return {}
+    length = eqn.params["length"]
+    xs = eqn.invars[eqn.params["num_consts"] + eqn.params["num_carry"]:]
+    return {v: v.aval.update(shape=(length, *v.aval.shape[1:])) for v in xs
+            if type(v) is Var and v in cj.jaxpr.invars and v.aval.shape and v.aval.shape[0] != length}
+
+
+def retrace(cj: ClosedJaxpr, index: int, eqn) -> ClosedJaxpr | None:
+    """``cj`` with equation ``index`` replaced by ``eqn`` and every equation bound again (types
+    inferred anew; None: one does not type)."""
+    retyped = _scanned_inputs(cj, eqn)
+    builder = JaxprBuilder("reduce")
+    env = {}
+    read = lambda a: a if type(a) is Literal else env[a]
+    try:
+        with builder:
+            for v, x in zip(cj.jaxpr.constvars, cj.consts):
+                env[v] = x
+            for v in cj.jaxpr.invars:
+                env[v] = builder.new_arg(retyped.get(v, v.aval))
+            for k, e in enumerate(cj.jaxpr.eqns):
+                e = eqn if k == index else e
+                with source_info_of(e.source_info):
+                    outs = e.primitive.bind(*map(read, e.invars), **e.params)
+                env.update(zip(e.outvars, outs if e.primitive.multiple_results else [outs]))
+            return builder.build([read(a) if type(a) is Var else a.val for a in cj.jaxpr.outvars])
+    except (JaxprcError, TypeError, ValueError, IndexError, KeyError):
+        return None
+
+
+def _empty_values(j: Jaxpr) -> int:
+    """Values of no elements (a slice's bounds halved to meet, say): no test case wants more."""
+    return sum(0 in v.aval.shape for e in j.eqns for v in e.outvars if hasattr(v.aval, "shape")) + sum(
+        _empty_values(sub.jaxpr) for e in j.eqns for _, sub in _children(e))
+
+
+def _param_weight(j: Jaxpr) -> int:
+    """How large the params are: their ints (and one per int, so dropping a 0 counts), and
+    while loops' bounds, sub-jaxprs' included."""
+    weight = 0
+    for eqn in j.eqns:
+        for name, value in eqn.params.items():
+            if name not in _STRUCTURAL_PARAMS and _int_param(value):
+                weight += sum(abs(i) + 1 for i in _ints(value))
+        cond = eqn.params.get("cond_jaxpr")
+        weight += sum(int(cond.jaxpr.eqns[i].invars[k].val) for i, k in _loop_bounds(eqn))
+        for _, sub in _children(eqn):
+            weight += _param_weight(sub.jaxpr)
+    return weight
+
+
 def _is_constant(eqn) -> bool:
     splat = splat_forms.get(eqn.primitive)
     return splat is not None and type(splat(eqn)) is Literal
@@ -200,15 +329,16 @@ def _sizes(j: Jaxpr) -> tuple[int, int]:
     return computing, constant
 
 
-def measure(cj: ClosedJaxpr) -> tuple[int, int, int, int]:
+def measure(cj: ClosedJaxpr) -> tuple[int, int, int, int, int]:
     """What the reducer makes smaller: equations that compute, then outputs, then inputs and
     constants (a constant in place of a computation is as good as an input; an input becomes a
     constant only as a literal, or where that folds away), then the elements of the inputs and
-    constants."""
+    constants, then the params' ints."""
     computing, constant = _sizes(cj.jaxpr)
     values = cj.jaxpr.invars + [v for e in cj.jaxpr.eqns if _is_constant(e) for v in e.outvars]
     elements = sum(math.prod(d for d in v.aval.shape if type(d) is int) for v in values)
-    return computing, len(cj.jaxpr.outvars), len(cj.jaxpr.invars) + constant, elements
+    return (computing, len(cj.jaxpr.outvars), len(cj.jaxpr.invars) + constant, elements,
+            _param_weight(cj.jaxpr))
 
 
 def _needs(eqns, outs) -> set:
@@ -302,6 +432,9 @@ def inside(path: tuple, move: Callable) -> Callable:
     return moved
 
 
+PARAMS_LIMIT = 100
+
+
 class Reducer:
     """Delta debugging of ``program`` against ``interesting(program) -> bool``."""
 
@@ -369,6 +502,32 @@ class Reducer:
                     self._say("halving a dimension", cj)
         return cj
 
+    def shrink_params(self, cj: ClosedJaxpr) -> ClosedJaxpr:
+        """Shrink each equation's params (in the program and its bodies), while it still types
+        and is interesting. Only on programs of at most ``PARAMS_LIMIT`` equations: each
+        candidate re-traces the program."""
+        if count_equations(cj) > PARAMS_LIMIT:
+            return cj
+        for path in [(), *all_paths(cj)]:
+            frozen = frozen_at(cj, path)
+            index = -1
+            while (index := index + 1) < len(at(cj, path).jaxpr.eqns):
+                if index in frozen:
+                    continue
+                progress = True
+                while progress:
+                    progress = False
+                    for eqn in param_candidates(at(cj, path).jaxpr.eqns[index]):
+                        sub = retrace(at(cj, path), index, eqn)
+                        candidate = None if sub is None else replace_at(cj, path, sub)
+                        if (candidate is not None and measure(candidate) < measure(cj)
+                                and _empty_values(candidate.jaxpr) <= _empty_values(cj.jaxpr)
+                                and self.accepts(candidate)):
+                            cj, progress = candidate, True
+                            self._say(f"shrinking the params of {eqn.primitive.name}", cj)
+                            break
+        return cj
+
     def reduce(self, cj: ClosedJaxpr, max_rounds: int = 20) -> ClosedJaxpr:
         if not self.accepts(cj):
             raise ValueError("the input program is not interesting: the test fails on it as it is")
@@ -397,6 +556,7 @@ class Reducer:
                     self._say("inline or extract", cj)
                     break
             cj = self.shrink_shapes(cj)
+            cj = self.shrink_params(cj)
             if str(cj) == before:
                 break
         return cj
