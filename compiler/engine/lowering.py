@@ -26,6 +26,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # before jaxlib.mlir loads 
 from typing import Callable, Sequence
 
 import numpy as np
+from jaxlib import _jax
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo, func, sdy
@@ -319,6 +320,7 @@ class ModuleContext:
         self.host_callbacks: list = []   # Python functions the module calls, by index
         self.token: ir.Value | None = None   # the ordered-effects token at the insertion point
         self.devices: tuple | None = None    # ids of the devices a program over several runs on
+        self.needs_shape_refinement = False  # a called module has dynamic shapes (call_exported)
 
     def ir_type(self, aval: ShapedArray) -> ir.Type:
         t = self._ir_types.get(aval)
@@ -615,6 +617,19 @@ def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars
         return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices)
 
 
+def _refine_shapes(module: ir.Module, name: str) -> ir.Module:
+    """The module with every dynamic shape made static from ``main``'s static argument types
+    (jaxlib's pass, as JAX runs it before compiling a call of a polymorphic Exported); it
+    checks the called modules' shape assertions, whose failures become ValueErrors."""
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    try:
+        refined = _jax.mlir.refine_polymorphic_shapes(buf.getvalue())
+    except Exception as e:           # jaxlib raises its own error types for failed assertions
+        raise ValueError(f"Lowering '{name}': shape refinement of a called module failed: {e}") from None
+    return ir.Module.parse(refined)
+
+
 def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform: str, devices) -> Lowered:
     in_avals, out_avals = closed_jaxpr.in_avals, closed_jaxpr.out_avals
     if not all(is_constant_shape(a.shape) for a in (*in_avals, *out_avals)):
@@ -645,6 +660,8 @@ def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform:
             module.operation.verify()
         except ir.MLIRError as e:
             raise RuntimeError(f"Lowering '{name}' produced an invalid StableHLO module: {e}") from None
+        if mctx.needs_shape_refinement:
+            module = _refine_shapes(module, name)
     return Lowered(module, context, name, in_avals, out_avals, donated_invars, platform,
                    mctx.host_callbacks, runtime_token)
 
