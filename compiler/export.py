@@ -213,32 +213,27 @@ def _export_vjp(exp: Exported) -> Exported:
 
 
 def _module_caller(exp: Exported):
-    """The flat function calling a deserialized module: ``call_exported``, differentiable
-    through the module's serialized vjp when it has one."""
+    """The flat function calling a deserialized module (``call_exported``), differentiable
+    through the vjp the module was serialized with (``vjp()`` says when there is none)."""
     from .lax.exported_call import call_exported_p
     from .transformations.custom_derivatives import custom_vjp
-
-    def call(*leaves):
-        return call_exported_p.bind(*leaves, exported=exp)
-
-    if exp._vjp is None:
-        return call
     n = len(exp.in_avals)
 
     @custom_vjp
-    def differentiable(*leaves):
-        return call(*leaves)
+    def call(*leaves):
+        return call_exported_p.bind(*leaves, exported=exp)
 
     def fwd(*leaves):
         return call(*leaves), leaves
 
     def bwd(leaves, cts):
-        cts = [ct if _tangent_aval(a).dtype == a.dtype else np.zeros(np.shape(ct), _tangent_aval(a).dtype)
+        # integer and boolean results take float0 cotangents, as the vjp was exported for
+        cts = [ct if _tangent_aval(a).dtype == a.dtype else np.zeros(a.shape, dt.float0)
                for ct, a in zip(cts, exp.out_avals)]
         return tuple(exp.vjp().call(*leaves, *cts))[:n]
 
-    differentiable.defvjp(fwd, bwd)
-    return differentiable
+    call.defvjp(fwd, bwd)
+    return call
 
 
 def export(fun_jit, *, platforms: Sequence[str] | None = None, disabled_checks=()) -> Callable[..., Exported]:

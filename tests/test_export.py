@@ -69,3 +69,158 @@ def test_lowering_a_symbolic_program_says_what_to_do():
     with pytest.raises(NotImplementedError, match="does not emit dynamic StableHLO yet.*jaxpr_as_fun"):
         jaxprc.jit(lambda x: x * 2).lower(jaxprc.ShapeDtypeStruct((b, 4), np.float32))
     assert jaxprc.jit(lambda x: x * 2)(np.ones(2, np.float32)).shape == (2,)     # still usable
+
+
+# ------------------------------------------------------------ serialization
+
+Point = __import__("collections").namedtuple("Point", "x y")
+export.register_namedtuple_serialization(Point, serialized_name="test_export.Point")
+
+
+def _mixed(d, p):
+    """Pytree in and out, float/int/bool arguments and results."""
+    s = jnp.sin(d["x"]) * p.y.astype(jnp.float32) + jnp.where(p.x, 1.0, 0.0)
+    return {"s": s, "n": (d["x"] > 0).astype(jnp.int32) + p.y, "b": [p.x, None]}
+
+
+MIXED_ARGS = ({"x": np.array([1.0, -2.0, 3.0], np.float32)},
+              Point(np.array([True, False, True]), np.array([1, 2, 3], np.int32)))
+_MIXED = {}
+
+
+def _mixed_exported():
+    if not _MIXED:
+        _MIXED["exp"] = export.export(jaxprc.jit(_mixed))(*MIXED_ARGS)
+        _MIXED["back"] = export.deserialize(_MIXED["exp"].serialize(vjp_order=1))
+    return _MIXED["exp"], _MIXED["back"]
+
+
+def _assert_trees_equal(got, want):
+    got_leaves, got_tree = jaxprc.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jaxprc.tree_util.tree_flatten(want)
+    assert got_tree == want_tree
+    for g, w in zip(got_leaves, want_leaves):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_serialize_round_trip_keeps_the_calling_convention():
+    exp, back = _mixed_exported()
+    assert back.fun_name == "_mixed" and back.platforms == exp.platforms
+    assert back.in_tree == exp.in_tree and back.out_tree == exp.out_tree
+    assert back.in_avals == exp.in_avals and back.out_avals == exp.out_avals
+    assert back.calling_convention_version == export.maximum_supported_calling_convention_version
+    assert back.module_kept_var_idx == (0, 1, 2) and not back.uses_global_constants
+    assert back.has_vjp() and "stablehlo.sine" in back.mlir_module()
+
+
+def test_deserialized_call_and_jit_give_the_traced_values():
+    exp, back = _mixed_exported()
+    want = jaxprc.jit(_mixed)(*MIXED_ARGS)
+    _assert_trees_equal(back.call(*MIXED_ARGS), want)
+    _assert_trees_equal(jaxprc.jit(back.call)(*MIXED_ARGS), want)
+
+
+def test_deserialized_grad_uses_the_serialized_vjp():
+    exp, back = _mixed_exported()
+
+    def loss(call):
+        return lambda x: call({"x": x}, MIXED_ARGS[1])["s"].sum()
+    x = MIXED_ARGS[0]["x"]
+    want = jaxprc.grad(loss(lambda *a: _mixed(*a)))(x)
+    np.testing.assert_allclose(jaxprc.grad(loss(back.call))(x), want, rtol=1e-6)
+    np.testing.assert_allclose(jaxprc.jit(jaxprc.grad(loss(back.call)))(x), want, rtol=1e-6)
+    vjp = back.vjp()       # flat primals and output cotangents in, flat input cotangents out
+    float0 = jaxprc.dtypes.float0      # the cotangents of the bool and int results
+    assert [a.dtype for a in vjp.in_avals] == [np.float32, np.bool_, np.int32, float0, float0, np.float32]
+    assert [a.dtype for a in vjp.out_avals] == [np.float32, float0, float0]
+    no_vjp = export.deserialize(exp.serialize())
+    with pytest.raises(ValueError, match="No VJP is available"):
+        jaxprc.grad(loss(no_vjp.call))(x)
+
+
+def test_second_order_vjp():
+    exp = export.export(jaxprc.jit(jnp.sin))(np.ones(3, np.float32))
+    back = export.deserialize(exp.serialize(vjp_order=2))
+    second = jaxprc.grad(lambda x: jaxprc.grad(lambda y: back.call(y).sum())(x).sum())
+    np.testing.assert_allclose(second(np.ones(3, np.float32)), -np.sin(np.ones(3)), rtol=1e-6)
+    with pytest.raises(ValueError, match="vjps of high-enough order"):
+        export.deserialize(exp.serialize(vjp_order=1)).serialize(vjp_order=2)
+
+
+def test_serialization_errors():
+    class Opaque:
+        pass
+    jaxprc.tree_util.register_pytree_node(Opaque, lambda o: ((), None), lambda _, kids: Opaque())
+    with pytest.raises(ValueError, match="unregistered type"):
+        export.export(jaxprc.jit(lambda o, x: x))(Opaque(), np.ones(2, np.float32)).serialize()
+    with pytest.raises(TypeError, match="string keys"):
+        export.export(jaxprc.jit(lambda d: d[1]))({1: np.ones(2, np.float32)}).serialize()
+    with pytest.raises(NotImplementedError, match="several platforms"):
+        export.export(jaxprc.jit(jnp.sin), platforms=("cpu", "cuda"))(np.ones(2, np.float32)).serialize()
+    with pytest.raises(ValueError, match="Duplicate serialization registration"):
+        export.register_namedtuple_serialization(Point, serialized_name="other")
+
+
+# A module as JAX writes one for f(x: f32[b, 4]) = sum(x, 0) * b with the constraint b >= 2, which
+# the serialized avals do not keep: main takes the dynamic-shaped argument, checks b with a shape
+# assertion and calls the wrapped function with b.
+POLY_MODULE = """
+func.func public @main(%x: tensor<?x4xf32>) -> tensor<4xf32> {
+  %two = stablehlo.constant dense<2> : tensor<i32>
+  %b = stablehlo.get_dimension_size %x, dim = 0 : (tensor<?x4xf32>) -> tensor<i32>
+  %ok = stablehlo.compare GE, %b, %two, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+  stablehlo.custom_call @shape_assertion(%ok, %b) {api_version = 2 : i32, has_side_effect = true,
+      error_message = "Expected value >= 2 for dimension variable 'b'; got {0}"} : (tensor<i1>, tensor<i32>) -> ()
+  %r = call @wrapped(%b, %x) : (tensor<i32>, tensor<?x4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+func.func private @wrapped(%b: tensor<i32> {jax.global_constant = "b"}, %x: tensor<?x4xf32>) -> tensor<4xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<?x4xf32>, tensor<f32>) -> tensor<4xf32>
+  %bf = stablehlo.convert %b : (tensor<i32>) -> tensor<f32>
+  %bb = stablehlo.broadcast_in_dim %bf, dims = [] : (tensor<f32>) -> tensor<4xf32>
+  %r = stablehlo.multiply %s, %bb : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+
+
+def _poly_module_exported():
+    from jaxlib.mlir.dialects import stablehlo as hlo
+    b, = export.symbolic_shape("b")
+    artifact = hlo.serialize_portable_artifact_str(POLY_MODULE, hlo.get_minimum_version())
+    in_tree = jaxprc.tree_util.tree_structure(((0,), {}))
+    exp = export.Exported.from_module(
+        fun_name="poly", in_tree=in_tree, in_avals=(jaxprc.core.ShapedArray((b, 4), np.float32),),
+        out_tree=jaxprc.tree_util.tree_structure(0), out_avals=(jaxprc.core.ShapedArray((4,), np.float32),),
+        nr_devices=1, platforms=(jaxprc.default_backend(),), disabled_safety_checks=(),
+        mlir_module_serialized=artifact, calling_convention_version=10, module_kept_var_idx=(0,),
+        uses_global_constants=True, vjp=None)
+    return export.deserialize(exp.serialize())
+
+
+def test_module_with_dynamic_shapes_is_refined_at_each_size():
+    exp = _poly_module_exported()
+    assert str(exp.in_avals[0].shape) == "(b, 4)" and exp.uses_global_constants
+    for n in (2, 5):
+        x = np.arange(4 * n, dtype=np.float32).reshape(n, 4)
+        np.testing.assert_allclose(exp.call(x), x.sum(0) * n)
+        np.testing.assert_allclose(jaxprc.jit(lambda x: exp.call(x) + 1)(x), x.sum(0) * n + 1)
+    with pytest.raises(ValueError, match="Dimension variable 'b' must have an integer value >= 1"):
+        exp.call(np.ones((0, 4), np.float32))         # the avals' own bound, before any lowering
+    with pytest.raises(ValueError, match="Expected value >= 2 for dimension variable 'b'; got 1"):
+        exp.call(np.ones((1, 4), np.float32))         # the module's shape assertion, at refinement
+    np.testing.assert_allclose(exp.call(np.ones((3, 4), np.float32)), [9] * 4)    # still usable
+
+
+def test_calling_convention_versions_are_checked():
+    exp = _poly_module_exported()
+    fields = dict(fun_name="f", in_tree=exp.in_tree, in_avals=exp.in_avals, out_tree=exp.out_tree,
+                  out_avals=exp.out_avals, nr_devices=1, platforms=exp.platforms, disabled_safety_checks=(),
+                  mlir_module_serialized=exp.mlir_module_serialized, module_kept_var_idx=(0,),
+                  uses_global_constants=True, vjp=None)
+    with pytest.raises(ValueError, match="invalid calling convention version 8"):
+        export.Exported.from_module(calling_convention_version=8, **fields)
+    with pytest.raises(NotImplementedError, match="4 devices"):
+        export.Exported.from_module(calling_convention_version=10, **{**fields, "nr_devices": 4})
