@@ -12,7 +12,9 @@ Shardings are read and dropped: jaxprc runs on one device (``nr_devices`` 1).
 """
 from __future__ import annotations
 
+import collections
 import functools
+import json
 import types
 
 import flatbuffers
@@ -137,13 +139,29 @@ def _unflatten_node(nodetype, auxdata, children):
 
 
 def register_namedtuple_serialization(nodetype, *, serialized_name: str):
-    """Make the namedtuple class ``nodetype`` serializable under ``serialized_name``."""
+    """Make the namedtuple class ``nodetype`` serializable under ``serialized_name`` (its field
+    names are kept, as JSON, and name the children when it is read back)."""
     if not (isinstance(nodetype, type) and issubclass(nodetype, tuple) and hasattr(nodetype, "_fields")):
-        raise ValueError(f"Cannot register namedtuple serialization for `{nodetype}` because it is "
-                         "not a namedtuple.")
+        raise ValueError("Use `jaxprc.export.register_pytree_node_serialization` for types other "
+                         "than `collections.namedtuple`.")
     return register_pytree_node_serialization(
-        nodetype, serialized_name=serialized_name, serialize_auxdata=lambda _: b"",
-        deserialize_auxdata=lambda _: None, from_children=lambda _, children: nodetype(*children))
+        nodetype, serialized_name=serialized_name,
+        serialize_auxdata=lambda _: json.dumps(nodetype._fields).encode("utf-8"),
+        deserialize_auxdata=lambda data: json.loads(data.decode("utf-8")),
+        from_children=lambda fields, children: nodetype(**dict(zip(fields, children))))
+
+
+def _ordered_dict_keys(keys) -> bytes:
+    if not all(isinstance(k, str) for k in keys):
+        raise NotImplementedError("Serialization of collections.OrderedDict is supported only when the "
+                                  f"keys are strings. Found keys: {keys}.")
+    return json.dumps(list(keys)).encode("utf-8")
+
+
+register_pytree_node_serialization(
+    collections.OrderedDict, serialized_name="collections.OrderedDict", serialize_auxdata=_ordered_dict_keys,
+    deserialize_auxdata=lambda data: json.loads(data.decode("utf-8")),
+    from_children=lambda keys, children: collections.OrderedDict(zip(keys, children)))
 
 
 # ------------------------------------------------------------------ writing

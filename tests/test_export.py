@@ -139,6 +139,15 @@ def test_deserialized_grad_uses_the_serialized_vjp():
         jaxprc.grad(loss(no_vjp.call))(x)
 
 
+def test_ordered_dict_and_namedtuple_field_names_travel():
+    import collections
+    od = collections.OrderedDict([("z", np.ones(2, np.float32)), ("a", np.zeros(2, np.float32))])
+    back = export.deserialize(export.export(jaxprc.jit(lambda d: Point(d["a"], d["z"])))(od).serialize())
+    assert back.in_tree == jaxprc.tree_util.tree_structure(((od,), {}))
+    got = back.call(od)
+    assert type(got) is Point and got.x.tolist() == [0, 0] and got.y.tolist() == [1, 1]
+
+
 def test_second_order_vjp():
     exp = export.export(jaxprc.jit(jnp.sin))(np.ones(3, np.float32))
     back = export.deserialize(exp.serialize(vjp_order=2))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import io
+import re
 from enum import Enum
 import warnings
 import os
@@ -626,7 +627,9 @@ def _refine_shapes(module: ir.Module, name: str) -> ir.Module:
     try:
         refined = _jax.mlir.refine_polymorphic_shapes(buf.getvalue())
     except Exception as e:           # jaxlib raises its own error types for failed assertions
-        raise ValueError(f"Lowering '{name}': shape refinement of a called module failed: {e}") from None
+        first = re.search(r"error: (?:loc\(.*?\)+: )?(.+)", str(e))     # the assertion's own message
+        raise ValueError(f"Lowering '{name}': shape refinement of a called module failed: "
+                         f"{first.group(1) if first else e}") from None
     return ir.Module.parse(refined)
 
 
