@@ -233,3 +233,53 @@ def test_calling_convention_versions_are_checked():
         export.Exported.from_module(calling_convention_version=8, **fields)
     with pytest.raises(NotImplementedError, match="4 devices"):
         export.Exported.from_module(calling_convention_version=10, **{**fields, "nr_devices": 4})
+
+
+# ------------------------------------------------------------- command line
+
+MODEL_PY = '''
+import jaxprc.numpy as jnp
+def predict(x, w):
+    return jnp.tanh(x @ w), (x.sum() > 0).astype(jnp.int32)
+'''
+
+
+def _cli(argv, capsys):
+    from jaxprc.tools.cli import main
+    rc = main(argv)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_cli_export_then_run(tmp_path, capsys):
+    (tmp_path / "model.py").write_text(MODEL_PY)
+    blob = tmp_path / "model.bin"
+    rc, _, err = _cli(["export", f"{tmp_path}/model.py:predict", "--args", "f32[2,3], f32[3,2]",
+                       "--vjp-order", "1", "-o", str(blob)], capsys)
+    assert rc == 0 and "predict(f32[2,3], f32[3,2]) -> (f32[2,2], i32[])" in err and "order 1" in err
+    exp = export.deserialize(blob.read_bytes())
+    assert exp.has_vjp() and exp.vjp().has_vjp() is False
+    x, w = np.full((2, 3), 0.1, np.float32), np.arange(6, dtype=np.float32).reshape(3, 2) / 10
+    np.save(tmp_path / "x.npy", x)
+    rc, out, _ = _cli(["run", str(blob), "--input", str(tmp_path / "x.npy"), "--input", f"in1={w.tolist()}"], capsys)
+    assert rc == 0
+    lines = out.split("out1:")
+    got = np.array(eval(lines[0].split(" = ")[1]), np.float32)
+    np.testing.assert_allclose(got, np.tanh(x @ w), rtol=1e-6)
+    assert lines[1].strip() == "i32[] = 1"
+
+
+def test_cli_export_and_run_errors(tmp_path, capsys):
+    (tmp_path / "model.py").write_text(MODEL_PY)
+    rc, _, err = _cli(["export", f"{tmp_path}/model.py:predict", "--args", "f32[b,3], f32[3,2]",
+                       "-o", str(tmp_path / "p.bin")], capsys)
+    assert rc != 0 and "serializing predict failed" in err and "symbolic dimensions" in err
+    assert not (tmp_path / "p.bin").exists()
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"\x10\x00\x00\x00garbage")
+    rc, _, err = _cli(["run", str(bad)], capsys)
+    assert rc != 0 and "not a serialized Exported that jaxprc can read" in err
+    _cli(["export", f"{tmp_path}/model.py:predict", "--args", "f32[2,3], f32[3,2]", "-o", str(tmp_path / "m.bin")],
+         capsys)
+    rc, _, err = _cli(["run", str(tmp_path / "m.bin"), "--input", "1.0"], capsys)
+    assert rc != 0 and "missing --input for in1:f32[3,2]" in err
