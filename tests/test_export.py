@@ -278,7 +278,7 @@ def test_cli_export_and_run_errors(tmp_path, capsys):
     bad = tmp_path / "bad.bin"
     bad.write_bytes(b"\x10\x00\x00\x00garbage")
     rc, _, err = _cli(["run", str(bad)], capsys)
-    assert rc != 0 and "not a serialized Exported that jaxprc can read" in err
+    assert rc != 0 and "not a text IR file, nor a serialized Exported that jaxprc can read" in err
     _cli(["export", f"{tmp_path}/model.py:predict", "--args", "f32[2,3], f32[3,2]", "-o", str(tmp_path / "m.bin")],
          capsys)
     rc, _, err = _cli(["run", str(tmp_path / "m.bin"), "--input", "1.0"], capsys)

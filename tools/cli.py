@@ -536,7 +536,8 @@ def load_exported(path: str):
     try:
         return export.deserialize(blob)
     except Exception as e:   # noqa: BLE001 -- any failure to read the bytes is the file's fault
-        raise UsageError(f"{path}: not a serialized Exported that jaxprc can read: {describe_error(e)}") from None
+        raise UsageError(f"{path!r} is not a text IR file, nor a serialized Exported that jaxprc can "
+                         f"read: {describe_error(e)}") from None
 
 
 def cmd_export(args) -> int:
