@@ -29,7 +29,7 @@ from .ir import dtypes as dt
 from .export_serialization import (DisabledSafetyCheck, register_namedtuple_serialization,
                                    register_pytree_node_serialization)
 from .ir.core import ClosedJaxpr
-from .ir.shape_poly import SymbolicScope, is_symbolic_dim, split_top_level, symbolic_shape
+from .ir.shape_poly import InconclusiveDimensionOperation, SymbolicScope, is_symbolic_dim, split_top_level, symbolic_shape
 from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["DisabledSafetyCheck", "Exported", "SymbolicScope", "default_export_platform", "deserialize",
@@ -166,15 +166,16 @@ def is_polymorphic_aval(aval) -> bool:
 
 
 def _lower_for_export(exp: Exported):
-    if passes.is_polymorphic(exp.jaxpr):
-        raise NotImplementedError(
-            f"Exported.mlir_module of '{exp.fun_name}': the program has symbolic dimensions "
-            f"({', '.join(a.str_short() for a in exp.in_avals)}), and jaxprc does not emit dynamic "
-            "StableHLO yet; call() runs it, specialised to the arguments' sizes.")
+    """The module of a traced Exported; symbolic dimensions become dynamic sizes."""
     if len(exp.platforms) != 1:
         raise NotImplementedError(f"Exported '{exp.fun_name}': serializing a module for several "
                                   f"platforms {exp.platforms} is not supported yet")
-    lowered = dispatch.lower_jaxpr(exp.jaxpr, name=f"jit_{exp.fun_name}", platform=exp.platforms[0])
+    try:
+        lowered = dispatch.lower_jaxpr(exp.jaxpr, name=f"jit_{exp.fun_name}", platform=exp.platforms[0],
+                                       dynamic=True)
+    except InconclusiveDimensionOperation as e:
+        raise NotImplementedError(f"Exported '{exp.fun_name}': its symbolic dimensions do not lower to "
+                                  f"dynamic StableHLO: {e}") from None
     if lowered.runtime_token or lowered.host_callbacks:
         raise NotImplementedError(f"Exported '{exp.fun_name}': programs with effects or host callbacks "
                                   "cannot be serialized")
@@ -186,7 +187,8 @@ def _portable_artifact(exp: Exported) -> bytes:
     from jaxlib.mlir.dialects import stablehlo as hlo
     lowered = _lower_for_export(exp)
     with lowered.context:
-        lowered.module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(False)
+        lowered.module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(
+            passes.is_polymorphic(exp.jaxpr))
         text = lowered.as_text(debug_info=True)
     # A StableHLO version at least 4 weeks old, as JAX picks: readable by consumers a month behind.
     target = hlo.get_version_from_compatibility_requirement(hlo.StablehloCompatibilityRequirement.WEEK_4)
@@ -228,7 +230,7 @@ def _module_caller(exp: Exported):
 
     def bwd(leaves, cts):
         # integer and boolean results take float0 cotangents, as the vjp was exported for
-        cts = [ct if _tangent_aval(a).dtype == a.dtype else np.zeros(a.shape, dt.float0)
+        cts = [ct if _tangent_aval(a).dtype == a.dtype else np.zeros(np.shape(ct), dt.float0)
                for ct, a in zip(cts, exp.out_avals)]
         return tuple(exp.vjp().call(*leaves, *cts))[:n]
 

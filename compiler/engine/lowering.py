@@ -41,6 +41,7 @@ from ..passes.canonicalize import canonicalize
 from ..ir.effects import has_ordered_effects
 from ..ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
 from ..ir.shape_poly import is_constant_shape
+from . import dynamic_shapes
 
 __all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering", "has_lowering", "LOWERING_RULES",
            "PLATFORM_LOWERING_RULES", "aval_to_ir_type", "dtype_to_ir_type", "ir_constant"]
@@ -151,12 +152,16 @@ def aval_to_ir_type(aval: ShapedArray) -> ir.Type:
     """The MLIR tensor type of a ShapedArray (``!stablehlo.token`` for a token)."""
     if aval.dtype == dt.token:
         return hlo.TokenType.get()
+    if not is_constant_shape(aval.shape):       # (only a dynamic lowering gets here)
+        return dynamic_shapes.dynamic_type(aval.shape, dtype_to_ir_type(aval.dtype))
     return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
 
 
 def _boundary_type(aval: ShapedArray) -> ir.Type:
     """The type of a public function's argument or result: tokens travel as booleans (jaxlib
     moves no token values between executions), everything else as itself."""
+    if not is_constant_shape(aval.shape):
+        return dynamic_shapes.dynamic_type(aval.shape, dtype_to_ir_type(aval.dtype))
     return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
 
 
@@ -201,6 +206,9 @@ def full(shape, value, dtype) -> ir.Value:
     """A splat constant: ``value`` everywhere (no host buffer)."""
     dtype = np.dtype(dtype)
     elt = dtype_to_ir_type(dtype)
+    if not is_constant_shape(shape):      # a scalar broadcast to sizes known when the module runs
+        return hlo.dynamic_broadcast_in_dim(dynamic_shapes.dynamic_type(shape, elt), full((), value, dtype),
+                                            dynamic_shapes.shape_value(shape), [])
     if dt.is_float(dtype):
         attr = ir.FloatAttr.get(elt, float(value))
     elif dt.is_complex(dtype):
@@ -322,6 +330,7 @@ class ModuleContext:
         self.token: ir.Value | None = None   # the ordered-effects token at the insertion point
         self.devices: tuple | None = None    # ids of the devices a program over several runs on
         self.needs_shape_refinement = False  # a called module has dynamic shapes (call_exported)
+        self.dynamic = False                 # symbolic dimensions lower to dynamic sizes (export)
 
     def ir_type(self, aval: ShapedArray) -> ir.Type:
         t = self._ir_types.get(aval)
@@ -429,7 +438,14 @@ def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility
             args = args[1:] if runtime_token else args
             if public:                  # tokens in: fresh ones; tokens out: booleans
                 args = [hlo.create_token() if a.dtype == dt.token else v for a, v in zip(cj.in_avals, args)]
-            outs = lower_closed_jaxpr_inline(mctx, cj, args)
+            # dimension variables: computed at main's entry, out of reach in private functions
+            dims = (dynamic_shapes.bind_dimension_variables(cj.in_avals, args) if public and mctx.dynamic
+                    else dynamic_shapes.hide() if dynamic_shapes.has_dynamic_values() else None)
+            try:
+                outs = lower_closed_jaxpr_inline(mctx, cj, args)
+            finally:
+                if dims is not None:
+                    dynamic_shapes.reset(dims)
             if public:
                 outs = [full((), False, dt.bool_) if a.dtype == dt.token else v for a, v in zip(cj.out_avals, outs)]
             if runtime_token:
@@ -609,13 +625,16 @@ def _donation_attrs(in_avals, out_avals, donated_invars, first_output: int = 0) 
 
 @deep_entry
 def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars: Sequence[bool] = (),
-                platform: str = "cpu", devices: Sequence[int] | None = None) -> Lowered:
+                platform: str = "cpu", devices: Sequence[int] | None = None,
+                dynamic: bool = False) -> Lowered:
     """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``;
-    ``devices``: the ids of the devices it is partitioned over (None: one device)."""
+    ``devices``: the ids of the devices it is partitioned over (None: one device);
+    ``dynamic``: symbolic dimensions become dynamic sizes (``engine.dynamic_shapes``)
+    instead of an error."""
     if config.jaxprc_canonicalize:
         closed_jaxpr = canonicalize(closed_jaxpr)
     with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TO_MLIR_MODULE_EVENT, name):
-        return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices)
+        return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices, dynamic)
 
 
 def _refine_shapes(module: ir.Module, name: str) -> ir.Module:
@@ -633,9 +652,11 @@ def _refine_shapes(module: ir.Module, name: str) -> ir.Module:
     return ir.Module.parse(refined)
 
 
-def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform: str, devices) -> Lowered:
+def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform: str, devices,
+                 dynamic: bool = False) -> Lowered:
     in_avals, out_avals = closed_jaxpr.in_avals, closed_jaxpr.out_avals
-    if not all(is_constant_shape(a.shape) for a in (*in_avals, *out_avals)):
+    polymorphic = not all(is_constant_shape(a.shape) for a in (*in_avals, *out_avals))
+    if polymorphic and not dynamic:
         raise NotImplementedError(
             f"lowering '{name}': its types have symbolic dimensions ({', '.join(a.str_short() for a in in_avals)}), "
             "and jaxprc does not emit dynamic StableHLO yet. Run it specialised to concrete sizes: "
@@ -649,6 +670,7 @@ def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform:
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
         mctx = ModuleContext(module, platform)
         mctx.devices = None if devices is None else tuple(devices)
+        mctx.dynamic = polymorphic
         runtime_token = has_ordered_effects(closed_jaxpr)
         arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars, int(runtime_token))
                      if any(donated_invars) else None)
