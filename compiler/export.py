@@ -173,7 +173,7 @@ def _lower_for_export(exp: Exported):
     try:
         lowered = dispatch.lower_jaxpr(exp.jaxpr, name=f"jit_{exp.fun_name}", platform=exp.platforms[0],
                                        dynamic=True)
-    except InconclusiveDimensionOperation as e:
+    except (InconclusiveDimensionOperation, NotImplementedError) as e:
         raise NotImplementedError(f"Exported '{exp.fun_name}': its symbolic dimensions do not lower to "
                                   f"dynamic StableHLO: {e}") from None
     if lowered.runtime_token or lowered.host_callbacks:

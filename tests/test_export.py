@@ -50,12 +50,44 @@ def test_exported_call_errors():
         exp.call(np.ones((3, 4), np.float32))
     with pytest.raises(TypeError, match="dtype int32"):
         exp.call({"x": np.ones((3, 4), np.int32), "w": np.ones((4, 2), np.float32)})
-    with pytest.raises(NotImplementedError, match="dynamic StableHLO"):
-        exp.mlir_module()
     with pytest.raises(ValueError, match="exported for platforms"):
         export.export(jaxprc.jit(_model), platforms=["tpu"])(ARGS).call(ARGS)
     with pytest.raises(ValueError, match="must be the result of `jit`"):
         export.export(_model)
+
+
+def test_polymorphic_export_is_a_dynamic_module():
+    """Serialized, a polymorphic program is one module with dynamic sizes: deserialized, it runs
+    at each size (refined to it) with the values and gradients of the traced program."""
+    exp = _exported()
+    text = exp.mlir_module()
+    assert "tensor<?x4xf32>" in text and "stablehlo.get_dimension_size" in text
+    assert text.count("@shape_assertion") == 2          # b >= 1, and the constraint b >= 2
+    back = export.deserialize(exp.serialize(vjp_order=1))
+    assert back.uses_global_constants and str(back.in_avals[1].shape) == "(b, 4)"
+    rng = np.random.default_rng(0)
+    for n in (2, 5):
+        args = {"x": rng.normal(size=(n, 4)).astype(np.float32), "w": rng.normal(size=(4, 2)).astype(np.float32)}
+        _assert_trees_equal(back.call(args), jaxprc.jit(_model)(args))
+        loss = lambda call: lambda x: call({"x": x, "w": args["w"]})["y"].sum()
+        np.testing.assert_allclose(jaxprc.grad(loss(back.call))(args["x"]), jaxprc.grad(loss(_model))(args["x"]),
+                                   rtol=1e-5)
+    with pytest.raises(ValueError, match="symbolic shape constraint b >= 2"):
+        back.call({"x": np.ones((1, 4), np.float32), "w": np.ones((4, 2), np.float32)})
+
+
+def test_dynamic_lowering_of_dimension_arithmetic():
+    """arange, reshape(-1), broadcasting and a dimension as a value, over b and floordiv/mod of it."""
+    def f(x):
+        n = x.shape[0]
+        flat = x.reshape(-1)
+        return flat * (n // 2) + (n % 3), jnp.arange(2 * n) + n, jnp.zeros((n, 2)) + x[:, :1]
+    b, = export.symbolic_shape("b")
+    exp = export.export(jaxprc.jit(f))(jaxprc.ShapeDtypeStruct((b, 3), np.float32))
+    back = export.deserialize(exp.serialize())
+    for n in (1, 4, 7):
+        x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+        _assert_trees_equal(back.call(x), jaxprc.jit(f)(x))
 
 
 def test_static_export_has_a_module():
@@ -269,12 +301,25 @@ def test_cli_export_then_run(tmp_path, capsys):
     assert lines[1].strip() == "i32[] = 1"
 
 
-def test_cli_export_and_run_errors(tmp_path, capsys):
+def test_cli_export_symbolic_then_run_at_two_sizes(tmp_path, capsys):
     (tmp_path / "model.py").write_text(MODEL_PY)
     rc, _, err = _cli(["export", f"{tmp_path}/model.py:predict", "--args", "f32[b,3], f32[3,2]",
-                       "-o", str(tmp_path / "p.bin")], capsys)
-    assert rc != 0 and "serializing predict failed" in err and "symbolic dimensions" in err
-    assert not (tmp_path / "p.bin").exists()
+                       "--constraints", "b >= 2", "-o", str(tmp_path / "p.bin")], capsys)
+    assert rc == 0 and "predict(f32[b,3], f32[3,2]) -> (f32[b,2], i32[])" in err
+    w = np.arange(6, dtype=np.float32).reshape(3, 2) / 10
+    for n in (2, 4):
+        x = np.full((n, 3), 0.1, np.float32)
+        rc, out, _ = _cli(["run", str(tmp_path / "p.bin"), "--input", str(x.tolist()), "--input", str(w.tolist())],
+                          capsys)
+        got = np.array(eval(out.split("out1:")[0].split(" = ")[1]), np.float32)
+        np.testing.assert_allclose(got, np.tanh(x @ w), rtol=1e-6)
+    rc, _, err = _cli(["run", str(tmp_path / "p.bin"), "--input", "[[1.0, 2.0, 3.0]]", "--input", str(w.tolist())],
+                      capsys)
+    assert rc != 0 and "symbolic shape constraint b >= 2" in err
+
+
+def test_cli_export_and_run_errors(tmp_path, capsys):
+    (tmp_path / "model.py").write_text(MODEL_PY)
     bad = tmp_path / "bad.bin"
     bad.write_bytes(b"\x10\x00\x00\x00garbage")
     rc, _, err = _cli(["run", str(bad)], capsys)

@@ -5,8 +5,8 @@ instead) to a module whose types have dynamic sizes (``tensor<?x4xf32>``), as
 JAX's exported modules do. Its public ``main`` first computes each dimension
 variable from an argument's size (``stablehlo.get_dimension_size``) and checks
 with ``shape_assertion`` custom calls that the sizes are consistent (each
-variable ``>= 1``, every other symbolic dimension of the arguments equal to its
-expression); the checks run when the caller's shape refinement (jaxlib's
+variable ``>= 1``, the constraints, every other symbolic dimension of the
+arguments equal to its expression); the checks run when the caller's shape refinement (jaxlib's
 ``refine_polymorphic_shapes``) makes the sizes constants. While ``main``'s body
 lowers, ``dim_value(d)`` computes a dimension from those values and
 ``shape_value(shape)`` the 1-d shape operand of ``dynamic_broadcast_in_dim``,
@@ -23,7 +23,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..ir.shape_poly import DimExpr, InconclusiveDimensionOperation
+from ..ir.shape_poly import DimExpr, InconclusiveDimensionOperation, parsed_constraints
 
 __all__ = ["bind_dimension_variables", "dim_value", "dynamic_type", "has_dynamic_values", "hide", "reset",
            "shape_value"]
@@ -122,6 +122,12 @@ def bind_dimension_variables(in_avals, args) -> contextvars.Token:
         _emit_assertion(_cmp(value, _i64(1), "GE"),
                         f"Input shapes do not match the polymorphic shapes specification. Expected value "
                         f">= 1 for dimension variable '{name}' (from {where[name]}), but found {{0}}.", value)
+    scope = next((d.scope for a in in_avals for d in a.shape if type(d) is DimExpr), None)
+    for text, lhs, op, rhs in parsed_constraints(scope) if scope is not None else ():
+        left, right = dim_value(lhs), dim_value(rhs)
+        _emit_assertion(_cmp(left, right, {">=": "GE", "<=": "LE", "==": "EQ"}[op]),
+                        f"Input shapes do not match the symbolic shape constraint {text}. Expected "
+                        f"'{lhs}' {op} '{rhs}', but found {{0}} and {{1}}.", left, right)
     for i, (aval, arg) in enumerate(zip(in_avals, args)):
         for axis, d in enumerate(aval.shape):
             if type(d) is DimExpr and str(d) not in env:

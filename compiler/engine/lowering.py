@@ -510,7 +510,14 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
         avals_out = [v.aval for v in outvars]
         rctx = LoweringRuleContext(mctx, prim, [a.aval for a in eqn.invars], avals_out)
         with mctx.location(eqn):
-            outs = rule(rctx, *map(read, eqn.invars), **eqn.params)
+            try:
+                outs = rule(rctx, *map(read, eqn.invars), **eqn.params)
+            except (TypeError, ValueError, ir.MLIRError) as e:
+                if not mctx.dynamic:
+                    raise
+                raise NotImplementedError(
+                    f"{prim.name} on {', '.join(a.str_short() for a in rctx.avals_in) or 'no operands'} "
+                    f"does not lower with dynamic shapes yet ({type(e).__name__}: {str(e).splitlines()[0]})") from e
         if rule in typed_rules:
             env[outvars[0]] = outs
         else:
