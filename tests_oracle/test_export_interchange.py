@@ -119,3 +119,29 @@ def test_second_order_both_ways():
                              (xexport.export(jaxprc.jit(xjnp.sin))(x).serialize(vjp_order=2), jax.grad, jexport)):
         exp = call.deserialize(blob)
         np.testing.assert_allclose(grad(lambda x: grad(lambda y: exp.call(y).sum())(x).sum())(x), want, rtol=1e-6)
+
+
+def test_symbolic_batch_from_jaxprc():
+    """jaxprc's polymorphic program, serialized as one dynamic module, runs in JAX at several sizes
+    (JAX refines it), differentiates there through its vjp, and checks its constraint."""
+    def f(np_):
+        def model(x, w, bias):
+            h = np_.tanh(x @ w + bias)
+            return h * x.shape[0], np_.mean(h, axis=0), np_.arange(x.shape[0]) * 2
+        return model
+    b, = xexport.symbolic_shape("b", constraints=["b >= 2"])
+    specs = (jaxprc.ShapeDtypeStruct((b, 4), np.float32), jaxprc.ShapeDtypeStruct((4, 3), np.float32),
+             jaxprc.ShapeDtypeStruct((3,), np.float32))
+    exp = jexport.deserialize(xexport.export(jaxprc.jit(f(xjnp)))(*specs).serialize(vjp_order=1))
+    assert str(exp.in_avals[0].shape) == "(b, 4)" and str(exp.out_avals[2].shape) == "(b,)"
+    rng = np.random.default_rng(2)
+    w, bias = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=3).astype(np.float32)
+    for n in (2, 6):
+        x = rng.normal(size=(n, 4)).astype(np.float32)
+        _assert_same(exp.call(x, w, bias), f(jjnp)(x, w, bias))
+        _assert_same(jax.jit(exp.call)(x, w, bias), f(jjnp)(x, w, bias))
+        loss = lambda call: lambda x: call(x, w, bias)[1].sum()
+        np.testing.assert_allclose(jax.grad(loss(exp.call))(x), jax.grad(loss(f(jjnp)))(x), rtol=1e-5)
+    with pytest.raises(ValueError, match="Error refining shapes") as info:     # JAX's words, then ours
+        exp.call(np.ones((1, 4), np.float32), w, bias)
+    assert "Input shapes do not match the symbolic shape constraint b >= 2" in str(info.value.__cause__)
