@@ -318,6 +318,24 @@ def test_cli_export_symbolic_then_run_at_two_sizes(tmp_path, capsys):
     assert rc != 0 and "symbolic shape constraint b >= 2" in err
 
 
+def test_cli_lower_shows_the_dynamic_module(capsys):
+    import pathlib
+    example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "poly_loss_grad.jaxpr"
+    rc, out, _ = _cli(["lower", str(example)], capsys)
+    assert rc == 0 and "tensor<?x4xf32>" in out and "constraint n >= 2" in out
+    # both arguments' n: the second one is checked against the first
+    assert "Expected args[1].shape[0] to be 'n'" in out
+
+
+def test_mismatched_sizes_of_one_variable_fail_in_the_module():
+    b, = export.symbolic_shape("b")
+    exp = export.export(jaxprc.jit(lambda x, y: x + y))(*[jaxprc.ShapeDtypeStruct((b,), np.float32)] * 2)
+    back = export.deserialize(exp.serialize())
+    np.testing.assert_allclose(back.call(np.ones(3, np.float32), np.ones(3, np.float32)), [2, 2, 2])
+    with pytest.raises(ValueError, match="dimension 0 of argument 1 is 2, but its symbolic size 'b' is 3"):
+        back.call(np.ones(3, np.float32), np.ones(2, np.float32))     # (checked before the module runs)
+
+
 def test_cli_export_and_run_errors(tmp_path, capsys):
     (tmp_path / "model.py").write_text(MODEL_PY)
     bad = tmp_path / "bad.bin"

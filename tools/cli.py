@@ -496,9 +496,9 @@ def emit(program, kind: str, name: str, debug_info: bool = False) -> str:
             fn.__name__ = name
             lowered = jaxprc.jit(fn).lower(*[jaxprc.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals])
             return lowered.as_text(debug_info=debug_info) if kind == "stablehlo" else lowered.compile().as_text()
-        if kind == "stablehlo":
+        if kind == "stablehlo":      # symbolic dimensions: the dynamic module export writes
             with reproducer_on_failure(program, "lower"):
-                lowered = lower_jaxpr(program, name=name, platform=runtime.default_backend())
+                lowered = lower_jaxpr(program, name=name, platform=runtime.default_backend(), dynamic=True)
                 return lowered.as_text(debug_info=debug_info)
         return compile_closed_jaxpr(program, name).as_text()
     except Exception as e:

@@ -130,7 +130,7 @@ def bind_dimension_variables(in_avals, args) -> contextvars.Token:
                         f"'{lhs}' {op} '{rhs}', but found {{0}} and {{1}}.", left, right)
     for i, (aval, arg) in enumerate(zip(in_avals, args)):
         for axis, d in enumerate(aval.shape):
-            if type(d) is DimExpr and str(d) not in env:
+            if type(d) is DimExpr and where.get(str(d)) != f"args[{i}].shape[{axis}]":
                 actual = hlo.convert(i64, hlo.get_dimension_size(arg, axis))
                 _emit_assertion(_cmp(actual, dim_value(d), "EQ"),
                                 f"Input shapes do not match the polymorphic shapes specification. Expected "
