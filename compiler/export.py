@@ -13,8 +13,8 @@ its StableHLO module (``lax.exported_call``; dynamic shapes are refined to the
 arguments' at compile time), and one written here is called by JAX. A
 deserialized Exported is differentiable through the vjps it was serialized with.
 
-Not here yet: the dynamic StableHLO of a polymorphic program (serializing one
-raises), serializing for several platforms at once, effects.
+The module of a polymorphic program has dynamic sizes (``engine.dynamic_shapes``).
+Not here yet: serializing for several platforms at once, effects.
 """
 from __future__ import annotations
 
