@@ -13,8 +13,9 @@ its StableHLO module (``lax.exported_call``; dynamic shapes are refined to the
 arguments' at compile time), and one written here is called by JAX. A
 deserialized Exported is differentiable through the vjps it was serialized with.
 
-The module of a polymorphic program has dynamic sizes (``engine.dynamic_shapes``).
-Not here yet: serializing for several platforms at once, effects.
+The module of a polymorphic program has dynamic sizes (``engine.dynamic_shapes``);
+one for several platforms dispatches on a leading platform-index argument.
+Not here yet: effects.
 """
 from __future__ import annotations
 
@@ -116,7 +117,7 @@ class Exported:
     def mlir_module(self) -> str:
         """The StableHLO text of the module."""
         if self.jaxpr is not None and self._mlir_module_serialized is None:
-            return _lower_for_export(self).as_text()
+            return _module_text(self)
         from jaxlib import _jax
         from .engine.lowering import make_context
         context = make_context()
@@ -165,14 +166,10 @@ def is_polymorphic_aval(aval) -> bool:
     return any(is_symbolic_dim(d) for d in aval.shape)
 
 
-def _lower_for_export(exp: Exported):
-    """The module of a traced Exported; symbolic dimensions become dynamic sizes."""
-    if len(exp.platforms) != 1:
-        raise NotImplementedError(f"Exported '{exp.fun_name}': serializing a module for several "
-                                  f"platforms {exp.platforms} is not supported yet")
+def _lower_for_platform(exp: Exported, platform: str):
+    """The module of a traced Exported for one platform; symbolic dimensions become dynamic sizes."""
     try:
-        lowered = dispatch.lower_jaxpr(exp.jaxpr, name=f"jit_{exp.fun_name}", platform=exp.platforms[0],
-                                       dynamic=True)
+        lowered = dispatch.lower_jaxpr(exp.jaxpr, name=f"jit_{exp.fun_name}", platform=platform, dynamic=True)
     except (InconclusiveDimensionOperation, NotImplementedError) as e:
         raise NotImplementedError(f"Exported '{exp.fun_name}': its symbolic dimensions do not lower to "
                                   f"dynamic StableHLO: {e}") from None
@@ -182,17 +179,65 @@ def _lower_for_export(exp: Exported):
     return lowered
 
 
-def _portable_artifact(exp: Exported) -> bytes:
+def _module_text(exp: Exported, debug_info: bool = False) -> str:
+    """The StableHLO module of a traced Exported in JAX's calling convention: for several
+    platforms, ``main`` takes the platform's index first and calls that platform's lowering."""
     from jaxlib.mlir import ir
-    from jaxlib.mlir.dialects import stablehlo as hlo
-    lowered = _lower_for_export(exp)
-    with lowered.context:
-        lowered.module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(
+    from jaxlib.mlir.dialects import func, stablehlo as hlo
+    from .engine.lowering import make_context
+    lowereds = [_lower_for_platform(exp, p) for p in exp.platforms]
+    context = make_context()
+    with context, ir.Location.unknown():
+        if len(lowereds) == 1:
+            module = ir.Module.parse(lowereds[0].as_text(debug_info=True))
+        else:
+            module = ir.Module.parse(lowereds[0].as_text(debug_info=True))
+            for op in list(module.body.operations):
+                op.erase()
+            callees = [_merge_functions(module, ir.Module.parse(l.as_text(debug_info=True)), p)
+                       for l, p in zip(lowereds, exp.platforms)]
+            callee_type = ir.FunctionType(ir.TypeAttr(ir.SymbolTable(module.operation)[callees[0]]
+                                                      .attributes["function_type"]).value)
+            i32 = ir.RankedTensorType.get((), ir.IntegerType.get_signless(32))
+            with ir.InsertionPoint(module.body):
+                main = func.FuncOp("main", ir.FunctionType.get([i32, *callee_type.inputs], callee_type.results))
+                main.sym_visibility = ir.StringAttr.get("public")
+                main.arg_attrs = ir.ArrayAttr.get(
+                    [ir.DictAttr.get({"jax.global_constant": ir.StringAttr.get("_platform_index")})]
+                    + [ir.DictAttr.get({})] * len(callee_type.inputs))
+                with ir.InsertionPoint(main.add_entry_block()):
+                    index, *args = main.arguments
+                    case = hlo.CaseOp(list(callee_type.results), index, len(callees))
+                    for region, callee in zip(case.branches, callees):
+                        with ir.InsertionPoint(region.blocks.append()):
+                            hlo.return_(list(func.CallOp(list(callee_type.results),
+                                                         ir.FlatSymbolRefAttr.get(callee), args).results))
+                    func.return_(list(case.results))
+        module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(
             passes.is_polymorphic(exp.jaxpr))
-        text = lowered.as_text(debug_info=True)
+        module.operation.verify()
+        return module.operation.get_asm(enable_debug_info=debug_info)
+
+
+def _merge_functions(module, other, prefix: str) -> str:
+    """Move ``other``'s functions into ``module``, private and renamed ``prefix_name``; the
+    symbol of its ``main``."""
+    from jaxlib.mlir import ir
+    names = [ir.StringAttr(op.attributes["sym_name"]).value for op in other.body.operations]
+    for name in names:
+        ir.SymbolTable.replace_all_symbol_uses(name, f"{prefix}_{name}", other.operation)
+    for op in list(other.body.operations):
+        op.attributes["sym_name"] = ir.StringAttr.get(f"{prefix}_{ir.StringAttr(op.attributes['sym_name']).value}")
+        op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        module.body.append(op)
+    return f"{prefix}_main"
+
+
+def _portable_artifact(exp: Exported) -> bytes:
+    from jaxlib.mlir.dialects import stablehlo as hlo
     # A StableHLO version at least 4 weeks old, as JAX picks: readable by consumers a month behind.
     target = hlo.get_version_from_compatibility_requirement(hlo.StablehloCompatibilityRequirement.WEEK_4)
-    return hlo.serialize_portable_artifact_str(text, target)
+    return hlo.serialize_portable_artifact_str(_module_text(exp, debug_info=True), target)
 
 
 def _tangent_aval(aval):

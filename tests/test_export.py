@@ -171,6 +171,22 @@ def test_deserialized_grad_uses_the_serialized_vjp():
         jaxprc.grad(loss(no_vjp.call))(x)
 
 
+def test_multi_platform_module_dispatches_on_the_platform_index():
+    """Exported for cpu and cuda (lowered for both here, without a GPU): main takes the platform
+    index first and calls that platform's lowering; called here, it runs the cpu one."""
+    b, = export.symbolic_shape("b")
+    exp = export.export(jaxprc.jit(lambda x: jnp.sin(x) * x.shape[0]), platforms=("cpu", "cuda"))(
+        jaxprc.ShapeDtypeStruct((b, 3), np.float32))
+    text = exp.mlir_module()
+    assert "func.func private @cpu_main" in text and "func.func private @cuda_main" in text
+    assert "stablehlo.case" in text and 'jax.global_constant = "_platform_index"' in text
+    back = export.deserialize(exp.serialize(vjp_order=1))
+    assert back.platforms == ("cpu", "cuda")
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(back.call(x), np.sin(x) * 2, rtol=1e-6)
+    np.testing.assert_allclose(jaxprc.grad(lambda x: back.call(x).sum())(x), np.cos(x) * 2, rtol=1e-6)
+
+
 def test_ordered_dict_and_namedtuple_field_names_travel():
     import collections
     od = collections.OrderedDict([("z", np.ones(2, np.float32)), ("a", np.zeros(2, np.float32))])
@@ -197,8 +213,6 @@ def test_serialization_errors():
         export.export(jaxprc.jit(lambda o, x: x))(Opaque(), np.ones(2, np.float32)).serialize()
     with pytest.raises(TypeError, match="string keys"):
         export.export(jaxprc.jit(lambda d: d[1]))({1: np.ones(2, np.float32)}).serialize()
-    with pytest.raises(NotImplementedError, match="several platforms"):
-        export.export(jaxprc.jit(jnp.sin), platforms=("cpu", "cuda"))(np.ones(2, np.float32)).serialize()
     with pytest.raises(ValueError, match="Duplicate serialization registration"):
         export.register_namedtuple_serialization(Point, serialized_name="other")
 

@@ -145,3 +145,14 @@ def test_symbolic_batch_from_jaxprc():
     with pytest.raises(ValueError, match="Error refining shapes") as info:     # JAX's words, then ours
         exp.call(np.ones((1, 4), np.float32), w, bias)
     assert "Input shapes do not match the symbolic shape constraint b >= 2" in str(info.value.__cause__)
+
+
+def test_multi_platform_artifacts_both_ways():
+    """Artifacts for ("cpu", "cuda"), lowered by each library on a machine without a GPU: the
+    other one calls them on cpu (the module's platform-index argument picks the cpu lowering)."""
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    theirs = jexport.export(jax.jit(jjnp.tanh), platforms=("cpu", "cuda"))(x).serialize()
+    ours = xexport.export(jaxprc.jit(xjnp.tanh), platforms=("cpu", "cuda"))(x).serialize()
+    for exp in (xexport.deserialize(theirs), jexport.deserialize(ours)):
+        assert exp.platforms == ("cpu", "cuda")
+        np.testing.assert_allclose(exp.call(x), np.tanh(x), rtol=1e-6)
