@@ -30,7 +30,8 @@ from .ir import dtypes as dt
 from .export_serialization import (DisabledSafetyCheck, register_namedtuple_serialization,
                                    register_pytree_node_serialization)
 from .ir.core import ClosedJaxpr
-from .ir.shape_poly import InconclusiveDimensionOperation, SymbolicScope, is_symbolic_dim, split_top_level, symbolic_shape
+from .ir.shape_poly import (InconclusiveDimensionOperation, SymbolicScope, is_symbolic_dim, split_top_level,
+                             symbolic_shape)
 from .tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["DisabledSafetyCheck", "Exported", "SymbolicScope", "default_export_platform", "deserialize",
@@ -241,7 +242,10 @@ def _portable_artifact(exp: Exported) -> bytes:
 
 
 def _tangent_aval(aval):
-    return aval if np.issubdtype(aval.dtype, np.inexact) or aval.dtype == dt.bfloat16 else aval.update(dtype=dt.float0, weak_type=False)
+    """A cotangent's type: the aval itself for floats, float0 for integers and booleans."""
+    if np.issubdtype(aval.dtype, np.inexact) or aval.dtype == dt.bfloat16:
+        return aval
+    return aval.update(dtype=dt.float0, weak_type=False)
 
 
 def _export_vjp(exp: Exported) -> Exported:

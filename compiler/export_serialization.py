@@ -92,7 +92,8 @@ class DisabledSafetyCheck:
         return self._target if self._kind == "custom_call" else None
 
     def __eq__(self, other):
-        return isinstance(other, DisabledSafetyCheck) and (self._kind, self._target) == (other._kind, other._target)
+        return (isinstance(other, DisabledSafetyCheck)
+                and (self._kind, self._target) == (other._kind, other._target))
 
     def __hash__(self):
         return hash((self._kind, self._target))
@@ -343,7 +344,9 @@ class _Reader:
 
     def numbers(self, slot: int, dtype) -> np.ndarray:
         start, n = self._vector(slot)
-        return np.frombuffer(self.tab.Bytes, np.dtype(dtype).newbyteorder("<"), n, start) if n else np.zeros(0, dtype)
+        if not n:
+            return np.zeros(0, dtype)
+        return np.frombuffer(self.tab.Bytes, np.dtype(dtype).newbyteorder("<"), n, start)    # little-endian
 
 
 def deserialize(ser, exported_type):

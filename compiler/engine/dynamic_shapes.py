@@ -44,7 +44,8 @@ def has_dynamic_values() -> bool:
 
 def _i64(value: int) -> ir.Value:
     i64 = ir.IntegerType.get_signless(64)
-    return hlo.constant(ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get((), i64), ir.IntegerAttr.get(i64, value)))
+    scalar = ir.RankedTensorType.get((), i64)
+    return hlo.constant(ir.DenseElementsAttr.get_splat(scalar, ir.IntegerAttr.get(i64, value)))
 
 
 def dim_value(d) -> ir.Value:

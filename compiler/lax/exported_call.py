@@ -31,7 +31,7 @@ __all__ = ["call_exported_p"]
 
 class _ExportedParam(Checker):
     def problem(self, value):
-        return None if hasattr(value, "mlir_module_serialized") else "not an Exported"
+        return None if hasattr(type(value), "mlir_module_serialized") else "not an Exported"
 
     def __str__(self):
         return "an Exported (jaxprc.export.deserialize)"
