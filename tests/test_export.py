@@ -77,17 +77,23 @@ def test_polymorphic_export_is_a_dynamic_module():
 
 
 def test_dynamic_lowering_of_dimension_arithmetic():
-    """arange, reshape(-1), broadcasting and a dimension as a value, over b and floordiv/mod of it."""
+    """arange, reshape(-1), broadcasting and a dimension as a value, over b and floordiv/mod of it;
+    loops whose trip count is b."""
     def f(x):
         n = x.shape[0]
         flat = x.reshape(-1)
         return flat * (n // 2) + (n % 3), jnp.arange(2 * n) + n, jnp.zeros((n, 2)) + x[:, :1]
+    def loops(x):           # trip counts of the symbolic length: a fori_loop, a reversed scan with ys
+        total = jaxprc.lax.fori_loop(0, x.shape[0], lambda i, c: c + x[i] * i, jnp.zeros(3))
+        carry, ys = jaxprc.lax.scan(lambda c, row: (c * 0.5 + row, c.sum()), jnp.ones(3), x, reverse=True)
+        return total, carry, ys
     b, = export.symbolic_shape("b")
-    exp = export.export(jaxprc.jit(f))(jaxprc.ShapeDtypeStruct((b, 3), np.float32))
-    back = export.deserialize(exp.serialize())
-    for n in (1, 4, 7):
-        x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
-        _assert_trees_equal(back.call(x), jaxprc.jit(f)(x))
+    for fun in (f, loops):
+        exp = export.export(jaxprc.jit(fun))(jaxprc.ShapeDtypeStruct((b, 3), np.float32))
+        back = export.deserialize(exp.serialize())
+        for n in (1, 4, 7):
+            x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+            _assert_trees_equal(back.call(x), jaxprc.jit(fun)(x))
 
 
 def test_static_export_has_a_module():
