@@ -30,6 +30,7 @@ from .engine.caches import ByIdentity
 from .engine.dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
+from .ir.shape_poly import is_constant_shape
 from .ir.deep import deep_entry
 from .passes.dce import dce_closed
 from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
@@ -363,6 +364,8 @@ def _polymorphic_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
 
     def fun(*args):
         shapes = tuple(np.shape(a) if not hasattr(a, "shape") else tuple(a.shape) for a in args)
+        if not all(map(is_constant_shape, shapes)):      # traced at symbolic sizes: stays polymorphic
+            return eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
         cj = specialised.get(shapes)
         if cj is None:
             cj = specialised[shapes] = passes.specialize_for_args(closed_jaxpr, shapes)

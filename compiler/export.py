@@ -1,4 +1,4 @@
-"""``jaxprc.export``: JAX's ``jax.export`` API over jaxprc programs, in memory.
+"""``jaxprc.export``: JAX's ``jax.export`` API over jaxprc programs.
 
 ``export(jit(f))(*arg_specs)`` traces ``f`` once for argument specs whose
 shapes may hold symbolic dimensions (``symbolic_shape("b, 784")``) and gives an
@@ -7,60 +7,146 @@ and types). ``Exported.call`` runs it on arrays of any sizes that satisfy the
 dimension variables' constraints, specialising the program to those sizes
 (``passes.specialize``) and compiling once per set of sizes.
 
-Not here yet: serialization (JAX's flatbuffer format), the dynamic StableHLO of a
-polymorphic program (``mlir_module()`` works for static shapes only), vjp of an
-Exported, and multi-platform lowering.
+``serialize(vjp_order=)`` / ``deserialize`` use JAX's bytes
+(``export_serialization``): an artifact written by JAX is called here through
+its StableHLO module (``lax.exported_call``; dynamic shapes are refined to the
+arguments' at compile time), and one written here is called by JAX. A
+deserialized Exported is differentiable through the vjps it was serialized with.
+
+The module of a polymorphic program has dynamic sizes (``engine.dynamic_shapes``);
+one for several platforms dispatches on a leading platform-index argument.
+Not here yet: effects.
 """
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from . import passes
+import numpy as np
+
+from . import export_serialization, passes
 from .api import ShapeDtypeStruct, default_backend, jaxpr_as_fun, jit
+from .engine import dispatch
+from .ir import dtypes as dt
+from .export_serialization import (DisabledSafetyCheck, register_namedtuple_serialization,
+                                   register_pytree_node_serialization)
 from .ir.core import ClosedJaxpr
-from .ir.shape_poly import SymbolicScope, is_symbolic_dim, split_top_level, symbolic_shape
+from .ir.shape_poly import (InconclusiveDimensionOperation, SymbolicScope, is_symbolic_dim, split_top_level,
+                             symbolic_shape)
 from .tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["Exported", "SymbolicScope", "default_export_platform", "export", "is_symbolic_dim",
-           "symbolic_args_specs", "symbolic_shape"]
+__all__ = ["DisabledSafetyCheck", "Exported", "SymbolicScope", "default_export_platform", "deserialize",
+           "export", "is_symbolic_dim", "maximum_supported_calling_convention_version",
+           "minimum_supported_calling_convention_version", "register_namedtuple_serialization",
+           "register_pytree_node_serialization", "symbolic_args_specs", "symbolic_shape"]
 
 
 def default_export_platform() -> str:
     return default_backend()
 
 
-class Exported:
-    """A traced function with its calling convention (JAX's ``jax.export.Exported``)."""
+# The calling convention of the modules this writes and the range it calls (JAX 0.10.2's).
+minimum_supported_calling_convention_version = 9
+maximum_supported_calling_convention_version = 10
+_CALLING_CONVENTION_VERSION = 10
 
-    def __init__(self, fun_name: str, jaxpr: ClosedJaxpr, in_tree, out_tree, platforms):
+
+class Exported:
+    """A function with its calling convention (JAX's ``jax.export.Exported``): input and
+    output pytrees and types, platforms, and the program, either as a jaxpr (traced here by
+    ``export``) or as a StableHLO module only (``deserialize``: from JAX or from jaxprc)."""
+
+    def __init__(self, fun_name: str, jaxpr: ClosedJaxpr | None, in_tree, out_tree, platforms, *,
+                 in_avals=None, out_avals=None, nr_devices: int = 1, disabled_safety_checks=(),
+                 mlir_module_serialized: bytes | None = None,
+                 calling_convention_version: int = _CALLING_CONVENTION_VERSION,
+                 module_kept_var_idx=None, uses_global_constants: bool | None = None, vjp=None):
         self.fun_name = fun_name
         self.jaxpr = jaxpr
         self.in_tree, self.out_tree = in_tree, out_tree
-        self.in_avals, self.out_avals = tuple(jaxpr.in_avals), tuple(jaxpr.out_avals)
+        self.in_avals = tuple(jaxpr.in_avals if in_avals is None else in_avals)
+        self.out_avals = tuple(jaxpr.out_avals if out_avals is None else out_avals)
         self.platforms = tuple(platforms)
-        self.nr_devices = 1
+        self.nr_devices = nr_devices
+        self.ordered_effects, self.unordered_effects = (), ()
+        self.disabled_safety_checks = tuple(disabled_safety_checks)
+        self.calling_convention_version = calling_convention_version
+        self.module_kept_var_idx = tuple(range(len(self.in_avals)) if module_kept_var_idx is None
+                                         else module_kept_var_idx)
+        self.uses_global_constants = (any(map(is_polymorphic_aval, self.in_avals))
+                                      if uses_global_constants is None else uses_global_constants)
+        self._mlir_module_serialized = mlir_module_serialized
+        self._vjp = vjp                  # a thunk giving the vjp's Exported (deserialized ones)
         self._run = None
+
+    @classmethod
+    def from_module(cls, *, fun_name, in_tree, in_avals, out_tree, out_avals, nr_devices, platforms,
+                    disabled_safety_checks, mlir_module_serialized, calling_convention_version,
+                    module_kept_var_idx, uses_global_constants, vjp) -> Exported:
+        """An Exported of a serialized module (what ``deserialize`` reads)."""
+        if not (minimum_supported_calling_convention_version <= calling_convention_version
+                <= maximum_supported_calling_convention_version):
+            raise ValueError(
+                f"The exported function '{fun_name}' uses an invalid calling convention version "
+                f"{calling_convention_version}. Supported versions are "
+                f"{minimum_supported_calling_convention_version}..{maximum_supported_calling_convention_version}.")
+        if nr_devices != 1:
+            raise NotImplementedError(f"Exported '{fun_name}' was exported for {nr_devices} devices; "
+                                      "jaxprc calls modules exported for one device")
+        return cls(fun_name, None, in_tree, out_tree, platforms, in_avals=in_avals, out_avals=out_avals,
+                   nr_devices=nr_devices, disabled_safety_checks=disabled_safety_checks,
+                   mlir_module_serialized=mlir_module_serialized,
+                   calling_convention_version=calling_convention_version,
+                   module_kept_var_idx=module_kept_var_idx, uses_global_constants=uses_global_constants,
+                   vjp=vjp)
 
     def __str__(self):
         return f"Exported(fun_name={self.fun_name}, in_avals={self.in_avals}, out_avals={self.out_avals})"
 
     __repr__ = __str__
 
+    in_shardings_hlo = property(lambda self: (None,) * len(self.in_avals))
+    out_shardings_hlo = property(lambda self: (None,) * len(self.out_avals))
+
+    @property
+    def mlir_module_serialized(self) -> bytes:
+        """The module as a StableHLO portable artifact (JAX's calling convention: a public
+        ``main`` taking the kept array arguments)."""
+        if self._mlir_module_serialized is None:
+            self._mlir_module_serialized = _portable_artifact(self)
+        return self._mlir_module_serialized
+
     def mlir_module(self) -> str:
-        """The StableHLO text of the program (static shapes only, for now)."""
-        if passes.is_polymorphic(self.jaxpr):
-            raise NotImplementedError(
-                f"Exported.mlir_module of '{self.fun_name}': the program has symbolic dimensions "
-                f"({', '.join(a.str_short() for a in self.in_avals)}), and jaxprc does not emit dynamic "
-                "StableHLO yet; call() runs it, specialised to the arguments' sizes.")
-        specs = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in self.in_avals]
-        return jit(jaxpr_as_fun(self.jaxpr)).lower(*specs).as_text()
+        """The StableHLO text of the module."""
+        if self.jaxpr is not None and self._mlir_module_serialized is None:
+            return _module_text(self)
+        from jaxlib import _jax
+        from .engine.lowering import make_context
+        context = make_context()
+        with context:
+            return str(_jax.mlir.deserialize_portable_artifact(self.mlir_module_serialized, context))
+
+    def has_vjp(self) -> bool:
+        return self.jaxpr is not None or self._vjp is not None
+
+    def vjp(self) -> Exported:
+        """The Exported of the vjp: it takes the primal arguments and the cotangents of the
+        results (flat), and gives the cotangents of the arguments (flat)."""
+        if self.jaxpr is not None:
+            return _export_vjp(self)
+        if self._vjp is None:
+            raise ValueError(f"No VJP is available for the exported function '{self.fun_name}': it was "
+                             "serialized with a vjp_order smaller than the order of differentiation.")
+        return self._vjp()
+
+    def serialize(self, vjp_order: int = 0) -> bytearray:
+        """JAX's serialized form (flatbuffers), with the vjps up to ``vjp_order``."""
+        return export_serialization.serialize(self, vjp_order)
 
     def call(self, *args, **kwargs):
         """Run the exported function on arguments of its pytree structure and types; sizes of
         symbolic dimensions come from the arguments (checked against the constraints)."""
         here = default_backend()
-        if here not in self.platforms:
+        if here not in self.platforms and DisabledSafetyCheck.platform() not in self.disabled_safety_checks:
             raise ValueError(f"Function '{self.fun_name}' was exported for platforms {self.platforms} "
                              f"but it is used on '{here}'.")
         leaves, tree = tree_flatten((args, kwargs))
@@ -73,8 +159,132 @@ class Exported:
                 raise TypeError(f"Exported '{self.fun_name}': argument {i} has dtype {dtype}, but it was "
                                 f"exported for {aval.str_short()}.")
         if self._run is None:
-            self._run = jit(jaxpr_as_fun(self.jaxpr))
+            self._run = jit(jaxpr_as_fun(self.jaxpr)) if self.jaxpr is not None else _module_caller(self)
         return tree_unflatten(self.out_tree, self._run(*leaves))
+
+
+def is_polymorphic_aval(aval) -> bool:
+    return any(is_symbolic_dim(d) for d in aval.shape)
+
+
+def _lower_for_platform(exp: Exported, platform: str):
+    """The module of a traced Exported for one platform; symbolic dimensions become dynamic sizes."""
+    try:
+        lowered = dispatch.lower_jaxpr(exp.jaxpr, name=f"jit_{exp.fun_name}", platform=platform, dynamic=True)
+    except (InconclusiveDimensionOperation, NotImplementedError) as e:
+        raise NotImplementedError(f"Exported '{exp.fun_name}': its symbolic dimensions do not lower to "
+                                  f"dynamic StableHLO: {e}") from None
+    if lowered.runtime_token or lowered.host_callbacks:
+        raise NotImplementedError(f"Exported '{exp.fun_name}': programs with effects or host callbacks "
+                                  "cannot be serialized")
+    return lowered
+
+
+def _module_text(exp: Exported, debug_info: bool = False) -> str:
+    """The StableHLO module of a traced Exported in JAX's calling convention: for several
+    platforms, ``main`` takes the platform's index first and calls that platform's lowering."""
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import func, stablehlo as hlo
+    from .engine.lowering import make_context
+    lowereds = [_lower_for_platform(exp, p) for p in exp.platforms]
+    context = make_context()
+    with context, ir.Location.unknown():
+        if len(lowereds) == 1:
+            module = ir.Module.parse(lowereds[0].as_text(debug_info=True))
+        else:
+            module = ir.Module.parse(lowereds[0].as_text(debug_info=True))
+            for op in list(module.body.operations):
+                op.erase()
+            callees = [_merge_functions(module, ir.Module.parse(l.as_text(debug_info=True)), p)
+                       for l, p in zip(lowereds, exp.platforms)]
+            callee_type = ir.FunctionType(ir.TypeAttr(ir.SymbolTable(module.operation)[callees[0]]
+                                                      .attributes["function_type"]).value)
+            i32 = ir.RankedTensorType.get((), ir.IntegerType.get_signless(32))
+            with ir.InsertionPoint(module.body):
+                main = func.FuncOp("main", ir.FunctionType.get([i32, *callee_type.inputs], callee_type.results))
+                main.sym_visibility = ir.StringAttr.get("public")
+                main.arg_attrs = ir.ArrayAttr.get(
+                    [ir.DictAttr.get({"jax.global_constant": ir.StringAttr.get("_platform_index")})]
+                    + [ir.DictAttr.get({})] * len(callee_type.inputs))
+                with ir.InsertionPoint(main.add_entry_block()):
+                    index, *args = main.arguments
+                    case = hlo.CaseOp(list(callee_type.results), index, len(callees))
+                    for region, callee in zip(case.branches, callees):
+                        with ir.InsertionPoint(region.blocks.append()):
+                            hlo.return_(list(func.CallOp(list(callee_type.results),
+                                                         ir.FlatSymbolRefAttr.get(callee), args).results))
+                    func.return_(list(case.results))
+        module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(
+            passes.is_polymorphic(exp.jaxpr))
+        module.operation.verify()
+        return module.operation.get_asm(enable_debug_info=debug_info)
+
+
+def _merge_functions(module, other, prefix: str) -> str:
+    """Move ``other``'s functions into ``module``, private and renamed ``prefix_name``; the
+    symbol of its ``main``."""
+    from jaxlib.mlir import ir
+    names = [ir.StringAttr(op.attributes["sym_name"]).value for op in other.body.operations]
+    for name in names:
+        ir.SymbolTable.replace_all_symbol_uses(name, f"{prefix}_{name}", other.operation)
+    for op in list(other.body.operations):
+        op.attributes["sym_name"] = ir.StringAttr.get(f"{prefix}_{ir.StringAttr(op.attributes['sym_name']).value}")
+        op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+        module.body.append(op)
+    return f"{prefix}_main"
+
+
+def _portable_artifact(exp: Exported) -> bytes:
+    from jaxlib.mlir.dialects import stablehlo as hlo
+    # A StableHLO version at least 4 weeks old, as JAX picks: readable by consumers a month behind.
+    target = hlo.get_version_from_compatibility_requirement(hlo.StablehloCompatibilityRequirement.WEEK_4)
+    return hlo.serialize_portable_artifact_str(_module_text(exp, debug_info=True), target)
+
+
+def _tangent_aval(aval):
+    """A cotangent's type: the aval itself for floats, float0 for integers and booleans."""
+    if np.issubdtype(aval.dtype, np.inexact) or aval.dtype == dt.bfloat16:
+        return aval
+    return aval.update(dtype=dt.float0, weak_type=False)
+
+
+def _export_vjp(exp: Exported) -> Exported:
+    """Export the vjp of a traced Exported (JAX's convention: flat primals then flat output
+    cotangents in, the flat input cotangents out)."""
+    from .transformations.ad import vjp
+    primal, n = jaxpr_as_fun(exp.jaxpr), len(exp.in_avals)
+
+    def fun_vjp(*primals_and_cts):
+        _, pullback = vjp(lambda *xs: list(primal(*xs)), *primals_and_cts[:n])
+        return pullback(list(primals_and_cts[n:]))
+
+    fun_vjp.__name__ = f"vjp_{exp.fun_name}"
+    specs = [ShapeDtypeStruct(a.shape, a.dtype) for a in (*exp.in_avals, *map(_tangent_aval, exp.out_avals))]
+    return export(jit(fun_vjp), platforms=exp.platforms)(*specs)
+
+
+def _module_caller(exp: Exported):
+    """The flat function calling a deserialized module (``call_exported``), differentiable
+    through the vjp the module was serialized with (``vjp()`` says when there is none)."""
+    from .lax.exported_call import call_exported_p
+    from .transformations.custom_derivatives import custom_vjp
+    n = len(exp.in_avals)
+
+    @custom_vjp
+    def call(*leaves):
+        return call_exported_p.bind(*leaves, exported=exp)
+
+    def fwd(*leaves):
+        return call(*leaves), leaves
+
+    def bwd(leaves, cts):
+        # integer and boolean results take float0 cotangents, as the vjp was exported for
+        cts = [ct if _tangent_aval(a).dtype == a.dtype else np.zeros(np.shape(ct), dt.float0)
+               for ct, a in zip(cts, exp.out_avals)]
+        return tuple(exp.vjp().call(*leaves, *cts))[:n]
+
+    call.defvjp(fwd, bwd)
+    return call
 
 
 def export(fun_jit, *, platforms: Sequence[str] | None = None, disabled_checks=()) -> Callable[..., Exported]:
@@ -87,9 +297,16 @@ def export(fun_jit, *, platforms: Sequence[str] | None = None, disabled_checks=(
 
     def do_export(*args, **kwargs) -> Exported:
         traced = fun_jit.trace(*args, **kwargs)
-        return Exported(traced.fun_name, traced.jaxpr, traced._in_tree, traced._out_tree, platforms)
+        return Exported(traced.fun_name, traced.jaxpr, traced._in_tree, traced._out_tree, platforms,
+                        disabled_safety_checks=disabled_checks)
 
     return do_export
+
+
+def deserialize(blob: bytearray | bytes) -> Exported:
+    """The Exported that ``blob`` (``Exported.serialize()``, by jaxprc or by JAX) describes.
+    The bytes must be trusted: calling the function runs the custom calls its module names."""
+    return export_serialization.deserialize(blob, Exported)
 
 
 def symbolic_args_specs(args, shapes_specs, constraints: Sequence[str] = (),

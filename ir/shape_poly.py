@@ -789,6 +789,11 @@ def _parse_constraint(text: str, scope: SymbolicScope):
     return lhs, op, rhs
 
 
+def parsed_constraints(scope: SymbolicScope) -> list[tuple]:
+    """(text, lhs, op, rhs) of each constraint of ``scope`` (op: ``>=``, ``<=`` or ``==``)."""
+    return [(text, *_parse_constraint(text, scope)) for text in scope.constraints]
+
+
 def parse_dims(text: str, scope: SymbolicScope) -> tuple:
     """The dimensions of a comma-separated spec (``"b, 2*b + 1, 4"``; outer parentheses allowed)."""
     stripped = text.strip()

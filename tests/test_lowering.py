@@ -1126,6 +1126,21 @@ def test_dim_as_value_lowers_to_the_specialised_size():
     check(out, x * 3, F32)
 
 
+def test_call_exported_lowers_the_module_into_the_caller():
+    """A deserialized Exported's module called from a program (its functions merged in), twice."""
+    import jaxprc
+    from jaxprc import export
+    from jaxprc.lax.exported_call import call_exported_p
+    exp = export.export(jaxprc.jit(lambda x: (x * 2.0 + 1.0,)))(jaxprc.ShapeDtypeStruct((2, 3), F32))
+    back = export.deserialize(exp.serialize())
+    program = ir.trace_to_jaxpr(
+        lambda x: [call_exported_p.bind(call_exported_p.bind(x, exported=back)[0], exported=back)[0]],
+        [ShapedArray((2, 3), F32)])
+    x = sample((2, 3), F32)
+    out, = run_jaxpr(program, x)
+    check(out, (x * 2 + 1) * 2 + 1, F32)
+
+
 def test_every_builtin_primitive_is_checked_numerically(request, builtins):
     """Runs last: the tests above must have run (and checked) every built-in primitive."""
     if request.session.testscollected != len(request.session.items):

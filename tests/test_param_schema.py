@@ -146,6 +146,7 @@ CORPUS = {
                  [(3,)]),
     "sharding": (lambda x: jx.lax.with_sharding_constraint(x, _one_device_sharding()), [(3,)]),
     "dimensions": (lambda x: x * lax.dimensions.dim_as_value_p.bind(dim=3), [(3,)]),
+    "exported_call": (lambda x: lax.exported_call.call_exported_p.bind(x, exported=_sin_exported()), [(3,)]),
     "random_gamma": (lambda x: lax.random_gamma_p.bind(jnp.zeros((2,), np.uint32), x, log_space=True), [(3,)]),
     "accuracy": (lambda x: [f(x, accuracy=lax.Tolerance(atol=1e-3, ulps=2) if i % 2 else lax.AccuracyMode.HIGHEST)
                             for i, f in enumerate((lax.exp, lax.exp2, lax.log, lax.log1p, lax.expm1, lax.tanh,
@@ -167,6 +168,11 @@ def _host_local_round_trip(x):
     mesh = jx.make_mesh((1,), ("x",))
     return mh.global_array_to_host_local_array(mh.host_local_array_to_global_array(x, mesh, jx.P("x")),
                                                mesh, jx.P())
+
+
+def _sin_exported():
+    exp = jx.export.export(jx.jit(jnp.sin))(jx.ShapeDtypeStruct((3,), F32))
+    return jx.export.deserialize(exp.serialize())
 
 
 def _one_device_sharding():

@@ -48,11 +48,6 @@ _MULTI = "multi-device: collectives, meshes and shardings (the multi-device issu
 _EFFECTS = "host callbacks, effects and tokens (issue 21)"
 
 OWNED = {
-    "jax.export": dict.fromkeys(
-        ["DisabledSafetyCheck", "deserialize", "maximum_supported_calling_convention_version",
-         "minimum_supported_calling_convention_version", "register_namedtuple_serialization",
-         "register_pytree_node_serialization"],
-        "serialization of Exported (JAX's flatbuffer format) and its safety checks (issue 33)"),
     "jax": {
         **dict.fromkeys(["Shard", "smap",
                          "remove_size_one_mesh_axis_from_type", "auto_pcast", "thread_guard"],

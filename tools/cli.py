@@ -496,9 +496,9 @@ def emit(program, kind: str, name: str, debug_info: bool = False) -> str:
             fn.__name__ = name
             lowered = jaxprc.jit(fn).lower(*[jaxprc.ShapeDtypeStruct(a.shape, a.dtype) for a in program.in_avals])
             return lowered.as_text(debug_info=debug_info) if kind == "stablehlo" else lowered.compile().as_text()
-        if kind == "stablehlo":
+        if kind == "stablehlo":      # symbolic dimensions: the dynamic module export writes
             with reproducer_on_failure(program, "lower"):
-                lowered = lower_jaxpr(program, name=name, platform=runtime.default_backend())
+                lowered = lower_jaxpr(program, name=name, platform=runtime.default_backend(), dynamic=True)
                 return lowered.as_text(debug_info=debug_info)
         return compile_closed_jaxpr(program, name).as_text()
     except Exception as e:
@@ -508,17 +508,94 @@ def emit(program, kind: str, name: str, debug_info: bool = False) -> str:
 
 # ---------------------------------------------------------------- commands
 
+def argument_specs(args) -> tuple:
+    """The argument types of ``--args`` (with ``--constraints``) or ``--args-expr``."""
+    if args.args is not None and args.args_expr is not None:
+        raise UsageError("give the argument types with either --args or --args-expr, not both")
+    if args.args_expr is not None:
+        return eval_args_expr(args.args_expr)
+    return parse_arg_types(args.args or "", args.constraints or "")
+
+
+def is_serialized_exported(path: str) -> bool:
+    """Whether ``path`` holds bytes (``jaxprc export``, JAX's ``Exported.serialize``) rather than
+    text IR: serialized artifacts hold NUL bytes, text never does."""
+    if path == "-" or not os.path.isfile(path):
+        return False
+    with open(path, "rb") as f:
+        return b"\0" in f.read(4096)
+
+
+def load_exported(path: str):
+    from jaxprc import export
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError as e:
+        raise UsageError(f"cannot read {path!r}: {e.strerror}") from None
+    try:
+        return export.deserialize(blob)
+    except Exception as e:   # noqa: BLE001 -- any failure to read the bytes is the file's fault
+        raise UsageError(f"{path!r} is not a text IR file, nor a serialized Exported that jaxprc can "
+                         f"read: {describe_error(e)}") from None
+
+
+def cmd_export(args) -> int:
+    """Trace FILE.py:FUNC for the argument types and write it serialized (JAX's format)."""
+    import jaxprc
+    from jaxprc import export
+    specs = argument_specs(args)
+    fun, name = load_function(args.function)
+    platforms = [p.strip() for p in args.platforms.split(",")] if args.platforms else None
+    try:
+        exported = export.export(jaxprc.jit(fun), platforms=platforms)(*specs)
+    except UsageError:
+        raise
+    except SystemExit as e:
+        raise _user_code_exit(e, f"tracing {name}: the function") from e
+    except Exception as e:
+        raise UsageError(f"tracing {name} on arguments ({describe_specs(specs)}) failed: "
+                         f"{type(e).__name__}: {e}") from e
+    try:
+        blob = exported.serialize(vjp_order=args.vjp_order)
+    except (NotImplementedError, ValueError, TypeError) as e:
+        raise UsageError(f"serializing {name} failed: {describe_error(e)}") from None
+    try:
+        with open(args.output, "wb") as f:
+            f.write(blob)
+    except OSError as e:
+        raise UsageError(f"cannot write {args.output!r}: {e.strerror}") from None
+    print(f"wrote {args.output}: {_signature(exported)} for {', '.join(exported.platforms)}"
+          f"{f', with vjps to order {args.vjp_order}' if args.vjp_order else ''} ({len(blob)} bytes)",
+          file=sys.stderr)
+    return 0
+
+
+def _signature(exported) -> str:
+    shows = lambda avals: ", ".join(a.str_short() for a in avals)
+    return f"{exported.fun_name}({shows(exported.in_avals)}) -> ({shows(exported.out_avals)})"
+
+
+def _run_exported(args) -> int:
+    """``jaxprc run model.bin``: call a serialized Exported on the inputs (flat, in order)."""
+    import numpy as np
+    from jaxprc.tree_util import tree_leaves
+    exported = load_exported(args.file)
+    names = [f"in{i}" for i in range(len(exported.in_avals))]
+    inputs = collect_inputs(exported, args.input or [], names)
+    call_args = exported.in_tree.unflatten(inputs)
+    try:
+        outs = tree_leaves(exported.call(*call_args[0], **call_args[1]))
+    except Exception as e:
+        raise UsageError(f"running {args.file} ({_signature(exported)}) failed: {describe_error(e)}") from e
+    return _show_outputs(args, [np.asarray(o) for o in outs], exported.out_avals)
+
 def cmd_trace(args) -> int:
     """Trace FILE.py:FUNC, apply transforms and passes, emit IR / StableHLO / HLO."""
     import jaxprc
     from jaxprc.passes import count_equations
     from jaxprc.passes.instrument import PassTiming
-    if args.args is not None and args.args_expr is not None:
-        raise UsageError("give the argument types with either --args or --args-expr, not both")
-    if args.args_expr is not None:
-        specs = eval_args_expr(args.args_expr)
-    else:
-        specs = parse_arg_types(args.args or "", args.constraints or "")
+    specs = argument_specs(args)
     load_pass_plugins(args.load_pass_plugin)
     fun, name = load_function(args.function)
     printer = make_printer(args)
@@ -618,9 +695,10 @@ def _load_value(text: str, aval, name: str):
     return value
 
 
-def collect_inputs(program, given: list[str]) -> list:
-    """``NAME=VALUE`` or positional ``VALUE`` items -> one value per program input."""
-    names = input_names(program)
+def collect_inputs(program, given: list[str], names: list[str] | None = None) -> list:
+    """``NAME=VALUE`` or positional ``VALUE`` items -> one value per program input (``names``:
+    the inputs' names, by default the printer's)."""
+    names = input_names(program) if names is None else names
     avals = dict(zip(names, program.in_avals))
     signature = ", ".join(f"{n}:{a.str_short()}" for n, a in avals.items()) or "none"
     values: dict[str, str] = {}
@@ -669,6 +747,8 @@ def cmd_run(args) -> int:
     import numpy as np
     import jaxprc
     use_devices(args.devices)
+    if is_serialized_exported(args.file):
+        return _run_exported(args)
     program = load_program(args.file)
     bind_named_callbacks(program, args.callback or [])
     inputs = collect_inputs(program, args.input or [])
@@ -676,14 +756,18 @@ def cmd_run(args) -> int:
         outs = jaxprc.jit(jaxprc.jaxpr_as_fun(program))(*inputs)
     except Exception as e:
         raise UsageError(f"running {args.file} failed: {describe_error(e)}") from e
-    outs = [np.asarray(o) for o in outs]
+    return _show_outputs(args, [np.asarray(o) for o in outs], program.out_avals)
+
+
+def _show_outputs(args, outs, out_avals) -> int:
+    import numpy as np
     if args.output:
         os.makedirs(args.output, exist_ok=True)
         for i, o in enumerate(outs):
             np.save(os.path.join(args.output, f"out{i}.npy"), o)
         print(f"wrote {len(outs)} output{'s' if len(outs) != 1 else ''} to {args.output}/out*.npy")
         return 0
-    for i, (o, aval) in enumerate(zip(outs, program.out_avals)):
+    for i, (o, aval) in enumerate(zip(outs, out_avals)):
         print(f"out{i}:{aval.str_short()} = {np.array2string(o, separator=', ', threshold=200)}")
     return 0
 
@@ -1072,16 +1156,38 @@ def build_parser() -> argparse.ArgumentParser:
     lo.add_argument("--devices", type=int, metavar="N", help="lower for N CPU devices (programs over a mesh)")
     lo.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
 
-    r = _sub(sub, "run", "compile and run a text IR file",
+    ex = _sub(sub, "export", "trace a Python function and write it serialized (JAX's format)",
+              "Trace FUNC from FILE.py on arguments of the given types and write the Exported "
+              "serialized as JAX's jax.export does (the StableHLO module and its calling "
+              "convention), for `jaxprc run` or JAX's jax.export.deserialize.", """\
+              jaxprc export model.py:predict --args 'f32[8,784]' -o model.bin
+              jaxprc export model.py:loss --args 'f32[8,4], f32[8]' --vjp-order 1 -o loss.bin
+              jaxprc run model.bin --input x.npy
+              """, cmd_export)
+    ex.add_argument("function", metavar="FILE.py:FUNC", help="the Python file and the function in it")
+    ex.add_argument("--args", metavar="TYPES", help="argument types as IR type text, e.g. 'f32[8,4], i32[8]'")
+    ex.add_argument("--constraints", metavar="C", help="constraints on the symbolic dimensions of --args")
+    ex.add_argument("--args-expr", metavar="EXPR",
+                    help="arguments as a Python expression of ShapeDtypeStruct(shape, dtype) or "
+                         "T('f32[3]'), for pytree arguments")
+    ex.add_argument("--vjp-order", type=int, default=0, metavar="N",
+                    help="also serialize the vjps up to order N (to differentiate the loaded function)")
+    ex.add_argument("--platforms", metavar="P", help="comma-separated platforms (default: this machine's)")
+    ex.add_argument("-o", "--output", metavar="FILE", required=True, help="the file to write")
+
+    r = _sub(sub, "run", "compile and run a text IR file or a serialized Exported",
              "Compile a text IR program with XLA and run it. Inputs are named as the program "
              "prints them (the names in its `lambda` header), or given in order without a name. "
-             "A value is a .npy file or a Python literal; a scalar fills a whole array.", """\
+             "A value is a .npy file or a Python literal; a scalar fills a whole array. A "
+             "serialized Exported (jaxprc export, JAX's Exported.serialize) runs too: its inputs "
+             "are its flat arguments in0, in1, ...", """\
              jaxprc run prog.jaxpr --input a=x.npy --input b=2.0
+             jaxprc run model.bin --input x.npy
              jaxprc run prog.jaxpr --input '[1.0, 2.0, 3.0]' --input 0.5
              jaxprc run prog.jaxpr --input a=x.npy --input b=y.npy --output results/
              jaxprc run prog.jaxpr --input 1.0 --callback 'solve=host_fns.py:solve'
              """, cmd_run)
-    r.add_argument("file", help="text IR file, or - for stdin")
+    r.add_argument("file", help="text IR file, serialized Exported, or - for stdin")
     _add_reproducer_option(r)
     r.add_argument("--input", "-i", action="append", metavar="[NAME=]VALUE",
                    help="an input: NAME=FILE.npy, NAME=literal, or positional; repeatable")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import io
+import re
 from enum import Enum
 import warnings
 import os
@@ -26,6 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")   # before jaxlib.mlir loads 
 from typing import Callable, Sequence
 
 import numpy as np
+from jaxlib import _jax
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo, func, sdy
@@ -39,6 +41,7 @@ from ..passes.canonicalize import canonicalize
 from ..ir.effects import has_ordered_effects
 from ..ir.core import ClosedJaxpr, Jaxpr, Literal, PRIMITIVES, Primitive, ShapedArray
 from ..ir.shape_poly import is_constant_shape
+from . import dynamic_shapes
 
 __all__ = ["lower_jaxpr", "Lowered", "LoweringRuleContext", "register_lowering", "has_lowering", "LOWERING_RULES",
            "PLATFORM_LOWERING_RULES", "aval_to_ir_type", "dtype_to_ir_type", "ir_constant"]
@@ -149,12 +152,16 @@ def aval_to_ir_type(aval: ShapedArray) -> ir.Type:
     """The MLIR tensor type of a ShapedArray (``!stablehlo.token`` for a token)."""
     if aval.dtype == dt.token:
         return hlo.TokenType.get()
+    if not is_constant_shape(aval.shape):       # (only a dynamic lowering gets here)
+        return dynamic_shapes.dynamic_type(aval.shape, dtype_to_ir_type(aval.dtype))
     return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
 
 
 def _boundary_type(aval: ShapedArray) -> ir.Type:
     """The type of a public function's argument or result: tokens travel as booleans (jaxlib
     moves no token values between executions), everything else as itself."""
+    if not is_constant_shape(aval.shape):
+        return dynamic_shapes.dynamic_type(aval.shape, dtype_to_ir_type(aval.dtype))
     return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
 
 
@@ -199,6 +206,9 @@ def full(shape, value, dtype) -> ir.Value:
     """A splat constant: ``value`` everywhere (no host buffer)."""
     dtype = np.dtype(dtype)
     elt = dtype_to_ir_type(dtype)
+    if not is_constant_shape(shape):      # a scalar broadcast to sizes known when the module runs
+        return hlo.dynamic_broadcast_in_dim(dynamic_shapes.dynamic_type(shape, elt), full((), value, dtype),
+                                            dynamic_shapes.shape_value(shape), [])
     if dt.is_float(dtype):
         attr = ir.FloatAttr.get(elt, float(value))
     elif dt.is_complex(dtype):
@@ -319,6 +329,8 @@ class ModuleContext:
         self.host_callbacks: list = []   # Python functions the module calls, by index
         self.token: ir.Value | None = None   # the ordered-effects token at the insertion point
         self.devices: tuple | None = None    # ids of the devices a program over several runs on
+        self.needs_shape_refinement = False  # a called module has dynamic shapes (call_exported)
+        self.dynamic = False                 # symbolic dimensions lower to dynamic sizes (export)
 
     def ir_type(self, aval: ShapedArray) -> ir.Type:
         t = self._ir_types.get(aval)
@@ -426,7 +438,14 @@ def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility
             args = args[1:] if runtime_token else args
             if public:                  # tokens in: fresh ones; tokens out: booleans
                 args = [hlo.create_token() if a.dtype == dt.token else v for a, v in zip(cj.in_avals, args)]
-            outs = lower_closed_jaxpr_inline(mctx, cj, args)
+            # dimension variables: computed at main's entry, out of reach in private functions
+            dims = (dynamic_shapes.bind_dimension_variables(cj.in_avals, args) if public and mctx.dynamic
+                    else dynamic_shapes.hide() if dynamic_shapes.has_dynamic_values() else None)
+            try:
+                outs = lower_closed_jaxpr_inline(mctx, cj, args)
+            finally:
+                if dims is not None:
+                    dynamic_shapes.reset(dims)
             if public:
                 outs = [full((), False, dt.bool_) if a.dtype == dt.token else v for a, v in zip(cj.out_avals, outs)]
             if runtime_token:
@@ -491,7 +510,14 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
         avals_out = [v.aval for v in outvars]
         rctx = LoweringRuleContext(mctx, prim, [a.aval for a in eqn.invars], avals_out)
         with mctx.location(eqn):
-            outs = rule(rctx, *map(read, eqn.invars), **eqn.params)
+            try:
+                outs = rule(rctx, *map(read, eqn.invars), **eqn.params)
+            except (TypeError, ValueError, ir.MLIRError) as e:
+                if not mctx.dynamic:
+                    raise
+                raise NotImplementedError(
+                    f"{prim.name} on {', '.join(a.str_short() for a in rctx.avals_in) or 'no operands'} "
+                    f"does not lower with dynamic shapes yet ({type(e).__name__}: {str(e).splitlines()[0]})") from e
         if rule in typed_rules:
             env[outvars[0]] = outs
         else:
@@ -606,18 +632,38 @@ def _donation_attrs(in_avals, out_avals, donated_invars, first_output: int = 0) 
 
 @deep_entry
 def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars: Sequence[bool] = (),
-                platform: str = "cpu", devices: Sequence[int] | None = None) -> Lowered:
+                platform: str = "cpu", devices: Sequence[int] | None = None,
+                dynamic: bool = False) -> Lowered:
     """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``;
-    ``devices``: the ids of the devices it is partitioned over (None: one device)."""
+    ``devices``: the ids of the devices it is partitioned over (None: one device);
+    ``dynamic``: symbolic dimensions become dynamic sizes (``engine.dynamic_shapes``)
+    instead of an error."""
     if config.jaxprc_canonicalize:
         closed_jaxpr = canonicalize(closed_jaxpr)
     with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TO_MLIR_MODULE_EVENT, name):
-        return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices)
+        return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices, dynamic)
 
 
-def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform: str, devices) -> Lowered:
+def _refine_shapes(module: ir.Module, name: str) -> ir.Module:
+    """The module with every dynamic shape made static from ``main``'s static argument types
+    (jaxlib's pass, as JAX runs it before compiling a call of a polymorphic Exported); it
+    checks the called modules' shape assertions, whose failures become ValueErrors."""
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    try:
+        refined = _jax.mlir.refine_polymorphic_shapes(buf.getvalue())
+    except Exception as e:           # jaxlib raises its own error types for failed assertions
+        first = re.search(r"error: (?:loc\(.*?\)+: )?(.+)", str(e))     # the assertion's own message
+        raise ValueError(f"Lowering '{name}': shape refinement of a called module failed: "
+                         f"{first.group(1) if first else e}") from None
+    return ir.Module.parse(refined)
+
+
+def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform: str, devices,
+                 dynamic: bool = False) -> Lowered:
     in_avals, out_avals = closed_jaxpr.in_avals, closed_jaxpr.out_avals
-    if not all(is_constant_shape(a.shape) for a in (*in_avals, *out_avals)):
+    polymorphic = not all(is_constant_shape(a.shape) for a in (*in_avals, *out_avals))
+    if polymorphic and not dynamic:
         raise NotImplementedError(
             f"lowering '{name}': its types have symbolic dimensions ({', '.join(a.str_short() for a in in_avals)}), "
             "and jaxprc does not emit dynamic StableHLO yet. Run it specialised to concrete sizes: "
@@ -631,6 +677,7 @@ def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform:
         module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
         mctx = ModuleContext(module, platform)
         mctx.devices = None if devices is None else tuple(devices)
+        mctx.dynamic = polymorphic
         runtime_token = has_ordered_effects(closed_jaxpr)
         arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars, int(runtime_token))
                      if any(donated_invars) else None)
@@ -645,6 +692,8 @@ def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform:
             module.operation.verify()
         except ir.MLIRError as e:
             raise RuntimeError(f"Lowering '{name}' produced an invalid StableHLO module: {e}") from None
+        if mctx.needs_shape_refinement:
+            module = _refine_shapes(module, name)
     return Lowered(module, context, name, in_avals, out_avals, donated_invars, platform,
                    mctx.host_callbacks, runtime_token)
 

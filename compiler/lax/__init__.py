@@ -34,6 +34,7 @@ from .windowed import *  # noqa: F401,F403
 from .random_gamma import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .dimensions import *  # noqa: F401,F403
+from .exported_call import *  # noqa: F401,F403
 from .accuracy import AccuracyMode, Tolerance  # noqa: F401
 from .tokens import *  # noqa: F401,F403
 from . import operands  # noqa: F401

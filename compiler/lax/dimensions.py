@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from jaxprc.engine import dynamic_shapes
 from jaxprc.interpreters import ad, mlir
+from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray
 from jaxprc.ir.params import Size
@@ -47,6 +49,8 @@ def dim_as_value(dim):
 
 
 def _dim_as_value_lowering(ctx, *, dim):
+    if type(dim) is DimExpr and dynamic_shapes.has_dynamic_values():     # a dynamic lowering (export)
+        return hlo.convert(mlir.aval_to_ir_type(ctx.avals_out[0]), dynamic_shapes.dim_value(dim))
     if type(dim) is DimExpr:
         raise InconclusiveDimensionOperation(
             f"dim_as_value[dim={dim}] reached the lowering with a symbolic dimension: a polymorphic "

@@ -19,9 +19,11 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import jet
+from jaxprc.engine import dynamic_shapes
 from jaxprc.engine.lowering import broadcast_in_dim as _hlo_broadcast_in_dim
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
+from jaxprc.ir.shape_poly import is_constant_shape
 from jaxprc.ir.params import DType, Int, OneOf, Size, Tuple
 from .elementwise import NUM, fmt_types, _convert
 from jaxprc.ir.tracing import Tracer
@@ -499,11 +501,18 @@ batching.primitive_batchers[concatenate_p] = _concatenate_batch
 # ---------------------------------------------------------------- lowering
 
 def _broadcast_in_dim_lowering(ctx, x, *, shape, broadcast_dimensions, **_):
-    return _hlo_broadcast_in_dim(mlir.aval_to_ir_type(ctx.avals_out[0]), x, broadcast_dimensions)
+    out_type = mlir.aval_to_ir_type(ctx.avals_out[0])
+    if not is_constant_shape(ctx.avals_out[0].shape):      # sizes known when the module runs
+        return hlo.dynamic_broadcast_in_dim(out_type, x, dynamic_shapes.shape_value(ctx.avals_out[0].shape),
+                                            list(broadcast_dimensions))
+    return _hlo_broadcast_in_dim(out_type, x, broadcast_dimensions)
 
 
 def _reshape_lowering(ctx, x, **_):
-    return hlo.reshape(mlir.aval_to_ir_type(ctx.avals_out[0]), x)
+    out = ctx.avals_out[0]
+    if not is_constant_shape(out.shape):
+        return hlo.dynamic_reshape(mlir.aval_to_ir_type(out), x, dynamic_shapes.shape_value(out.shape))
+    return hlo.reshape(mlir.aval_to_ir_type(out), x)
 
 
 def _transpose_lowering(ctx, x, *, permutation):
@@ -531,7 +540,10 @@ def _concatenate_lowering(ctx, *xs, dimension):
 
 
 def _iota_lowering(ctx, *, dtype, shape, dimension, **_):
-    return hlo.iota(mlir.aval_to_ir_type(ctx.avals_out[0]), dimension)
+    out = ctx.avals_out[0]
+    if not is_constant_shape(out.shape):
+        return hlo.dynamic_iota(mlir.aval_to_ir_type(out), dynamic_shapes.shape_value(out.shape), dimension)
+    return hlo.iota(mlir.aval_to_ir_type(out), dimension)
 
 
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)

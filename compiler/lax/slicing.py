@@ -24,6 +24,8 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
 from jaxprc.ir.params import Bool, Enum, Int, OneOf, Record, Scalar, Tuple
 from .elementwise import INTEGRAL
+from jaxprc.engine import dynamic_shapes
+from jaxprc.ir.shape_poly import is_constant_shape
 from jaxprc.engine.lowering import param_name
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, tangent_aval, zeros
 from jaxprc.passes.transpose import is_undefined_primal
@@ -765,6 +767,9 @@ for _p in (scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p
 
 def _slice_lowering(ctx, x, *, start_indices, limit_indices, strides=None):
     strides = list(strides) if strides is not None else [1] * len(start_indices)
+    if not is_constant_shape((*start_indices, *limit_indices, *strides)):     # a dynamic lowering
+        return hlo.real_dynamic_slice(mlir.aval_to_ir_type(ctx.avals_out[0]), x,
+                                      *map(dynamic_shapes.shape_value, (start_indices, limit_indices, strides)))
     return hlo.slice(x, list(start_indices), list(limit_indices), strides)
 
 

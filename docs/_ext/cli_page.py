@@ -26,6 +26,10 @@ SESSION = [
     ("`run`: compile with XLA and run; inputs by name or in order, a `.npy` file or a literal",
      "jaxprc run examples/loss.jaxpr --input a=0.5 --input b='[1, 2, 3, 4, 5, 6, 7, 8]'"),
     ("", "jaxprc run batched.jaxpr --input 0.25 --input 1.0"),
+    ("`export`: a function serialized as `jax.export` does (symbolic sizes allowed), for `run` or JAX",
+     "jaxprc export examples/model.py:loss --args 'f32[b,4], f32[b]' --constraints 'b >= 2' --vjp-order 1 "
+     "-o loss.bin"),
+    ("", "jaxprc run loss.bin --input '[[1, 2, 3, 4], [5, 6, 7, 8]]' --input '[0.5, 1.5]'"),
     ("`check`: parse, verify and round-trip", "jaxprc check examples/clipped_norm.jaxpr"),
     ("A program that does not verify gives the line and column",
      "jaxprc check broken.jaxpr"),
@@ -86,4 +90,6 @@ def _show_written(path: Path, images: Path) -> list[str]:
         images.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, images / path.name)
         return [f"![the dataflow graph of the program, drawn by jaxprc graph]({images.name}/{path.name})", ""]
+    if path.suffix == ".bin":
+        return [f"`{path.name}` now holds {path.stat().st_size} bytes: the serialized Exported.", ""]
     return [f"`{path.name}` now holds:", "", "```text", path.read_text().rstrip(), "```", ""]

@@ -36,6 +36,7 @@ from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitiv
 from jaxprc.ir.effects import has_ordered_effects
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Size, Tuple
 from jaxprc.ir.shape_poly import DimExpr, non_negative_dim
+from jaxprc.engine import dynamic_shapes
 from jaxprc.ir.tracing import ConcretizationTypeError, Tracer, close_over_consts, trace_to_jaxpr
 from jaxprc.passes.canonicalize import CANONICALIZE
 from jaxprc.passes.dce import dce_closed
@@ -961,15 +962,21 @@ def _scan_lowering(ctx, *args, jaxpr, length, reverse, num_consts, num_carry, **
     if length == 0:
         return [*init, *[full(a.shape, 0, a.dtype) for a in ys_avals]]
     nc, nx = num_consts, len(xs)
-    i32 = dt.int32 if length <= np.iinfo(np.int32).max else dt.int64    # the counter's dtype
+    symbolic = type(length) is DimExpr      # a dynamic lowering (export): the count is computed
+    i32 = dt.int64 if symbolic or length > np.iinfo(np.int32).max else dt.int32    # the counter's dtype
+
+    def count(n):
+        if type(n) is DimExpr:
+            return hlo.convert(mlir.aval_to_ir_type(ShapedArray((), i32)), dynamic_shapes.dim_value(n))
+        return full((), n, i32)
 
     def cond_fn(i, *_):
-        return mlir.compare(i, full((), length, i32), "LT", i32)
+        return mlir.compare(i, count(length), "LT", i32)
 
     def body_fn(i, *state):
         c, x, carry, ys = (state[:nc], state[nc:nc + nx], state[nc + nx:nc + nx + num_carry],
                            state[nc + nx + num_carry:])
-        at = hlo.subtract(full((), length - 1, i32), i) if reverse else i
+        at = hlo.subtract(count(length - 1), i) if reverse else i
         x_t = [hlo.reshape(aval_to_ir_type(a.update(shape=a.shape[1:])),
                            hlo.dynamic_slice(v, _index_tuple(at, a.ndim, i32), [1, *a.shape[1:]]))
                for v, a in zip(x, xs_avals)]
