@@ -33,6 +33,7 @@ from ..passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_av
 from ..passes.partial_eval import linearize_jaxpr
 from ..passes.registry import run_pipeline, verify_pass_result
 from ..passes.transpose import transpose_jaxpr
+from ..engine.traceback_filtering import api_boundary
 
 __all__ = ["jvp", "vjp", "grad", "value_and_grad", "linearize", "linear_transpose",
            "jacfwd", "jacrev", "hessian", "stop_gradient"]
@@ -142,6 +143,7 @@ def _float0_zeros(aval):
 
 # -------------------------------------------------------------------- jvp
 
+@api_boundary
 @_without_gc
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """``(fun(*primals), d fun(primals) . tangents)``; with ``has_aux``, also the aux value."""
@@ -249,6 +251,7 @@ class _Linearized:
                 for w, f, a in zip(self.wrt, fill, self.in_avals)]
 
 
+@api_boundary
 @_without_gc
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map."""
@@ -256,6 +259,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     out, aux = lz.run_primal("linearize")
     residuals, lin = lz.residuals, run_pipeline(lz.lin, "cse")
 
+    @api_boundary
     @_without_gc
     def f_jvp(*tangents):
         flat_t, tree = tree_flatten(tuple(tangents))
@@ -269,6 +273,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
+@api_boundary
 @_without_gc
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of cotangents, one per primal.
@@ -280,9 +285,10 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     lz = _Linearized(fun, primals, has_aux, "vjp")
     out, aux = lz.run_primal("vjp")
     if lz.calls_python_bwd():     # a custom_vjp bwd runs in Python on the saved concrete values
-        vjp_fun = Partial(_without_gc(functools.partial(_apply_vjp, lz, None)))
+        vjp_fun = Partial(api_boundary(_without_gc(functools.partial(_apply_vjp, lz, None))))
     else:
-        vjp_fun = Partial(_without_gc(functools.partial(_apply_vjp, lz, lz.transposed())), *lz.residuals)
+        vjp_fun = Partial(api_boundary(_without_gc(functools.partial(_apply_vjp, lz, lz.transposed()))),
+                          *lz.residuals)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
 
@@ -410,7 +416,7 @@ def _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value, n
         return (g, aux) if has_aux else g
     transformed.__name__ = f"{name}_{getattr(fun, '__name__', 'fun')}"
     transformed.__wrapped__ = fun
-    return transformed
+    return api_boundary(transformed)
 
 
 def _close_over_objects(fun, args, nums):
@@ -487,7 +493,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
             raise TypeError(f"linear_transpose: the cotangent must have the output's structure "
                             f"{out_tree}, got {tree}")
         return tree_unflatten(in_tree, _evaluate(ct_cj, list(consts) + list(flat_ct), "linear_transpose"))
-    return transposed
+    return api_boundary(transposed)
 
 
 # ---------------------------------------------------------------- jacobians
@@ -567,7 +573,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         per_leaf = [[blocks[j] for blocks in per_out] for j in range(len(flat_wrt))]
         jac = _assemble(per_leaf, out_tree, wrt_tree, isinstance(argnums, int))
         return (jac, aux[0]) if has_aux else jac
-    return jac_fun
+    return api_boundary(jac_fun)
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -590,7 +596,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         per_leaf = [_split_axis(r, flat_out, 0) for r in tree_flatten(rows)[0]]
         jac = _assemble(per_leaf, out_tree, wrt_tree, isinstance(argnums, int))
         return (jac, aux[0]) if has_aux else jac
-    return jac_fun
+    return api_boundary(jac_fun)
 
 
 def _assemble(per_leaf, out_tree, wrt_tree, single_arg):

@@ -17,6 +17,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
+from jaxprc.engine.traceback_filtering import api_boundary
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
 from jaxprc.ir.effects import has_ordered_effects
@@ -91,6 +92,7 @@ def _pred_to_index(pred):
     return _convert(pred, dt.int32)
 
 
+@api_boundary
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, both traced. JAX's older
     form ``cond(pred, true_operand, true_fun, false_operand, false_fun)`` is accepted too.
@@ -108,6 +110,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
     return _cond((false_fun, true_fun), ("false_fun", "true_fun"), index, operands, "cond")
 
 
+@api_boundary
 def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
     """``branches[clamp(index, 0, len(branches) - 1)](*operands)``, all branches traced."""
     branches = tuple(branches)

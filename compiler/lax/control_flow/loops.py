@@ -45,6 +45,7 @@ from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, jv
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.transpose import UndefinedPrimal, backward_pass, is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis, moveaxis
+from jaxprc.engine.traceback_filtering import api_boundary
 
 from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
                      _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types,
@@ -206,6 +207,7 @@ def _avals(leaves, paths, what):
 
 # -------------------------------------------------------------- while_loop
 
+@api_boundary
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """``val = init_val; while cond_fun(val): val = body_fun(val)``, traced once."""
     if not (callable(cond_fun) and callable(body_fun)):
@@ -258,6 +260,7 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val, body: _Body):
 
 # -------------------------------------------------------------------- scan
 
+@api_boundary
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
          unroll: int | bool = 1):
     """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns (carry, stacked ys).
@@ -344,8 +347,8 @@ def _scan_length(xs_avals, xs_paths, length) -> int:
             length = int(length)
             check_counter_range("scan", "length", length, length)
         if sizes and sizes != {length}:
-            raise ValueError(f"scan got `length` argument of {length} which disagrees with the "
-                             f"leading axis sizes {sorted(sizes)} of xs")
+            raise ValueError(f"scan got `length` argument of {length} which disagrees with "
+                             f"leading axis sizes {sorted(sizes)}.")
         return length
     if not sizes:
         raise ValueError("scan got no values to scan over and `length` not provided.")
@@ -381,6 +384,7 @@ def _scan_unroll(unroll, length: int) -> int:
     return unroll
 
 
+@api_boundary
 def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 (JAX's name)
     """``stack([f(x) for x in xs])`` over the leading axis of (a pytree of) ``xs``, as a scan.
 
@@ -420,6 +424,7 @@ def _increment(i):
     return lax.add_p.bind(i, Literal(1, ShapedArray((), i.dtype, i.weak_type)))
 
 
+@api_boundary
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
     """``for i in range(lower, upper): val = body_fun(i, val)``.
 
