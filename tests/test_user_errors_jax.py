@@ -126,7 +126,7 @@ def test_jacobians_of_holomorphic_functions_still_work():
     (lambda: jx.make_jaxpr(lambda x: x)(-2**63 - 1), "x"),
 ])
 def test_python_ints_beyond_their_type_overflow(call, path):
-    with pytest.raises(OverflowError, match=r"An overflow was encountered while parsing an argument to a jitted "
+    with pytest.raises(OverflowError, match=r"(?m)An overflow was encountered while parsing an argument to a jitted "
                                             rf"computation, whose argument path is {__import__('re').escape(path)}\. "
                                             r"Got <class 'int'> with value -?\d+$"):
         call()

@@ -180,7 +180,12 @@ def promote(fn: str, *args, to_inexact: bool = False, broadcast: bool = True):
         dtype = dt.to_inexact_dtype(dtype)
     if not broadcast:
         return [convert(x, dtype, weak) for x in args], dtype, weak
-    shape = broadcast_shapes(*(a.shape for a in avals), fn=fn)
+    try:
+        shape = broadcast_shapes(*(a.shape for a in avals), fn=fn)
+    except ValueError:      # an operation's operands: JAX's TypeError, where broadcast_shapes has a ValueError
+        src = user_source_info()
+        raise TypeError(f"{fn} got incompatible shapes for broadcasting: "
+                        f"{', '.join(str(tuple(a.shape)) for a in avals)}." + (f" (at {src})" if src else "")) from None
     out = [broadcast_to_shape(convert(x, dtype, weak), shape) for x in args]
     return out, dtype, weak
 
