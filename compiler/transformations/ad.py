@@ -20,6 +20,7 @@ import numpy as np
 from ..ir import dtypes as dt
 from .. import lax
 from ..api import argnums_positions, shaped_abstractify
+from ..ir.tree_util import equality_errors
 from ..engine.evaluate import evaluate_jaxpr
 from ..lax.custom_derivatives import custom_lin_p
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
@@ -189,6 +190,7 @@ class _Linearized:
 
     def __init__(self, fun, primals, has_aux, name, diff_mask=None):
         flat_primals, self.in_tree = tree_flatten(tuple(primals))
+        self.fun = fun
         flat_fun, store = flatten_fun(fun, self.in_tree, has_aux)
         cj, consts = _trace_flat(flat_fun, flat_primals, name)
         self.n_out = store["n_out"]
@@ -296,21 +298,66 @@ def _apply_vjp(lz, ct_cj, *args):
     """The cotangents of ``lz``'s inputs for the output cotangent ``args[-1]``, from the
     transposed program ``ct_cj`` applied to the residuals ``args[:-1]`` (None: the program
     calls a custom_vjp bwd, which runs on the concrete values ``lz`` saved)."""
-    residuals, ct = args[:-1], args[-1]
-    flat_ct, tree = tree_flatten(ct)
+    n_res = 0 if ct_cj is None else len(lz.residuals)
+    residuals, given = args[:n_res], args[n_res:]
+    if len(given) != 1:
+        raise TypeError(_VJP_ONE_ARGUMENT.format(_func_src_info(lz.fun).split(" ")[0], len(given)))
+    flat_ct, tree = tree_flatten(given[0])
     if tree != lz.out_tree:
-        raise TypeError(f"vjp: the cotangent must have the structure of the output {lz.out_tree}, "
-                        f"got {tree}")
+        raise ValueError(
+            "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match "
+            f"the pytree\nstructure of the differentiated function {_func_src_info(lz.fun)}.\n\n"
+            "But the tree structures differ:\n" + "\n".join(
+                f"  * out{path} was a {seen} in the original output, but a {here} here, so {why}."
+                for path, seen, here, why in equality_errors(lz.out_tree.unflatten([0] * lz.out_tree.num_leaves),
+                                                             tree.unflatten([0] * tree.num_leaves))))
     for c, a in zip(flat_ct, lz.out_avals):
-        if get_aval(c).shape != a.shape:
-            raise ValueError(f"vjp: a cotangent of shape {get_aval(c).shape} was given for an "
-                             f"output of type {a.str_short()}")
+        ct_aval, want = get_aval(c), tangent_aval(a)
+        # as JAX's check: same shape and dtype, any dtype where the output's cotangent is a float0
+        if ct_aval.shape != want.shape or (ct_aval.dtype != want.dtype and want.dtype != dt.float0):
+            raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+                             f"{_long_type(ct_aval)}, but expected {_long_type(want)} because the corresponding "
+                             f"output of the differentiated function had JAX type {_long_type(a)}")
     cts = [c for c, nz in zip(flat_ct, lz.out_nz) if nz]
     if ct_cj is None:
         in_cts = lz.input_cotangents(lz.concrete_cotangents(cts))
     else:
         in_cts = lz.input_cotangents(_evaluate(ct_cj, list(residuals) + cts, "vjp"))
     return tree_unflatten(lz.in_tree, in_cts)
+
+
+_VJP_ONE_ARGUMENT = """
+The function returned by `jax.vjp` applied to {} was called with {} arguments,
+but functions returned by `jax.vjp` must be called with a single argument
+corresponding to the single value returned by the function being differentiated
+(even if that returned value is a tuple or other container).
+
+For example, if we have:
+
+  def f(x):
+    return (x, x)
+  _, f_vjp = jax.vjp(f, 1.0)
+
+the function `f` returns a single tuple as output, and so we call `f_vjp` with a
+single tuple as its argument:
+
+  x_bar, = f_vjp((2.0, 2.0))
+
+If we instead call `f_vjp(2.0, 2.0)`, with the values 'splatted out' as
+arguments rather than in a tuple, this error can arise.
+"""
+
+
+def _func_src_info(fun) -> str:
+    """``name at file:line``, as JAX names a function in its messages."""
+    name = getattr(fun, "__name__", type(fun).__name__)
+    code = getattr(fun, "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
+def _long_type(aval) -> str:
+    """``float32[3,4]``: a type as JAX's messages write it."""
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
 # ----------------------------------------------------------------- grad
