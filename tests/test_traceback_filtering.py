@@ -35,6 +35,12 @@ def _identity_with_bad_bwd():
     return f
 
 
+def _identity_with_bad_jvp():
+    f = jx.custom_jvp(lambda x: x)
+    f.defjvp(lambda primals, tangents: bad(primals))
+    return f
+
+
 CASES = {
     "jit": lambda: jx.jit(bad)(1.0),
     "grad": lambda: jx.grad(bad)(1.0),
@@ -45,6 +51,15 @@ CASES = {
     "custom_vjp bwd": lambda: jx.grad(_identity_with_bad_bwd())(1.0),
     "jit of grad of vmap": lambda: jx.jit(jx.grad(lambda x: jx.vmap(bad)(x).sum()))(jnp.ones(2)),
     "jit shape error": lambda: jx.jit(lambda x: x + jnp.ones(3))(jnp.ones(2)),
+    "lower": lambda: jx.jit(bad).lower(1.0),
+    "eval_shape": lambda: jx.eval_shape(bad, 1.0),
+    "make_jaxpr": lambda: jx.make_jaxpr(bad)(1.0),
+    "checkpoint": lambda: jx.checkpoint(bad)(1.0),
+    "custom_jvp rule": lambda: jx.jvp(_identity_with_bad_jvp(), (1.0,), (1.0,)),
+    "while_loop": lambda: lax.while_loop(lambda c: True, bad, 1.0),
+    "switch": lambda: lax.switch(1, [bad, bad], 1.0),
+    "linear_transpose": lambda: jx.linear_transpose(bad, 1.0),
+    "pure_callback": lambda: jx.pure_callback(bad, jx.ShapeDtypeStruct((), jnp.float32), 1.0),
 }
 
 

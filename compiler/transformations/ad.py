@@ -516,6 +516,7 @@ def _grad_program(lz: _Linearized, with_values: bool) -> ClosedJaxpr:
 
 # -------------------------------------------------------- linear_transpose
 
+@api_boundary
 @_without_gc
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     """The transpose of the linear ``fun`` at the types of ``primals``: ct -> tuple of input cts."""
