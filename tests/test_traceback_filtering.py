@@ -105,7 +105,8 @@ def test_remove_frames_keeps_the_unfiltered_traceback_as_the_cause():
     cause = e.__cause__
     assert type(cause) is UnfilteredStackTrace and e.__context__ is None
     assert str(cause).endswith("Boom: boom\n\nThe stack trace below excludes jaxprc's internal frames.\n"
-                               "The preceding is the original exception that occurred, unmodified.\n\n--------------------")
+                               "The preceding is the original exception that occurred, unmodified."
+                               "\n\n--------------------")
     full = traceback.extract_tb(cause.__traceback__)
     assert any(_is_library(f.filename) for f in full)
     # from the module that started the call (pytest's) down to the user's raise
