@@ -28,6 +28,35 @@ def _names(lib):
     return lib.checkpoint(g, policy=lib.checkpoint_policies.save_any_names_but_these("a")), (1.0,)
 
 
+W = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
+X = np.array([0.3, -0.2, 0.5], np.float32)
+
+
+def _dots_in_cond(lib):
+    np_, lax = lib.numpy, lib.lax
+
+    def f(x, w):
+        return np_.sin(lax.cond(x.sum() > 0, lambda v: np_.sin(np_.sin(v @ w) @ w), lambda v: np_.cos(v * 2.0), x)).sum()
+    return lib.checkpoint(f, policy=lib.checkpoint_policies.checkpoint_dots), (X, W)
+
+
+def _dots_in_switch(lib):
+    np_, lax = lib.numpy, lib.lax
+
+    def f(i, x, w):
+        return lax.switch(i, [lambda v: np_.sin(v @ w), lambda v: np_.cos(v) @ w @ w, lambda v: v], x).sum()
+    return lib.checkpoint(f, policy=lib.checkpoint_policies.checkpoint_dots), (1, X, W)
+
+
+def _names_in_nested_cond(lib):
+    np_, lax, name = lib.numpy, lib.lax, lib.ad_checkpoint.checkpoint_name
+
+    def f(x):
+        inner = lambda u: lax.cond(u[0] > 0, lambda v: np_.sin(name(np_.sin(v), "a")), np_.cos, u)
+        return lax.cond(x.sum() > 0, inner, np_.cos, x).sum()
+    return lib.checkpoint(f, policy=lib.checkpoint_policies.save_only_these_names("a")), (X,)
+
+
 CASES = {
     "checkpoint_dots": _dots,
     "names": _names,
@@ -35,6 +64,9 @@ CASES = {
     "no_checkpoint": lambda lib: (lambda x, y: lib.numpy.sin(x) * y, (1.0, 2.0)),
     "constant_and_path": lambda lib: (lambda x: (lib.numpy.sin(x[0]) * x[1], lib.numpy.exp(C * x[1])), ((1.0, 2.0),)),
     "varargs": lambda lib: (lambda x, *a: lib.numpy.sin(x) * a[0], (1.0, 2.0)),
+    "dots_in_cond": _dots_in_cond,
+    "dots_in_switch": _dots_in_switch,
+    "names_in_nested_cond": _names_in_nested_cond,
 }
 
 
