@@ -1,6 +1,6 @@
 """checkpoint's API as JAX's: print_saved_residuals, save_any_names_but_these, prevent_cse per
 argument, optimization barriers only where differentiation left a recomputation, one trace per
-signature, and the options JAX has removed or refuses."""
+signature, the options JAX has removed or refuses, and policies applied inside cond and scan."""
 import numpy as np
 import pytest
 
@@ -141,3 +141,21 @@ def test_a_policy_applies_inside_a_cond_the_checkpoint_recomputes(capsys):
             np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6, atol=1e-6)
     # no policy: nothing inside is saved
     assert len(_printed(capsys, checkpoint(_cond_of_dots), _X, _W)) == 2
+
+
+def _scan_of_dots(x, w, ws):
+    def body(c, wi):
+        h = jnp.sin(c[0] @ wi) + jnp.cos(c[1] @ w)
+        return (h, jnp.tanh(h @ w)), jnp.sin(h) @ wi
+    (a, b), ys = jx.lax.scan(body, (x, x * 2), ws)
+    return (a * b).sum() + ys.sum()
+
+
+def test_a_policy_applies_inside_a_scan_the_checkpoint_recomputes(capsys):
+    ws = np.stack([_W, _W.T, -_W])
+    # each iteration's three dots are saved, stacked as extra outputs of the forward scan
+    lines = _printed(capsys, checkpoint(_scan_of_dots, policy=cp.checkpoint_dots), _X, _W, ws)
+    assert [line.split(" from ")[0] for line in lines[3:]] == ["f32[3,3] output of scan"] * 3
+    for a, b in zip(jx.grad(_scan_of_dots, (0, 1, 2))(_X, _W, ws),
+                    jx.jit(jx.grad(checkpoint(_scan_of_dots, policy=cp.checkpoint_dots), (0, 1, 2)))(_X, _W, ws)):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)

@@ -52,6 +52,7 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      typematch)
 from .common import _flat_series, _series_chunks
 from .common import as_array, forwarded_inputs, inputs_to_front, keep_outputs, merge
+from ..remat import remat_split, remat_split_rules
 
 __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
 
@@ -898,7 +899,31 @@ def _dce_while(used_outputs, eqn):
                                     outvars=_pick(eqn.outvars, used_carry), params=params)
 
 
+def _remat_split_scan(eqn, policy):
+    """A scan a checkpoint recomputes, split as JAX's remat splits it: the forward scan also
+    stacks what the policy saves in each iteration, and the recomputing scan reads those as
+    extra scanned inputs. None when the body saves nothing."""
+    p = eqn.params
+    body = p["jaxpr"]
+    if body.consts or type(p["length"]) is not int:
+        return None
+    saved, recompute, known_eqns = remat_split(body.jaxpr, list(body.jaxpr.outvars), policy)
+    if not saved:
+        return None
+    stacked = [Var(ShapedArray((p["length"], *v.aval.shape), v.aval.dtype, v.aval.weak_type)) for v in saved]
+    forward = Jaxpr([], body.jaxpr.invars, list(body.jaxpr.outvars) + saved, known_eqns)
+    k_eqn = eqn.replace(outvars=list(eqn.outvars) + stacked, params={**p, "jaxpr": ClosedJaxpr(forward, [])})
+    n_front = p["num_consts"] + p["num_carry"]
+    invars = body.jaxpr.invars
+    again = Jaxpr([], invars[:n_front] + saved + invars[n_front:], body.jaxpr.outvars, recompute)
+    r_eqn = eqn.replace(invars=list(eqn.invars[:n_front]) + stacked + list(eqn.invars[n_front:]),
+                        params={**p, "jaxpr": ClosedJaxpr(again, []),
+                                "linear": p["linear"][:n_front] + (False,) * len(saved) + p["linear"][n_front:]})
+    return k_eqn, stacked, r_eqn
+
+
 pe.partial_eval_jaxpr_custom_rules[scan_p] = _pe_scan
+remat_split_rules[scan_p] = _remat_split_scan
 pe.partial_eval_jaxpr_custom_rules[while_p] = _pe_while
 pe.dce_rules[scan_p] = _dce_scan
 pe.dce_rules[while_p] = _dce_while
