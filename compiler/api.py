@@ -41,6 +41,7 @@ from .lax.elementwise import copy_p
 from .lax.parallel import named_axis
 from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
 from .toplevel import compile_log_level
+from .engine.traceback_filtering import api_boundary
 from .transfer_guard import explicit_scope
 
 __all__ = ["Array", "ShapeDtypeStruct", "XlaCompileError", "XlaError", "XlaRuntimeError",
@@ -336,9 +337,10 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
         return cj
 
     make_jaxpr_f.__name__ = f"make_jaxpr({_fun_name(fun)})"
-    return make_jaxpr_f
+    return api_boundary(make_jaxpr_f)
 
 
+@api_boundary
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output pytree of ``ShapeDtypeStruct``s of ``fun(*args, **kwargs)``; nothing runs."""
     cj, out_tree = _trace(fun, _ArgSpec(fun, (), ()), args, kwargs, _fun_name(fun), abstract=True)
@@ -601,6 +603,7 @@ class JitFunction:
         return (self._spec.argnums, self._spec.argnames, self._spec.donate_argnums, self._spec.donate_argnames,
                 self._keep_unused, self._inline, tuple(sorted(self._compiler_options.items())))
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         # A call C++ does not dispatch (shardings, negative static argnums, C++ dispatch off) is
         # named in profiler traces as jaxlib's PjitFunction names its calls; checked first, as
@@ -627,6 +630,7 @@ class JitFunction:
         self._cpp = weakref.ref(cpp)
         return cpp
 
+    @api_boundary
     def _cache_miss(self, *args, **kwargs):
         """jaxlib's C++ dispatch missed: run the call in Python, and hand jaxlib the executable
         when C++ may run it for the calls of this signature (compiler/engine/cpp_dispatch.py)."""
@@ -741,10 +745,12 @@ class JitFunction:
         return out_tree.unflatten(outs)
 
     # -- ahead of time ------------------------------------------------------------
+    @api_boundary
     def lower(self, *args, **kwargs) -> "Lowered":
         """Trace and lower for these arguments (arrays, scalars or ShapeDtypeStructs)."""
         return self.trace(*args, **kwargs).lower()
 
+    @api_boundary
     def trace(self, *args, **kwargs) -> "Traced":
         """Trace for these arguments: the jaxpr, ready to lower (``jax.stages.Traced``)."""
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name, abstract=True)
@@ -755,6 +761,7 @@ class JitFunction:
             self._sharded_lowering(cj, out_tree, args, kwargs), self._keep_unused, self._compiler_options,
             _argument_names(self._spec, args, kwargs)))
 
+    @api_boundary
     def eval_shape(self, *args, **kwargs):
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name, abstract=True)
         return out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])

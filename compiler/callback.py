@@ -20,6 +20,7 @@ from .ir.tree_util import tree_flatten, tree_unflatten
 from .lax.callbacks import VMAP_METHODS, io_callback_p, pure_callback_p
 from .runtime import effects_barrier
 from .sharding import NamedSharding, SingleDeviceSharding
+from .engine.traceback_filtering import api_boundary
 
 __all__ = ["pure_callback", "io_callback", "effects_barrier"]
 
@@ -61,6 +62,7 @@ def _check_callable(callback, what: str) -> None:
                         f"{type(callback).__name__}")
 
 
+@api_boundary
 def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, sharding=None,
                   vmap_method: str | None = None, **kwargs: Any):
     """Call the pure Python function ``callback`` on the host, from traced code too.
@@ -84,6 +86,7 @@ def pure_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shar
     return tree_unflatten(out_tree, list(outs))
 
 
+@api_boundary
 def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, sharding=None,
                 ordered: bool = False, **kwargs: Any):
     """Call the impure Python function ``callback`` on the host, from traced code too.

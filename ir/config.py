@@ -48,6 +48,15 @@ def _choice(name, *allowed):
     return check
 
 
+def _enum(*allowed):
+    """A validator with JAX's message for its enum options."""
+    def check(value):
+        if value not in allowed:
+            raise ValueError(f"new enum value must be in {list(allowed)}, got {value} of type {type(value)}.")
+        return value
+    return check
+
+
 TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 
 
@@ -104,6 +113,10 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("jax_numpy_rank_promotion", str, "allow", "JAX_NUMPY_RANK_PROMOTION",
            "'allow', 'warn' or 'raise' when jaxprc.numpy broadcasts arrays of different ranks",
            _choice("numpy_rank_promotion", "allow", "warn", "raise")),
+    Option("jax_traceback_filtering", str, "auto", "JAX_TRACEBACK_FILTERING",
+           "how tracebacks of errors raised through jit, grad, vmap, scan... hide jaxprc's frames: "
+           "'off', 'tracebackhide', 'remove_frames', 'quiet_remove_frames' or 'auto' (compiler/engine/traceback_filtering.py)",
+           _enum("off", "tracebackhide", "remove_frames", "quiet_remove_frames", "auto")),
     Option("jax_default_matmul_precision", object, None, None,
            "the precision of matrix products that name none (a lax.Precision, its name, or None)"),
     Option("jax_default_prng_impl", str, "threefry2x32", "JAX_DEFAULT_PRNG_IMPL",

@@ -38,7 +38,7 @@ def check_leaks(builder) -> None:
         lines.append(f"{tracer!r}, {origin}")
         for holder in gc.get_referrers(tracer):
             if not any(holder is o for o in ours):
-                lines.append(f"  is referred to by {_describe(holder, ours)}")
+                lines += _reference_chain(tracer, holder, ours)
         lines.append("")
     if len(leaked) > 5:
         lines.append(f"... and {len(leaked) - 5} more")
@@ -46,13 +46,35 @@ def check_leaks(builder) -> None:
     raise Exception("\n".join(lines).rstrip())    # JAX raises a plain Exception
 
 
-def _describe(holder, ours) -> str:
-    """A holder, named by the module global that keeps it where there is one."""
+def _node(obj) -> str:
+    return f"<{type(obj).__name__} {id(obj)}>"
+
+
+def _edge(holder, obj) -> str:
+    """How ``holder`` refers to ``obj``, as JAX's chain writes it: ``[0]``, ``['key']``, ``.attr``."""
+    if isinstance(holder, (list, tuple)):
+        return next((f"[{i}]" for i, v in enumerate(holder) if v is obj), "")
+    if isinstance(holder, dict):
+        return next((f"[{k!r}]" for k, v in list(holder.items()) if v is obj), "")
+    attrs = getattr(holder, "__dict__", None)
+    if isinstance(attrs, dict):
+        return next((f".{k}" for k, v in list(attrs.items()) if v is obj), "")
+    return ""
+
+
+def _reference_chain(tracer, holder, ours) -> list[str]:
+    """JAX's lines for one holder of a leaked tracer: what holds the tracer, and the module global
+    that keeps the holder, where one does. An instance's ``__dict__`` is named as the instance."""
+    owners = [o for o in gc.get_referrers(holder)
+              if getattr(o, "__dict__", None) is holder and not any(o is x for x in ours)]
+    if isinstance(holder, dict) and owners:
+        holder = owners[0]
+    lines = [f"<Tracer {id(tracer)}> is referred to by {_node(holder)}{_edge(holder, tracer)}"]
     globals_of = {id(vars(m)): name for name, m in list(sys.modules.items()) if hasattr(m, "__dict__")}
-    where = [f"{globals_of[id(d)]}.{k}" for d in gc.get_referrers(holder)
-             if id(d) in globals_of and not any(d is o for o in ours)
-             for k, v in list(d.items()) if v is holder]
-    return f"<{type(holder).__name__} {id(holder)}>" + (f" (the global {', '.join(where)})" if where else "")
+    lines += [f"{_node(holder)} is referred to by {globals_of[id(d)]}.{k}" for d in gc.get_referrers(holder)
+              if id(d) in globals_of and not any(d is o for o in ours)
+              for k, v in list(d.items()) if v is holder]
+    return lines
 
 
 def _held_by_jaxprc(tracer, ours, depth: int = 6) -> bool:

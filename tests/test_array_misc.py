@@ -362,8 +362,8 @@ def test_checking_leaks():
     with jaxprc.checking_leaks():
         for transform in (jaxprc.jit, jaxprc.grad):
             with pytest.raises(Exception, match=r"Leaked trace .*Leaked tracer\(s\):\n\nTraced<f32\[.*\]>, created "
-                                                r"on line .*test_array_misc.py:\d+\n  is referred to by <list \d+> "
-                                                r"\(the global .*test_array_misc._LEAKED\)"):
+                                                r"on line .*test_array_misc.py:\d+\n<Tracer \d+> is referred to by "
+                                                r"<list (\d+)>\[0\]\n<list \1> is referred to by .*test_array_misc._LEAKED"):
                 transform(lambda v: leaky(v).sum())(x)
             _LEAKED.clear()
         # no false alarms: nested traces, control flow, derivatives

@@ -292,7 +292,8 @@ def test_shape_ops_match_numpy():
 
 
 def test_broadcasting_error_names_shapes():
-    with pytest.raises(ValueError, match=r"add \(at .*test_numpy.py:\d+\): shapes \(3, 4\), \(3,\) cannot be broadcast"):
+    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: \(3, 4\), \(3,\)\. "
+                                        r"\(at .*test_numpy.py:\d+\)"):
         jnp.add(A, V[:3])
     with pytest.raises(TypeError, match="cannot reshape"):
         jnp.reshape(A, (5, -1))

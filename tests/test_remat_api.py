@@ -1,6 +1,6 @@
 """checkpoint's API as JAX's: print_saved_residuals, save_any_names_but_these, prevent_cse per
 argument, optimization barriers only where differentiation left a recomputation, one trace per
-signature, and the options JAX has removed or refuses."""
+signature, the options JAX has removed or refuses, and policies applied inside cond and scan."""
 import numpy as np
 import pytest
 
@@ -108,3 +108,54 @@ def test_remat_with_a_policy_and_the_removed_concrete_option():
     assert float(jx.grad(jx.remat(f, policy=cp.nothing_saveable))(1.0, 2.0)) == pytest.approx(2 * np.cos(1.0))
     with pytest.raises(NotImplementedError, match="The `concrete` option to `jax.checkpoint` was deprecated"):
         jx.remat(f, concrete=True)
+
+
+_W = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
+_X = np.array([0.3, -0.2, 0.5], np.float32)
+
+
+def _cond_of_dots(x, w):
+    return jnp.sin(jx.lax.cond(x.sum() > 0, lambda v: jnp.sin(jnp.sin(v @ w) @ w), lambda v: jnp.cos(v * 2.0),
+                               x)).sum()
+
+
+def _switch_of_dots(i, x, w):
+    return jx.lax.switch(i, [lambda v: jnp.sin(v @ w), lambda v: jnp.cos(v) @ w @ w, lambda v: v], x).sum()
+
+
+def test_a_policy_applies_inside_a_cond_the_checkpoint_recomputes(capsys):
+    # the dots of the branch taken are saved (the cond's extra outputs), the sines recomputed
+    lines = _printed(capsys, checkpoint(_cond_of_dots, policy=cp.checkpoint_dots), _X, _W)
+    assert lines[:2] == ["f32[3] from the argument x", "f32[3,3] from the argument w"]
+    assert [line.split(" from ")[0] for line in lines[2:]] == ["f32[3] output of cond"] * 2
+    # switch's branches save different numbers of dots: one slot each, zeros in the others
+    lines = _printed(capsys, checkpoint(_switch_of_dots, policy=cp.checkpoint_dots), 1, _X, _W)
+    assert [line.split(" from ")[0] for line in lines[3:]] == ["f32[3] output of cond"]
+    for x in (_X, -_X):
+        for a, b in zip(jx.grad(_cond_of_dots, (0, 1))(x, _W),
+                        jx.grad(checkpoint(_cond_of_dots, policy=cp.checkpoint_dots), (0, 1))(x, _W)):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6)
+    grad_remat = jx.jit(jx.grad(checkpoint(_switch_of_dots, policy=cp.checkpoint_dots), (1, 2)))
+    for i in range(3):
+        for a, b in zip(jx.grad(_switch_of_dots, (1, 2))(i, _X, _W), grad_remat(i, _X, _W)):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6, atol=1e-6)
+    # no policy: nothing inside is saved
+    assert len(_printed(capsys, checkpoint(_cond_of_dots), _X, _W)) == 2
+
+
+def _scan_of_dots(x, w, ws):
+    def body(c, wi):
+        h = jnp.sin(c[0] @ wi) + jnp.cos(c[1] @ w)
+        return (h, jnp.tanh(h @ w)), jnp.sin(h) @ wi
+    (a, b), ys = jx.lax.scan(body, (x, x * 2), ws)
+    return (a * b).sum() + ys.sum()
+
+
+def test_a_policy_applies_inside_a_scan_the_checkpoint_recomputes(capsys):
+    ws = np.stack([_W, _W.T, -_W])
+    # each iteration's three dots are saved, stacked as extra outputs of the forward scan
+    lines = _printed(capsys, checkpoint(_scan_of_dots, policy=cp.checkpoint_dots), _X, _W, ws)
+    assert [line.split(" from ")[0] for line in lines[3:]] == ["f32[3,3] output of scan"] * 3
+    for a, b in zip(jx.grad(_scan_of_dots, (0, 1, 2))(_X, _W, ws),
+                    jx.jit(jx.grad(checkpoint(_scan_of_dots, policy=cp.checkpoint_dots), (0, 1, 2)))(_X, _W, ws)):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)

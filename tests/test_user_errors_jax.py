@@ -1,6 +1,7 @@
 """The errors a user's mistakes raise, with JAX's types and the facts JAX's messages carry:
 escaped tracers, conversions of traced values, non-JAX values, vmap's sizes and in_axes,
-Jacobians of complex functions, grad's argnums, and Python ints too large for their type."""
+Jacobians of complex functions, grad's argnums, Python ints too large for their type, float0
+arithmetic and the cotangent given to the function jax.vjp returns."""
 import numpy as np
 import pytest
 
@@ -126,7 +127,7 @@ def test_jacobians_of_holomorphic_functions_still_work():
     (lambda: jx.make_jaxpr(lambda x: x)(-2**63 - 1), "x"),
 ])
 def test_python_ints_beyond_their_type_overflow(call, path):
-    with pytest.raises(OverflowError, match=r"An overflow was encountered while parsing an argument to a jitted "
+    with pytest.raises(OverflowError, match=r"(?m)An overflow was encountered while parsing an argument to a jitted "
                                             rf"computation, whose argument path is {__import__('re').escape(path)}\. "
                                             r"Got <class 'int'> with value -?\d+$"):
         call()
@@ -137,7 +138,64 @@ _LEAKED = []
 
 
 def test_scan_and_checking_leaks_name_the_holder():
-    with jx.checking_leaks(), pytest.raises(Exception, match="(?s)Leaked trace scan.*created on line .*is "
-                                                             "referred to by .*the global .*_LEAKED"):
+    with jx.checking_leaks(), pytest.raises(Exception, match=r"(?s)Leaked trace scan.*created on line .*"
+                                                             r"<Tracer \d+> is referred to by <list (\d+)>\[0\]\n"
+                                                             r"<list \1> is referred to by .*\._LEAKED"):
         lax.scan(lambda c, _: (_LEAKED.append(c * 2) or c, None), 1.0, None, length=2)
     _LEAKED.clear()
+
+
+class _Holder:
+    pass
+
+
+_HOLDER = _Holder()
+
+
+def test_checking_leaks_names_the_attribute_and_key_that_hold_a_tracer():
+    def keep_in_attribute(x):
+        _HOLDER.kept = x
+        return x
+    with jx.checking_leaks(), pytest.raises(Exception, match=r"<Tracer \d+> is referred to by <_Holder (\d+)>\.kept"
+                                                             r"\n<_Holder \1> is referred to by .*\._HOLDER"):
+        jx.jit(keep_in_attribute)(1.0)
+    del _HOLDER.kept
+    store = {}
+    with jx.checking_leaks(), pytest.raises(Exception, match=r"<Tracer \d+> is referred to by <dict \d+>\['k'\]"):
+        jx.vmap(lambda x: store.setdefault("k", x))(jnp.ones(2))
+    store.clear()
+
+
+def test_float0_values_take_part_in_no_arithmetic():
+    zeros = np.zeros(3, dtype=jx.dtypes.float0)
+    for op in (lambda: jnp.add(zeros, zeros), lambda: jx.jit(lambda x: x * 2)(zeros)):
+        with pytest.raises(TypeError, match=r"Called (add|multiply) with a float0 array\. float0s do not support any "
+                                            r"operations by design"):
+            op()
+    # what differentiating with respect to an integer gives back is such a value, and it passes through jit
+    g = jx.grad(lambda x, n: x * n, argnums=1, allow_int=True)(1.0, 3)
+    assert g.dtype == jx.dtypes.float0 and jx.jit(lambda v: v)(g).dtype == jx.dtypes.float0
+
+
+def test_the_function_vjp_returns_checks_its_one_cotangent():
+    def pair(x):
+        return x * 2.0, jnp.sin(x)
+    _, pullback = jx.vjp(pair, 1.0)
+    with pytest.raises(TypeError, match=r"applied to pair was called with 2 arguments,\nbut functions returned by "
+                                        r"`jax.vjp` must be called with a single argument"):
+        pullback(1.0, 2.0)
+    with pytest.raises(ValueError, match=r"(?s)unexpected tree structure\..*function pair at .*test_user_errors_jax"
+                                         r".*  \* out was a <class 'tuple'> in the original output, but a "
+                                         r"<class 'list'> here"):
+        pullback([1.0, 2.0])
+    for bad, got in (((jnp.ones(3), 1.0), "float32\\[3\\]"), ((jnp.int32(1), 1.0), "int32\\[\\]")):
+        with pytest.raises(ValueError, match=rf"for argument to VJP function: got {got}, but expected float32\[\] "
+                                             r"because the corresponding output of the differentiated function "
+                                             r"had JAX type float32\[\]"):
+            pullback(bad)
+    (ct,) = pullback((1.0, 1.0))
+    np.testing.assert_allclose(float(ct), 2.0 + np.cos(1.0), rtol=1e-6)
+    # an integer output's cotangent may be any integer array or float0 of its shape, as in JAX
+    _, int_pullback = jx.vjp(lambda x: (x * 2.0, jnp.int32(3)), 1.0)
+    assert float(int_pullback((1.0, np.zeros((), jx.dtypes.float0)))[0]) == 2.0
+    assert float(int_pullback((1.0, jnp.int32(5)))[0]) == 2.0

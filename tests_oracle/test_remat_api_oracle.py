@@ -1,5 +1,6 @@
 """checkpoint's API against JAX: what print_saved_residuals reports (less the column JAX adds to
-source locations), where optimization barriers are, and the errors for removed options."""
+source locations; with policies applied inside cond and scan), where optimization barriers are,
+and the errors for removed options."""
 import re
 
 import jax
@@ -28,6 +29,61 @@ def _names(lib):
     return lib.checkpoint(g, policy=lib.checkpoint_policies.save_any_names_but_these("a")), (1.0,)
 
 
+W = np.arange(9, dtype=np.float32).reshape(3, 3) / 10
+X = np.array([0.3, -0.2, 0.5], np.float32)
+
+
+def _dots_in_cond(lib):
+    np_, lax = lib.numpy, lib.lax
+
+    def f(x, w):
+        return np_.sin(lax.cond(x.sum() > 0, lambda v: np_.sin(np_.sin(v @ w) @ w), lambda v: np_.cos(v * 2.0), x)).sum()
+    return lib.checkpoint(f, policy=lib.checkpoint_policies.checkpoint_dots), (X, W)
+
+
+def _dots_in_switch(lib):
+    np_, lax = lib.numpy, lib.lax
+
+    def f(i, x, w):
+        return lax.switch(i, [lambda v: np_.sin(v @ w), lambda v: np_.cos(v) @ w @ w, lambda v: v], x).sum()
+    return lib.checkpoint(f, policy=lib.checkpoint_policies.checkpoint_dots), (1, X, W)
+
+
+def _names_in_nested_cond(lib):
+    np_, lax, name = lib.numpy, lib.lax, lib.ad_checkpoint.checkpoint_name
+
+    def f(x):
+        inner = lambda u: lax.cond(u[0] > 0, lambda v: np_.sin(name(np_.sin(v), "a")), np_.cos, u)
+        return lax.cond(x.sum() > 0, inner, np_.cos, x).sum()
+    return lib.checkpoint(f, policy=lib.checkpoint_policies.save_only_these_names("a")), (X,)
+
+
+WS = np.stack([W, W.T, W * 0.5, -W])
+
+
+def _dots_in_scan(lib):
+    np_, lax = lib.numpy, lib.lax
+
+    def f(x, w, ws):        # a constant (w), two carries, scanned inputs and outputs
+        def body(c, wi):
+            h = np_.sin(c[0] @ wi) + np_.cos(c[1] @ w)
+            return (h, np_.tanh(h @ w)), np_.sin(h) @ wi
+        (a, b), ys = lax.scan(body, (x, x * 2), ws)
+        return (a * b).sum() + ys.sum()
+    return lib.checkpoint(f, policy=lib.checkpoint_policies.checkpoint_dots), (X, W, WS)
+
+
+def _scan_in_cond_in_scan(lib):
+    np_, lax = lib.numpy, lib.lax
+
+    def f(x, w, ws):
+        def outer(c, wi):
+            inner = lambda v: lax.scan(lambda d, _: (np_.sin(d @ wi), None), v, None, length=2)[0]
+            return lax.cond(c.sum() > 0, inner, lambda v: np_.cos(v @ w), c), None
+        return lax.scan(outer, x, ws)[0].sum()
+    return lib.checkpoint(f, policy=lib.checkpoint_policies.checkpoint_dots), (X, W, WS)
+
+
 CASES = {
     "checkpoint_dots": _dots,
     "names": _names,
@@ -35,6 +91,11 @@ CASES = {
     "no_checkpoint": lambda lib: (lambda x, y: lib.numpy.sin(x) * y, (1.0, 2.0)),
     "constant_and_path": lambda lib: (lambda x: (lib.numpy.sin(x[0]) * x[1], lib.numpy.exp(C * x[1])), ((1.0, 2.0),)),
     "varargs": lambda lib: (lambda x, *a: lib.numpy.sin(x) * a[0], (1.0, 2.0)),
+    "dots_in_cond": _dots_in_cond,
+    "dots_in_switch": _dots_in_switch,
+    "names_in_nested_cond": _names_in_nested_cond,
+    "dots_in_scan": _dots_in_scan,
+    "scan_in_cond_in_scan": _scan_in_cond_in_scan,
 }
 
 
@@ -43,7 +104,8 @@ def _report(lib, case, capsys):
     lib.ad_checkpoint.print_saved_residuals(fun, *args)
     lines = capsys.readouterr().out.splitlines()
     # the kinds and types, less the source locations (JAX writes file:line:column, jaxprc file:line)
-    return [re.sub(r" from (/.*)?$", "", line) for line in lines]
+    # JAX names the values a scan saves "output of closed_call" (its scan's inner call), jaxprc "output of scan"
+    return [re.sub(r" from (/.*)?$", "", line).replace("output of closed_call", "output of scan") for line in lines]
 
 
 @pytest.mark.parametrize("case", list(CASES))

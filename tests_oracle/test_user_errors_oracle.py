@@ -1,6 +1,7 @@
 """User errors against JAX: the same exception type, and JAX's message (whole, or the lines a
 user matches on) for vmap's sizes and in_axes, Jacobians of complex functions, grad's argnums,
-Python ints too large, conversions of traced values and escaped tracers."""
+Python ints too large, float0 arithmetic, the arguments of jax.vjp's function, shapes that do not
+broadcast, conversions of traced values and escaped tracers."""
 import jax
 import numpy as np
 import pytest
@@ -14,6 +15,13 @@ def _error(lib, make):
     except Exception as e:     # noqa: BLE001 - the type is what is compared
         return type(e).__name__, str(e)
     raise AssertionError(f"{lib.__name__} raised nothing")
+
+
+_FLOAT0 = np.zeros(3, dtype=jax.dtypes.float0)
+
+
+def _pair(x):
+    return x * 2.0, x
 
 
 WHOLE = {      # the whole message is JAX's
@@ -30,6 +38,12 @@ WHOLE = {      # the whole message is JAX's
     "overflow_kwarg": lambda lib: lib.jit(lambda x, y: x * y)(np.ones(3), y=2**70),
     "overflow_nested": lambda lib: lib.jit(lambda d: d["a"])({"a": [1, 2**70]}),
     "overflow_make_jaxpr": lambda lib: lib.make_jaxpr(lambda x: x)(2**40),
+    "float0_add": lambda lib: lib.numpy.add(_FLOAT0, _FLOAT0),
+    "float0_in_jit": lambda lib: lib.jit(lambda x: x * 2)(_FLOAT0),
+    "vjp_two_arguments": lambda lib: lib.vjp(_pair, 1.0)[1](1.0, 2.0),
+    "vjp_other_structure": lambda lib: lib.vjp(_pair, 1.0)[1]([1.0, 2.0]),
+    "vjp_other_shape": lambda lib: lib.vjp(_pair, 1.0)[1]((np.ones(3, np.float32), 1.0)),
+    "vjp_other_dtype": lambda lib: lib.vjp(_pair, 1.0)[1]((np.int32(1), 1.0)),
 }
 
 
@@ -44,6 +58,8 @@ HEADLINE = {   # the lines JAX's message starts with
     "bool": lambda lib: lib.jit(lambda x: 1 if x > 0 else 0)(1.0),
     "index": lambda lib: lib.jit(lambda x: [1, 2, 3][x])(1),
     "range": lambda lib: lib.jit(lambda x: range(x))(3),
+    "shapes": lambda lib: lib.numpy.ones(2) + lib.numpy.ones(3),
+    "shapes_in_jit": lambda lib: lib.jit(lambda x: lib.numpy.add(x, lib.numpy.ones(3)))(np.ones(2, np.float32)),
 }
 
 

@@ -8,6 +8,7 @@ from jaxprc.ir.core import SourceInfo  # noqa: F401
 from jaxprc.ir.tracing import is_library_file, register_internal_dir, trace_state, user_source_info
 
 from ..toplevel import named_scope
+from ..engine.traceback_filtering import api_boundary  # noqa: F401 (a library's entry point)
 
 __all__ = ["SourceInfo", "current", "current_name_stack", "extend_name_stack", "summarize",
            "register_exclusion", "include_frame", "api_boundary"]
@@ -44,7 +45,3 @@ def extend_name_stack(name: str):
     return named_scope(name)
 
 
-def api_boundary(fun):
-    """Marks a library's entry point. JAX filters its own frames out of tracebacks from there;
-    jaxprc does not filter tracebacks, so the function is returned as it is."""
-    return fun

@@ -13,6 +13,7 @@ from __future__ import annotations
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.tree_util import tree_flatten
+from jaxprc.engine.traceback_filtering import api_boundary
 
 from . import operands as ops
 
@@ -32,6 +33,7 @@ def _interleave(a, b, axis: int):
                    lax.pad(b, lax.full((), 0, ops.aval(b).dtype), b_pad))
 
 
+@api_boundary
 def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
     """Inclusive scan of the pytree ``elems`` along ``axis`` with the associative ``fn(a, b)``
     (``a`` before ``b``); from the end when ``reverse``."""

@@ -32,6 +32,7 @@ from jaxprc.passes.jvp import Zero, instantiate_zeros, jvp_jaxpr
 from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
 from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, rules_for_unbatched, sizes_for_unbatched
 from jaxprc.engine.caches import BoundedCache
+from jaxprc.engine.traceback_filtering import api_boundary
 from jaxprc.sharding import ShardingParam
 from .sharding_constraint import sdy_sharding
 from jaxprc.engine.lowering import add_region, max_min, scalar_type
@@ -347,6 +348,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
     from jaxprc.ir.tracing import get_aval
     from jaxprc.engine.spmd import broadcast
 
+    @api_boundary
     def wrapped(*args):
         m = mesh if mesh is not None else shd.get_mesh()
         if not isinstance(m, shd.Mesh):

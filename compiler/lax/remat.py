@@ -200,16 +200,25 @@ def _reprint(eqn: Eqn, inputs: set, policy) -> bool:
     return not saveable(policy, eqn) or all(a in inputs for a in eqn.invars if isinstance(a, Var))
 
 
-def _remat_split(known: Jaxpr, residuals: list[Var], policy):
+# primitive -> rule(eqn, policy) -> None, or (the eqn computing also the values the policy saves
+# inside it, those values' vars, the eqn recomputing its outputs from them): how an equation with
+# sub-jaxprs (cond) that must be recomputed applies the policy inside, as JAX does
+remat_split_rules: dict = {}
+
+
+def remat_split(known: Jaxpr, residuals: list[Var], policy):
     """Which residuals to save and which known equations to recompute in the unknown part.
 
     Inputs of the known jaxpr are free (the checkpoint's operands). A residual from a
     saveable equation is saved; any other is recomputed, walking back through unsaveable
-    equations until inputs or saveable results, which are then saved in turn. Returns
-    (saved vars in definition order, the equations to recompute in order).
+    equations until inputs or saveable results, which are then saved in turn. An equation
+    to recompute with a rule in ``remat_split_rules`` saves what the policy saves inside it.
+    Returns (saved vars in definition order, the equations to recompute in order, the known
+    equations, those with such a rule replaced by their saving form).
     """
     inputs = set(known.invars)
-    producer = {v: e for e in known.eqns for v in e.outvars}
+    eqns = list(known.eqns)
+    producer = {v: e for e in eqns for v in e.outvars}
     saved: set[Var] = set()
     needed: set[Var] = set()
 
@@ -221,13 +230,20 @@ def _remat_split(known: Jaxpr, residuals: list[Var], policy):
     for r in residuals:
         need(r)
     recompute = []
-    for eqn in reversed(known.eqns):
+    for i in reversed(range(len(eqns))):
+        eqn = eqns[i]
         if any(v in needed for v in eqn.outvars) or _reprint(eqn, inputs, policy):
+            rule = remat_split_rules.get(eqn.primitive) if policy is not None else None
+            split = rule(eqn, policy) if rule is not None else None
+            if split is not None:
+                eqns[i], inner_saved, eqn = split
+                saved.update(inner_saved)
             recompute.append(eqn)
             for a in eqn.invars:
-                need(a)
-    order = [v for e in known.eqns for v in e.outvars if v in saved]
-    return order, recompute[::-1]
+                if not (isinstance(a, Var) and a in saved):
+                    need(a)
+    order = [v for e in eqns for v in e.outvars if v in saved]
+    return order, recompute[::-1], eqns
 
 
 def _inline(jaxpr: Jaxpr, args, outvars: list[Var]) -> list[Eqn]:
@@ -261,9 +277,9 @@ def _checkpoint_partial_eval(eqn: Eqn, uk_in):
     known, unknown, out_uk, n_res = partial_eval_jaxpr(body, uk_in, False)
     kj, uj = known.jaxpr, unknown.jaxpr
     n_known_out = len(kj.outvars) - n_res
-    saved, recompute = _remat_split(kj, list(kj.outvars[n_known_out:]), p["policy"])
+    saved, recompute, known_eqns = remat_split(kj, list(kj.outvars[n_known_out:]), p["policy"])
 
-    known_body = Jaxpr([], kj.invars, kj.outvars[:n_known_out] + saved, kj.eqns)
+    known_body = Jaxpr([], kj.invars, kj.outvars[:n_known_out] + saved, known_eqns)
     known_body, _ = dce_jaxpr(known_body, [True] * len(known_body.outvars), keep_inputs=True)
     known_operands = [a for a, uk in zip(eqn.invars, uk_in) if not uk]
     known_outvars = [v for v, uk in zip(eqn.outvars, out_uk) if not uk]

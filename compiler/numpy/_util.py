@@ -168,6 +168,13 @@ def promote(fn: str, *args, to_inexact: bool = False, broadcast: bool = True):
         avals = [get_aval(a) for a in args]
     except TypeError:
         avals = [aval_of(a, fn) for a in args]   # raises, naming the function and the operand
+    for a in avals:         # (a loop, not any(): no Python call per operation)
+        if a.dtype == dt.float0:
+            raise TypeError(f"Called {fn} with a float0 array. float0s do not support any operations by design because "
+                            "they are not compatible with non-trivial vector spaces. No implicit dtype conversion is "
+                            "done. You can use np.zeros_like(arr, dtype=np.float) to cast a float0 array to a regular "
+                            "zeros array. \nIf you didn't expect to get a float0 you might have accidentally taken a "
+                            "gradient with respect to an integer argument.")
     if args and avals.count(avals[0]) == len(avals) and all(isinstance(a, _VALUE_TYPES) for a in args):
         # Operands already in jaxprc sharing one type (the common eager case): nothing to do.
         # (Constants take the general path: their host dtype may still need canonicalising.)
@@ -180,7 +187,12 @@ def promote(fn: str, *args, to_inexact: bool = False, broadcast: bool = True):
         dtype = dt.to_inexact_dtype(dtype)
     if not broadcast:
         return [convert(x, dtype, weak) for x in args], dtype, weak
-    shape = broadcast_shapes(*(a.shape for a in avals), fn=fn)
+    try:
+        shape = broadcast_shapes(*(a.shape for a in avals), fn=fn)
+    except ValueError:      # an operation's operands: JAX's TypeError, where broadcast_shapes has a ValueError
+        src = user_source_info()
+        raise TypeError(f"{fn} got incompatible shapes for broadcasting: "
+                        f"{', '.join(str(tuple(a.shape)) for a in avals)}." + (f" (at {src})" if src else "")) from None
     out = [broadcast_to_shape(convert(x, dtype, weak), shape) for x in args]
     return out, dtype, weak
 

@@ -20,6 +20,7 @@ import numpy as np
 from ..ir import dtypes as dt
 from .. import lax
 from ..api import argnums_positions, shaped_abstractify
+from ..ir.tree_util import equality_errors
 from ..engine.evaluate import evaluate_jaxpr
 from ..lax.custom_derivatives import custom_lin_p
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
@@ -33,6 +34,7 @@ from ..passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_av
 from ..passes.partial_eval import linearize_jaxpr
 from ..passes.registry import run_pipeline, verify_pass_result
 from ..passes.transpose import transpose_jaxpr
+from ..engine.traceback_filtering import api_boundary
 
 __all__ = ["jvp", "vjp", "grad", "value_and_grad", "linearize", "linear_transpose",
            "jacfwd", "jacrev", "hessian", "stop_gradient"]
@@ -142,6 +144,7 @@ def _float0_zeros(aval):
 
 # -------------------------------------------------------------------- jvp
 
+@api_boundary
 @_without_gc
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """``(fun(*primals), d fun(primals) . tangents)``; with ``has_aux``, also the aux value."""
@@ -187,6 +190,7 @@ class _Linearized:
 
     def __init__(self, fun, primals, has_aux, name, diff_mask=None):
         flat_primals, self.in_tree = tree_flatten(tuple(primals))
+        self.fun = fun
         flat_fun, store = flatten_fun(fun, self.in_tree, has_aux)
         cj, consts = _trace_flat(flat_fun, flat_primals, name)
         self.n_out = store["n_out"]
@@ -249,6 +253,7 @@ class _Linearized:
                 for w, f, a in zip(self.wrt, fill, self.in_avals)]
 
 
+@api_boundary
 @_without_gc
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map."""
@@ -256,6 +261,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     out, aux = lz.run_primal("linearize")
     residuals, lin = lz.residuals, run_pipeline(lz.lin, "cse")
 
+    @api_boundary
     @_without_gc
     def f_jvp(*tangents):
         flat_t, tree = tree_flatten(tuple(tangents))
@@ -269,6 +275,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
+@api_boundary
 @_without_gc
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of cotangents, one per primal.
@@ -280,9 +287,10 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     lz = _Linearized(fun, primals, has_aux, "vjp")
     out, aux = lz.run_primal("vjp")
     if lz.calls_python_bwd():     # a custom_vjp bwd runs in Python on the saved concrete values
-        vjp_fun = Partial(_without_gc(functools.partial(_apply_vjp, lz, None)))
+        vjp_fun = Partial(api_boundary(_without_gc(functools.partial(_apply_vjp, lz, None))))
     else:
-        vjp_fun = Partial(_without_gc(functools.partial(_apply_vjp, lz, lz.transposed())), *lz.residuals)
+        vjp_fun = Partial(api_boundary(_without_gc(functools.partial(_apply_vjp, lz, lz.transposed()))),
+                          *lz.residuals)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
 
@@ -290,21 +298,66 @@ def _apply_vjp(lz, ct_cj, *args):
     """The cotangents of ``lz``'s inputs for the output cotangent ``args[-1]``, from the
     transposed program ``ct_cj`` applied to the residuals ``args[:-1]`` (None: the program
     calls a custom_vjp bwd, which runs on the concrete values ``lz`` saved)."""
-    residuals, ct = args[:-1], args[-1]
-    flat_ct, tree = tree_flatten(ct)
+    n_res = 0 if ct_cj is None else len(lz.residuals)
+    residuals, given = args[:n_res], args[n_res:]
+    if len(given) != 1:
+        raise TypeError(_VJP_ONE_ARGUMENT.format(_func_src_info(lz.fun).split(" ")[0], len(given)))
+    flat_ct, tree = tree_flatten(given[0])
     if tree != lz.out_tree:
-        raise TypeError(f"vjp: the cotangent must have the structure of the output {lz.out_tree}, "
-                        f"got {tree}")
+        raise ValueError(
+            "unexpected tree structure.\n\nThe argument to a VJP function returned by `jax.vjp` must match "
+            f"the pytree\nstructure of the differentiated function {_func_src_info(lz.fun)}.\n\n"
+            "But the tree structures differ:\n" + "\n".join(
+                f"  * out{path} was a {seen} in the original output, but a {here} here, so {why}."
+                for path, seen, here, why in equality_errors(lz.out_tree.unflatten([0] * lz.out_tree.num_leaves),
+                                                             tree.unflatten([0] * tree.num_leaves))))
     for c, a in zip(flat_ct, lz.out_avals):
-        if get_aval(c).shape != a.shape:
-            raise ValueError(f"vjp: a cotangent of shape {get_aval(c).shape} was given for an "
-                             f"output of type {a.str_short()}")
+        ct_aval, want = get_aval(c), tangent_aval(a)
+        # as JAX's check: same shape and dtype, any dtype where the output's cotangent is a float0
+        if ct_aval.shape != want.shape or (ct_aval.dtype != want.dtype and want.dtype != dt.float0):
+            raise ValueError("unexpected JAX type (e.g. shape/dtype) for argument to VJP function: got "
+                             f"{_long_type(ct_aval)}, but expected {_long_type(want)} because the corresponding "
+                             f"output of the differentiated function had JAX type {_long_type(a)}")
     cts = [c for c, nz in zip(flat_ct, lz.out_nz) if nz]
     if ct_cj is None:
         in_cts = lz.input_cotangents(lz.concrete_cotangents(cts))
     else:
         in_cts = lz.input_cotangents(_evaluate(ct_cj, list(residuals) + cts, "vjp"))
     return tree_unflatten(lz.in_tree, in_cts)
+
+
+_VJP_ONE_ARGUMENT = """
+The function returned by `jax.vjp` applied to {} was called with {} arguments,
+but functions returned by `jax.vjp` must be called with a single argument
+corresponding to the single value returned by the function being differentiated
+(even if that returned value is a tuple or other container).
+
+For example, if we have:
+
+  def f(x):
+    return (x, x)
+  _, f_vjp = jax.vjp(f, 1.0)
+
+the function `f` returns a single tuple as output, and so we call `f_vjp` with a
+single tuple as its argument:
+
+  x_bar, = f_vjp((2.0, 2.0))
+
+If we instead call `f_vjp(2.0, 2.0)`, with the values 'splatted out' as
+arguments rather than in a tuple, this error can arise.
+"""
+
+
+def _func_src_info(fun) -> str:
+    """``name at file:line``, as JAX names a function in its messages."""
+    name = getattr(fun, "__name__", type(fun).__name__)
+    code = getattr(fun, "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code else name
+
+
+def _long_type(aval) -> str:
+    """``float32[3,4]``: a type as JAX's messages write it."""
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
 # ----------------------------------------------------------------- grad
@@ -410,7 +463,7 @@ def _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value, n
         return (g, aux) if has_aux else g
     transformed.__name__ = f"{name}_{getattr(fun, '__name__', 'fun')}"
     transformed.__wrapped__ = fun
-    return transformed
+    return api_boundary(transformed)
 
 
 def _close_over_objects(fun, args, nums):
@@ -463,6 +516,7 @@ def _grad_program(lz: _Linearized, with_values: bool) -> ClosedJaxpr:
 
 # -------------------------------------------------------- linear_transpose
 
+@api_boundary
 @_without_gc
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     """The transpose of the linear ``fun`` at the types of ``primals``: ct -> tuple of input cts."""
@@ -487,7 +541,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
             raise TypeError(f"linear_transpose: the cotangent must have the output's structure "
                             f"{out_tree}, got {tree}")
         return tree_unflatten(in_tree, _evaluate(ct_cj, list(consts) + list(flat_ct), "linear_transpose"))
-    return transposed
+    return api_boundary(transposed)
 
 
 # ---------------------------------------------------------------- jacobians
@@ -567,7 +621,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         per_leaf = [[blocks[j] for blocks in per_out] for j in range(len(flat_wrt))]
         jac = _assemble(per_leaf, out_tree, wrt_tree, isinstance(argnums, int))
         return (jac, aux[0]) if has_aux else jac
-    return jac_fun
+    return api_boundary(jac_fun)
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
@@ -590,7 +644,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         per_leaf = [_split_axis(r, flat_out, 0) for r in tree_flatten(rows)[0]]
         jac = _assemble(per_leaf, out_tree, wrt_tree, isinstance(argnums, int))
         return (jac, aux[0]) if has_aux else jac
-    return jac_fun
+    return api_boundary(jac_fun)
 
 
 def _assemble(per_leaf, out_tree, wrt_tree, single_arg):

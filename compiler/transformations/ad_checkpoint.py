@@ -19,6 +19,7 @@ from ..lax.remat import CheckpointPolicy, checkpoint_p, name_p
 from ..ir import dtypes as dt
 from ..ir.tracing import Tracer, close_over_consts, get_aval, trace_to_jaxpr
 from ..ir.tree_util import tree_flatten, tree_unflatten
+from ..engine.traceback_filtering import api_boundary
 
 __all__ = ["checkpoint", "remat", "checkpoint_policies", "checkpoint_name", "print_saved_residuals"]
 # (JAX's module name: a module ``jaxprc.checkpoint`` would clash with the function.)
@@ -135,6 +136,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool | tuple = True, policy: Calla
                 traces[key] = hit
         return hit, leaves, dynamic
 
+    @api_boundary
     @functools.wraps(fun)
     def fun_remat(*args, **kwargs):
         static = frozenset(argnums_positions(static_argnums, len(args), "checkpoint", "static_argnums"))

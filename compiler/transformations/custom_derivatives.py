@@ -41,6 +41,7 @@ from ..ir.tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_m
                             tree_unflatten, treedef_is_leaf)
 from .nested_tracing import trace_on_values
 from ..passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
+from ..engine.traceback_filtering import api_boundary
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "closure_convert", "SymbolicZero",
            "CustomVJPPrimal", "custom_vjp_primal_tree_values", "zero_from_primal", "linear_call"]
@@ -376,6 +377,7 @@ class custom_jvp:
         jvp.__name__ = f"{_name(self.fun)}_jvps"
         self.defjvp(jvp)
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         if self.jvp is None:
             raise AttributeError(f"No JVP defined for custom_jvp function {_name(self.fun)} using defjvp.")
@@ -561,6 +563,7 @@ class custom_vjp:
         self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
         self.optimize_remat = optimize_remat
 
+    @api_boundary
     def __call__(self, *args, **kwargs):
         if self.fwd is None:
             raise AttributeError(f"No VJP defined for custom_vjp function {_name(self.fun)} using defvjp.")

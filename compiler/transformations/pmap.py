@@ -31,6 +31,7 @@ from jaxprc.ir.tree_util import tree_flatten, tree_leaves, tree_map, tree_unflat
 from .. import lax, runtime, sharding as shd
 from ..api import jit
 from ..lax.parallel import _axis_env, _ENV, all_gather, axis_index, shard_map
+from ..engine.traceback_filtering import api_boundary
 from .vmap import _flatten_axes
 
 __all__ = ["pmap"]
@@ -104,6 +105,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     per_tree: dict = {}      # (argument structure, static positions) -> (in_axes per leaf, donated leaves)
     inner_axes: dict = {}    # cache key -> the inner pmaps' axes found in the body ((name, size), ...)
 
+    @api_boundary
     @functools.wraps(fun)
     def pmapped(*args, **kwargs):
         return _run(args, kwargs, lambda jitted, flat: jitted(*flat))
@@ -229,7 +231,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         return jit(mapped, donate_argnums=donated, in_shardings=tuple(named(s) for s in in_specs),
                    out_shardings=tree_map(named, out_specs))
 
-    pmapped.lower = lower
+    pmapped.lower = api_boundary(lower)
     return pmapped
 
 

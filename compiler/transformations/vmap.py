@@ -21,6 +21,7 @@ from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_jaxpr
 
 from ..engine.evaluate import evaluate_jaxpr
 from ..lax.parallel import batching_axis, named_axis
+from ..engine.traceback_filtering import api_boundary
 
 __all__ = ["vmap"]
 
@@ -56,6 +57,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
         raise TypeError("vmap out_axes must be an int, None, or (nested) container "
                         f"with those types as leaves, but got {out_axes}.")
 
+    @api_boundary
     @functools.wraps(fun)
     def vmap_f(*args, **kwargs):
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):

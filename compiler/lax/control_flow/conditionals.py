@@ -17,6 +17,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
+from jaxprc.engine.traceback_filtering import api_boundary
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
 from jaxprc.ir.effects import has_ordered_effects
@@ -37,6 +38,7 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      check_subjaxpr, typematch)
 from .common import _flat_series, _series_chunks
 from .common import as_array, forwarded_inputs, keep_outputs
+from ..remat import remat_split, remat_split_rules
 
 __all__ = ["cond_p", "cond", "switch"]
 
@@ -91,6 +93,7 @@ def _pred_to_index(pred):
     return _convert(pred, dt.int32)
 
 
+@api_boundary
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_OPERAND):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, both traced. JAX's older
     form ``cond(pred, true_operand, true_fun, false_operand, false_fun)`` is accepted too.
@@ -108,6 +111,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_NO_O
     return _cond((false_fun, true_fun), ("false_fun", "true_fun"), index, operands, "cond")
 
 
+@api_boundary
 def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
     """``branches[clamp(index, 0, len(branches) - 1)](*operands)``, all branches traced."""
     branches = tuple(branches)
@@ -315,6 +319,30 @@ def _merge_residuals(branch_res_avals):
     return all_res, slots
 
 
+def _known_branch(k: ClosedJaxpr, n_out: int, all_res, slots) -> ClosedJaxpr:
+    """Branch ``k`` (outputs, then its residuals) returning every branch's residual slots: its own
+    residuals in its ``slots``, zeros of the other branches' types in the rest."""
+    def fun(*args):
+        outs = eval_jaxpr(k.jaxpr, k.consts, *args)
+        res = [None] * len(all_res)
+        for slot, x in zip(slots, outs[n_out:]):
+            res[slot] = x
+        zeros = [lax.full_like(Literal(0, ShapedArray((), a.dtype, a.weak_type)), 0, shape=a.shape)
+                 for a in all_res]          # zeros of the other branches' residual types, weak too
+        return outs[:n_out] + [z if x is None else x for x, z in zip(res, zeros)]
+    return trace_to_jaxpr(fun, k.in_avals, name="cond_known")
+
+
+def _unknown_branch(u: ClosedJaxpr, all_res, slots) -> ClosedJaxpr:
+    """Branch ``u`` (its residuals, then the rest) taking every branch's residual slots first."""
+    n_mine = len(slots)
+
+    def fun(*args):
+        res, rest = args[:len(all_res)], args[len(all_res):]
+        return eval_jaxpr(u.jaxpr, u.consts, *[res[slot] for slot in slots], *rest)
+    return trace_to_jaxpr(fun, all_res + u.in_avals[n_mine:], name="cond_unknown")
+
+
 def _pe_cond(eqn, uk_in):
     if uk_in[0]:                       # the branch is not known yet: everything waits
         return [], [eqn], [True] * len(eqn.outvars)
@@ -327,24 +355,8 @@ def _pe_cond(eqn, uk_in):
     all_res, slots = _merge_residuals([k.out_avals[len(k.out_avals) - n:] for k, _, _, n in splits])
     n_known_out = len(eqn.outvars) - sum(out_uk)
 
-    def known_branch(i, k):
-        def fun(*args):
-            outs = eval_jaxpr(k.jaxpr, k.consts, *args)
-            res = [None] * len(all_res)
-            for slot, x in zip(slots[i], outs[n_known_out:]):
-                res[slot] = x
-            zeros = [lax.full_like(Literal(0, ShapedArray((), a.dtype, a.weak_type)), 0, shape=a.shape)
-                     for a in all_res]          # zeros of the other branches' residual types, weak too
-            return outs[:n_known_out] + [z if x is None else x for x, z in zip(res, zeros)]
-        return trace_to_jaxpr(fun, k.in_avals, name="cond_known")
-
-    def unknown_branch(i, u):
-        n_mine = len(slots[i])
-        def fun(*args):
-            res, rest = args[:len(all_res)], args[len(all_res):]
-            return eval_jaxpr(u.jaxpr, u.consts, *[res[slot] for slot in slots[i]], *rest)
-        return trace_to_jaxpr(fun, all_res + u.in_avals[n_mine:], name="cond_unknown")
-
+    known_branch = lambda i, k: _known_branch(k, n_known_out, all_res, slots[i])
+    unknown_branch = lambda i, u: _unknown_branch(u, all_res, slots[i])
     residuals = _new_vars(all_res)
     ops = eqn.invars[1:]
     k_eqn = eqn.replace(invars=[eqn.invars[0]] + _pick(ops, ops_uk, False),
@@ -356,6 +368,38 @@ def _pe_cond(eqn, uk_in):
                         params={**eqn.params, "branches": tuple(unknown_branch(i, u) for i, (_, u, _, _)
                                                                 in enumerate(splits))})
     return [k_eqn], [u_eqn], out_uk
+
+
+def _remat_split_cond(eqn, policy):
+    """A cond a checkpoint recomputes, split as JAX's remat splits it: the forward cond also
+    returns what the policy saves in the branch taken (zeros for the other branches' values),
+    and the recomputing cond starts from those. None when no branch saves anything."""
+    branches = eqn.params["branches"]
+    if any(br.consts for br in branches):
+        return None
+    splits = [remat_split(br.jaxpr, list(br.jaxpr.outvars), policy) for br in branches]
+    if not any(saved for saved, _, _ in splits):
+        return None
+    all_res, slots = _merge_residuals([[v.aval for v in saved] for saved, _, _ in splits])
+    n_out = len(eqn.outvars)
+
+    def forward(i, br, saved, eqns):
+        return _known_branch(ClosedJaxpr(Jaxpr([], br.jaxpr.invars, br.jaxpr.outvars + saved, eqns), []),
+                             n_out, all_res, slots[i])
+
+    def recompute(i, br, saved, eqns):
+        body = Jaxpr([], saved + br.jaxpr.invars, br.jaxpr.outvars, eqns)
+        return _unknown_branch(ClosedJaxpr(body, []), all_res, slots[i])
+
+    residuals = _new_vars(all_res)
+    k_eqn = eqn.replace(outvars=list(eqn.outvars) + residuals,
+                        params={**eqn.params, "branches": tuple(forward(i, br, saved, eqns) for i, (br, (saved, _, eqns))
+                                                                in enumerate(zip(branches, splits)))})
+    r_eqn = eqn.replace(invars=[eqn.invars[0]] + residuals + list(eqn.invars[1:]),
+                        params={**eqn.params, "branches": tuple(recompute(i, br, saved, eqns)
+                                                                for i, (br, (saved, eqns, _))
+                                                                in enumerate(zip(branches, splits)))})
+    return k_eqn, residuals, r_eqn
 
 
 def _dce_cond(used_outputs, eqn):
@@ -372,6 +416,7 @@ def _dce_cond(used_outputs, eqn):
 
 pe.partial_eval_jaxpr_custom_rules[cond_p] = _pe_cond
 pe.dce_rules[cond_p] = _dce_cond
+remat_split_rules[cond_p] = _remat_split_cond
 
 
 # ------------------------------------------------------------------ lowering

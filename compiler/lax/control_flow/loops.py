@@ -46,12 +46,14 @@ from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, jv
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.transpose import UndefinedPrimal, backward_pass, is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis, moveaxis
+from jaxprc.engine.traceback_filtering import api_boundary
 
 from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
                      _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types,
                      typematch)
 from .common import _flat_series, _series_chunks
 from .common import as_array, forwarded_inputs, inputs_to_front, keep_outputs, merge
+from ..remat import remat_split, remat_split_rules
 
 __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
 
@@ -207,6 +209,7 @@ def _avals(leaves, paths, what):
 
 # -------------------------------------------------------------- while_loop
 
+@api_boundary
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """``val = init_val; while cond_fun(val): val = body_fun(val)``, traced once."""
     if not (callable(cond_fun) and callable(body_fun)):
@@ -259,6 +262,7 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val, body: _Body):
 
 # -------------------------------------------------------------------- scan
 
+@api_boundary
 def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = False,
          unroll: int | bool = 1):
     """``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns (carry, stacked ys).
@@ -345,8 +349,8 @@ def _scan_length(xs_avals, xs_paths, length) -> int:
             length = int(length)
             check_counter_range("scan", "length", length, length)
         if sizes and sizes != {length}:
-            raise ValueError(f"scan got `length` argument of {length} which disagrees with the "
-                             f"leading axis sizes {sorted(sizes)} of xs")
+            raise ValueError(f"scan got `length` argument of {length} which disagrees with "
+                             f"leading axis sizes {sorted(sizes)}.")
         return length
     if not sizes:
         raise ValueError("scan got no values to scan over and `length` not provided.")
@@ -382,6 +386,7 @@ def _scan_unroll(unroll, length: int) -> int:
     return unroll
 
 
+@api_boundary
 def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 (JAX's name)
     """``stack([f(x) for x in xs])`` over the leading axis of (a pytree of) ``xs``, as a scan.
 
@@ -421,6 +426,7 @@ def _increment(i):
     return lax.add_p.bind(i, Literal(1, ShapedArray((), i.dtype, i.weak_type)))
 
 
+@api_boundary
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool | None = None):
     """``for i in range(lower, upper): val = body_fun(i, val)``.
 
@@ -894,7 +900,31 @@ def _dce_while(used_outputs, eqn):
                                     outvars=_pick(eqn.outvars, used_carry), params=params)
 
 
+def _remat_split_scan(eqn, policy):
+    """A scan a checkpoint recomputes, split as JAX's remat splits it: the forward scan also
+    stacks what the policy saves in each iteration, and the recomputing scan reads those as
+    extra scanned inputs. None when the body saves nothing."""
+    p = eqn.params
+    body = p["jaxpr"]
+    if body.consts or type(p["length"]) is not int:
+        return None
+    saved, recompute, known_eqns = remat_split(body.jaxpr, list(body.jaxpr.outvars), policy)
+    if not saved:
+        return None
+    stacked = [Var(ShapedArray((p["length"], *v.aval.shape), v.aval.dtype, v.aval.weak_type)) for v in saved]
+    forward = Jaxpr([], body.jaxpr.invars, list(body.jaxpr.outvars) + saved, known_eqns)
+    k_eqn = eqn.replace(outvars=list(eqn.outvars) + stacked, params={**p, "jaxpr": ClosedJaxpr(forward, [])})
+    n_front = p["num_consts"] + p["num_carry"]
+    invars = body.jaxpr.invars
+    again = Jaxpr([], invars[:n_front] + saved + invars[n_front:], body.jaxpr.outvars, recompute)
+    r_eqn = eqn.replace(invars=list(eqn.invars[:n_front]) + stacked + list(eqn.invars[n_front:]),
+                        params={**p, "jaxpr": ClosedJaxpr(again, []),
+                                "linear": p["linear"][:n_front] + (False,) * len(saved) + p["linear"][n_front:]})
+    return k_eqn, stacked, r_eqn
+
+
 pe.partial_eval_jaxpr_custom_rules[scan_p] = _pe_scan
+remat_split_rules[scan_p] = _remat_split_scan
 pe.partial_eval_jaxpr_custom_rules[while_p] = _pe_while
 pe.dce_rules[scan_p] = _dce_scan
 pe.dce_rules[while_p] = _dce_while

@@ -31,6 +31,7 @@ from jaxprc.ir.tracing import close_over_consts, eval_jaxpr
 from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, aval_of, instantiate_zeros, jvp_eval, tangent_aval
 from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, matchaxis
+from jaxprc.engine.traceback_filtering import api_boundary
 
 from .. import elementwise as ew
 from .common import _flatten, _fun_name, _trace, check_operand_types, check_subjaxpr, fmt_types
@@ -129,6 +130,7 @@ def _linear_solve_abstract_eval(*avals, const_lengths, **jaxprs):
     return list(b) + list(solve.out_avals[n_b:])     # the solution has b's types (JAX's rule)
 
 
+@api_boundary
 def custom_linear_solve(matvec: Callable, b: Any, solve: Callable, transpose_solve: Callable | None = None,
                         symmetric: bool = False, has_aux: bool = False):
     """``solve(matvec, b)``, differentiated implicitly: the tangent and the transpose are
@@ -285,6 +287,7 @@ def _root_abstract_eval(*avals, f_jaxpr, solve_jaxpr, tangent_solve_jaxpr, const
     return list(solve_jaxpr.out_avals)
 
 
+@api_boundary
 def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve: Callable,
                 has_aux: bool = False):
     """``solve(f, initial_guess)``, a root of ``f``, differentiated implicitly with respect to

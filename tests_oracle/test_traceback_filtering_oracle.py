@@ -1,0 +1,80 @@
+"""Traceback filtering against JAX: for an error raised in a user's function under jit, grad,
+vmap, scan, cond and custom_vjp, each library's traceback holds the same frames of the user's file,
+in each ``jax_traceback_filtering`` mode, with the same note or cause."""
+import os
+import traceback
+
+import jax
+import numpy as np
+import pytest
+
+import jaxprc
+
+HERE = os.path.abspath(__file__)
+
+
+class Boom(Exception):
+    pass
+
+
+def bad(x):
+    raise Boom("boom")
+
+
+def _custom_vjp(lib, where):
+    f = lib.custom_vjp(lambda x: x)
+    if where == "fwd":
+        f.defvjp(lambda x: (bad(x), None), lambda r, g: (g,))
+    else:
+        f.defvjp(lambda x: (x, None), lambda r, g: bad(g))
+    return f
+
+
+CASES = {
+    "jit": lambda lib: lib.jit(bad)(1.0),
+    "grad": lambda lib: lib.grad(bad)(1.0),
+    "vmap": lambda lib: lib.vmap(bad)(np.ones(2, np.float32)),
+    "scan": lambda lib: lib.lax.scan(lambda c, x: (bad(c), None), 1.0, np.ones(2, np.float32)),
+    "cond": lambda lib: lib.lax.cond(True, bad, lambda x: x, 1.0),
+    "custom_vjp fwd": lambda lib: lib.grad(_custom_vjp(lib, "fwd"))(1.0),
+    "custom_vjp bwd": lambda lib: lib.grad(_custom_vjp(lib, "bwd"))(1.0),
+    "jit of vmap of grad": lambda lib: lib.jit(lib.vmap(lib.grad(bad)))(np.ones(2, np.float32)),
+    "vjp function": lambda lib: lib.vjp(_custom_vjp(lib, "bwd"), 1.0)[1](1.0),
+}
+
+
+def _error(lib, case, mode):
+    previous = lib.config.jax_traceback_filtering
+    lib.config.update("jax_traceback_filtering", mode)
+    try:
+        CASES[case](lib)
+    except Boom as e:
+        return e
+    finally:
+        lib.config.update("jax_traceback_filtering", previous)
+    raise AssertionError(f"{lib.__name__}: no error")
+
+
+def _user_frames(tb):
+    return [(f.name, f.lineno) for f in traceback.extract_tb(tb) if os.path.abspath(f.filename) == HERE]
+
+
+def _outline(e):
+    """What a user sees of the error's traceback and its chain."""
+    return dict(frames=_user_frames(e.__traceback__),
+                n_frames=len(traceback.extract_tb(e.__traceback__)),
+                notes=len(getattr(e, "__notes__", ())),
+                cause=type(e.__cause__).__name__,
+                cause_user_frames=_user_frames(e.__cause__.__traceback__) if e.__cause__ is not None else None)
+
+
+@pytest.mark.parametrize("mode", ["quiet_remove_frames", "remove_frames", "off"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_user_sees_the_frames_jax_shows(case, mode):
+    ours, theirs = _outline(_error(jaxprc, case, mode)), _outline(_error(jax, case, mode))
+    if mode != "off":       # filtered: nothing but the user's frames (JAX keeps some files of its own)
+        assert ours["n_frames"] == len(ours["frames"])
+    del ours["n_frames"], theirs["n_frames"]
+    if case == "vjp function":      # JAX's vjp function is no boundary: it leaves its frames in,
+        ours, theirs = ours["frames"], theirs["frames"]     # jaxprc removes them (and says so)
+    assert ours == theirs
