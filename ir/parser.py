@@ -22,7 +22,6 @@ import base64
 import binascii
 import bisect
 import json
-import json
 import math
 import os
 import re
