@@ -5,7 +5,7 @@ before binding: negative axes, lists to tuples, and Python scalars. Binary
 ops require equal dtypes, as in JAX, with two conveniences the primitives
 lack: a Python scalar operand takes the dtype of the other operands (staying
 weakly typed) when that dtype can hold its kind (``add(f16_array, 1.0)`` is
-float16; ``add(i32_array, 1.5)`` is an error), and rank-0 operands are
+float16; ``add(i32_array, 1.5)`` and ``add(i32_array, True)`` are errors), and rank-0 operands are
 broadcast to the others' shape with ``broadcast_in_dim``.
 """
 from __future__ import annotations
@@ -74,13 +74,21 @@ def match_python_scalars(name: str, args):
             continue
         weak = not isinstance(a, bool)
         kind = (dt.python_scalar_dtype(a), weak)
-        if dt.promote_types((dtype, False), kind)[0] != dtype:
-            raise TypeError(f"lax.{name} requires arguments to have the same dtypes: the Python scalar "
-                            f"{a!r} cannot take the dtype {dtype.name} of the other operands "
-                            f"({', '.join(t.str_short() for t in typed)}). Convert it explicitly, or "
-                            f"use jaxprc.numpy.{name}, which promotes.")
+        # a bool is no number to lax (JAX: add(i32_array, True) is a TypeError)
+        if dt.promote_types((dtype, False), kind)[0] != dtype or (not weak and dtype != np.bool_):
+            raise TypeError(_scalar_mismatch(name, args, a, dtype, typed))
         out.append(scalar_of_dtype(a, dtype, weak))
     return out
+
+
+def _scalar_mismatch(name, args, scalar, dtype, typed) -> str:
+    """JAX's words (the operands' dtypes, a Python scalar's being its default one), then ours."""
+    from .elementwise import _PROMOTING
+    dtypes = ", ".join((dt.python_scalar_dtype(a) if is_py_scalar(a) else aval(a).dtype).name for a in args)
+    tip = "" if name not in _PROMOTING else (f" (Tip: jnp.{_PROMOTING[name]} is a similar function that does "
+                                             "automatic type promotion on inputs).")
+    return (f"lax.{name} requires arguments to have the same dtypes, got {dtypes}.{tip} The Python scalar "
+            f"{scalar!r} cannot take the dtype {dtype.name} of the other operands ({', '.join(t.str_short() for t in typed)}).")
 
 
 def broadcast_rank0(args):
