@@ -216,7 +216,7 @@ def _avals(leaves, paths, what):
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """``val = init_val; while cond_fun(val): val = body_fun(val)``, traced once."""
     if not (callable(cond_fun) and callable(body_fun)):
-        raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+        raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
     return _while_loop(cond_fun, body_fun, init_val, _Body("while_loop", "body_fun", body_fun, 0))
 
 
