@@ -32,7 +32,7 @@ from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
 from jaxprc.passes.vmap import align, aval_of, axis_size_of, batch_eval, batch_jaxpr, full, matchaxis, \
     moveaxis, scalar
 
-from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
+from .common import (_convert, _flatten, _front_dims, _fun_name, _new_vars, _nonzero_tangents,
                      _pick, _split_outs, _trace, _transpose_call_outputs, check_operand_types,
                      check_subjaxpr, typematch)
 from .common import _flat_series, _series_chunks

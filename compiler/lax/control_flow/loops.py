@@ -147,9 +147,6 @@ class _Body(NamedTuple):
     def __str__(self) -> str:
         return f"{self.api} {self.arg} ({_fun_name(self.fun)})"
 
-    def function(self) -> str:
-        return f"{self.api} body function ({_fun_name(self.fun)})"
-
     def carry_name(self) -> str:
         return _param_name(self.fun, self.carry_position)
 
