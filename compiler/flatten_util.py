@@ -1,8 +1,6 @@
 """jaxprc.flatten_util: ``ravel_pytree``, a pytree of arrays as one 1-D array and back."""
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from . import lax
@@ -19,7 +17,7 @@ def ravel_pytree(pytree):
     gives ``float32[0]``), and the function that turns such a vector back into the tree."""
     leaves, treedef = tree_flatten(pytree)
     if not leaves:
-        return lax.full((0,), 0, dt.float32), functools.partial(_unravel, treedef, (), (), (), None)
+        return lax.full((0,), 0, dt.float32), _Unravel(treedef, (), (), (), None)
     avals = [get_aval(x) for x in leaves]
     from_dtypes = tuple(a.dtype for a in avals)
     to_dtype = result_type(*from_dtypes)
@@ -29,7 +27,24 @@ def ravel_pytree(pytree):
                             for x, a in zip(leaves, avals)], 0)
     # One dtype: unravel keeps whatever dtype it is given (JAX's dtype-polymorphic unravel).
     check = None if all(d == to_dtype for d in from_dtypes) else to_dtype
-    return flat, functools.partial(_unravel, treedef, sizes, shapes, from_dtypes, check)
+    return flat, _Unravel(treedef, sizes, shapes, from_dtypes, check)
+
+
+class _Unravel:
+    """ravel_pytree's inverse for one layout. Two of the same layout are equal (and hash alike),
+    so ``jit(unravel)`` of a new one reuses the compiled program of a live equal one, as in JAX."""
+
+    def __init__(self, treedef, sizes, shapes, from_dtypes, to_dtype):
+        self._layout = (treedef, sizes, shapes, from_dtypes, to_dtype)
+
+    def __eq__(self, other):
+        return type(other) is _Unravel and self._layout == other._layout
+
+    def __hash__(self):
+        return hash(self._layout)
+
+    def __call__(self, flat):
+        return _unravel(*self._layout, flat)
 
 
 def _unravel(treedef, sizes, shapes, from_dtypes, to_dtype, flat):

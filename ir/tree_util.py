@@ -64,14 +64,18 @@ def tree_all(tree, is_leaf=None) -> bool:
 def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
     """A tree of ``outer`` trees of ``inner`` trees turned into ``inner`` of ``outer``.
 
-    ``inner_treedef=None`` takes the structure of the first inner tree.
+    ``inner_treedef=None`` takes the structure of the first inner tree. As in JAX, only the number
+    of leaves is checked (a TypeError showing the expected structure): the leaves are read in
+    order, ``inner_treedef.num_leaves`` per outer leaf.
     """
-    flat = outer_treedef.flatten_up_to(pytree_to_transpose)
+    leaves, treedef = tree_flatten(pytree_to_transpose)
     if inner_treedef is None:
-        inner_treedef = tree_structure(flat[0])
-    inner = [inner_treedef.flatten_up_to(x) for x in flat]
-    columns = [outer_treedef.unflatten(col) for col in zip(*inner)]
-    return inner_treedef.unflatten(columns)
+        inner_treedef = tree_structure(outer_treedef.flatten_up_to(pytree_to_transpose)[0])
+    n_inner, n_outer = inner_treedef.num_leaves, outer_treedef.num_leaves
+    if len(leaves) != n_inner * n_outer:
+        raise TypeError(f"Mismatch\n{treedef}\n != \n{outer_treedef.compose(inner_treedef)}")
+    columns = zip(*[leaves[i * n_inner:(i + 1) * n_inner] for i in range(n_outer)])
+    return inner_treedef.unflatten([outer_treedef.unflatten(col) for col in columns])
 
 
 def treedef_tuple(treedefs) -> PyTreeDef:
@@ -334,7 +338,36 @@ def tree_reduce_associative(operation: Callable, tree, *, identity=_Unspecified,
 
 
 class Partial(functools.partial):
-    """A functools.partial whose bound arguments are pytree leaves (JAX's tree_util.Partial)."""
+    """A functools.partial whose bound arguments are pytree leaves (JAX's tree_util.Partial).
+
+    A partial given as ``func`` is kept whole (functools would merge its arguments into this
+    one's): its arguments are then not leaves of this Partial, as in JAX.
+    """
+
+    def __new__(cls, func, *args, **kwargs):
+        if isinstance(func, functools.partial):
+            func = _WholePartial(func)
+        return super().__new__(cls, func, *args, **kwargs)
+
+
+class _WholePartial:
+    """A partial called through, hashed and compared as the partial itself."""
+
+    def __init__(self, partial: functools.partial):
+        self.partial = partial
+        self.func, self.args, self.keywords = partial.func, partial.args, partial.keywords
+
+    def __call__(self, *args, **kwargs):
+        return self.partial(*args, **kwargs)
+
+    def __hash__(self):
+        return hash(self.partial)
+
+    def __eq__(self, other):
+        return self.partial == (other.partial if isinstance(other, _WholePartial) else other)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.partial!r})"
 
 
 register_pytree_node(

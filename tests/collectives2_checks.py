@@ -146,6 +146,24 @@ def nested_pmap_errors():
 
 # ---------------------------------------------------------------- ragged_all_to_all
 
+@check
+def collectives_over_mesh_axes_and_a_vmap_axis_together():
+    # mesh (x: 4, y: 2); each device holds X's rows [2*d, 2*d+2) and vmaps over its 2 rows (axis i)
+    def on(fn, spec):
+        return jx.jit(jx.shard_map(fn, mesh=mesh, in_specs=spec, out_specs=spec))
+    ones = np.zeros((8, 2), np.float32)
+    for names, index in ((("x", "y"), lambda x, y: 2 * x + y), (("y", "x"), lambda x, y: 4 * y + x)):
+        got = on(lambda v: v * 0 + lax.axis_index(names), P(("x", "y")))(ones)
+        want = [index(d // 2, d % 2) for d in range(8)]
+        np.testing.assert_array_equal(np.asarray(got)[:, 0], want)
+    rows = on(lambda v: jx.vmap(lambda u: u[0] * 0 + lax.axis_index(("x", "i")), axis_name="i")(v), P("x"))(ones)
+    np.testing.assert_array_equal(np.asarray(rows), np.arange(8))            # device x, then row i
+    total = on(lambda v: jx.vmap(lambda u: lax.psum(u, ("x", "i")), axis_name="i")(v), P("x"))(X[:, 0])
+    np.testing.assert_allclose(np.asarray(total), np.broadcast_to(X[:, 0].sum(0), (8, 2)), rtol=1e-5)
+    gathered = on(lambda v: jx.vmap(lambda u: lax.all_gather(u, ("x", "i")), axis_name="i")(v), P("x"))(X[:, 0])
+    np.testing.assert_array_equal(np.asarray(gathered).reshape(8, 8, 2), np.broadcast_to(X[:, 0], (8, 8, 2)))
+
+
 def ragged(operand, output, io, ss, oo, rs):
     return lax.ragged_all_to_all(operand, output, io, ss, oo, rs, axis_name="x")
 

@@ -127,16 +127,16 @@ def test_cond_error_branch_types_listed():
     with pytest.raises(TypeError) as e:
         trace(lambda p, x: cf.cond(p, lambda a: (a, a), lambda a: (a, ew.convert_element_type_p.bind(
             a, new_dtype=i32, weak_type=False)), x), ShapedArray((), b_), V3)
-    msg = str(e.value)
-    assert "cond branch outputs must have identical types" in msg
-    assert "the output of false_fun[1] has type i32[3]" in msg
-    assert "true_fun has type f32[3] (false_fun is <lambda> at " in msg
-    assert "\n" not in msg
+    msg = str(e.value)      # JAX's words: true_fun first, the path, why the types differ
+    assert msg.startswith("cond branches must have equal output types but they differ.\n\ntrue_fun is <lambda> at ")
+    assert "The output of true_fun at path [1] has type float32[3] but the corresponding output of false_fun " \
+           "has type int32[3], so the dtypes do not match.\n" in msg
 
 
 def test_cond_error_branch_structure_listed():
-    with pytest.raises(TypeError, match=r"same pytree structure.*false_fun returns PyTreeDef\(\(\*, \*\)\)"
-                                        r" and true_fun returns PyTreeDef\(\*\)"):
+    with pytest.raises(TypeError, match=r"(?s)same pytree structure, but they differ:.*true_fun output is a "
+                                        r"pytree leaf but false_fun output is a <class 'tuple'>, so their "
+                                        r"Python types differ\."):
         trace(lambda p, x: cf.cond(p, lambda a: a, lambda a: (a, a), x), ShapedArray((), b_), F)
 
 
@@ -151,8 +151,8 @@ def test_cond_error_non_array_leaves():
 
 @pytest.mark.parametrize("pred,msg", [
     (None, "cond predicate is None"),
-    (np.array([True, False]), r"cond predicate must be a scalar, got a value of type bool\[2\]"),
-    (1j, "cond predicate type must be boolean or a number, got ~c64"),
+    (np.array([True, False]), r"(?m)^Pred must be a scalar, got \[ True False\] of shape \(2,\)\.$"),
+    (1j, r"(?m)^Pred type must be either boolean or number, got complex64\.$"),
 ])
 def test_cond_error_bad_predicate(pred, msg):
     with pytest.raises(TypeError, match=msg):
@@ -189,9 +189,9 @@ def test_switch_clamps_concrete_index(index, clamped):
 def test_switch_single_branch_is_called_directly_and_bad_index_rejected():
     cj = trace(lambda i, x: cf.switch(i, [lambda a: sin(a)], x), I, F)
     assert eqn_names(cj) == ["sin"]
-    with pytest.raises(TypeError, match=r"switch index must be an integer scalar, got f32\[\]"):
+    with pytest.raises(TypeError, match=r"(?m)^Index type must be an integer, got .* as float32$"):
         trace(lambda i, x: cf.switch(i, [lambda a: a, lambda a: a], x), F, F)
-    with pytest.raises(ValueError, match="empty branch sequence"):
+    with pytest.raises(ValueError, match="(?m)^Empty branch sequence$"):
         trace(lambda i, x: cf.switch(i, [], x), I, F)
 
 
@@ -235,17 +235,18 @@ def test_while_loop_error_carry_types_listed_with_paths():
     with pytest.raises(TypeError) as e:
         trace(lambda n, x: cf.while_loop(lambda s: lt(s["x"], s["x"]), body, {"n": n, "x": x}), I, F)
     msg = str(e.value)
-    assert "while_loop body function (body at " in msg and "test_control_flow.py:" in msg
-    assert "carry input and carry output must have equal types" in msg
-    assert "the input carry component state['n'] has type i32[] but the corresponding output " \
-           "carry component has type f32[]" in msg
+    assert msg.startswith("while_loop body function carry input and carry output must have equal types")
+    assert "The input carry component state['n'] has type int32[] but the corresponding output " \
+           "carry component has type float32[], so the dtypes do not match.\n" in msg
     assert "['x']" not in msg
 
 
 def test_while_loop_error_structure_and_predicate():
-    with pytest.raises(TypeError, match=r"same pytree structure.*PyTreeDef\(\(\*, \*\)\).*PyTreeDef\(\*\)"):
+    with pytest.raises(TypeError, match=r"(?s)same pytree structure.*The input carry c is a <class 'tuple'> but the "
+                                        r"corresponding component of the carry output is a pytree leaf"):
         trace(lambda x: cf.while_loop(lambda c: lt(c[0], c[1]), lambda c: c[0], (x, x)), F)
-    with pytest.raises(TypeError, match=r"cond_fun must return a boolean scalar.*f32\[\]"):
+    with pytest.raises(TypeError, match=r"(?m)^cond_fun must return a boolean scalar, but got output type\(s\) "
+                                        r"\[ShapedArray\(float32\[\]\)\]\.$"):
         trace(lambda x: cf.while_loop(lambda c: c, lambda c: c, x), F)
     with pytest.raises(TypeError, match=r"while_loop init_val\[1\] is a str"):
         trace(lambda x: cf.while_loop(lambda c: True, lambda c: c, (x, "s")), F)
@@ -271,7 +272,7 @@ def test_fori_loop_traced_bound_is_a_while_loop():
     assert types(eqn.outvars) == ["~i32[]", "i32[]", "f32[]"]
     with pytest.raises(ValueError, match="unroll"):
         trace(lambda n, x: cf.fori_loop(0, n, lambda i, c: c, x, unroll=2), I, F)
-    with pytest.raises(TypeError, match=r"must have equal types, got i32\[\] and u8\[\]"):
+    with pytest.raises(TypeError, match=r"(?m)must have equal types, got int32 and uint8$"):
         trace(lambda n, m, x: cf.fori_loop(n, m, lambda i, c: c, x), I, ShapedArray((), np.uint8), F)
 
 
@@ -288,10 +289,9 @@ def test_fori_loop_carry_errors_name_the_users_body_and_carry(bounds):
     with pytest.raises(TypeError) as e:
         trace(lambda n, x: cf.fori_loop(0, upper(n), body, {"s": x, "x": x}), I, V3)
     msg = str(e.value)
-    assert msg.startswith(f"fori_loop body function (body at {__file__}:{line}) carry input and "
-                          "carry output must have equal types"), msg
-    assert "the input carry component state['x'] has type f32[3] but the corresponding output " \
-           "carry component has type i32[3]" in msg
+    assert msg.startswith("fori_loop body function carry input and carry output must have equal types"), msg
+    assert "The input carry component state['x'] has type float32[3] but the corresponding output " \
+           "carry component has type int32[3]" in msg
     assert "['s']" not in msg and "control_flow.py" not in msg.replace(__file__, "")
 
     def grows(i, val):
@@ -299,10 +299,9 @@ def test_fori_loop_carry_errors_name_the_users_body_and_carry(bounds):
     with pytest.raises(TypeError) as e:
         trace(lambda n, x: cf.fori_loop(0, upper(n), grows, x), I, V3)
     msg = str(e.value)
-    assert msg.startswith(f"fori_loop body function (grows at {__file__}:"
-                          f"{grows.__code__.co_firstlineno}) carry input and carry output must "
-                          "have the same pytree structure, but the input carry val is "
-                          "PyTreeDef(*) and the output carry is PyTreeDef((*, *))"), msg
+    assert msg.startswith("fori_loop body function carry input and carry output must have the same pytree "
+                          "structure, but they differ:\n\nThe input carry val is a pytree leaf but the "
+                          "corresponding component of the carry output is a <class 'tuple'>"), msg
 
     with pytest.raises(TypeError, match=r"^fori_loop body_fun \(<lambda> at .*\) output\['a'\] "
                                         r"is a str"):
@@ -367,10 +366,10 @@ def test_scan_weak_init_promoted_and_unroll_bool():
 @pytest.mark.parametrize("kwargs,error,msg", [
     (dict(xs=None), ValueError, "no values to scan over and `length` not provided"),
     (dict(xs=(np.zeros(3, np.float32), np.zeros(4, np.float32))), ValueError,
-     r"different leading axis sizes: xs\[0\]\.shape\[0\]=3, xs\[1\]\.shape\[0\]=4"),
+     r"(?m)different leading axis sizes: 3, 4\.$"),
     (dict(xs=np.zeros(3, np.float32), length=5), ValueError, "`length` argument of 5 which disagrees"),
     (dict(xs=np.float32(1)), TypeError, r"no leading axis to scan over: xs of type f32\[\]"),
-    (dict(xs=np.zeros(3, np.float32), unroll=-1), ValueError, "non-negative int"),
+    (dict(xs=np.zeros(3, np.float32), unroll=-1), ValueError, "(?m)^`unroll` must be a `bool` or a non-negative `int`.$"),
 ])
 def test_scan_argument_errors(kwargs, error, msg):
     with pytest.raises(error, match=msg):
@@ -379,13 +378,13 @@ def test_scan_argument_errors(kwargs, error, msg):
 
 def test_scan_error_carry_type_and_pair():
     to_i32 = lambda c: ew.convert_element_type_p.bind(c, new_dtype=i32, weak_type=False)
-    with pytest.raises(TypeError, match=r"scan body function \(<lambda> at .*\) carry input and carry output "
-                                        r"must have equal types, but the input carry component carry\[1\] has type "
-                                        r"f32\[3\] but the corresponding output carry component has type "
-                                        r"i32\[3\]"):
+    with pytest.raises(TypeError, match=r"scan body function carry input and carry output must have equal types, "
+                                        r"but they differ:\n\nThe input carry component carry\[1\] has type "
+                                        r"float32\[3\] but the corresponding output carry component has type "
+                                        r"int32\[3\], so the dtypes do not match"):
         trace(lambda c: cf.scan(lambda carry, _: ((carry[0], to_i32(carry[1])), None), (c, c),
                                 length=2), V3)
-    with pytest.raises(TypeError, match=r"must return a pair \(carry, y\)"):
+    with pytest.raises(TypeError, match=r"(?m)^scan body output must be a pair, got float32\[\]\.$"):
         trace(lambda c: cf.scan(lambda carry, _: carry, c, length=2), F)
 
 

@@ -269,6 +269,10 @@ def test_axis_index_over_a_vmap_axis_plain_in_loops_and_cond():
     nested = jx.vmap(jx.vmap(lambda x: lax.axis_index("i") * 10 + lax.axis_index("j"), axis_name="j"),
                      axis_name="i")
     np.testing.assert_array_equal(nested(jnp.zeros((2, 3))), [[0, 1, 2], [10, 11, 12]])
+    # over several axes: the row-major position in their product, the first named varying slowest
+    for names, expected in ((("i", "j"), [[0, 1, 2], [3, 4, 5]]), (("j", "i"), [[0, 2, 4], [1, 3, 5]])):
+        both = jx.vmap(jx.vmap(lambda x: lax.axis_index(names) + x, axis_name="j"), axis_name="i")
+        np.testing.assert_array_equal(jx.jit(both)(jnp.zeros((2, 3), jnp.int32)), expected)
 
 
 def test_psum_scatter_over_a_vmap_axis_and_its_transpose_all_gather():
@@ -357,6 +361,12 @@ def test_lax_binary_ops_refuse_mixed_dtypes_with_the_promoting_function_named():
     with pytest.raises(TypeError, match=r"lax.max requires .* got int32, int16. \(Tip: jnp.maximum"):
         jx.jit(lax.max)(jnp.int32(1), jnp.int16(2))
     assert float(jnp.add(jnp.int32(1), jnp.float32(2))) == 3.0
+    # Python scalars: a bool is no number, and scalars alone must share their default dtype
+    with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes, got int32, bool"):
+        lax.add(jnp.arange(3), True)
+    with pytest.raises(TypeError, match=r"lax.mul requires arguments to have the same dtypes, got int32, float32"):
+        lax.mul(2, 1.5)
+    assert lax.bitwise_and(jnp.array([True, False]), True).tolist() == [True, False]
 
 
 def test_vmap_never_hands_placeholders_to_a_pytree_unflatten():

@@ -305,7 +305,7 @@ def test_lower_as_text_and_compile():
     hlo = compiled.as_text()
     assert hlo.startswith("HloModule jit__affine") and "multiply" in hlo
     np.testing.assert_array_equal(np.asarray(compiled(_x(), _x())), _x() * _x() + 1)
-    with pytest.raises(TypeError, match="Argument 'a' compiled with float32.4. and called with float32.5.\n"
+    with pytest.raises(TypeError, match="(?m)Argument 'a' compiled with float32.4. and called with float32.5.\n"
                                         "Argument 'b' compiled with float32.4. and called with float32.5.$"):
         compiled(_x(5), _x(5))
 

@@ -150,7 +150,7 @@ def test_compiled_called_with_other_structure_lists_each_difference():
         assert str(e.value).startswith("Function compiled with input pytree does not match the input pytree it was "
                                        "called with. There are 1 mismatches, including:\n")
         assert f"    * {line}" in str(e.value)
-    with pytest.raises(TypeError, match="Argument 'x\\['b'\\]' compiled with float32\\[\\] and called with int32\\[\\]\n"
+    with pytest.raises(TypeError, match="(?m)Argument 'x\\['b'\\]' compiled with float32\\[\\] and called with int32\\[\\]\n"
                                         "Argument 'y\\[0\\]' compiled with float32\\[\\] and called with float32\\[2\\]$"):
         compiled({"a": jnp.ones(3), "b": np.int32(1)}, [jnp.ones(2), 2.0])
     assert compiled({"a": jnp.ones(3), "b": 1.0}, [1.0, 2.0]).shape == (3,)     # still usable

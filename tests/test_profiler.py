@@ -71,7 +71,7 @@ def test_trace_holds_annotations_dispatch_and_executable(traced):
 
 
 def test_trace_errors_and_recovery(tmp_path):
-    with pytest.raises(RuntimeError, match="^No profile started$"):
+    with pytest.raises(RuntimeError, match="(?m)^No profile started$"):
         profiler.stop_trace()
     profiler.start_trace(tmp_path)
     with pytest.raises(RuntimeError, match="Profile has already been started. Only one profile may be run"):

@@ -5,7 +5,8 @@ before binding: negative axes, lists to tuples, and Python scalars. Binary
 ops require equal dtypes, as in JAX, with two conveniences the primitives
 lack: a Python scalar operand takes the dtype of the other operands (staying
 weakly typed) when that dtype can hold its kind (``add(f16_array, 1.0)`` is
-float16; ``add(i32_array, 1.5)`` is an error), and rank-0 operands are
+float16; ``add(i32_array, 1.5)`` and ``add(i32_array, True)`` are errors; Python scalars alone
+must have one default dtype: ``add(1, 2.0)`` is an error), and rank-0 operands are
 broadcast to the others' shape with ``broadcast_in_dim``.
 """
 from __future__ import annotations
@@ -65,8 +66,8 @@ def match_python_scalars(name: str, args):
         return list(args)
     if typed:
         dtype = typed[0].dtype
-    else:
-        dtype, _ = dt.promote_types(*[(dt.python_scalar_dtype(a), not isinstance(a, bool)) for a in args])
+    else:       # Python scalars only: each has its default dtype, and these must agree (as in JAX)
+        dtype = dt.python_scalar_dtype(args[0])
     out = []
     for a in args:
         if not is_py_scalar(a):
@@ -74,13 +75,23 @@ def match_python_scalars(name: str, args):
             continue
         weak = not isinstance(a, bool)
         kind = (dt.python_scalar_dtype(a), weak)
-        if dt.promote_types((dtype, False), kind)[0] != dtype:
-            raise TypeError(f"lax.{name} requires arguments to have the same dtypes: the Python scalar "
-                            f"{a!r} cannot take the dtype {dtype.name} of the other operands "
-                            f"({', '.join(t.str_short() for t in typed)}). Convert it explicitly, or "
-                            f"use jaxprc.numpy.{name}, which promotes.")
+        # a bool is no number to lax (JAX: add(i32_array, True) is a TypeError)
+        if dt.promote_types((dtype, False), kind)[0] != dtype or (not weak and dtype != np.bool_) or \
+                (not typed and kind[0] != dtype):
+            raise TypeError(_scalar_mismatch(name, args, a, dtype, typed))
         out.append(scalar_of_dtype(a, dtype, weak))
     return out
+
+
+def _scalar_mismatch(name, args, scalar, dtype, typed) -> str:
+    """JAX's words (the operands' dtypes, a Python scalar's being its default one), then ours."""
+    from .elementwise import _PROMOTING
+    dtypes = ", ".join((dt.python_scalar_dtype(a) if is_py_scalar(a) else aval(a).dtype).name for a in args)
+    tip = "" if name not in _PROMOTING else (f" (Tip: jnp.{_PROMOTING[name]} is a similar function that does "
+                                             "automatic type promotion on inputs).")
+    return (f"lax.{name} requires arguments to have the same dtypes, got {dtypes}.{tip} The Python scalar "
+            f"{scalar!r} cannot take the dtype {dtype.name} of the other operands"
+            + (f" ({', '.join(t.str_short() for t in typed)})." if typed else "."))
 
 
 def broadcast_rank0(args):

@@ -609,8 +609,14 @@ def ppermute(x, axis_name, perm):
 
 
 def axis_index(axis_name):
-    (name,) = _axes(axis_name, "axis_index")
-    return axis_index_p.bind(axis_name=name)
+    """This member's position along ``axis_name``; over several axes, its row-major position in
+    their product (the first axis varies slowest), as JAX numbers them."""
+    from jaxprc import lax
+    names = _axes(axis_name, "axis_index")
+    index = axis_index_p.bind(axis_name=names[0])
+    for name in names[1:]:
+        index = lax.add(lax.mul(index, lax.full((), axis_size(name), np.int32)), axis_index_p.bind(axis_name=name))
+    return index
 
 
 def _vmapped(prim: str, axes) -> bool:

@@ -5,6 +5,9 @@ Definitions on jaxprc.numpy; ``relu`` and ``softplus`` carry custom JVP rules
 """
 from __future__ import annotations
 
+import operator
+import warnings
+
 import numpy as np
 
 from jaxprc import lax
@@ -12,6 +15,8 @@ from jaxprc.api import jit
 from jaxprc.transformations.custom_derivatives import custom_jvp
 from jaxprc import numpy as jnp
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.shape_poly import DimExpr
+from jaxprc.ir.tracing import ConcretizationTypeError, Tracer
 from jaxprc.lax import elementwise as ew
 from jaxprc.numpy._util import aval_of, convert, promote
 from jaxprc.numpy.creation import as_array
@@ -197,16 +202,40 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     return (out, sign) if return_sign else out
 
 
+def _static_num_classes(num_classes):
+    """one_hot's ``num_classes`` as an int (or a symbolic dimension), known while tracing."""
+    if isinstance(num_classes, DimExpr):
+        return num_classes
+    if isinstance(num_classes, Tracer):
+        try:
+            num_classes = num_classes._concrete("jax.nn.one_hot argument `num_classes`")
+        except ConcretizationTypeError as e:
+            raise ConcretizationTypeError(
+                f"{str(e).splitlines()[0]}\nThe error arose in jax.nn.one_hot argument `num_classes`.\n"
+                "Under jit it must be a Python int: mark it static (static_argnums / static_argnames).") from None
+    return operator.index(num_classes)
+
+
 def one_hot(x, num_classes: int, *, dtype=None, axis=-1):
     """``x``'s integers as one-hot vectors of length ``num_classes`` along ``axis``."""
-    dtype = dt.default_float_dtype() if dtype is None else dt.canonicalize_dtype(jnp._dtypes.to_dtype(dtype))
+    num_classes = _static_num_classes(num_classes)
     x = jnp.asarray(x)
+    x_dtype = aval_of(x).dtype
+    if not dt.is_int(x_dtype):
+        warnings.warn(f"jax.nn.one_hot input should be integer-typed; got dtype={np.dtype(x_dtype).name}",
+                      DeprecationWarning, stacklevel=2)
+    if x_dtype == np.bool_:     # (JAX's words: its class counter is an iota of x's dtype)
+        raise TypeError("iota does not accept dtype bool. Accepted dtypes are subtypes of integer, floating, "
+                        "complexfloating.")
+    dtype = dt.default_float_dtype() if dtype is None else dt.canonicalize_dtype(jnp._dtypes.to_dtype(dtype))
     in_shape = aval_of(x).shape
+    if not -len(in_shape) - 1 <= axis <= len(in_shape):
+        raise ValueError(f"axis {axis} is out of bounds for array of dimension {len(in_shape) + 1}")
     axis = axis % (len(in_shape) + 1)
     shape = in_shape[:axis] + (num_classes,) + in_shape[axis:]
     # One broadcast puts x's axes around the class axis; the iota counts along it.
     spread = lax.broadcast_in_dim(x, shape, tuple(d for d in range(len(shape)) if d != axis))
-    classes = lax.broadcasted_iota(aval_of(x).dtype if dt.is_int(aval_of(x).dtype) else dt.int32, shape, axis)
+    classes = lax.broadcasted_iota(x_dtype, shape, axis)
     return convert(jnp.equal(spread, classes), dtype)
 
 

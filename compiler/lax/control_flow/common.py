@@ -41,6 +41,33 @@ def typematch(a: ShapedArray, b: ShapedArray) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype
 
 
+# ------------------------------------------------------- JAX's error words
+# The builders' mistakes (a branch or carry of the wrong type or structure) are reported in JAX's
+# words: users search for them, and JAX's own tests match them.
+
+def jax_type(a: ShapedArray) -> str:
+    """A type as JAX's messages print it: ``float32[2,3]`` (no weak-type mark)."""
+    return f"{np.dtype(a.dtype).name}[{','.join(str(d) for d in a.shape)}]"
+
+
+def mismatch_extra(a: ShapedArray, b: ShapedArray) -> str:
+    """``, so the dtypes do not match`` and the like, after two types that differ."""
+    why = [w for w, differs in (("the dtypes do not match", a.dtype != b.dtype),
+                                ("the shapes do not match", a.shape != b.shape)) if differs]
+    return ", so " + ", and ".join(why) if why else ""
+
+
+def capitalize(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def differences(diffs: Sequence[str], capital: bool = True) -> str:
+    """One difference as a sentence, several as a bulleted list (JAX's layout)."""
+    if len(diffs) == 1:
+        return f"{capitalize(diffs[0]) if capital else diffs[0]}.\n"
+    return "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+
+
 def _all_match(expected: Sequence[ShapedArray], got: Sequence[ShapedArray]) -> bool:
     return len(expected) == len(got) and all(map(typematch, expected, got))
 

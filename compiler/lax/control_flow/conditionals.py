@@ -33,11 +33,11 @@ from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
 from jaxprc.passes.vmap import align, aval_of, axis_size_of, batch_eval, batch_jaxpr, full, matchaxis, \
     moveaxis, scalar
 
-from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
+from .common import (_convert, _flatten, _front_dims, _fun_name, _new_vars, _nonzero_tangents,
                      _pick, _split_outs, _trace, _transpose_call_outputs, check_operand_types,
                      check_subjaxpr, typematch)
 from .common import _flat_series, _series_chunks
-from .common import as_array, forwarded_inputs, keep_outputs
+from .common import as_array, differences, forwarded_inputs, jax_type, keep_outputs, mismatch_extra
 from ..remat import remat_split, remat_split_rules
 
 __all__ = ["cond_p", "cond", "switch"]
@@ -72,20 +72,24 @@ def _cond_abstract_eval(index, *operands, branches):
 
 # ------------------------------------------------------------------ builders
 
-def _scalar_aval(x, api: str, what: str) -> ShapedArray:
-    if x is None:
-        raise TypeError(f"{api} {what} is None")
-    aval = _leaf_aval(x, f"{api} {what}", ())
+def _scalar_aval(x, must: str) -> ShapedArray:
+    """The type of cond's predicate or switch's index, which must be a scalar (JAX's words)."""
+    try:
+        aval = get_aval(x)
+    except TypeError:
+        raise TypeError(f"{must}, got {x} of type {type(x)}") from None
     if aval.shape != ():
-        raise TypeError(f"{api} {what} must be a scalar, got a value of type {aval.str_short()}")
+        raise TypeError(f"{must}, got {x} of shape {aval.shape}.")
     return aval
 
 
 def _pred_to_index(pred):
     """cond's predicate (bool or number; nonzero is true) as the i32 index of [false, true]."""
-    aval = _scalar_aval(pred, "cond", "predicate")
+    if pred is None:
+        raise TypeError("cond predicate is None")
+    aval = _scalar_aval(pred, "Pred must be a scalar")
     if aval.dtype.kind not in "biuf":
-        raise TypeError(f"cond predicate type must be boolean or a number, got {aval.str_short()}")
+        raise TypeError(f"Pred type must be either boolean or number, got {np.dtype(aval.dtype).name}.")
     if not isinstance(pred, Tracer):
         return np.int32(np.asarray(pred) != 0)
     if aval.dtype.kind != "b":
@@ -118,11 +122,11 @@ def switch(index, branches: Sequence[Callable], *operands, operand=_NO_OPERAND):
     if not all(callable(b) for b in branches):
         raise TypeError("lax.switch: branches argument should be a sequence of callables.")
     operands = _legacy_operand("switch", operands, operand)
-    aval = _scalar_aval(index, "switch", "index")
+    aval = _scalar_aval(index, "Branch index must be scalar")
     if aval.dtype.kind not in "iu":
-        raise TypeError(f"switch index must be an integer scalar, got {aval.str_short()}")
+        raise TypeError(f"Index type must be an integer, got {index} as {np.dtype(aval.dtype).name}")
     if not branches:
-        raise ValueError("switch: empty branch sequence")
+        raise ValueError("Empty branch sequence")
     if len(branches) == 1:
         return branches[0](*operands)
     hi = len(branches) - 1
@@ -149,10 +153,12 @@ def _cond(branches, names, index, operands, api: str):
     leaves, in_tree, avals, _ = _flatten(operands, f"{api} operands")
     traced = [_trace(lambda ops, b=b: b(*ops), in_tree, avals, f"{api} {name} ({_fun_name(b)})")
               for b, name in zip(branches, names)]
-    (cj0, tree0), name0 = traced[0], names[0]
-    for (cj, tree), name, fun in zip(traced[1:], names[1:], branches[1:]):
-        where = f" ({name0} is {_fun_name(branches[0])}; {name} is {_fun_name(fun)})"
-        _check_branch_outputs(api, where, name0, tree0, cj0.out_avals, name, tree, cj.out_avals)
+    # JAX compares true_fun with false_fun, and each other branch with branch 0
+    pairs = [(1, 0)] if api == "cond" else [(0, i) for i in range(1, len(branches))]
+    for i, k in pairs:
+        _check_branch_outputs(api, _jax_branch_name(api, names, i), branches[i], traced[i],
+                              _jax_branch_name(api, names, k), branches[k], traced[k])
+    tree0 = traced[0][1]
     jaxprs, consts = _merge_consts([cj for cj, _ in traced])
     fwds = zip(*[forwarded_inputs(j.jaxpr) for j in jaxprs])
     in_fwd = [f[0] if len(set(f)) == 1 else None for f in fwds]   # the same input in every branch
@@ -162,21 +168,29 @@ def _cond(branches, names, index, operands, api: str):
     return tu.tree_unflatten(tree0, [next(outs) if f is None else as_array(inputs[f]) for f in in_fwd])
 
 
-def _check_branch_outputs(api, where, name1, tree1, avals1, name2, tree2, avals2):
+def _jax_branch_name(api: str, names, i: int) -> str:
+    return names[i] if api == "cond" or i == 0 else f"branch{i}"     # (JAX's spelling)
+
+
+def _check_branch_outputs(api, name1, fun1, traced1, name2, fun2, traced2):
+    (cj1, tree1), (cj2, tree2) = traced1, traced2
+    where = f"{name1} is {_fun_name(fun1)}\n{name2} is {_fun_name(fun2)}\n\n"
     if tree1 != tree2:
-        raise TypeError(
-            f"{api} branch outputs must have the same pytree structure, but {name1} returns "
-            f"{tree1} and {name2} returns {tree2}{where}. Revise the branches so that they "
-            "return the same structure.")
-    paths = [p for p, _ in tu.tree_flatten_with_path(tree1.unflatten(avals1))[0]]
-    diffs = [f"the output of {name1}{tu.keystr(p)} has type {a.str_short()} but the "
-             f"corresponding output of {name2} has type {b.str_short()}"
-             for p, a, b in zip(paths, avals1, avals2) if not typematch(a, b)]
+        diffs = [f"{name1} output{f' at path {p}' if p else ''} is a {seen} but {name2} "
+                 f"output{f' at path {p}' if p else ''} is a {given}, so {why}"
+                 for p, seen, given, why in tu.equality_errors(tu.tree_unflatten(tree1, [0] * tree1.num_leaves),
+                                                               tu.tree_unflatten(tree2, [0] * tree2.num_leaves))]
+        if diffs:
+            raise TypeError(f"{api} branch outputs must have the same pytree structure, but they differ:\n\n"
+                            f"{where}{differences(diffs, capital=False)}\n"
+                            f"Revise {name1} and/or {name2} so that they have the same pytree structure.")
+    paths = [p for p, _ in tu.tree_flatten_with_path(tree1.unflatten(cj1.out_avals))[0]]
+    diffs = [f"the output of {name1}{f' at path {tu.keystr(p)}' if p else ''} has type {jax_type(a)} but "
+             f"the corresponding output of {name2} has type {jax_type(b)}{mismatch_extra(a, b)}"
+             for p, a, b in zip(paths, cj1.out_avals, cj2.out_avals) if not typematch(a, b)]
     if diffs:
-        raise TypeError(
-            f"{api} branch outputs must have identical types (shape and dtype), but "
-            + "; ".join(diffs) + f"{where}. Convert the outputs (e.g. with .astype or "
-            "jnp.broadcast_to) so that every branch returns the same types.")
+        raise TypeError(f"{api} branches must have equal output types but they differ.\n\n{where}"
+                        f"{differences(diffs)}\nRevise {name1} and/or {name2} so that all output types match.")
 
 
 def _merge_consts(cjs: Sequence[ClosedJaxpr]):

@@ -37,7 +37,7 @@ from jaxprc.ir.effects import has_ordered_effects
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Size, Tuple
 from jaxprc.ir.shape_poly import DimExpr, non_negative_dim
 from jaxprc.engine import dynamic_shapes
-from jaxprc.ir.tracing import ConcretizationTypeError, Tracer, close_over_consts, trace_to_jaxpr
+from jaxprc.ir.tracing import ConcretizationTypeError, Tracer, close_over_consts, get_aval, trace_to_jaxpr
 from jaxprc.passes.canonicalize import CANONICALIZE
 from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.patterns import Pat, bind, pattern
@@ -52,7 +52,7 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types,
                      typematch)
 from .common import _flat_series, _series_chunks
-from .common import as_array, forwarded_inputs, inputs_to_front, keep_outputs, merge
+from .common import as_array, differences, forwarded_inputs, inputs_to_front, jax_type, keep_outputs, merge, mismatch_extra
 from ..remat import remat_split, remat_split_rules
 
 __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
@@ -150,9 +150,6 @@ class _Body(NamedTuple):
     def __str__(self) -> str:
         return f"{self.api} {self.arg} ({_fun_name(self.fun)})"
 
-    def function(self) -> str:
-        return f"{self.api} body function ({_fun_name(self.fun)})"
-
     def carry_name(self) -> str:
         return _param_name(self.fun, self.carry_position)
 
@@ -166,28 +163,35 @@ class _Body(NamedTuple):
         return path[1:] if path[0].idx == self.index else None
 
 
+def _carry_component(name: str, path: str) -> str:
+    return f"the input carry component {name}{path}" if path else f"the input carry {name}"
+
+
 def _check_carry_tree(body: _Body, in_tree, out_tree) -> None:
     in_tree, out_tree = body.user_tree(in_tree), body.user_tree(out_tree)
     if in_tree != out_tree:
+        diffs = [f"{_carry_component(body.carry_name(), p)} is a {seen} but the corresponding component of "
+                 f"the carry output is a {given}, so {why}"
+                 for p, seen, given, why in tu.equality_errors(tu.tree_unflatten(in_tree, [0] * in_tree.num_leaves),
+                                                               tu.tree_unflatten(out_tree, [0] * out_tree.num_leaves))]
         raise TypeError(
-            f"{body.function()} carry input and carry output must have the same pytree "
-            f"structure, but the input carry {body.carry_name()} is {in_tree} and the output "
-            f"carry is {out_tree}. Revise the function so that the carry output has the same "
-            "pytree structure as the carry input.")
+            f"{body.api} body function carry input and carry output must have the same pytree structure, "
+            f"but they differ:\n\n{differences(diffs)}\nRevise the function so that the carry output has the "
+            "same pytree structure as the carry input.")
 
 
 def _check_carry_types(body: _Body, paths, in_avals, out_avals) -> None:
     """Each output carry leaf must have its input's shape and dtype (weak bits aside)."""
     name = body.carry_name()
-    diffs = [f"the input carry component {name}{tu.keystr(p)} has type {a.str_short()} but the "
-             f"corresponding output carry component has type {b.str_short()}"
+    diffs = [f"{_carry_component(name, tu.keystr(p))} has type {jax_type(a)} but the corresponding output "
+             f"carry component has type {jax_type(b)}{mismatch_extra(a, b)}"
              for p, a, b in zip([body.user_path(p) for p in paths], in_avals, out_avals)
              if p is not None and not typematch(a, b)]
     if diffs:
         raise TypeError(
-            f"{body.function()} carry input and carry output must have equal types, but "
-            + "; ".join(diffs) + ". Revise the function so that each carry output has the type of "
-            "its input (cast with .astype), or give the initial carry the type the body returns.")
+            f"{body.api} body function carry input and carry output must have equal types, but they "
+            f"differ:\n\n{differences(diffs)}\nRevise the function so that all output types match the "
+            "corresponding input types.")
 
 
 def _promote_weak_carry(leaves, in_avals, out_avals):
@@ -213,7 +217,7 @@ def _avals(leaves, paths, what):
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """``val = init_val; while cond_fun(val): val = body_fun(val)``, traced once."""
     if not (callable(cond_fun) and callable(body_fun)):
-        raise TypeError("lax.while_loop: cond_fun and body_fun arguments should be callable.")
+        raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
     return _while_loop(cond_fun, body_fun, init_val, _Body("while_loop", "body_fun", body_fun, 0))
 
 
@@ -226,11 +230,9 @@ def _while_loop(cond_fun: Callable, body_fun: Callable, init_val, body: _Body):
         pred = cond_cj.out_avals
         if cond_tree.num_leaves != 1 or not tu.treedef_is_leaf(cond_tree) or \
                 pred[0].shape != () or pred[0].dtype != dt.bool_:
-            raise TypeError("while_loop cond_fun must return a boolean scalar, but "
-                            f"{_fun_name(cond_fun)} returns {cond_tree} of type(s) "
-                            f"({fmt_types(pred)}). "
-                            "Reduce it to one boolean (e.g. with jnp.all or jnp.any, or compare "
-                            "with < or ==).")
+            got = (f"pytree {cond_tree}" if not tu.treedef_is_leaf(cond_tree) else
+                   f"output type(s) [{', '.join(f'ShapedArray({jax_type(a)})' for a in pred)}]")
+            raise TypeError(f"cond_fun must return a boolean scalar, but got {got}.")
         body_cj, body_tree = _trace(body_fun, in_tree, avals, str(body))
         _check_carry_tree(body, in_tree, body_tree)
         return cond_cj, body_cj
@@ -287,8 +289,7 @@ def _scan(f: Callable, init, xs, length, reverse, unroll, f_body: _Body):
     def body(args):
         out = f(*args)
         if not isinstance(out, (tuple, list)) or len(out) != 2:
-            raise TypeError(f"scan body function must return a pair (carry, y), got "
-                            f"{tu.tree_structure(out)}.")
+            raise TypeError(f"scan body output must be a pair, got {_jax_avals_text(out)}.")
         return tuple(out)
 
     def trace_body(carry_avals):
@@ -324,6 +325,20 @@ def _scan(f: Callable, init, xs, length, reverse, unroll, f_body: _Body):
             tu.tree_unflatten(ys_tree, [next(ys) if f is None else as_array(xs_leaves[f]) for f in xs_fwd]))
 
 
+def _jax_avals_text(out) -> str:
+    """What a scan body returned, as JAX shows it: a type, or a tuple of ShapedArrays."""
+    def text(x):
+        a = get_aval(x)
+        return f"ShapedArray({jax_type(a)}{', weak_type=True' if a.weak_type else ''})"
+    if isinstance(out, (tuple, list)):
+        return "(" + ", ".join(text(x) for x in out) + ("," if len(out) == 1 else "") + ")"
+    try:
+        a = get_aval(out)
+    except TypeError:
+        return repr(out)
+    return ("~" if a.weak_type else "") + jax_type(a)
+
+
 # JAX's wording (users match it), first line and second line
 _ABSTRACT = "Abstract tracer value encountered where concrete value is expected: traced array with shape "
 
@@ -349,15 +364,14 @@ def _scan_length(xs_avals, xs_paths, length) -> int:
             length = int(length)
             check_counter_range("scan", "length", length, length)
         if sizes and sizes != {length}:
-            raise ValueError(f"scan got `length` argument of {length} which disagrees with "
-                             f"leading axis sizes {sorted(sizes)}.")
+            raise ValueError(f"scan got `length` argument of {length} which disagrees with leading axis "
+                             f"sizes {[a.shape[0] for a in xs_avals]}.")
         return length
     if not sizes:
         raise ValueError("scan got no values to scan over and `length` not provided.")
     if len(sizes) > 1:
-        shapes = ", ".join(f"xs{tu.keystr(p)}.shape[0]={a.shape[0]}"
-                           for a, p in zip(xs_avals, xs_paths))
-        raise ValueError(f"scan got values with different leading axis sizes: {shapes}")
+        raise ValueError("scan got values with different leading axis sizes: "
+                         f"{', '.join(str(a.shape[0]) for a in xs_avals)}.")
     return sizes.pop()
 
 
@@ -382,7 +396,7 @@ def _scan_unroll(unroll, length: int) -> int:
         return max(length, 1) if unroll else 1
     unroll = operator.index(unroll)      # a TypeError for floats, as in JAX
     if unroll < 0:
-        raise ValueError(f"scan: `unroll` must be a bool or a non-negative int, got {unroll!r}")
+        raise ValueError("`unroll` must be a `bool` or a non-negative `int`.")
     return unroll
 
 
@@ -496,7 +510,7 @@ def _fori_dtype(lo: ShapedArray, hi: ShapedArray):
     if dt.is_signed(lo.dtype) and dt.is_signed(hi.dtype) and lo.weak_type != hi.weak_type:
         return hi.dtype if lo.weak_type else lo.dtype
     raise TypeError(f"lower and upper arguments to fori_loop must have equal types, got "
-                    f"{lo.str_short()} and {hi.str_short()}")
+                    f"{np.dtype(lo.dtype).name} and {np.dtype(hi.dtype).name}")
 
 
 # ----------------------------------------------------------------------- jvp
