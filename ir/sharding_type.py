@@ -1,0 +1,213 @@
+"""Types' shardings: meshes' axes (``AbstractMesh``, ``AxisType``), ``PartitionSpec`` and the
+``NamedSharding`` of an array type (``f32[8@x,4]``: dimension 0 split over mesh axis x).
+
+Pure data, hashable, without devices: an aval carries one (``ShapedArray.sharding``); the
+compiler's ``jaxprc.sharding`` adds devices to them (Mesh, NamedSharding on a Mesh).
+"""
+from __future__ import annotations
+
+import enum
+import math
+
+__all__ = ["AbstractMesh", "AxisType", "DuplicateSpecError", "NamedSharding", "PartitionSpec", "UNCONSTRAINED"]
+
+
+class AxisType(enum.Enum):
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self):
+        return self.name
+
+
+def _axis_types(axis_types, n: int, default) -> tuple:
+    if axis_types is None:
+        return (default,) * n
+    if isinstance(axis_types, AxisType):
+        axis_types = (axis_types,)
+    axis_types = tuple(axis_types)
+    if len(axis_types) != n or not all(isinstance(t, AxisType) for t in axis_types):
+        raise ValueError(f"axis_types must be {n} AxisType values (one per mesh axis), got {axis_types}")
+    return axis_types
+
+
+def _axis_names(axis_names) -> tuple:
+    names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    if len(set(names)) != len(names) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"mesh axis names must be distinct strings, got {names}")
+    return names
+
+
+class AbstractMesh:
+    """A mesh's axis names, sizes and types, without devices."""
+
+    def __init__(self, axis_sizes, axis_names, axis_types=None, *, _platform=None):
+        self.axis_names = _axis_names(axis_names)
+        self.axis_sizes = tuple(int(s) for s in axis_sizes)
+        if len(self.axis_sizes) != len(self.axis_names):
+            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes for axis names {self.axis_names}")
+        self.axis_types = _axis_types(axis_types, len(self.axis_names), AxisType.Auto)
+        self._platform = _platform     # a concrete mesh's abstract mesh knows its devices' kind
+
+    abstract_mesh = property(lambda self: self)
+
+    @property
+    def devices(self):
+        raise ValueError("AbstractMesh does not implement devices")
+
+    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
+    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+    size = property(lambda self: math.prod(self.axis_sizes))
+    empty = property(lambda self: not self.axis_names)
+
+    def _key(self):
+        return (self.axis_names, self.axis_sizes, self.axis_types, self._platform)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def _short_repr(self):
+        axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
+        kind = f", device_kind={self._platform}, num_cores=None, platform={self._platform}" if self._platform else ""
+        return f"{type(self).__name__}({axes or '()'}, axis_types={self.axis_types}{kind})"
+
+    __repr__ = _short_repr
+    __str__ = _short_repr
+
+
+class _Unconstrained:
+    """``P.UNCONSTRAINED``: a dimension whose layout the compiler chooses."""
+
+    def __repr__(self):
+        return "UNCONSTRAINED"
+
+    def __reduce__(self):
+        return (_unconstrained, ())
+
+
+UNCONSTRAINED = _Unconstrained()
+
+
+def _unconstrained():
+    return UNCONSTRAINED
+
+
+def _axis_set(value, what: str) -> frozenset:
+    if not isinstance(value, (set, frozenset)):
+        raise TypeError(f"{what} argument of PartitionSpec should of type `frozenset` or `set`. "
+                        f"Got type {value}")
+    return frozenset(value)
+
+
+class PartitionSpec(tuple):
+    """Per array dimension: None (not split), a mesh axis name, a tuple of names, or
+    ``UNCONSTRAINED``; ``unreduced``/``reduced``: mesh axes over which the array holds partial
+    sums still to be added up / copies known equal."""
+
+    UNCONSTRAINED = UNCONSTRAINED
+
+    def __new__(cls, *partitions, unreduced=frozenset(), reduced=frozenset()):
+        for p in partitions:
+            ok = p is None or p is UNCONSTRAINED or isinstance(p, str) or (
+                isinstance(p, tuple) and all(isinstance(a, str) for a in p))
+            if not ok:
+                raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a tuple of "
+                                f"names, got {p!r}")
+        self = super().__new__(cls, partitions)
+        self.unreduced = _axis_set(unreduced, "unreduced")
+        self.reduced = _axis_set(reduced, "reduced")
+        named = {a for axes in self.axes(len(self)) for a in axes}
+        if named & self.unreduced:
+            raise ValueError("partitions cannot overlap with unreduced axes passed to PartitionSpec. Got "
+                             f"partitions: {tuple(self)} and unreduced axes: {self.unreduced}")
+        if named & self.reduced:
+            raise ValueError("partitions cannot overlap with reduced axes passed to PartitionSpec. Got "
+                             f"partitions: {tuple(self)} and reduced axes: {self.reduced}")
+        if self.unreduced & self.reduced:
+            raise ValueError("`unreduced` and `reduced` argument to PartitionSpec cannot overlap. Got "
+                             f"unreduced: {self.unreduced} and reduced: {self.reduced}")
+        return self
+
+    def axes(self, ndim: int) -> tuple:
+        """Per dimension of an ``ndim``-array: the tuple of mesh axes it is split over
+        (none for an UNCONSTRAINED one)."""
+        out = [() if p is None or p is UNCONSTRAINED else (p,) if isinstance(p, str) else tuple(p)
+               for p in self]
+        return tuple(out) + ((),) * (ndim - len(out))
+
+    def update(self, partitions=None, unreduced=None, reduced=None) -> "PartitionSpec":
+        return PartitionSpec(*(self if partitions is None else partitions),
+                             unreduced=self.unreduced if unreduced is None else unreduced,
+                             reduced=self.reduced if reduced is None else reduced)
+
+    def _normalized_spec_for_aval(self, ndim: int) -> "PartitionSpec":
+        return self.update(partitions=(*self, *[None] * (ndim - len(self))))
+
+    def __repr__(self):
+        parts = list(map(repr, self))
+        if self.unreduced:
+            parts.append(f"unreduced={set(sorted(self.unreduced))!r}")
+        if self.reduced:
+            parts.append(f"reduced={set(sorted(self.reduced))!r}")
+        return f"P({', '.join(parts)}{',' if len(self) == 1 and len(parts) == 1 else ''})"
+
+    def __eq__(self, other):      # not equal to plain tuples, as in JAX
+        return (isinstance(other, PartitionSpec) and tuple.__eq__(self, other)
+                and self.unreduced == other.unreduced and self.reduced == other.reduced)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):          # P('x') and P('x', None) differ but hash alike, as in JAX
+        return hash((tuple(p for p in self if p is not None), self.unreduced, self.reduced))
+
+    def __reduce__(self):
+        return (_partition_spec, (tuple(self), self.unreduced, self.reduced))
+
+
+def _partition_spec(partitions, unreduced, reduced):
+    return PartitionSpec(*partitions, unreduced=unreduced, reduced=reduced)
+
+
+class DuplicateSpecError(Exception):
+    """A mesh axis named for two dimensions of one spec."""
+
+
+class NamedSharding:
+    """An array split over the axes of ``mesh`` as ``spec`` says. Over an AbstractMesh it is a
+    type's sharding (``typeof(x).sharding``); ``jaxprc.sharding.NamedSharding`` adds devices."""
+
+    def __init__(self, mesh, spec=PartitionSpec(), *, memory_kind=None):
+        if not isinstance(mesh, AbstractMesh):
+            raise TypeError(f"NamedSharding expects a Mesh or an AbstractMesh, got {type(mesh).__name__}")
+        spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
+        used = [a for axes in spec.axes(len(spec)) for a in axes]
+        for a in [*used, *sorted(spec.unreduced), *sorted(spec.reduced)]:
+            if a not in mesh.axis_names:
+                raise ValueError(f"Resource axis: {a} of {spec} is not found in mesh: {mesh.axis_names}.")
+        for a in used:
+            if used.count(a) > 1:
+                raise DuplicateSpecError(
+                    "A single NamedSharding spec specification can map every mesh axis to at most one "
+                    f"positional dimension, but {spec} has duplicate entries for `{a}`")
+        self.mesh, self.spec, self.memory_kind = mesh, spec, memory_kind
+
+    num_devices = property(lambda self: self.mesh.size)
+
+    def __eq__(self, other):
+        return isinstance(other, NamedSharding) and other.mesh == self.mesh and other.spec == self.spec
+
+    def __hash__(self):
+        return hash((self.mesh, self.spec))
+
+    def update(self, *, mesh=None, spec=None, memory_kind=None) -> "NamedSharding":
+        return type(self)(self.mesh if mesh is None else mesh, self.spec if spec is None else spec,
+                          memory_kind=self.memory_kind if memory_kind is None else memory_kind)
+
+    def __repr__(self):
+        memory = "" if type(self.mesh) is AbstractMesh else ", memory_kind=device"   # a Mesh has devices
+        return f"NamedSharding(mesh={self.mesh._short_repr()}, spec={self.spec!r}{memory})"
