@@ -61,8 +61,8 @@ class AbstractMesh:
     size = property(lambda self: math.prod(self.axis_sizes))
     empty = property(lambda self: not self.axis_names)
 
-    def _key(self):
-        return (self.axis_names, self.axis_sizes, self.axis_types, self._platform)
+    def _key(self):         # the platform is not part of the type: a parsed program names none
+        return (self.axis_names, self.axis_sizes, self.axis_types)
 
     def __eq__(self, other):
         return type(other) is type(self) and self._key() == other._key()
@@ -211,3 +211,137 @@ class NamedSharding:
     def __repr__(self):
         memory = "" if type(self.mesh) is AbstractMesh else ", memory_kind=device"   # a Mesh has devices
         return f"NamedSharding(mesh={self.mesh._short_repr()}, spec={self.spec!r}{memory})"
+
+
+class ShardingTypeError(Exception):
+    """Operands whose shardings in type do not fit the operation (JAX's ``ShardingTypeError``)."""
+
+
+def explicit_spec(sharding: NamedSharding, ndim: int) -> tuple:
+    """Per dimension, the Explicit mesh axes ``sharding`` splits it over (a type's view)."""
+    types = dict(zip(sharding.mesh.axis_names, sharding.mesh.axis_types))
+    return tuple(tuple(a for a in axes if types[a] is AxisType.Explicit)
+                 for axes in sharding.spec.axes(ndim))
+
+
+def type_sharding(sharding: NamedSharding, shape) -> NamedSharding | None:
+    """The normal form of a type's sharding: over the mesh without devices, one spec entry per
+    dimension naming only Explicit axes; None when it splits no dimension."""
+    if not isinstance(sharding, NamedSharding):
+        raise TypeError(f"a type's sharding is a NamedSharding, got {type(sharding).__name__}")
+    ndim = len(shape)
+    if len(sharding.spec) > ndim:
+        raise ValueError(f"the sharding {sharding.spec} has more entries than the {ndim} dimensions of "
+                         f"shape {tuple(shape)}")
+    dims = explicit_spec(sharding, ndim)
+    if not any(dims):
+        return None
+    mesh = sharding.mesh
+    for k, (n, axes) in enumerate(zip(shape, dims)):
+        ways = math.prod(mesh.shape[a] for a in axes)
+        if isinstance(n, int) and n % ways:
+            raise ValueError(f"Sharding spec {spec_of(dims)} implies that array axis {k} is partitioned "
+                             f"{ways} times, but does not evenly divide the dimension size {n}. Got shape: "
+                             f"{tuple(shape)} and sharding {sharding}")
+    abstract = mesh if type(mesh) is AbstractMesh else mesh.abstract_mesh
+    spec = spec_of(dims)
+    if type(sharding) is NamedSharding and sharding.mesh is abstract and sharding.spec == spec:
+        return sharding
+    return NamedSharding(abstract, spec)
+
+
+def spec_of(dims) -> PartitionSpec:
+    """The PartitionSpec of per-dimension axis tuples."""
+    return PartitionSpec(*[None if not a else a[0] if len(a) == 1 else tuple(a) for a in dims])
+
+
+_EMPTY = AbstractMesh((), ())
+
+
+def unsharded(ndim: int) -> NamedSharding:
+    """JAX's sharding of a type that names none: no dimension split, over an empty mesh."""
+    return NamedSharding(_EMPTY, PartitionSpec(*[None] * ndim))
+
+
+def axes_suffix(axes: tuple) -> str:
+    """How a type writes the mesh axes of a dimension: ``@x``, ``@(x,y)``, nothing for none."""
+    if not axes:
+        return ""
+    return "@" + (axes[0] if len(axes) == 1 else "(" + ",".join(axes) + ")")
+
+
+# ------------------------------------------------ helpers of the primitives' sharding rules
+# A rule sees avals; ``dims(aval)`` is its per-dimension tuple of mesh axes (all empty when its
+# type names no sharding) and ``typed(mesh, dims)`` the type sharding of a result.
+
+def dims(aval) -> tuple:
+    s = aval.sharding_in_type
+    return s.spec.axes(aval.ndim) if s is not None else ((),) * aval.ndim
+
+
+def common_mesh(name: str, avals) -> AbstractMesh | None:
+    """The abstract mesh of the operands' shardings; an error when two operands name different ones."""
+    meshes = {a.sharding_in_type.mesh for a in avals if getattr(a, "sharding_in_type", None) is not None}
+    if len(meshes) > 1:
+        raise ShardingTypeError(f"{name}: operands are sharded over different meshes: "
+                                f"{', '.join(sorted(map(repr, meshes)))}")
+    return meshes.pop() if meshes else None
+
+
+def typed(mesh: AbstractMesh | None, per_dim) -> NamedSharding | None:
+    """The type sharding splitting dimension i over ``per_dim[i]`` (None when none is split)."""
+    per_dim = tuple(tuple(a) for a in per_dim)
+    if mesh is None or not any(per_dim):
+        return None
+    used = [a for axes in per_dim for a in axes]
+    if len(set(used)) != len(used):
+        raise ShardingTypeError(f"a mesh axis would split two dimensions of the result: {spec_of(per_dim)}")
+    return NamedSharding(mesh, spec_of(per_dim))
+
+
+def _spec_text(d: tuple) -> str:
+    return repr(tuple(None if not a else a[0] if len(a) == 1 else a for a in d))
+
+
+def same_shape_rule(name: str):
+    """The sharding rule of an elementwise primitive: per dimension, the operands' axes (an
+    unsplit dimension fits any); operands split differently are an error, as in JAX."""
+    def rule(outs, *avals, **_):
+        mesh = common_mesh(name, avals)
+        ndim = outs[0].ndim
+        shaped = [dims(a) for a in avals if getattr(a, "ndim", -1) == ndim and a.sharding_in_type is not None]
+        merged = []
+        for k in range(ndim):
+            choices = {d[k] for d in shaped if d[k]}
+            if len(choices) > 1:
+                raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: "
+                                        f"{', '.join(_spec_text(d) for d in shaped)}.")
+            merged.append(choices.pop() if choices else ())
+        return [typed(mesh, merged) for _ in outs] if len(outs) > 1 else typed(mesh, merged)
+    return rule
+
+
+def reshape_dims(in_shape, in_dims, out_shape) -> tuple:
+    """Per result dimension of a reshape, the mesh axes it keeps: a split dimension's axes go to
+    the first piece when they divide it, a merge keeps the axes of the merged group's leading
+    dimension when the others are not split; any other split dimension's axes are dropped."""
+    out = [()] * len(out_shape)
+    i = j = 0
+    while i < len(in_shape) or j < len(out_shape):
+        gi, gj = [i] if i < len(in_shape) else [], [j] if j < len(out_shape) else []
+        a = in_shape[i] if gi else 1
+        b = out_shape[j] if gj else 1
+        i, j = i + bool(gi), j + bool(gj)
+        while a != b:
+            if a < b and i < len(in_shape):
+                a *= in_shape[i]; gi.append(i); i += 1
+            elif b < a and j < len(out_shape):
+                b *= out_shape[j]; gj.append(j); j += 1
+            else:
+                break
+        if not gi or not gj:
+            continue
+        lead = in_dims[gi[0]]
+        if lead and not any(in_dims[k] for k in gi[1:]):
+            out[gj[0]] = lead       # sizes divisible: checked when the result's type is formed
+    return tuple(out)

@@ -92,7 +92,8 @@ def _constraint_params(cj, found):
 
 def needs_spmd(cj, leaves, in_shardings, out_shardings) -> bool:
     return (in_shardings is not None or out_shardings is not None or _uses_constraints(cj)
-            or any(isinstance(x, ShardedArray) for x in leaves))
+            or any(isinstance(x, ShardedArray) for x in leaves)
+            or any(getattr(a, "sharding_in_type", None) is not None for a in cj.in_avals))
 
 
 class ShardedLowering:
@@ -120,8 +121,17 @@ class ShardedLowering:
         every = [s for s in ins + outs if s is not None] + _constraint_params(cj, [])
         self.devices = _common_devices(every, name)
         self.mesh = next((s.mesh for s in every if isinstance(s, shd.NamedSharding)), None)
+        # a result whose type names a sharding is laid out so (as JAX's results of Explicit axes)
+        outs = [s if s is not None else self._typed(a) for s, a in zip(outs, cj.out_avals)]
         self.outs = outs
         self.lowered = lower_spmd(cj, name, donated, ins, outs, self.devices)
+
+
+    def _typed(self, aval):
+        typed = getattr(aval, "sharding_in_type", None)
+        if typed is None or self.mesh is None or self.mesh.abstract_mesh != typed.mesh:
+            return None
+        return shd.NamedSharding(self.mesh, typed.spec)
 
 
 class ShardedCall:
