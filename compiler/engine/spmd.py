@@ -93,7 +93,8 @@ def _constraint_params(cj, found):
 def needs_spmd(cj, leaves, in_shardings, out_shardings) -> bool:
     return (in_shardings is not None or out_shardings is not None or _uses_constraints(cj)
             or any(isinstance(x, ShardedArray) for x in leaves)
-            or any(getattr(a, "sharding_in_type", None) is not None for a in cj.in_avals))
+            or any(getattr(a, "sharding_in_type", None) is not None for a in cj.in_avals)
+            or any(isinstance(c, ShardedArray) for c in cj.consts))
 
 
 class ShardedLowering:
@@ -119,6 +120,8 @@ class ShardedLowering:
             if s is not None:
                 s.check_shape(a.shape, f"jit of '{name}': out_shardings")
         every = [s for s in ins + outs if s is not None] + _constraint_params(cj, [])
+        # constants over several devices (a closed-over sharded array) name the program's mesh too
+        every += [c.sharding for c in cj.consts if isinstance(c, ShardedArray) and c.sharding is not None]
         self.devices = _common_devices(every, name)
         self.mesh = next((s.mesh for s in every if isinstance(s, shd.NamedSharding)), None)
         # a result whose type names a sharding is laid out so (as JAX's results of Explicit axes)
