@@ -317,6 +317,12 @@ def same_shape_rule(name: str):
                 raise ShardingTypeError(f"{name} got incompatible shardings for broadcasting: "
                                         f"{', '.join(_spec_text(d) for d in shaped)}.")
             merged.append(choices.pop() if choices else ())
+        used = [a for axes in merged for a in axes]
+        if len(set(used)) != len(used):
+            out = outs[0]
+            raise ShardingTypeError(
+                f"{name} operation with inputs: {', '.join(a.str_short() for a in avals)} produces an illegally "
+                f"sharded result: {out.str_short().split('[')[0]}[{','.join(f'{n}{axes_suffix(a)}' for n, a in zip(out.shape, merged))}]")
         return [typed(mesh, merged) for _ in outs] if len(outs) > 1 else typed(mesh, merged)
     return rule
 
