@@ -349,6 +349,26 @@ def named_from_hlo(mesh: Mesh, hlo, ndim: int):
     return None
 
 
+# ------------------------------------------------------ placing values as types say
+
+def concrete_mesh(abstract: AbstractMesh) -> Mesh:
+    """A Mesh of devices for ``abstract``: the context's (``set_mesh``, ``with mesh:``) when it
+    has those axes, else the first devices laid out as ``make_mesh`` does."""
+    mesh = context_mesh()
+    if mesh is not None and mesh.abstract_mesh == abstract:
+        return mesh
+    return make_mesh(abstract.axis_sizes, abstract.axis_names, abstract.axis_types)
+
+
+def put_as_typed(values, avals) -> list:
+    """``values`` laid out as the shardings written in ``avals`` name (a parsed program's inputs);
+    values of types without one are left as they are."""
+    from .api import device_put
+    return [v if getattr(a, "sharding_in_type", None) is None
+            else device_put(v, NamedSharding(concrete_mesh(a.sharding_in_type.mesh), a.sharding_in_type.spec))
+            for v, a in zip(values, avals)]
+
+
 # ---------------------------------------------------------------- transfers
 
 def put(value, sharding: Sharding, aval: runtime.Aval):

@@ -351,3 +351,10 @@ def reshape_dims(in_shape, in_dims, out_shape) -> tuple:
         if lead and not any(in_dims[k] for k in gi[1:]):
             out[gj[0]] = lead       # sizes divisible: checked when the result's type is formed
     return tuple(out)
+
+
+def with_dims(aval, per_dim) -> "NamedSharding | None":
+    """The sharding of ``aval``'s mesh splitting the dimensions of a reshaped type as ``per_dim``
+    says (None when ``aval`` names no sharding)."""
+    s = aval.sharding_in_type
+    return None if s is None else typed(s.mesh, per_dim)

@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray
 from jaxprc.ir.shape_poly import DimExpr
+from jaxprc.ir.sharding_type import dims, with_dims
 from jaxprc.ir.tracing import Tracer, get_aval, replayed_sources, trace_to_jaxpr
 from jaxprc.passes.registry import register_pass
 
@@ -55,14 +56,17 @@ def batched_aval(aval: ShapedArray, d, size: int) -> ShapedArray:
     """``aval`` with a batch axis of ``size`` inserted at ``d`` (unchanged when ``d`` is None)."""
     if d is None:
         return aval
-    return aval.update(shape=aval.shape[:d] + (size,) + aval.shape[d:])
+    split = dims(aval)              # the batch axis is not split; the others keep their mesh axes
+    return aval.update(shape=aval.shape[:d] + (size,) + aval.shape[d:],
+                       sharding=with_dims(aval, split[:d] + ((),) + split[d:]))
 
 
 def unbatched_aval(aval: ShapedArray, d) -> ShapedArray:
     """``aval`` without its batch axis ``d`` (one example's type)."""
     if d is None:
         return aval
-    return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:])
+    split = dims(aval)
+    return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:], sharding=with_dims(aval, split[:d] + split[d + 1:]))
 
 
 def shift(axes, d) -> tuple:
