@@ -303,6 +303,13 @@ def _spec_text(d: tuple) -> str:
     return repr(tuple(None if not a else a[0] if len(a) == 1 else a for a in d))
 
 
+def illegal_result(name: str, avals, out, per_dim) -> ShardingTypeError:
+    """JAX's error for a result that would split two dimensions over one mesh axis."""
+    written = ",".join(f"{n}{axes_suffix(a)}" for n, a in zip(out.shape, per_dim))
+    return ShardingTypeError(f"{name} operation with inputs: {', '.join(a.str_short() for a in avals)} produces "
+                             f"an illegally sharded result: {out.str_short().split('[')[0]}[{written}]")
+
+
 def same_shape_rule(name: str):
     """The sharding rule of an elementwise primitive: per dimension, the operands' axes (an
     unsplit dimension fits any); operands split differently are an error, as in JAX."""
@@ -319,10 +326,7 @@ def same_shape_rule(name: str):
             merged.append(choices.pop() if choices else ())
         used = [a for axes in merged for a in axes]
         if len(set(used)) != len(used):
-            out = outs[0]
-            raise ShardingTypeError(
-                f"{name} operation with inputs: {', '.join(a.str_short() for a in avals)} produces an illegally "
-                f"sharded result: {out.str_short().split('[')[0]}[{','.join(f'{n}{axes_suffix(a)}' for n, a in zip(out.shape, merged))}]")
+            raise illegal_result(name, avals, outs[0], merged)
         return [typed(mesh, merged) for _ in outs] if len(outs) > 1 else typed(mesh, merged)
     return rule
 

@@ -251,5 +251,23 @@ def sharded_types_round_trip_through_text():
     assert str(auto_axis).startswith("mesh x=2, y=4:Auto\n")
 
 
+@check
+def command_line_runs_a_sharded_program():
+    import contextlib
+    import io
+    import tempfile
+    from jaxprc.tools.cli import main
+    text = ("mesh x=2, y=4\n{ lambda ; a:f32[8@x,4@y] b:f32[4,4@y]. let\n"
+            "    c:f32[8@x,4@y] = dot_general[dimension_numbers=(((1,), (0,)), ((), ())) precision=None "
+            "preferred_element_type=f32] a b\n    d:f32[4@y] = reduce_sum[axes=(0,)] c\n  in (d,) }\n")
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+        f.write(text)
+        f.flush()
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["run", "--devices", "8", "-i", "a=1.0", "-i", "b=0.5", f.name]) == 0
+    assert out.getvalue().strip() == "out0:f32[4@y] = [16., 16., 16., 16.]", out.getvalue()
+
+
 if __name__ == "__main__":
     run()

@@ -76,10 +76,7 @@ def _dot_general_sharding(outs, lhs, rhs, *, dimension_numbers, **_):
     out = batch + free(ld, set(lc) | set(lb)) + free(rd, set(rc) | set(rb))
     used = [x for axes in out for x in axes]
     if len(set(used)) != len(used):
-        bad = outs[0].update(sharding=None)
-        raise st.ShardingTypeError(
-            f"dot_general operation with inputs: {lhs.str_short()}, {rhs.str_short()} produces an illegally "
-            f"sharded result: {bad.str_short().split('[')[0]}[{','.join(str(n) + st.axes_suffix(a) for n, a in zip(bad.shape, out))}]")
+        raise st.illegal_result("dot_general", [lhs, rhs], outs[0], out)
     return st.typed(mesh, out)
 
 
