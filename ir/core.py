@@ -397,8 +397,8 @@ class Primitive:
     def def_sharding_rule(self, rule):
         """Declare how shardings in types propagate: ``rule(out_avals, *in_avals, **params)`` gives
         each result's sharding (a NamedSharding over the operands' mesh, or None), a list when
-        ``multiple_results``; ``out_avals`` are the shape rule's. Without one, results of sharded
-        operands have no sharding in their types (the compiler chooses)."""
+        ``multiple_results``; ``out_avals`` are the shape rule's. Without one, the shape rule's
+        results are the types (a call's are its body's)."""
         self.sharding_rule = rule
         return rule
 
@@ -418,14 +418,14 @@ class Primitive:
 
 
 def with_shardings(prim: Primitive, out, avals, params):
-    """The shape rule's results ``out`` with the shardings the sharding rule gives."""
+    """The shape rule's results ``out`` with the shardings the sharding rule gives. Without one,
+    they are the shape rule's own (a call or a loop gives its body's typed results)."""
+    if prim.sharding_rule is None:
+        return out
     outs = list(out) if prim.multiple_results else [out]
     plain = [o.update(sharding=None) if isinstance(o, ShapedArray) else o for o in outs]
-    if prim.sharding_rule is None:
-        shardings = [None] * len(plain)
-    else:
-        given = prim.sharding_rule(plain, *avals, **params)
-        shardings = list(given) if prim.multiple_results else [given]
+    given = prim.sharding_rule(plain, *avals, **params)
+    shardings = list(given) if prim.multiple_results else [given]
     outs = [o.update(sharding=s) if s is not None else o for o, s in zip(plain, shardings)]
     return outs if prim.multiple_results else outs[0]
 

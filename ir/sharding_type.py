@@ -362,3 +362,12 @@ def with_dims(aval, per_dim) -> "NamedSharding | None":
     says (None when ``aval`` names no sharding)."""
     s = aval.sharding_in_type
     return None if s is None else typed(s.mesh, per_dim)
+
+
+def whole_dims_rule(name: str):
+    """The sharding rule of a slice: a dimension taken whole keeps its mesh axes, a cut one is
+    gathered (whole on each device)."""
+    def rule(outs, x, *_, **__):
+        kept = [a if n == m else () for a, n, m in zip(dims(x), x.shape, outs[0].shape)]
+        return typed(common_mesh(name, [x]), kept)
+    return rule

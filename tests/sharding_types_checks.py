@@ -167,6 +167,12 @@ def rules_of_the_common_families():
         "reshape out_sharding": (lambda: jnp.reshape(put(X, None, "y"), (32,), out_sharding=NamedSharding(mesh, P("y"))),
                                  X.reshape(32), ("y",)),
         "reshard": (lambda: jx.sharding.reshard(x, NamedSharding(mesh, P("y", "x"))), X, ("y", "x")),
+        "concatenate": (lambda: jnp.concatenate([x, x], axis=1), np.concatenate([X, X], 1), ("x", "y")),
+        "slice of whole rows": (lambda: jx.lax.slice(x, (0, 1), (8, 3)), X[:, 1:3], ("x", None)),
+        "nested jit": (lambda: jx.jit(jnp.sin)(x) * 2, np.sin(X) * 2, ("x", "y")),
+        "cond": (lambda: jx.lax.cond(True, lambda b: b * 2, lambda b: b + 1, x), X * 2, ("x", "y")),
+        "fori_loop": (lambda: jx.lax.fori_loop(0, 3, lambda i, c: c * 2, x), X * 8, ("x", "y")),
+        "softmax": (lambda: jx.nn.softmax(x, axis=1), np.exp(X) / np.exp(X).sum(1, keepdims=True), ("x", "y")),
     }
     jitted = {}
     for name, (fn, expected, want) in cases.items():
@@ -212,6 +218,7 @@ def transformations_keep_shardings():
     assert spec(g) == ("x", "y")
     np.testing.assert_allclose(np.asarray(g), np.cos(X) * X + np.sin(X), rtol=1e-5)
     assert spec(jx.jit(jx.grad(f))(x)) == ("x", "y")
+    assert spec(jx.grad(lambda a: jx.jit(jnp.sin)(a).sum())(x)) == ("x", "y")    # a call's types are its body's
     out, tangent = jx.jvp(jnp.sin, (x,), (x,))
     assert spec(out) == spec(tangent) == ("x", "y")
     v = jx.vmap(lambda a: jnp.sin(a).sum())(x)

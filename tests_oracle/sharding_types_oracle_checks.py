@@ -36,6 +36,9 @@ PROGRAMS = {
                      [(np.stack([X, X]), ("x", None, None)), (np.stack([W, W]), (None, None, "y"))]),
     "reshape": (lambda n, a: (a.reshape(2, 4, 4), a.reshape(32)), [(X, ("x", None))]),
     "astype_where": (lambda n, a: n.where(a > 1, a.astype(n.int32), 0), [(X, ("x", "y"))]),
+    "concatenate": (lambda n, a: (n.concatenate([a, a], axis=1), n.concatenate([a, a], axis=0)), [(X, ("x", "y"))]),
+    "softmax_relu": (lambda n, a: (jax if n is jnp else jx).nn.softmax(a, axis=1) + (jax if n is jnp else jx).nn.relu(a),
+                     [(X, ("x", "y"))]),
 }
 
 

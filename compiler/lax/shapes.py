@@ -220,6 +220,21 @@ def _concatenate_rule(*xs, dimension):
     return ShapedArray(shape, first.dtype, all(x.weak_type for x in xs))
 
 
+@concatenate_p.def_sharding_rule
+def _concatenate_sharding(outs, *xs, dimension):
+    """Every dimension keeps the operands' axes, as elementwise operands do (an unsplit operand
+    fits any; the joined dimension too, as JAX's)."""
+    mesh = st.common_mesh("concatenate", xs)
+    out = []
+    for k in range(outs[0].ndim):
+        choices = {st.dims(x)[k] for x in xs} - {()}
+        if len(choices) > 1:
+            raise st.ShardingTypeError(f"concatenate got incompatible shardings: "
+                                       f"{', '.join(x.str_short() for x in xs)}")
+        out.append(choices.pop() if choices else ())
+    return st.typed(mesh, out)
+
+
 # ------------------------------------------------------------------------ iota
 iota_p = Primitive("iota")
 iota_p.def_params(dtype=DType(), shape=SIZES, dimension=DIM)
