@@ -532,7 +532,8 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 class ShardingParam(NamedTuple):
     """A NamedSharding as a primitive param (printed and parsed in the text IR): the mesh's axes
     and device ids, and the mesh axes each array dimension is split over (leading dimensions;
-    the others are not split)."""
+    the others are not split). No device ids: a type's sharding, over the devices of the mesh in
+    context (``concrete_mesh``)."""
     axis_names: tuple
     axis_sizes: tuple
     axis_types: tuple
@@ -540,12 +541,16 @@ class ShardingParam(NamedTuple):
     dims: tuple
 
     @staticmethod
-    def of(sharding: NamedSharding) -> "ShardingParam":
+    def of(sharding) -> "ShardingParam":
         m = sharding.mesh
+        devices = tuple(d.id for d in m._flat_devices) if isinstance(m, Mesh) else ()
         return ShardingParam(m.axis_names, m.axis_sizes, tuple(t.name for t in m.axis_types),
-                             tuple(d.id for d in m._flat_devices), sharding.spec.axes(len(sharding.spec)))
+                             devices, sharding.spec.axes(len(sharding.spec)))
 
     def named(self) -> NamedSharding:
+        if not self.device_ids:
+            abstract = AbstractMesh(self.axis_sizes, self.axis_names, tuple(AxisType[t] for t in self.axis_types))
+            return NamedSharding(concrete_mesh(abstract), sharding_type.spec_of(self.dims))
         by_id = {d.id: d for d in runtime.devices()}
         missing = [i for i in self.device_ids if i not in by_id]
         if missing:

@@ -219,6 +219,15 @@ def transformations_keep_shardings():
     np.testing.assert_allclose(np.asarray(g), np.cos(X) * X + np.sin(X), rtol=1e-5)
     assert spec(jx.jit(jx.grad(f))(x)) == ("x", "y")
     assert spec(jx.grad(lambda a: jx.jit(jnp.sin)(a).sum())(x)) == ("x", "y")    # a call's types are its body's
+    # dot_general's transpose contracts split dimensions (no ambiguity error inside grad): each
+    # cotangent takes its primal's type, as JAX's transposes give them
+    b = put(W, None, None)
+    h = lambda a, b: jnp.sum(jnp.tanh(a @ b))
+    ga, gb = jx.grad(h, argnums=(0, 1))(x, b)
+    assert (jx.typeof(ga), jx.typeof(gb)) == (jx.typeof(x), jx.typeof(b)), (jx.typeof(ga), jx.typeof(gb))
+    ea, eb = jx.grad(h, argnums=(0, 1))(X, W)
+    np.testing.assert_allclose(np.asarray(ga), np.asarray(ea), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(gb), np.asarray(eb), rtol=1e-5)
     out, tangent = jx.jvp(jnp.sin, (x,), (x,))
     assert spec(out) == spec(tangent) == ("x", "y")
     v = jx.vmap(lambda a: jnp.sin(a).sum())(x)

@@ -24,7 +24,7 @@ from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 
 from .operands import aval, ints
-from .sharding_constraint import out_sharding_of
+from .sharding_constraint import match_type_sharding, out_sharding_of
 from .shapes import DIMS, type_error as _type_error
 
 __all__ = ["dot_general", "dot", "Precision", "PrecisionLike", "DotDimensionNumbers", "DotAlgorithm",
@@ -233,14 +233,18 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     """
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((ints(lc), ints(rc)), (ints(lb), ints(rb)))
+    if out_sharding is None:
+        _check_unambiguous(aval(lhs), aval(rhs), dn[0])
+    return out_sharding_of(_bind_dot_general(lhs, rhs, dn, precision, preferred_element_type), out_sharding,
+                           "dot_general")
+
+
+def _bind_dot_general(lhs, rhs, dn, precision, preferred_element_type):
     pet = None if preferred_element_type is None else dt.canonicalize_dtype(preferred_element_type)
     if precision is None:          # jaxprc.default_matmul_precision, if set
         precision = dt.config.jax_default_matmul_precision
-    if out_sharding is None:
-        _check_unambiguous(aval(lhs), aval(rhs), dn[0])
-    out = dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=canonicalize_precision(precision),
-                             preferred_element_type=pet)
-    return out_sharding_of(out, out_sharding, "dot_general")
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=canonicalize_precision(precision),
+                              preferred_element_type=pet)
 
 
 def _check_unambiguous(lhs, rhs, contracting) -> None:
@@ -301,13 +305,14 @@ def _dot_transpose_lhs(ct, x_aval, y, xc, yc, xb, yb, swapped, precision, prefer
     else:
         ct_y_free = list(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
     dims = ((tuple(ct_y_free), tuple(y_free)), (tuple(range(nb)), tuple(yb)))
-    out = dot_general(ct, y, dims, precision=precision, preferred_element_type=preferred_element_type)
+    # no ambiguity check: the cotangent takes the primal's sharding, as in JAX
+    out = _bind_dot_general(ct, y, dims, precision, preferred_element_type)
     x_contract_by_y = [xc[i] for i in np.argsort(yc)]
     perm = tuple(int(i) for i in np.argsort(list(xb) + x_free + x_contract_by_y))
     out = lax.transpose(out, perm)
     if out.dtype != x_aval.dtype:
         out = lax.convert_element_type(out, x_aval.dtype)
-    return out
+    return match_type_sharding(out, x_aval)
 
 
 ad.primitive_transposes[dot_general_p] = _dot_general_transpose

@@ -14,7 +14,7 @@ from jaxprc.ir.core import Primitive
 from jaxprc.ir.params import Record
 from jaxprc.ir.sharding_type import AbstractMesh, AxisType, typed
 
-__all__ = ["constrain", "named_sharding", "out_sharding_of", "sdy_sharding", "sharding_constraint_p",
+__all__ = ["constrain", "match_type_sharding", "named_sharding", "out_sharding_of", "sdy_sharding", "sharding_constraint_p",
            "with_sharding_constraint"]
 
 
@@ -145,3 +145,15 @@ def out_sharding_of(result, out_sharding, what: str):
                          f"Got {out_sharding}")
     from jaxprc.engine.spmd import reshard
     return reshard(result, out_sharding)
+
+
+def match_type_sharding(value, aval):
+    """``value`` with the sharding ``aval``'s type names (a cotangent takes its primal's, as
+    JAX's transposes give them)."""
+    from jaxprc.ir.tracing import get_aval
+    want, have = aval.sharding_in_type, get_aval(value).sharding_in_type
+    if have == want:
+        return value
+    if want is None:         # whole on each device of the value's mesh
+        want = shd.sharding_type.NamedSharding(have.mesh, shd.PartitionSpec())
+    return sharding_constraint_p.bind(value, sharding=shd.ShardingParam.of(want))
