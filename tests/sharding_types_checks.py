@@ -166,6 +166,8 @@ def rules_of_the_common_families():
         "batched einsum": (lambda: jnp.einsum("bij,bjk->bik", put(np.stack([X, X]), "x", None, None),
                                               put(np.stack([W, W]), None, None, "y")),
                            np.stack([X @ W, X @ W]), ("x", None, "y")),
+        "einsum out_sharding": (lambda: jnp.einsum("ij,jk->ik", x, w, out_sharding=NamedSharding(mesh, P("x", None))),
+                                X @ W, ("x", None)),
         "reshape out_sharding": (lambda: jnp.reshape(put(X, None, "y"), (32,), out_sharding=NamedSharding(mesh, P("y"))),
                                  X.reshape(32), ("y",)),
         "reshard": (lambda: jx.sharding.reshard(x, NamedSharding(mesh, P("y", "x"))), X, ("y", "x")),

@@ -235,11 +235,13 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     dn = ((ints(lc), ints(rc)), (ints(lb), ints(rb)))
     if out_sharding is None:
         _check_unambiguous(aval(lhs), aval(rhs), dn[0])
-    return out_sharding_of(_bind_dot_general(lhs, rhs, dn, precision, preferred_element_type), out_sharding,
+    return out_sharding_of(dot_general_unchecked(lhs, rhs, dn, precision, preferred_element_type), out_sharding,
                            "dot_general")
 
 
-def _bind_dot_general(lhs, rhs, dn, precision, preferred_element_type):
+def dot_general_unchecked(lhs, rhs, dn, precision, preferred_element_type):
+    """``dot_general`` without the check that a split contraction names its ``out_sharding``
+    (transposes, and einsum's steps when its own ``out_sharding`` is given)."""
     pet = None if preferred_element_type is None else dt.canonicalize_dtype(preferred_element_type)
     if precision is None:          # jaxprc.default_matmul_precision, if set
         precision = dt.config.jax_default_matmul_precision
@@ -306,7 +308,7 @@ def _dot_transpose_lhs(ct, x_aval, y, xc, yc, xb, yb, swapped, precision, prefer
         ct_y_free = list(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
     dims = ((tuple(ct_y_free), tuple(y_free)), (tuple(range(nb)), tuple(yb)))
     # no ambiguity check: the cotangent takes the primal's sharding, as in JAX
-    out = _bind_dot_general(ct, y, dims, precision, preferred_element_type)
+    out = dot_general_unchecked(ct, y, dims, precision, preferred_element_type)
     x_contract_by_y = [xc[i] for i in np.argsort(yc)]
     perm = tuple(int(i) for i in np.argsort(list(xb) + x_free + x_contract_by_y))
     out = lax.transpose(out, perm)

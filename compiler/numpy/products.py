@@ -7,6 +7,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.lax.contractions import dot_general_unchecked
 from jaxprc.lax.sharding_constraint import out_sharding_of
 
 from .creation import asarray
@@ -196,9 +197,10 @@ def _sum_out(x, term, keep):
     return x, term
 
 
-def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
+def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None, out_sharding=None):
     """Einstein summation, contracted left to right with ``dot_general`` (batch dimensions for
-    labels shared and kept, contracting dimensions for labels shared and summed)."""
+    labels shared and kept, contracting dimensions for labels shared and summed); ``out_sharding``:
+    the result's layout (its steps then contract split dimensions without asking for one)."""
     from ._dtypes import result_type
     from .shape_ops import transpose
     from .ufuncs import multiply
@@ -226,8 +228,12 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
             continue
         dims = ((tuple(term.index(c) for c in contract), tuple(yterm.index(c) for c in contract)),
                 (tuple(term.index(c) for c in batch), tuple(yterm.index(c) for c in batch)))
-        x = _dot_general(x, y, dims, dtype, weak, precision)
+        if out_sharding is None:
+            x = _dot_general(x, y, dims, dtype, weak, precision)
+        else:
+            x = convert(dot_general_unchecked(x, y, dims, precision, dtype), dtype, weak)
         term = "".join(batch) + "".join(c for c in term if c not in shared) + \
             "".join(c for c in yterm if c not in shared)
     x, term = _sum_out(x, term, set(output))
-    return transpose(x, [term.index(c) for c in output]) if term != output else x
+    x = transpose(x, [term.index(c) for c in output]) if term != output else x
+    return out_sharding_of(x, out_sharding, "einsum")
