@@ -213,6 +213,8 @@ def rules_raise_as_jax_does():
            "argument of jax.lax.reshape. Got operand type: float32[8,4@y], new sizes: (32,)")
     raises(ValueError, lambda: jnp.dot(x, put(W, "y", None), out_sharding=P("x", None)),
            "Using PartitionSpec when you are not under a mesh context is not allowed")
+    raises(ValueError, lambda: jx.sharding.reshard(x, P(None, "x")),
+           "Using PartitionSpec when you are not under a mesh context is not allowed")
     with jx.set_mesh(mesh):                  # a PartitionSpec of the context mesh
         out = jnp.dot(x, put(W, "y", None), out_sharding=P("x", None))
     assert spec(out) == ("x", None)

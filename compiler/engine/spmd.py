@@ -37,6 +37,10 @@ def reshard(xs, out_shardings):
         if s is None:
             raise ValueError("Reshard should only be used with out_shardings which are non-None and have a "
                              f"non-empty mesh. Got sharding {s}.")
+        if isinstance(s, shd.PartitionSpec) and shd.context_mesh() is None:
+            raise ValueError("Using PartitionSpec when you are not under a mesh context is not allowed. Please "
+                             "pass a NamedSharding instance or enter into a mesh context via `jax.set_mesh`. "
+                             f"Got {s}")
         target = shd.resolve(s, "reshard")
         if isinstance(target, shd.NamedSharding):      # the spec written for every dimension, as JAX does
             shape = tuple(leaf.shape) if hasattr(leaf, "shape") else np.shape(leaf)

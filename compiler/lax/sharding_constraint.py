@@ -139,10 +139,6 @@ def out_sharding_of(result, out_sharding, what: str):
     of the context mesh); None: as the op's sharding rule gives it."""
     if out_sharding is None:
         return result
-    if isinstance(out_sharding, shd.PartitionSpec) and shd.context_mesh() is None:
-        raise ValueError("Using PartitionSpec when you are not under a mesh context is not allowed. Please "
-                         "pass a NamedSharding instance or enter into a mesh context via `jax.set_mesh`. "
-                         f"Got {out_sharding}")
     from jaxprc.engine.spmd import reshard
     return reshard(result, out_sharding)
 
