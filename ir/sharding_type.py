@@ -371,3 +371,19 @@ def whole_dims_rule(name: str):
         kept = [a if n == m else () for a, n, m in zip(dims(x), x.shape, outs[0].shape)]
         return typed(common_mesh(name, [x]), kept)
     return rule
+
+
+def jax_type_text(aval) -> str:
+    """A type as JAX's sharding errors write it: ``float32[8@x,4@y]``."""
+    return f"{aval.dtype.name}[{','.join(f'{n}{axes_suffix(a)}' for n, a in zip(aval.shape, dims(aval)))}]"
+
+
+def unsplit_axis_rule(what: str):
+    """The sharding rule of an operation along one axis that must be whole on each device
+    (cumulative ops): the result keeps the operand's sharding."""
+    def rule(outs, x, *, axis, **_):
+        if dims(x)[axis]:
+            raise ShardingTypeError(f"Input should be unsharded over the axis being {what}. Got input type="
+                                    f"{jax_type_text(x)} and axis={axis}")
+        return x.sharding_in_type
+    return rule

@@ -177,6 +177,8 @@ def rules_of_the_common_families():
         "cond": (lambda: jx.lax.cond(True, lambda b: b * 2, lambda b: b + 1, x), X * 2, ("x", "y")),
         "fori_loop": (lambda: jx.lax.fori_loop(0, 3, lambda i, c: c * 2, x), X * 8, ("x", "y")),
         "softmax": (lambda: jx.nn.softmax(x, axis=1), np.exp(X) / np.exp(X).sum(1, keepdims=True), ("x", "y")),
+        "sort along a whole dim": (lambda: jnp.sort(put(X, "x", None), axis=1), np.sort(X, 1), ("x", None)),
+        "cumsum along a whole dim": (lambda: jnp.cumsum(put(X, "x", None), axis=1), np.cumsum(X, 1), ("x", None)),
         "ones_like": (lambda: jnp.ones_like(x), np.ones_like(X), ("x", "y")),
         "zeros out_sharding": (lambda: jnp.zeros((8, 4), out_sharding=NamedSharding(mesh, P(None, "x"))),
                                np.zeros((8, 4)), (None, "x")),
@@ -213,6 +215,10 @@ def rules_raise_as_jax_does():
            "argument of jax.lax.reshape. Got operand type: float32[8,4@y], new sizes: (32,)")
     raises(ValueError, lambda: jnp.dot(x, put(W, "y", None), out_sharding=P("x", None)),
            "Using PartitionSpec when you are not under a mesh context is not allowed")
+    raises(ShardingTypeError, lambda: jnp.cumsum(x, axis=1),
+           "Input should be unsharded over the axis being reduced. Got input type=float32[8@x,4@y] and axis=1")
+    raises(ShardingTypeError, lambda: jnp.sort(x, axis=0), "Arguments to sort must be unsharded over the sorting "
+           "dimension. Got arg sharding=NamedSharding(mesh=AbstractMesh('x': 2, 'y': 4")
     raises(ValueError, lambda: jx.sharding.reshard(x, P(None, "x")),
            "Using PartitionSpec when you are not under a mesh context is not allowed")
     with jx.set_mesh(mesh):                  # a PartitionSpec of the context mesh

@@ -36,6 +36,7 @@ PROGRAMS = {
                      [(np.stack([X, X]), ("x", None, None)), (np.stack([W, W]), (None, None, "y"))]),
     "reshape": (lambda n, a: (a.reshape(2, 4, 4), a.reshape(32)), [(X, ("x", None))]),
     "astype_where": (lambda n, a: n.where(a > 1, a.astype(n.int32), 0), [(X, ("x", "y"))]),
+    "sort_cumsum": (lambda n, a: (n.sort(a, axis=1), n.cumsum(a, axis=1)), [(X, ("x", None))]),
     "concatenate": (lambda n, a: (n.concatenate([a, a], axis=1), n.concatenate([a, a], axis=0)), [(X, ("x", "y"))]),
     "softmax_relu": (lambda n, a: (jax if n is jnp else jx).nn.softmax(a, axis=1) + (jax if n is jnp else jx).nn.relu(a),
                      [(X, ("x", "y"))]),
@@ -89,6 +90,8 @@ def same_errors():
         ("ambiguous", lambda n, a, b: a @ b, [(X, ("x", "y")), (W, ("y", None))]),
         ("illegal", lambda n, a, b: a @ b, [(X, ("x", None)), (W, (None, "x"))]),
         ("reshape", lambda n, a: a.reshape(32), [(X, (None, "y"))]),
+        ("cumsum", lambda n, a: n.cumsum(a, axis=1), [(X, ("x", "y"))]),
+        ("sort", lambda n, a: n.sort(a, axis=1), [(X, ("x", "y"))]),
     ]
     for name, program, operands in cases:
         pairs = [on_both(v, *s) for v, s in operands]

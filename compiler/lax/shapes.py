@@ -289,10 +289,9 @@ def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
     if out_sharding is None and x.sharding_in_type is not None:
         kept = st.reshape_dims(x.shape, st.dims(x), tuple(new_sizes))
         if sorted(a for d in kept for a in d) != sorted(a for d in st.dims(x) for a in d):
-            operand_type = f"{x.dtype.name}[{','.join(f'{n}{st.axes_suffix(a)}' for n, a in zip(x.shape, st.dims(x)))}]"
             raise st.ShardingTypeError(
                 "This reshape is not supported. Please specify the sharding of the output via the `out_sharding` "
-                f"argument of jax.lax.reshape. Got operand type: {operand_type}, new sizes: {tuple(new_sizes)}")
+                f"argument of jax.lax.reshape. Got operand type: {st.jax_type_text(x)}, new sizes: {tuple(new_sizes)}")
     out = reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None)
     return out_sharding_of(out, out_sharding, "reshape")
 
