@@ -792,7 +792,7 @@ class _JitUnderMesh(JitFunction):
     _traced = property(lambda self: self._caches()[1])
 
     def _caches(self) -> tuple[dict, dict]:
-        return self._per_mesh.setdefault(sharding.get_mesh(), ({}, {}))
+        return self._per_mesh.setdefault(sharding.context_mesh(), ({}, {}))
 
     def __repr__(self):
         return f"<jitted function {self._name}>"

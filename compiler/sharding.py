@@ -7,7 +7,6 @@ executables, and Shardy's ``#sdy.sharding`` in StableHLO (``lax.sharding_constra
 """
 from __future__ import annotations
 
-import enum
 import itertools
 import math
 import threading
@@ -18,75 +17,21 @@ from jaxlib import _jax, xla_client as xc
 
 from . import runtime
 from .engine.caches import BoundedCache
+from .ir import sharding_type
 from .ir.core import param_type
+from .ir.sharding_type import (UNCONSTRAINED, AbstractMesh, AxisType, DuplicateSpecError,  # noqa: F401
+                                PartitionSpec, _axis_names, _axis_types)
 from .runtime.sharded import REPLICATED, ShardedArray, assemble, put_sharded
 
 __all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "PartitionSpec", "Sharding",
-           "SingleDeviceSharding", "get_mesh", "make_mesh", "make_single_device_sharding", "reshard", "set_mesh"]
+           "SingleDeviceSharding", "get_abstract_mesh", "get_mesh", "make_mesh", "make_single_device_sharding",
+           "reshard", "set_mesh", "use_abstract_mesh"]
 
 
 def reshard(xs, out_shardings):
     """``jaxprc.reshard`` (compiler/engine/spmd.py), also here as in ``jax.sharding``."""
     from .engine.spmd import reshard as impl
     return impl(xs, out_shardings)
-
-
-class AxisType(enum.Enum):
-    Auto = enum.auto()
-    Explicit = enum.auto()
-    Manual = enum.auto()
-
-    def __repr__(self):
-        return self.name
-
-
-def _axis_types(axis_types, n: int, default) -> tuple:
-    if axis_types is None:
-        return (default,) * n
-    if isinstance(axis_types, AxisType):
-        axis_types = (axis_types,)
-    axis_types = tuple(axis_types)
-    if len(axis_types) != n or not all(isinstance(t, AxisType) for t in axis_types):
-        raise ValueError(f"axis_types must be {n} AxisType values (one per mesh axis), got {axis_types}")
-    return axis_types
-
-
-def _axis_names(axis_names) -> tuple:
-    names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
-    if len(set(names)) != len(names) or not all(isinstance(n, str) for n in names):
-        raise ValueError(f"mesh axis names must be distinct strings, got {names}")
-    return names
-
-
-class AbstractMesh:
-    """A mesh's axis names, sizes and types, without devices."""
-
-    def __init__(self, axis_sizes, axis_names, axis_types=None):
-        self.axis_names = _axis_names(axis_names)
-        self.axis_sizes = tuple(int(s) for s in axis_sizes)
-        if len(self.axis_sizes) != len(self.axis_names):
-            raise ValueError(f"AbstractMesh: {len(self.axis_sizes)} axis sizes for axis names {self.axis_names}")
-        self.axis_types = _axis_types(axis_types, len(self.axis_names), AxisType.Auto)
-
-    shape = property(lambda self: dict(zip(self.axis_names, self.axis_sizes)))
-    shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
-    size = property(lambda self: math.prod(self.axis_sizes))
-    empty = property(lambda self: not self.axis_names)
-
-    def _key(self):
-        return (self.axis_names, self.axis_sizes, self.axis_types)
-
-    def __eq__(self, other):
-        return type(other) is type(self) and self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
-
-    def _short_repr(self):
-        axes = ", ".join(f"'{n}': {s}" for n, s in zip(self.axis_names, self.axis_sizes))
-        return f"{type(self).__name__}({axes}, axis_types={self.axis_types})"
-
-    __repr__ = _short_repr
 
 
 class Mesh(AbstractMesh):
@@ -102,13 +47,17 @@ class Mesh(AbstractMesh):
         if len(set(ids)) != len(ids):
             raise ValueError(f"Mesh: a device appears more than once in {ids}")
         super().__init__(devices.shape, names, axis_types)
-        self.devices = devices
+        self._grid = devices
+
+    devices = property(lambda self: self._grid)
 
     device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
     local_devices = property(lambda self: [self._flat_devices[i]
                                            for i in runtime.sharded.addressable(self._flat_devices)])
     is_multi_process = property(lambda self: len({d.process_index for d in self.devices.flat}) > 1)
-    abstract_mesh = property(lambda self: AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types))
+    abstract_mesh = property(lambda self: AbstractMesh(
+        self.axis_sizes, self.axis_names, self.axis_types,
+        _platform=self.devices.flat[0].platform if self.devices.size else None))
 
     @property
     def local_mesh(self) -> "Mesh":
@@ -134,16 +83,29 @@ class Mesh(AbstractMesh):
         return super()._key() + (tuple(d.id for d in self.devices.flat),)
 
     def __repr__(self):
-        return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
-                f"axis_types={self.axis_types})")
+        types = f", axis_types={self.axis_types}" if self.axis_names else ""
+        return f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}{types})"
 
-    def __enter__(self):
-        self._setter = set_mesh(self)
+    def __enter__(self):       # names the mesh PartitionSpecs refer to (not get_mesh's, as JAX)
+        _CONTEXT.legacy.append(self)
         return self
 
     def __exit__(self, *exc):
-        self._setter.__exit__(*exc)
+        _CONTEXT.legacy.pop()
         return False
+
+
+class _EmptyMesh(Mesh):
+    """The mesh of a context that set none (``get_mesh()`` then)."""
+
+    def __init__(self):
+        AbstractMesh.__init__(self, (), ())
+        self._grid = np.empty((0,), dtype=object)
+
+    def _short_repr(self):
+        return "Mesh()"
+
+    __str__ = _short_repr
 
 
 def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh:
@@ -161,69 +123,82 @@ def make_mesh(axis_shapes, axis_names, axis_types=None, *, devices=None) -> Mesh
 
 # ------------------------------------------------------------ the mesh in context
 
-_CONTEXT = threading.local()
-_GLOBAL_MESH: list = [None]
+class _MeshContext(threading.local):
+    """This thread's meshes (as JAX's, per thread; each thread starts with none): ``set_mesh``'s,
+    ``use_abstract_mesh``'s, and the ``with mesh:`` blocks, which only name the mesh that
+    PartitionSpecs refer to."""
+
+    def __init__(self):
+        self.mesh = None          # set_mesh
+        self.abstract = None      # use_abstract_mesh
+        self.legacy: list = []    # with mesh:
+
+
+_CONTEXT = _MeshContext()
+
+
+def context_mesh():
+    """The mesh PartitionSpecs refer to here: ``set_mesh``'s, else the innermost ``with mesh:``, or None."""
+    return _CONTEXT.mesh if _CONTEXT.mesh is not None else (_CONTEXT.legacy[-1] if _CONTEXT.legacy else None)
 
 
 def get_mesh():
-    """The mesh set by ``set_mesh`` (this thread's innermost, else the global one), or None."""
-    stack = getattr(_CONTEXT, "stack", None)
-    return stack[-1] if stack else _GLOBAL_MESH[0]
+    """The mesh ``set_mesh`` set in this thread (an empty Mesh when none)."""
+    return _CONTEXT.mesh if _CONTEXT.mesh is not None else _EMPTY_MESH
 
 
-class set_mesh:
-    """Set the mesh PartitionSpecs refer to: globally when called, for a block in ``with``."""
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh of this thread's context (``use_abstract_mesh``, else ``set_mesh``'s)."""
+    if _CONTEXT.abstract is not None:
+        return _CONTEXT.abstract
+    return _CONTEXT.mesh.abstract_mesh if _CONTEXT.mesh is not None else _EMPTY_ABSTRACT_MESH
+
+
+class _Setting:
+    """Sets one field of this thread's mesh context when made; ``with`` restores it on exit."""
+
+    _field = ""
 
     def __init__(self, mesh):
-        if mesh is not None and not isinstance(mesh, Mesh):
-            raise ValueError(f"set_mesh expects a Mesh or None, got {type(mesh).__name__}")
-        self.previous = _GLOBAL_MESH[0]
-        _GLOBAL_MESH[0] = mesh
+        self.previous = getattr(_CONTEXT, self._field)
+        setattr(_CONTEXT, self._field, mesh)
         self.mesh = mesh
 
     def __enter__(self):
-        _CONTEXT.stack = getattr(_CONTEXT, "stack", []) + [self.mesh]
         return self.mesh
 
     def __exit__(self, *exc):
-        _CONTEXT.stack = _CONTEXT.stack[:-1]
-        _GLOBAL_MESH[0] = self.previous
+        setattr(_CONTEXT, self._field, self.previous)
         return False
 
 
+class set_mesh(_Setting):
+    """Set the mesh of this thread (PartitionSpecs refer to it, ``get_abstract_mesh`` gives its axes):
+    from now on when called, for a block in ``with``."""
+
+    _field = "mesh"
+
+    def __init__(self, mesh):
+        if mesh is not None and (not isinstance(mesh, Mesh) or isinstance(mesh, _EmptyMesh)):
+            raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
+        super().__init__(mesh)
+
+
+class use_abstract_mesh(_Setting):
+    """Set the abstract mesh of this thread (for a block in ``with``)."""
+
+    _field = "abstract"
+
+    def __init__(self, mesh):
+        if not isinstance(mesh, AbstractMesh) or isinstance(mesh, Mesh):
+            raise ValueError(f"Expected mesh of type `jax.sharding.AbstractMesh`. Got {type(mesh)}")
+        super().__init__(mesh)
+
+
+_EMPTY_MESH = _EmptyMesh()
+_EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
 # ----------------------------------------------------------------- specs
-
-class PartitionSpec(tuple):
-    """Per array dimension: None (not split), a mesh axis name, or a tuple of names."""
-
-    def __new__(cls, *partitions):
-        for p in partitions:
-            ok = p is None or isinstance(p, str) or (
-                isinstance(p, tuple) and all(isinstance(a, str) for a in p))
-            if not ok:
-                raise TypeError(f"PartitionSpec entries must be None, a mesh axis name or a tuple of "
-                                f"names, got {p!r}")
-        return super().__new__(cls, partitions)
-
-    def axes(self, ndim: int) -> tuple:
-        """Per dimension of an ``ndim``-array: the tuple of mesh axes it is split over."""
-        out = [() if p is None else (p,) if isinstance(p, str) else tuple(p) for p in self]
-        return tuple(out) + ((),) * (ndim - len(out))
-
-    def __repr__(self):
-        return f"P({', '.join(map(repr, self))}{',' if len(self) == 1 else ''})"
-
-    def __eq__(self, other):      # not equal to plain tuples, as in JAX
-        return isinstance(other, PartitionSpec) and tuple.__eq__(self, other)
-
-    def __ne__(self, other):
-        return not self == other
-
-    __hash__ = tuple.__hash__
-
-    def __reduce__(self):
-        return (PartitionSpec, tuple(self))
-
 
 # ------------------------------------------------------------------ shardings
 
@@ -293,21 +268,14 @@ def make_single_device_sharding(device, *, memory_kind=None) -> SingleDeviceShar
     return SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
-class NamedSharding(Sharding):
+class NamedSharding(sharding_type.NamedSharding, Sharding):
     """An array split over the axes of ``mesh`` as ``spec`` says."""
 
-    def __init__(self, mesh, spec=PartitionSpec(), *, memory_kind=None):
-        if not isinstance(mesh, Mesh):
-            raise TypeError(f"NamedSharding expects a Mesh, got {type(mesh).__name__}")
-        spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
-        used = [a for axes in spec.axes(len(spec)) for a in axes]
-        for a in used:
-            if a not in mesh.axis_names:
-                raise ValueError(f"Resource axis: {a} of {spec} is not found in mesh: {mesh.axis_names}.")
-        if len(set(used)) != len(used):
-            raise ValueError(f"A mesh axis is used more than once in {spec}: {used}")
-        self.mesh, self.spec, self.memory_kind = mesh, spec, memory_kind
-        self._devices = mesh._flat_devices
+    @property
+    def _devices(self) -> tuple:
+        if not isinstance(self.mesh, Mesh):
+            raise ValueError("device_set is not implemented for `jax.sharding.AbstractMesh`.")
+        return self.mesh._flat_devices
 
     @property
     def is_fully_replicated(self) -> bool:
@@ -326,15 +294,6 @@ class NamedSharding(Sharding):
                 raise ValueError(f"{what}: Sharding spec {tuple(self.spec)} implies that array axis {dim} "
                                  f"is partitioned {ways} times, but does not evenly divide the dimension "
                                  f"size {n}. Got shape: {shape} and sharding {self}")
-
-    def __eq__(self, other):
-        return isinstance(other, NamedSharding) and other.mesh == self.mesh and other.spec == self.spec
-
-    def __hash__(self):
-        return hash((self.mesh, self.spec))
-
-    def __repr__(self):
-        return f"NamedSharding(mesh={self.mesh._short_repr()}, spec={self.spec!r}, memory_kind=device)"
 
 
 def _named_hlo(names, sizes, dim_axes):
@@ -359,7 +318,7 @@ def resolve(sharding, what: str):
     if isinstance(sharding, Sharding):
         return sharding
     if isinstance(sharding, PartitionSpec):
-        mesh = get_mesh()
+        mesh = context_mesh()
         if mesh is None:
             raise ValueError(f"{what}: a PartitionSpec {sharding} needs a mesh: use "
                              "NamedSharding(mesh, spec) or set one with jaxprc.set_mesh(mesh)")
@@ -388,6 +347,26 @@ def named_from_hlo(mesh: Mesh, hlo, ndim: int):
                     spec.pop()
                 return NamedSharding(mesh, PartitionSpec(*spec))
     return None
+
+
+# ------------------------------------------------------ placing values as types say
+
+def concrete_mesh(abstract: AbstractMesh) -> Mesh:
+    """A Mesh of devices for ``abstract``: the context's (``set_mesh``, ``with mesh:``) when it
+    has those axes, else the first devices laid out as ``make_mesh`` does."""
+    mesh = context_mesh()
+    if mesh is not None and mesh.abstract_mesh == abstract:
+        return mesh
+    return make_mesh(abstract.axis_sizes, abstract.axis_names, abstract.axis_types)
+
+
+def put_as_typed(values, avals) -> list:
+    """``values`` laid out as the shardings written in ``avals`` name (a parsed program's inputs);
+    values of types without one are left as they are."""
+    from .api import device_put
+    return [v if getattr(a, "sharding_in_type", None) is None
+            else device_put(v, NamedSharding(concrete_mesh(a.sharding_in_type.mesh), a.sharding_in_type.spec))
+            for v, a in zip(values, avals)]
 
 
 # ---------------------------------------------------------------- transfers
@@ -553,7 +532,8 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
 class ShardingParam(NamedTuple):
     """A NamedSharding as a primitive param (printed and parsed in the text IR): the mesh's axes
     and device ids, and the mesh axes each array dimension is split over (leading dimensions;
-    the others are not split)."""
+    the others are not split). No device ids: a type's sharding, over the devices of the mesh in
+    context (``concrete_mesh``)."""
     axis_names: tuple
     axis_sizes: tuple
     axis_types: tuple
@@ -561,12 +541,16 @@ class ShardingParam(NamedTuple):
     dims: tuple
 
     @staticmethod
-    def of(sharding: NamedSharding) -> "ShardingParam":
+    def of(sharding) -> "ShardingParam":
         m = sharding.mesh
+        devices = tuple(d.id for d in m._flat_devices) if isinstance(m, Mesh) else ()
         return ShardingParam(m.axis_names, m.axis_sizes, tuple(t.name for t in m.axis_types),
-                             tuple(d.id for d in m._flat_devices), sharding.spec.axes(len(sharding.spec)))
+                             devices, sharding.spec.axes(len(sharding.spec)))
 
     def named(self) -> NamedSharding:
+        if not self.device_ids:
+            abstract = AbstractMesh(self.axis_sizes, self.axis_names, tuple(AxisType[t] for t in self.axis_types))
+            return NamedSharding(concrete_mesh(abstract), sharding_type.spec_of(self.dims))
         by_id = {d.id: d for d in runtime.devices()}
         missing = [i for i in self.device_ids if i not in by_id]
         if missing:

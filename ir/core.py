@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import dtypes as dt
+from . import sharding_type
 
 
 class JaxprcError(Exception):
@@ -40,12 +41,14 @@ class AbstractValue:
 
 
 class ShapedArray(AbstractValue):
-    """The abstract value of an array: shape, dtype and JAX's weak-type bit."""
+    """The abstract value of an array: shape, dtype, JAX's weak-type bit, and the sharding written
+    in its type (``sharding_in_type``: an ``ir.sharding_type.NamedSharding`` over the Explicit axes
+    of an abstract mesh, one spec entry per dimension; None when no dimension is split so)."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding_in_type", "_hash")
     array_abstraction_level = 1
 
-    def __init__(self, shape, dtype, weak_type: bool = False):
+    def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
         try:
             shape = tuple(map(int, shape))
         except InconclusiveDimensionOperation:     # symbolic dimensions stay as they are
@@ -53,7 +56,10 @@ class ShapedArray(AbstractValue):
         self.shape = shape
         self.dtype = dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.weak_type = weak_type = bool(weak_type)
-        self._hash = hash((shape, dtype, weak_type))
+        if sharding is not None:
+            sharding = sharding_type.type_sharding(sharding, shape)
+        self.sharding_in_type = sharding
+        self._hash = hash((shape, dtype, weak_type, sharding))
 
     @property
     def ndim(self) -> int:
@@ -63,10 +69,21 @@ class ShapedArray(AbstractValue):
     def size(self) -> int:
         return math.prod(self.shape)
 
-    def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+    @property
+    def sharding(self):
+        """JAX's ``typeof(x).sharding``: the sharding in the type, else no split over an empty mesh."""
+        if self.sharding_in_type is not None:
+            return self.sharding_in_type
+        return sharding_type.unsharded(self.ndim)
+
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=False) -> "ShapedArray":
+        """A copy with the given fields replaced; the sharding stays while the shape does
+        (``sharding=None`` drops it)."""
+        if sharding is False:
+            sharding = self.sharding_in_type if shape is None or tuple(shape) == self.shape else None
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type, sharding)
 
     def strip_weak_type(self) -> "ShapedArray":
         return self.update(weak_type=False) if self.weak_type else self
@@ -75,30 +92,36 @@ class ShapedArray(AbstractValue):
         """The type of this type's tangents: float0 for integers and booleans, else itself."""
         if dt.is_inexact(self.dtype):
             return self
-        return ShapedArray(self.shape, dt.float0, self.weak_type)
+        return ShapedArray(self.shape, dt.float0, self.weak_type, self.sharding_in_type)
 
     def __eq__(self, other):
         return self is other or (type(other) is ShapedArray and self.shape == other.shape
-                and self.dtype == other.dtype and self.weak_type == other.weak_type)
+                and self.dtype == other.dtype and self.weak_type == other.weak_type
+                and self.sharding_in_type == other.sharding_in_type)
 
     def __hash__(self):
         return self._hash
 
     def str_short(self) -> str:
-        """Type text: ``f32[3,4]``; weak types carry a leading ``~`` (``~f32[]``)."""
-        text = f"{dt.short_name(self.dtype)}[{_dims_text(self.shape)}]"
+        """Type text: ``f32[3,4]``; weak types carry a leading ``~`` (``~f32[]``); a dimension
+        split over mesh axes names them (``f32[8@x,4@(x,y)]``)."""
+        text = f"{dt.short_name(self.dtype)}[{_dims_text(self.shape, self.sharding_in_type)}]"
         return "~" + text if self.weak_type else text
 
     __str__ = str_short
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{_dims_text(self.shape)}]{weak})"
+        return f"ShapedArray({self.dtype.name}[{_dims_text(self.shape, self.sharding_in_type)}]{weak})"
 
 
-def _dims_text(shape) -> str:
-    """``3,4``; a symbolic dimension without spaces (``b,2*b+1``), as types are written."""
-    return ",".join(map(str, shape)).replace(" ", "")
+def _dims_text(shape, sharding=None) -> str:
+    """``3,4``; a symbolic dimension without spaces (``b,2*b+1``), as types are written; with
+    the mesh axes a dimension is split over (``8@x``, ``8@(x,y)``)."""
+    if sharding is None:
+        return ",".join(map(str, shape)).replace(" ", "")
+    return ",".join(str(d).replace(" ", "") + sharding_type.axes_suffix(axes)
+                    for d, axes in zip(shape, sharding.spec.axes(len(shape))))
 
 
 # ---------------------------------------------------------- program pieces
@@ -326,7 +349,9 @@ class Primitive:
     """An operation of the IR. Built-in and user-defined primitives share this class.
 
     ``abstract_eval`` is its typing rule: input avals (and params) to output
-    avals. ``impl`` evaluates it on concrete values outside any trace.
+    avals; the shape rule, then (when an operand's type is sharded) the sharding rule, which
+    writes the results' shardings into their types.
+    ``impl`` evaluates it on concrete values outside any trace.
     ``param_schema`` (set by ``def_params``) names its params and what each may
     hold (``jaxprc.ir.params``); the verifier checks it before the typing rule.
     None (a user primitive that declares none): params are left to the typing rule.
@@ -340,6 +365,7 @@ class Primitive:
         self.abstract_eval_rule: Callable | None = None
         self.param_schema: dict | None = None
         self.effects_rule: Callable | None = None
+        self.sharding_rule: Callable | None = None
         PRIMITIVES[name] = self
 
     def __repr__(self):
@@ -368,6 +394,14 @@ class Primitive:
         self.effects_rule = rule
         return rule
 
+    def def_sharding_rule(self, rule):
+        """Declare how shardings in types propagate: ``rule(out_avals, *in_avals, **params)`` gives
+        each result's sharding (a NamedSharding over the operands' mesh, or None), a list when
+        ``multiple_results``; ``out_avals`` are the shape rule's. Without one, the shape rule's
+        results are the types (a call's are its body's)."""
+        self.sharding_rule = rule
+        return rule
+
     def impl(self, *args, **params):
         if self.impl_rule is None:
             raise NotImplementedError(f"Evaluation rule for '{self.name}' not implemented")
@@ -377,7 +411,23 @@ class Primitive:
         """Output aval(s) of the primitive; a list when ``multiple_results``."""
         if self.abstract_eval_rule is None:
             raise NotImplementedError(f"Abstract evaluation for '{self.name}' not implemented")
-        return self.abstract_eval_rule(*avals, **params)
+        out = self.abstract_eval_rule(*avals, **params)
+        if any(getattr(a, "sharding_in_type", None) is not None for a in avals):
+            out = with_shardings(self, out, avals, params)
+        return out
+
+
+def with_shardings(prim: Primitive, out, avals, params):
+    """The shape rule's results ``out`` with the shardings the sharding rule gives. Without one,
+    they are the shape rule's own (a call or a loop gives its body's typed results)."""
+    if prim.sharding_rule is None:
+        return out
+    outs = list(out) if prim.multiple_results else [out]
+    plain = [o.update(sharding=None) if isinstance(o, ShapedArray) else o for o in outs]
+    given = prim.sharding_rule(plain, *avals, **params)
+    shardings = list(given) if prim.multiple_results else [given]
+    outs = [o.update(sharding=s) if s is not None else o for o, s in zip(plain, shardings)]
+    return outs if prim.multiple_results else outs[0]
 
 
 def _bind(prim, args, params):

@@ -31,7 +31,7 @@ import lark
 import numpy as np
 
 from . import dtypes as dt
-from . import shape_poly
+from . import shape_poly, sharding_type
 from .core import (PARAM_TYPES, PRIMITIVES, ClosedJaxpr, Eqn, Jaxpr, JaxprcError, JaxprTypeError,
                    Literal, RuleNotPrinted, ShapedArray, SourceInfo, Thunk, Var)
 from .effects import Effect, eqn_effects, format_effects
@@ -183,15 +183,82 @@ def _dims_header(text: str):
     return _DimsHeader(frozenset(names), scope), text[:m.end(1)] + blank + text[m.end():]
 
 
+_MESH_LINE = re.compile(r"(\s*(?:#[^\n]*\n\s*)*)mesh\b([^\n]*)")
+_MESH_AXIS = re.compile(r"\s*([A-Za-z_]\w*)\s*=\s*(\d+)\s*(?::\s*(\w+)\s*)?")
+
+
+def _mesh_header(text: str):
+    """The program's ``mesh x=2, y=4`` line (the mesh its types' shardings name; an axis is
+    Explicit unless written ``z=2:Auto``), and the text with that line blanked."""
+    m = _MESH_LINE.match(text)
+    if m is None:
+        return None, text
+    line = text[:m.start(2)].count("\n") + 1
+    names, sizes, types = [], [], []
+    for part in m.group(2).split(","):
+        axis = _MESH_AXIS.fullmatch(part)
+        kind = axis and (axis.group(3) or "Explicit")
+        if axis is None or kind not in sharding_type.AxisType.__members__:
+            raise ParseError(f"malformed mesh line: '{part.strip()}'; expected mesh x=2, y=4 (an axis that is "
+                             "not Explicit written z=2:Auto or z=2:Manual)", line, 1, text)
+        names.append(axis.group(1)); sizes.append(int(axis.group(2)))
+        types.append(sharding_type.AxisType[kind])
+    try:
+        mesh = sharding_type.AbstractMesh(sizes, names, types)
+    except ValueError as e:
+        raise ParseError(f"malformed mesh line: {e}", line, 1, text) from None
+    blank = " " * (m.end() - m.end(1))
+    return mesh, text[:m.end(1)] + blank + text[m.end():]
+
+
+def _split_shardings(token, dims: str, mesh):
+    """A type's sizes text without its ``@axes`` suffixes, and the axes of each dimension."""
+    pieces, depth, start = [], 0, 0
+    for i, ch in enumerate(dims + ","):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            pieces.append(dims[start:i]); start = i + 1
+    if "@" not in dims:
+        return dims, None
+    if mesh is None:
+        _fail(token, f"a sharded type '{token}' in a program without a mesh line",
+              "a first line declaring the mesh its types name: mesh x=2, y=4")
+    sizes, axes = [], []
+    for piece in pieces:
+        size, _, names = piece.partition("@")
+        names = names.strip()
+        if names.startswith("(") and names.endswith(")"):
+            names = names[1:-1]
+        named = tuple(n.strip() for n in names.split(",")) if names else ()
+        unknown = [n for n in named if n not in mesh.axis_names]
+        if unknown or (names and not all(named)):
+            _fail(token, f"mesh axis '{unknown[0] if unknown else names}' in type '{token}'",
+                  f"axes of the program's mesh ({', '.join(mesh.axis_names)})")
+        sizes.append(size)
+        axes.append(named)
+    return ",".join(sizes), axes
+
+
 _PLAIN_SIZES = re.compile(r"[0-9,\s]*")
 
 
-def parse_type(token, header: _DimsHeader | None = None) -> ShapedArray:
+def parse_type(token, header: _DimsHeader | None = None, mesh=None) -> ShapedArray:
     """The ShapedArray a TYPE token (``f32[3,4]``, ``~i32[]`` when weakly typed, ``f32[b,4]`` with
-    dimension variables declared in ``header``) denotes."""
+    dimension variables declared in ``header``, ``f32[8@x,4]`` split over axes of ``mesh``) denotes."""
     text = str(token)
     weak = text.startswith("~")
     name, dims = text.lstrip("~")[:-1].split("[", 1)
+    dims, axes = _split_shardings(token, dims, mesh)
+    aval = _parse_unsharded(token, text, name, dims, weak, header)
+    if axes is None:
+        return aval
+    try:
+        return aval.update(sharding=sharding_type.NamedSharding(mesh, sharding_type.spec_of(axes)))
+    except (ValueError, sharding_type.DuplicateSpecError) as e:
+        _fail(token, f"the sharding of type '{text}': {e}", "mesh axes that split the dimensions evenly, each once")
+
+
+def _parse_unsharded(token, text: str, name: str, dims: str, weak: bool, header) -> ShapedArray:
     dtype = dt.FROM_SHORT_NAME.get(name)
     if dtype is None:
         _fail(token, f"unknown dtype '{name}'", "one of " + ", ".join(dt.FROM_SHORT_NAME))
@@ -268,8 +335,9 @@ class _Builder(lark.Transformer):
         super().__init__()
         self.reset()
 
-    def reset(self, header: _DimsHeader | None = None):
+    def reset(self, header: _DimsHeader | None = None, mesh=None):
         self.header = header                             # dimension variables (symbolic shapes)
+        self.mesh = mesh                                 # the mesh sharded types name
         self.references: list[_Reference] = []           # in text order
         self.pending: list[tuple[Eqn, _EqnSyntax]] = []  # equations holding references
         self.written: list[tuple[Eqn, _EqnSyntax]] = []  # every equation, its effects checked last
@@ -295,7 +363,7 @@ class _Builder(lark.Transformer):
 
     # -- atoms and types ----------------------------------------------------
     def binder(self, c):
-        return c[0], c[1], parse_type(c[1], self.header)
+        return c[0], c[1], parse_type(c[1], self.header, self.mesh)
 
     binders = list
 
@@ -304,7 +372,7 @@ class _Builder(lark.Transformer):
 
     def literal(self, c):
         token, type_token = c
-        aval = parse_type(type_token, self.header)
+        aval = parse_type(type_token, self.header, self.mesh)
         if aval.shape != ():
             _fail(type_token, f"literal of non-scalar type {aval.str_short()}", "a scalar type like f32[]")
         return _LiteralRef(Literal(parse_scalar(token, aval.dtype), aval), token)
@@ -330,7 +398,7 @@ class _Builder(lark.Transformer):
         return None
 
     def aval(self, c):
-        return parse_type(c[0], self.header)
+        return parse_type(c[0], self.header, self.mesh)
 
     def symbolic_dim(self, c):
         if self.header is None:
@@ -719,8 +787,9 @@ def parse(text: str, callbacks=None) -> ClosedJaxpr:
 def _parse(text: str) -> ClosedJaxpr:
     with _lock:                 # one parser whose transformer holds the state of one parse
         parser, builder = _get_parser()
+        mesh, text = _mesh_header(text)
         header, text = _dims_header(text)
-        builder.reset(header)
+        builder.reset(header, mesh)
         try:
             return parser.parse(text)
         except _Located as e:

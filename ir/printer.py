@@ -46,8 +46,9 @@ import numpy as np
 
 from . import dtypes as dt
 from .deep import deep_entry
-from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, RuleNotPrinted, ShapedArray, Thunk, Var
+from .core import ClosedJaxpr, Eqn, Jaxpr, Literal, RuleNotPrinted, ShapedArray, Thunk, Var, subjaxprs
 from .effects import eqn_effects, format_effects
+from .sharding_type import AxisType
 from .shape_poly import (DimExpr, constraint_vars, dim_str_compact, free_vars, is_constant_shape,
                          shape_scope)
 from .tracing import Tracer
@@ -443,7 +444,7 @@ class _Printer:
 
     def program(self, cj: ClosedJaxpr, show_consts: bool) -> str:
         self.census.program(cj)
-        text = dims_header(cj.jaxpr) + layout(self.jaxpr_doc(cj, Namer(), show_consts), 0, 0)
+        text = mesh_header(cj) + dims_header(cj.jaxpr) + layout(self.jaxpr_doc(cj, Namer(), show_consts), 0, 0)
         done = 0
         while done < len(self.defs):        # definitions may reference further definitions
             name, value = self.defs[done]
@@ -457,6 +458,28 @@ class _Printer:
             return "jaxpr " + layout(self.jaxpr_doc(_as_closed(value), Namer(), True), 0, len(name) + 10)
         body = self.census.bodies[id(value)]
         return "unprinted" if body is None else layout(self.jaxpr_doc(body, Namer(), True), 0, len(name) + 4)
+
+
+def mesh_header(cj: ClosedJaxpr) -> str:
+    """``mesh x=2, y=4\n`` when the program's types name shardings (the mesh they split over;
+    an axis that is not Explicit is written ``z=2:Auto``), else ""."""
+    mesh = next(iter(_type_meshes(cj.jaxpr, set())), None)
+    if mesh is None:
+        return ""
+    axes = ", ".join(f"{n}={k}" + ("" if t is AxisType.Explicit else f":{t.name}")
+                     for n, k, t in zip(mesh.axis_names, mesh.axis_sizes, mesh.axis_types))
+    return f"mesh {axes}\n"
+
+
+def _type_meshes(j: Jaxpr, found: set) -> set:
+    for v in (*j.constvars, *j.invars, *(o for e in j.eqns for o in e.outvars)):
+        s = getattr(v.aval, "sharding_in_type", None)
+        if s is not None:
+            found.add(s.mesh)
+    for e in j.eqns:
+        for sub in subjaxprs(e):
+            _type_meshes(sub.jaxpr, found)
+    return found
 
 
 def dims_header(j: Jaxpr) -> str:

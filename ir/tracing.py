@@ -26,7 +26,7 @@ from . import core
 from . import dtypes as dt
 from .deep import deep_entry
 from .leak_check import check_leaks
-from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprcError, Literal, Primitive, ShapedArray,
+from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprcError, Literal, Primitive, ShapedArray, with_shardings,
                    SourceInfo, Var)
 
 
@@ -449,7 +449,10 @@ class JaxprBuilder:
         rule = prim.abstract_eval_rule
         if rule is None:
             prim.abstract_eval()            # raises, naming the primitive
-        out = rule(*[a.aval for a in invars], **params)
+        avals = [a.aval for a in invars]
+        out = rule(*avals, **params)
+        if any(a.sharding_in_type is not None for a in avals if type(a) is ShapedArray):
+            out = with_shardings(prim, out, avals, params)
         return self._record(prim, invars, params, self._location.source or _user_frame_info(), out)
 
     def _record(self, prim: Primitive, invars: list, params: dict, info, out):

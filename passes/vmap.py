@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, Literal, Primitive, ShapedArray
 from jaxprc.ir.shape_poly import DimExpr
+from jaxprc.ir.sharding_type import dims, with_dims
 from jaxprc.ir.tracing import Tracer, get_aval, replayed_sources, trace_to_jaxpr
 from jaxprc.passes.registry import register_pass
 
@@ -55,14 +56,17 @@ def batched_aval(aval: ShapedArray, d, size: int) -> ShapedArray:
     """``aval`` with a batch axis of ``size`` inserted at ``d`` (unchanged when ``d`` is None)."""
     if d is None:
         return aval
-    return aval.update(shape=aval.shape[:d] + (size,) + aval.shape[d:])
+    split = dims(aval)              # the batch axis is not split; the others keep their mesh axes
+    return aval.update(shape=aval.shape[:d] + (size,) + aval.shape[d:],
+                       sharding=with_dims(aval, split[:d] + ((),) + split[d:]))
 
 
 def unbatched_aval(aval: ShapedArray, d) -> ShapedArray:
     """``aval`` without its batch axis ``d`` (one example's type)."""
     if d is None:
         return aval
-    return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:])
+    split = dims(aval)
+    return aval.update(shape=aval.shape[:d] + aval.shape[d + 1:], sharding=with_dims(aval, split[:d] + split[d + 1:]))
 
 
 def shift(axes, d) -> tuple:
@@ -212,13 +216,21 @@ def _normalize_axes(axes, count: int, ranks: Sequence[int], what: str) -> tuple:
 
 
 def vmap_jaxpr(cj: ClosedJaxpr, in_axes=0, axis_size: int | None = None, out_axes=0) -> ClosedJaxpr:
+    """The batched version of ``cj`` (the ``vmap`` pass)."""
+    return vmap_typed_jaxpr(cj, in_axes, axis_size, out_axes)
+
+
+def vmap_typed_jaxpr(cj: ClosedJaxpr, in_axes=0, axis_size: int | None = None, out_axes=0,
+                     batched_avals=None) -> ClosedJaxpr:
     """The batched version of ``cj``.
 
     ``in_axes``/``out_axes``: an int or None for every input/output, or one
     per input/output; negative axes count from the end of the batched value.
     ``axis_size`` is the batch size. An output batched where its out axis is
     None raises ``BatchSpecError``; an unbatched output with an int out axis
-    is broadcast.
+    is broadcast. ``batched_avals``: the batched inputs' types when they are known (the
+    arguments' own, whose batch axis may be split over mesh axes); else ``cj``'s with an unsplit
+    batch axis.
     """
     if axis_size is None:
         raise ValueError("the vmap pass needs axis_size (the batch size)")
@@ -236,7 +248,7 @@ def vmap_jaxpr(cj: ClosedJaxpr, in_axes=0, axis_size: int | None = None, out_axe
                 raise BatchSpecError(i, d, dst)
         return [matchaxis(x, d, dst, axis_size) for x, d, dst in zip(outs, dims, out_axes)]
 
-    avals = [batched_aval(a, d, axis_size) for a, d in zip(cj.in_avals, in_axes)]
+    avals = batched_avals or [batched_aval(a, d, axis_size) for a, d in zip(cj.in_avals, in_axes)]
     return trace_to_jaxpr(fun, avals, name="vmap")
 
 

@@ -9,7 +9,7 @@ import jaxprc.numpy as jnp
 from jaxprc.sharding import AxisType, NamedSharding, PartitionSpec as P, SingleDeviceSharding
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from multidevice import check, run  # noqa: E402
+from multidevice import check, raises, run  # noqa: E402
 from roundtrip import assert_round_trip  # noqa: E402
 
 mesh = jx.make_mesh((4, 2), ("x", "y"))
@@ -53,7 +53,8 @@ def unsatisfiable():
             assert "device_put" in str(e), e
         else:
             raise AssertionError(f"{shape} {spec} accepted")
-    for bad in [lambda: NamedSharding(mesh, P("z")), lambda: NamedSharding(mesh, P("x", "x")),
+    raises(jx.sharding.DuplicateSpecError, lambda: NamedSharding(mesh, P("x", "x")), "duplicate entries for `x`")
+    for bad in [lambda: NamedSharding(mesh, P("z")),
                 lambda: jx.make_mesh((16,), ("x",)), lambda: jx.device_put(X, P("x"))]:
         try:
             bad()

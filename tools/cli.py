@@ -753,6 +753,7 @@ def cmd_run(args) -> int:
     bind_named_callbacks(program, args.callback or [])
     inputs = collect_inputs(program, args.input or [])
     try:
+        inputs = jaxprc.sharding.put_as_typed(inputs, program.in_avals)    # f32[8@x]: split over x
         outs = jaxprc.jit(jaxprc.jaxpr_as_fun(program))(*inputs)
     except Exception as e:
         raise UsageError(f"running {args.file} failed: {describe_error(e)}") from e

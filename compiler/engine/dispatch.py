@@ -29,6 +29,7 @@ from ..ir.tracing import _outside_any_trace, get_aval, pytype_aval_mappings
 from .lowering import lower_jaxpr
 from ..passes.reproducer import write_reproducer
 from ..runtime.sharded import ShardedArray
+from ..ir.sharding_type import AxisType
 
 __all__ = ["apply_primitive", "compile_closed_jaxpr", "runtime_aval", "shaped_aval", "to_device_buffer"]
 
@@ -48,6 +49,19 @@ def shaped_aval(x: Array) -> ShapedArray:
 
 
 pytype_aval_mappings[Array] = shaped_aval
+
+
+def sharded_aval(x: ShardedArray) -> ShapedArray:
+    """The IR type of an array over several devices: its NamedSharding's Explicit axes are
+    written in the type (``f32[8@x,4]``)."""
+    plain = _shaped_of_runtime(x.aval)
+    s = x.sharding
+    if s is None or not hasattr(s, "spec") or all(t is not AxisType.Explicit for t in s.mesh.axis_types):
+        return plain
+    return plain.update(sharding=s)
+
+
+pytype_aval_mappings[ShardedArray] = sharded_aval
 
 
 def runtime_aval(aval: ShapedArray) -> runtime.Aval:

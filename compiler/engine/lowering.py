@@ -519,10 +519,22 @@ def jaxpr_subcomp(mctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
                     f"{prim.name} on {', '.join(a.str_short() for a in rctx.avals_in) or 'no operands'} "
                     f"does not lower with dynamic shapes yet ({type(e).__name__}: {str(e).splitlines()[0]})") from e
         if rule in typed_rules:
-            env[outvars[0]] = outs
+            outs = [outs]
         else:
-            env.update(zip(outvars, _check_rule_results(mctx, eqn, outs, avals_out)))
+            outs = _check_rule_results(mctx, eqn, outs, avals_out)
+        if mctx.devices and not getattr(mctx, "manual_axes", None) and any(
+                type(a) is ShapedArray and a.sharding_in_type is not None for a in avals_out):
+            outs = _annotate_shardings(outs, avals_out)
+        env.update(zip(outvars, outs))
     return [read(a) for a in jaxpr.outvars]
+
+
+def _annotate_shardings(values, avals) -> list:
+    """Results whose types name a sharding, constrained to it for Shardy (as JAX annotates
+    values of Explicit axes)."""
+    from ..lax.sharding_constraint import sdy_type_sharding
+    return [v if type(a) is not ShapedArray or a.sharding_in_type is None
+            else sdy.sharding_constraint(v, sdy_type_sharding(a)) for v, a in zip(values, avals)]
 
 
 # Rules made by ``result_typed_op``: one result, created with the equation's output type.

@@ -37,6 +37,10 @@ def reshard(xs, out_shardings):
         if s is None:
             raise ValueError("Reshard should only be used with out_shardings which are non-None and have a "
                              f"non-empty mesh. Got sharding {s}.")
+        if isinstance(s, shd.PartitionSpec) and shd.context_mesh() is None:
+            raise ValueError("Using PartitionSpec when you are not under a mesh context is not allowed. Please "
+                             "pass a NamedSharding instance or enter into a mesh context via `jax.set_mesh`. "
+                             f"Got {s}")
         target = shd.resolve(s, "reshard")
         if isinstance(target, shd.NamedSharding):      # the spec written for every dimension, as JAX does
             shape = tuple(leaf.shape) if hasattr(leaf, "shape") else np.shape(leaf)
@@ -92,7 +96,9 @@ def _constraint_params(cj, found):
 
 def needs_spmd(cj, leaves, in_shardings, out_shardings) -> bool:
     return (in_shardings is not None or out_shardings is not None or _uses_constraints(cj)
-            or any(isinstance(x, ShardedArray) for x in leaves))
+            or any(isinstance(x, ShardedArray) for x in leaves)
+            or any(getattr(a, "sharding_in_type", None) is not None for a in cj.in_avals)
+            or any(isinstance(c, ShardedArray) for c in cj.consts))
 
 
 class ShardedLowering:
@@ -118,10 +124,21 @@ class ShardedLowering:
             if s is not None:
                 s.check_shape(a.shape, f"jit of '{name}': out_shardings")
         every = [s for s in ins + outs if s is not None] + _constraint_params(cj, [])
+        # constants over several devices (a closed-over sharded array) name the program's mesh too
+        every += [c.sharding for c in cj.consts if isinstance(c, ShardedArray) and c.sharding is not None]
         self.devices = _common_devices(every, name)
         self.mesh = next((s.mesh for s in every if isinstance(s, shd.NamedSharding)), None)
+        # a result whose type names a sharding is laid out so (as JAX's results of Explicit axes)
+        outs = [s if s is not None else self._typed(a) for s, a in zip(outs, cj.out_avals)]
         self.outs = outs
         self.lowered = lower_spmd(cj, name, donated, ins, outs, self.devices)
+
+
+    def _typed(self, aval):
+        typed = getattr(aval, "sharding_in_type", None)
+        if typed is None or self.mesh is None or self.mesh.abstract_mesh != typed.mesh:
+            return None
+        return shd.NamedSharding(self.mesh, typed.spec)
 
 
 class ShardedCall:

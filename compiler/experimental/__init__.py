@@ -1,5 +1,5 @@
 """jaxprc.experimental: ``ode`` (odeint), ``io_callback``, ``mesh_utils``, ``compilation_cache``, ``checkify``,
-``jet`` (Taylor-mode differentiation)."""
+``pjit``, ``jet`` (Taylor-mode differentiation)."""
 from . import ode  # noqa: F401
 from ..callback import io_callback  # noqa: F401,E402
-from . import checkify, compilation_cache, jet, layout, mesh_utils, sparse  # noqa: F401,E402
+from . import checkify, compilation_cache, jet, layout, mesh_utils, pjit, sparse  # noqa: F401,E402

@@ -17,12 +17,14 @@ from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
 from jaxprc.ir.params import Bool, DType, Enum, Int, OneOf, Record, Tuple
+from jaxprc.ir import sharding_type as st
 from .elementwise import ANY
 from jaxprc.engine.lowering import param_name
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 
 from .operands import aval, ints
+from .sharding_constraint import match_type_sharding, out_sharding_of
 from .shapes import DIMS, type_error as _type_error
 
 __all__ = ["dot_general", "dot", "Precision", "PrecisionLike", "DotDimensionNumbers", "DotAlgorithm",
@@ -55,6 +57,27 @@ def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision, prefer
     shape = [lhs.shape[d] for d in lb] + free(lhs, set(lc) | set(lb)) + free(rhs, set(rc) | set(rb))
     dtype = lhs.dtype if preferred_element_type is None else np.dtype(preferred_element_type)
     return ShapedArray(shape, dtype, lhs.weak_type and rhs.weak_type)   # JAX's weak-type rule
+
+
+@dot_general_p.def_sharding_rule
+def _dot_general_sharding(outs, lhs, rhs, *, dimension_numbers, **_):
+    """Batch dimensions keep the axes either operand splits them over, free dimensions their own;
+    contracting dimensions' axes are summed over (XLA adds up the partial products)."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    mesh = st.common_mesh("dot_general", [lhs, rhs])
+    ld, rd = st.dims(lhs), st.dims(rhs)
+    batch = []
+    for a, b in zip(lb, rb):
+        if ld[a] and rd[b] and ld[a] != rd[b]:
+            raise st.ShardingTypeError(f"dot_general requires lhs batch dimensions and rhs batch dimensions "
+                                       f"to have the consistent sharding, got {ld[a]} and {rd[b]}")
+        batch.append(ld[a] or rd[b])
+    free = lambda d, used: [x for i, x in enumerate(d) if i not in used]
+    out = batch + free(ld, set(lc) | set(lb)) + free(rd, set(rc) | set(rb))
+    used = [x for axes in out for x in axes]
+    if len(set(used)) != len(used):
+        raise st.illegal_result("dot_general", [lhs, rhs], outs[0], out)
+    return st.typed(mesh, out)
 
 
 @param_type
@@ -200,14 +223,25 @@ dot_general_p.def_params(
 # --------------------------------------------------------------- builders
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, out_sharding=None):
     """Contract ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
 
     Result dimensions: batch, lhs free, rhs free. ``precision`` is kept as a pair (one per
     operand) and reaches XLA's precision_config, and the transposes carry it, as in JAX.
+    ``out_sharding``: the result's layout; needed, as in JAX, when both operands split their
+    contracting dimensions alike (the result could be summed whole or left split).
     """
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((ints(lc), ints(rc)), (ints(lb), ints(rb)))
+    if out_sharding is None:
+        _check_unambiguous(aval(lhs), aval(rhs), dn[0])
+    return out_sharding_of(dot_general_unchecked(lhs, rhs, dn, precision, preferred_element_type), out_sharding,
+                           "dot_general")
+
+
+def dot_general_unchecked(lhs, rhs, dn, precision, preferred_element_type):
+    """``dot_general`` without the check that a split contraction names its ``out_sharding``
+    (transposes, and einsum's steps when its own ``out_sharding`` is given)."""
     pet = None if preferred_element_type is None else dt.canonicalize_dtype(preferred_element_type)
     if precision is None:          # jaxprc.default_matmul_precision, if set
         precision = dt.config.jax_default_matmul_precision
@@ -215,7 +249,18 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                               preferred_element_type=pet)
 
 
-def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None):
+def _check_unambiguous(lhs, rhs, contracting) -> None:
+    ls = [st.dims(lhs)[d] for d in contracting[0]]
+    rs = [st.dims(rhs)[d] for d in contracting[1]]
+    if ls == rs and any(ls):
+        spec = lambda d: tuple(None if not a else a[0] if len(a) == 1 else a for a in d)
+        raise st.ShardingTypeError(
+            "Contracting dimensions are sharded and it is ambiguous how the output should be sharded. Please "
+            f"specify the output sharding via the `out_sharding` parameter. Got lhs_contracting_spec={spec(ls)} "
+            f"and rhs_contracting_spec={spec(rs)}")
+
+
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None, out_sharding=None):
     """Vector/matrix products: contracts lhs's last dimension with rhs's first (ranks 1 or 2),
     or ``dot_general`` when ``dimension_numbers`` is given. Options are keyword-only, as in JAX 0.10."""
     if dimension_numbers is None:
@@ -224,7 +269,7 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
             raise TypeError(f"lax.dot takes operands of rank 1 or 2, got {aval(lhs).str_short()} and "
                             f"{aval(rhs).str_short()}; pass dimension_numbers for other ranks")
         dimension_numbers = (((ln - 1,), (0,)), ((), ()))
-    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type, out_sharding)
 
 
 # -------------------------------------------------------------------- jvp
@@ -262,13 +307,14 @@ def _dot_transpose_lhs(ct, x_aval, y, xc, yc, xb, yb, swapped, precision, prefer
     else:
         ct_y_free = list(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
     dims = ((tuple(ct_y_free), tuple(y_free)), (tuple(range(nb)), tuple(yb)))
-    out = dot_general(ct, y, dims, precision=precision, preferred_element_type=preferred_element_type)
+    # no ambiguity check: the cotangent takes the primal's sharding, as in JAX
+    out = dot_general_unchecked(ct, y, dims, precision, preferred_element_type)
     x_contract_by_y = [xc[i] for i in np.argsort(yc)]
     perm = tuple(int(i) for i in np.argsort(list(xb) + x_free + x_contract_by_y))
     out = lax.transpose(out, perm)
     if out.dtype != x_aval.dtype:
         out = lax.convert_element_type(out, x_aval.dtype)
-    return out
+    return match_type_sharding(out, x_aval)
 
 
 ad.primitive_transposes[dot_general_p] = _dot_general_transpose

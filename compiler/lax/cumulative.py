@@ -14,6 +14,7 @@ from jaxprc.interpreters import jet
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import Primitive
 from jaxprc.ir.params import Bool
+from jaxprc.ir.sharding_type import unsplit_axis_rule
 from .elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM, _balanced_eq
 from jaxprc.engine.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
@@ -43,6 +44,7 @@ def _cumulative(name: str, accepts) -> Primitive:
         return x
 
     prim.def_abstract_eval(rule)
+    prim.def_sharding_rule(unsplit_axis_rule("reduced"))
     prim.def_params(axis=DIM, reverse=Bool())
     return prim
 

@@ -22,6 +22,7 @@ from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import Bool, DType, Int
+from jaxprc.ir.sharding_type import same_shape_rule
 from jaxprc.ir.tree_util import tree_map
 from jaxprc.engine.lowering import param_name, result_typed_op
 from jaxprc.passes import emit
@@ -138,6 +139,7 @@ def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=(), o
         return ShapedArray(first.shape, dtype, weak)
 
     prim.def_abstract_eval(typing_rule)
+    prim.def_sharding_rule(same_shape_rule(name))
     if not params and not optional:
         prim.def_params()       # those with params declare their schema below
     batching.defbroadcasting(prim)
@@ -252,6 +254,7 @@ integer_pow_p.def_params(y=Int())
 
 # -- conversions --------------------------------------------------------------
 convert_element_type_p = Primitive("convert_element_type")
+convert_element_type_p.def_sharding_rule(same_shape_rule("convert_element_type"))
 
 
 @convert_element_type_p.def_abstract_eval
@@ -281,6 +284,7 @@ def _bitcast_convert_type_rule(x, *, new_dtype):
 
 # -- ternary ------------------------------------------------------------------
 clamp_p = Primitive("clamp").def_params()
+clamp_p.def_sharding_rule(same_shape_rule("clamp"))
 
 
 @clamp_p.def_abstract_eval
@@ -295,6 +299,7 @@ def _clamp_rule(lo, x, hi):
 
 
 select_n_p = Primitive("select_n").def_params()
+select_n_p.def_sharding_rule(same_shape_rule("select_n"))
 
 
 @select_n_p.def_abstract_eval

@@ -350,7 +350,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
 
     @api_boundary
     def wrapped(*args):
-        m = mesh if mesh is not None else shd.get_mesh()
+        m = mesh if mesh is not None else shd.context_mesh()
         if not isinstance(m, shd.Mesh):
             raise ValueError("shard_map: give mesh=, or set one with jaxprc.set_mesh(mesh)")
         unknown = [a for a in axis_names if a not in m.axis_names]

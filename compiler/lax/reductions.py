@@ -18,6 +18,7 @@ from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray
 from jaxprc.ir.params import DType
+from jaxprc.ir import sharding_type as st
 from .elementwise import ANY, BOOL_OR_INT, INTEGRAL, KIND_NAMES, NUM, ORDERED
 from jaxprc.engine.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
@@ -46,8 +47,15 @@ def _reduction(name: str, accepts) -> Primitive:
         return ShapedArray([s for i, s in enumerate(x.shape) if i not in axes], x.dtype, x.weak_type)
 
     prim.def_abstract_eval(rule)
+    prim.def_sharding_rule(_reduced_sharding)
     prim.def_params(axes=DIMS)
     return prim
+
+
+def _reduced_sharding(outs, x, *, axes, **_):
+    """A reduction's result keeps the axes of the dimensions it does not reduce (XLA adds up the
+    partial results over the others)."""
+    return st.typed(st.common_mesh("reduction", [x]), [a for i, a in enumerate(st.dims(x)) if i not in axes])
 
 
 reduce_sum_p = _reduction("reduce_sum", NUM)
@@ -75,6 +83,7 @@ def _arg_reduction(name: str) -> Primitive:
         return ShapedArray([s for i, s in enumerate(x.shape) if i != axes[0]], index_dtype)
 
     prim.def_abstract_eval(rule)
+    prim.def_sharding_rule(_reduced_sharding)
     prim.def_params(axes=DIMS, index_dtype=DType())
     return prim
 

@@ -25,6 +25,8 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.shape_poly import is_constant_shape
 from jaxprc.ir.params import DType, Int, OneOf, Size, Tuple
+from jaxprc.ir import sharding_type as st
+from .sharding_constraint import out_sharding_of
 from .elementwise import NUM, fmt_types, _convert
 from jaxprc.ir.tracing import Tracer
 from jaxprc.passes import emit
@@ -94,6 +96,14 @@ def _broadcast_in_dim_rule(x, *, shape, broadcast_dimensions):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
+@broadcast_in_dim_p.def_sharding_rule
+def _broadcast_in_dim_sharding(outs, x, *, shape, broadcast_dimensions):
+    out = [()] * len(shape)
+    for k, (d, axes) in enumerate(zip(broadcast_dimensions, st.dims(x))):
+        out[d] = axes if x.shape[k] == shape[d] else ()     # a size-1 dimension broadcast is whole
+    return st.typed(st.common_mesh("broadcast_in_dim", [x]), out)
+
+
 # --------------------------------------------------------------------- reshape
 reshape_p = Primitive("reshape")
 reshape_p.def_params(new_sizes=SIZES, dimensions=OneOf(None, DIMS))
@@ -110,6 +120,11 @@ def _reshape_rule(x, *, new_sizes, dimensions):
     return ShapedArray(new_sizes, x.dtype, x.weak_type)
 
 
+@reshape_p.def_sharding_rule
+def _reshape_sharding(outs, x, *, new_sizes, dimensions):
+    return st.typed(st.common_mesh("reshape", [x]), st.reshape_dims(x.shape, st.dims(x), tuple(new_sizes)))
+
+
 # ------------------------------------------------------------------- transpose
 transpose_p = Primitive("transpose")
 transpose_p.def_params(permutation=DIMS)
@@ -121,6 +136,12 @@ def _transpose_rule(x, *, permutation):
         raise type_error("transpose", [x], f"a permutation of (0, ..., {x.ndim - 1})",
                          permutation=permutation)
     return ShapedArray([x.shape[p] for p in permutation], x.dtype, x.weak_type)
+
+
+@transpose_p.def_sharding_rule
+def _transpose_sharding(outs, x, *, permutation):
+    d = st.dims(x)
+    return st.typed(st.common_mesh("transpose", [x]), [d[p] for p in permutation])
 
 
 # --------------------------------------------------------------------- squeeze
@@ -136,6 +157,11 @@ def _squeeze_rule(x, *, dimensions):
     return ShapedArray([s for i, s in enumerate(x.shape) if i not in dimensions], x.dtype, x.weak_type)
 
 
+@squeeze_p.def_sharding_rule
+def _squeeze_sharding(outs, x, *, dimensions):
+    return st.typed(st.common_mesh("squeeze", [x]), [a for i, a in enumerate(st.dims(x)) if i not in dimensions])
+
+
 # ------------------------------------------------------------------------- rev
 rev_p = Primitive("rev")
 rev_p.def_params(dimensions=DIMS)
@@ -145,6 +171,9 @@ rev_p.def_params(dimensions=DIMS)
 def _rev_rule(x, *, dimensions):
     check_axes("rev", x, dimensions, "dimensions")
     return x
+
+
+rev_p.def_sharding_rule(lambda outs, x, **_: x.sharding_in_type)
 
 
 # ------------------------------------------------------------------------- pad
@@ -193,6 +222,21 @@ def _concatenate_rule(*xs, dimension):
     return ShapedArray(shape, first.dtype, all(x.weak_type for x in xs))
 
 
+@concatenate_p.def_sharding_rule
+def _concatenate_sharding(outs, *xs, dimension):
+    """Every dimension keeps the operands' axes, as elementwise operands do (an unsplit operand
+    fits any; the joined dimension too, as JAX's)."""
+    mesh = st.common_mesh("concatenate", xs)
+    out = []
+    for k in range(outs[0].ndim):
+        choices = {st.dims(x)[k] for x in xs} - {()}
+        if len(choices) > 1:
+            raise st.ShardingTypeError(f"concatenate got incompatible shardings: "
+                                       f"{', '.join(x.str_short() for x in xs)}")
+        out.append(choices.pop() if choices else ())
+    return st.typed(mesh, out)
+
+
 # ------------------------------------------------------------------------ iota
 iota_p = Primitive("iota")
 iota_p.def_params(dtype=DType(), shape=SIZES, dimension=DIM)
@@ -234,14 +278,24 @@ def broadcast_to_rank(x, rank: int):
     return x if extra <= 0 else broadcast(x, (1,) * extra)
 
 
-def reshape(operand, new_sizes, dimensions=None):
-    """``operand``'s elements in row-major order, transposed by ``dimensions`` first if given."""
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
+    """``operand``'s elements in row-major order, transposed by ``dimensions`` first if given.
+    ``out_sharding``: the result's layout; needed, as in JAX, when the operand's split
+    dimensions cannot keep their mesh axes in the new shape."""
     new_sizes = ops.ints(new_sizes)
     if dimensions is not None:
         operand = transpose(operand, dimensions)
-    if ops.aval(operand).shape == new_sizes and isinstance(operand, Tracer):
+    x = ops.aval(operand)
+    if x.shape == new_sizes and isinstance(operand, Tracer) and out_sharding is None:
         return operand
-    return reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None)
+    if out_sharding is None and x.sharding_in_type is not None:
+        kept = st.reshape_dims(x.shape, st.dims(x), tuple(new_sizes))
+        if sorted(a for d in kept for a in d) != sorted(a for d in st.dims(x) for a in d):
+            raise st.ShardingTypeError(
+                "This reshape is not supported. Please specify the sharding of the output via the `out_sharding` "
+                f"argument of jax.lax.reshape. Got operand type: {st.jax_type_text(x)}, new sizes: {tuple(new_sizes)}")
+    out = reshape_p.bind(operand, new_sizes=new_sizes, dimensions=None)
+    return out_sharding_of(out, out_sharding, "reshape")
 
 
 def transpose(operand, permutation):

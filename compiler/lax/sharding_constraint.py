@@ -12,8 +12,10 @@ from jaxprc import runtime, sharding as shd
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir.core import Primitive
 from jaxprc.ir.params import Record
+from jaxprc.ir.sharding_type import AbstractMesh, AxisType, typed
 
-__all__ = ["constrain", "named_sharding", "sdy_sharding", "sharding_constraint_p", "with_sharding_constraint"]
+__all__ = ["constrain", "match_type_sharding", "named_sharding", "out_sharding_of", "sdy_sharding", "sharding_constraint_p",
+           "with_sharding_constraint"]
 
 
 sharding_constraint_p = Primitive("sharding_constraint")
@@ -23,10 +25,23 @@ def _constraint_rule(x, *, sharding):
     if len(sharding.dims) > x.ndim:
         raise TypeError(f"sharding_constraint: the sharding is for arrays of at least {len(sharding.dims)} "
                         f"dimensions, the operand is {x.str_short()}")
-    return x
+    return x.update(sharding=type_sharding_of(sharding, x.ndim))
 
 
 sharding_constraint_p.def_abstract_eval(_constraint_rule)
+
+
+@sharding_constraint_p.def_sharding_rule
+def _constraint_sharding(outs, x, *, sharding):
+    """The result's type names the constraint's Explicit axes (``reshard``)."""
+    return type_sharding_of(sharding, x.ndim)
+
+
+def type_sharding_of(param: shd.ShardingParam, ndim: int):
+    mesh = AbstractMesh(param.axis_sizes, param.axis_names, tuple(AxisType[t] for t in param.axis_types))
+    dims = tuple(param.dims) + ((),) * (ndim - len(param.dims))
+    return typed(mesh, [tuple(a for a in axes if mesh.axis_types[mesh.axis_names.index(a)] is AxisType.Explicit)
+                        for axes in dims])
 sharding_constraint_p.def_params(sharding=Record(shd.ShardingParam))
 sharding_constraint_p.def_impl(lambda x, *, sharding: shd.put(x, sharding.named(), _aval_of(x)))
 
@@ -105,8 +120,36 @@ def sdy_sharding(param: shd.ShardingParam, ndim: int):
         replicated_axes=[], unreduced_axes=[])
 
 
+def sdy_type_sharding(aval):
+    """``#sdy.sharding`` of the sharding written in ``aval``'s type."""
+    mesh, spec = aval.sharding_in_type.mesh, aval.sharding_in_type.spec
+    return sdy_sharding(shd.ShardingParam(mesh.axis_names, mesh.axis_sizes, (), (), spec.axes(aval.ndim)),
+                        aval.ndim)
+
+
 def _constraint_lowering(ctx, x, *, sharding):
     return sdy.sharding_constraint(x, sdy_sharding(sharding, ctx.avals_in[0].ndim))
 
 
 mlir.register_lowering(sharding_constraint_p, _constraint_lowering)
+
+
+def out_sharding_of(result, out_sharding, what: str):
+    """``result`` laid out as an op's ``out_sharding=`` asks (a NamedSharding, or a PartitionSpec
+    of the context mesh); None: as the op's sharding rule gives it."""
+    if out_sharding is None:
+        return result
+    from jaxprc.engine.spmd import reshard
+    return reshard(result, out_sharding)
+
+
+def match_type_sharding(value, aval):
+    """``value`` with the sharding ``aval``'s type names (a cotangent takes its primal's, as
+    JAX's transposes give them)."""
+    from jaxprc.ir.tracing import get_aval
+    want, have = aval.sharding_in_type, get_aval(value).sharding_in_type
+    if have == want:
+        return value
+    if want is None:         # whole on each device of the value's mesh
+        want = shd.sharding_type.NamedSharding(have.mesh, shd.PartitionSpec())
+    return sharding_constraint_p.bind(value, sharding=shd.ShardingParam.of(want))

@@ -18,6 +18,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxprc import lax
+from jaxprc.ir.sharding_type import whole_dims_rule
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import jet
 from jaxprc.ir import dtypes as dt
@@ -69,9 +70,13 @@ def _slice_rule(x, *, start_indices, limit_indices, strides):
     return ShapedArray(shape, x.dtype, x.weak_type)
 
 
+slice_p.def_sharding_rule(whole_dims_rule("slice"))
+
+
 # --------------------------------------------------------------- dynamic_slice
 dynamic_slice_p = Primitive("dynamic_slice")
 dynamic_slice_p.def_params(slice_sizes=SIZES)
+dynamic_slice_p.def_sharding_rule(whole_dims_rule("dynamic_slice"))
 
 
 @dynamic_slice_p.def_abstract_eval

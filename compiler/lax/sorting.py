@@ -16,6 +16,7 @@ from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive
 from jaxprc.ir.params import Bool, Int
+from jaxprc.ir import sharding_type as st
 
 from jaxprc.passes.jvp import aval_of
 
@@ -48,6 +49,16 @@ def _sort_abstract_eval(*operands, dimension, is_stable, num_keys):
     if not 1 <= num_keys <= len(operands):
         raise _type_error("sort", operands, f"1 <= num_keys <= {len(operands)}", num_keys=num_keys)
     return list(operands)
+
+
+@sort_p.def_sharding_rule
+def _sort_sharding(outs, *operands, dimension, **_):
+    """Each result keeps its operand's sharding; the sorted dimension must be whole on each device."""
+    for x in operands:
+        if x.sharding_in_type is not None and st.dims(x)[dimension]:
+            raise st.ShardingTypeError("Arguments to sort must be unsharded over the sorting dimension. Got arg "
+                                       f"sharding={x.sharding_in_type!r} and sorting dimension={dimension}")
+    return [x.sharding_in_type for x in operands]
 
 
 # --------------------------------------------------------------- builders

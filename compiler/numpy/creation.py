@@ -102,46 +102,66 @@ def _full(shape, fill_value, dtype, weak):
     return broadcast_to_shape(fill, shape)
 
 
-def full(shape, fill_value, dtype=None):
+def _placed(x, device, out_sharding, like=None):
+    """``x`` laid out as ``out_sharding`` asks or on ``device``; a ``*_like`` result of ``like``'s
+    shape takes ``like``'s sharding, as in JAX."""
+    from jaxprc.lax.sharding_constraint import match_type_sharding, out_sharding_of
+    if out_sharding is not None:
+        return out_sharding_of(x, out_sharding, "creation")
+    if device is not None:
+        from jaxprc.api import device_put
+        return device_put(x, device)
+    if like is not None and get_aval(like).sharding_in_type is not None and get_aval(x).shape == get_aval(like).shape:
+        concrete = getattr(like, "sharding", None)
+        return out_sharding_of(x, concrete, "creation") if hasattr(concrete, "spec") else match_type_sharding(
+            x, get_aval(like).update(dtype=get_aval(x).dtype))
+    return x
+
+
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     """An array of ``shape`` filled with ``fill_value`` (weakly typed if the fill is and no dtype is given)."""
     shape = _shape_tuple(shape, "full")
     a = aval_of(fill_value, "full")
     if dtype is None:
-        return _full(shape, fill_value, a.dtype, a.weak_type)
-    return _full(shape, fill_value, dt.canonicalize_dtype(to_dtype(dtype)), False)
+        return _placed(_full(shape, fill_value, a.dtype, a.weak_type), device, out_sharding)
+    return _placed(_full(shape, fill_value, dt.canonicalize_dtype(to_dtype(dtype)), False), device, out_sharding)
 
 
-def zeros(shape, dtype=None):
-    return full(shape, 0, dtype if dtype is not None else dt.default_float_dtype())
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
+    return full(shape, 0, dtype if dtype is not None else dt.default_float_dtype(), device=device,
+                out_sharding=out_sharding)
 
 
-def ones(shape, dtype=None):
-    return full(shape, 1, dtype if dtype is not None else dt.default_float_dtype())
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
+    return full(shape, 1, dtype if dtype is not None else dt.default_float_dtype(), device=device,
+                out_sharding=out_sharding)
 
 
-def empty(shape, dtype=None):
-    return zeros(shape, dtype)
+def empty(shape, dtype=None, *, device=None, out_sharding=None):
+    return zeros(shape, dtype, device=device, out_sharding=out_sharding)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
-    """Like ``full`` with ``a``'s shape and dtype; keeps ``a``'s weak type when no dtype is given."""
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
+    """Like ``full`` with ``a``'s shape, dtype and sharding; keeps ``a``'s weak type when no dtype is given."""
     aval = aval_of(a, "full_like")
     shape = aval.shape if shape is None else _shape_tuple(shape, "full_like")
     if dtype is None:
-        return _full(shape, fill_value, aval.dtype, aval.weak_type)
-    return _full(shape, fill_value, dt.canonicalize_dtype(to_dtype(dtype)), False)
+        out = _full(shape, fill_value, aval.dtype, aval.weak_type)
+    else:
+        out = _full(shape, fill_value, dt.canonicalize_dtype(to_dtype(dtype)), False)
+    return _placed(out, device, out_sharding, like=a)
 
 
-def zeros_like(a, dtype=None, shape=None):
-    return full_like(a, 0, dtype, shape)
+def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
+    return full_like(a, 0, dtype, shape, device=device, out_sharding=out_sharding)
 
 
-def ones_like(a, dtype=None, shape=None):
-    return full_like(a, 1, dtype, shape)
+def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
+    return full_like(a, 1, dtype, shape, device=device, out_sharding=out_sharding)
 
 
-def empty_like(a, dtype=None, shape=None):
-    return full_like(a, 0, dtype, shape)
+def empty_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
+    return full_like(a, 0, dtype, shape, device=device, out_sharding=out_sharding)
 
 
 def arange(start, stop=None, step=None, dtype=None):

@@ -7,6 +7,8 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.lax.contractions import dot_general_unchecked
+from jaxprc.lax.sharding_constraint import out_sharding_of
 
 from .creation import asarray
 from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, located
@@ -21,12 +23,12 @@ def _promote_pair(fn, a, b):
     return asarray(convert(a, dtype, weak)), asarray(convert(b, dtype, weak)), dtype, weak
 
 
-def _dot_general(a, b, dims, dtype, weak, precision=None):
-    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=dtype)
+def _dot_general(a, b, dims, dtype, weak, precision=None, out_sharding=None):
+    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=dtype, out_sharding=out_sharding)
     return convert(out, dtype, weak)
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """numpy's dot: products of scalars, vector inner products, matrix products, and for N-D
     arrays a sum over the last axis of ``a`` and the second-to-last of ``b``."""
     a, b, dtype, weak = _promote_pair("dot", a, b)
@@ -35,10 +37,10 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     na, nb = aval_of(a).ndim, aval_of(b).ndim
     if na == 0 or nb == 0:
         from .ufuncs import multiply
-        return convert(multiply(a, b), dtype, weak)
+        return out_sharding_of(convert(multiply(a, b), dtype, weak), out_sharding, "dot")
     contract = ((na - 1,), (max(nb - 2, 0),))
     _check_contract("dot", a, b, contract)
-    return _dot_general(a, b, (contract, ((), ())), dtype, weak, precision)
+    return _dot_general(a, b, (contract, ((), ())), dtype, weak, precision, out_sharding)
 
 
 def _check_contract(fn, a, b, contract):
@@ -49,7 +51,7 @@ def _check_contract(fn, a, b, contract):
                             f"first ({sa[i]}) != dimension {j} of the second ({sb[j]})")
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """``a @ b``: matrix products over the last two axes, broadcasting the leading (batch) axes;
     a 1-D operand contributes its only axis to the contraction and no axis to the result."""
     a, b, dtype, weak = _promote_pair("matmul", a, b)
@@ -66,12 +68,13 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
                         f"axis of b is {sb[kb]})")
     if len(sa) == 1 or len(sb) <= 2:
         # No batch axes to line up: dot_general's (a's free axes, b's free axes) order is matmul's.
-        return _dot_general(a, b, (((ka,), (kb,)), ((), ())), dtype, weak, precision)
+        return _dot_general(a, b, (((ka,), (kb,)), ((), ())), dtype, weak, precision, out_sharding)
     batch = broadcast_shapes(sa[:-2], sb[:-2], fn="matmul")
     a = broadcast_to_shape(a, batch + sa[-2:])
     b = broadcast_to_shape(b, batch + sb[-2:])
     nb = len(batch)
-    return _dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))), dtype, weak, precision)
+    return _dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))), dtype, weak, precision,
+                        out_sharding)
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
@@ -194,9 +197,10 @@ def _sum_out(x, term, keep):
     return x, term
 
 
-def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None):
+def einsum(subscripts, *operands, optimize=None, precision=None, preferred_element_type=None, out_sharding=None):
     """Einstein summation, contracted left to right with ``dot_general`` (batch dimensions for
-    labels shared and kept, contracting dimensions for labels shared and summed)."""
+    labels shared and kept, contracting dimensions for labels shared and summed); ``out_sharding``:
+    the result's layout (its steps then contract split dimensions without asking for one)."""
     from ._dtypes import result_type
     from .shape_ops import transpose
     from .ufuncs import multiply
@@ -224,8 +228,12 @@ def einsum(subscripts, *operands, optimize=None, precision=None, preferred_eleme
             continue
         dims = ((tuple(term.index(c) for c in contract), tuple(yterm.index(c) for c in contract)),
                 (tuple(term.index(c) for c in batch), tuple(yterm.index(c) for c in batch)))
-        x = _dot_general(x, y, dims, dtype, weak, precision)
+        if out_sharding is None:
+            x = _dot_general(x, y, dims, dtype, weak, precision)
+        else:
+            x = convert(dot_general_unchecked(x, y, dims, precision, dtype), dtype, weak)
         term = "".join(batch) + "".join(c for c in term if c not in shared) + \
             "".join(c for c in yterm if c not in shared)
     x, term = _sum_out(x, term, set(output))
-    return transpose(x, [term.index(c) for c in output]) if term != output else x
+    x = transpose(x, [term.index(c) for c in output]) if term != output else x
+    return out_sharding_of(x, out_sharding, "einsum")

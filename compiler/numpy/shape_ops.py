@@ -46,9 +46,9 @@ def _resolve_shape(newshape, size: int, old) -> tuple[int, ...]:
     return newshape
 
 
-def reshape(a, shape=None, order="C", *, newshape=None):
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=None):
     """``a`` with a new shape (one dimension may be -1), read and written in row-major
-    (``order="C"``) or column-major (``order="F"``) order."""
+    (``order="C"``) or column-major (``order="F"``) order; ``out_sharding``: the result's layout."""
     if order not in ("C", "F"):
         raise NotImplementedError(f"reshape: order={order!r} is not supported (only 'C' and 'F')")
     shape = newshape if shape is None else shape
@@ -57,6 +57,8 @@ def reshape(a, shape=None, order="C", *, newshape=None):
     new = _resolve_shape(shape, aval.size, aval.shape)
     if order == "F" and new != aval.shape:   # column-major is row-major on the reversed axes
         return transpose(lax.reshape(transpose(a), new[::-1]))
+    if out_sharding is not None:
+        return lax.reshape(a, new, out_sharding=out_sharding)
     return a if new == aval.shape else lax.reshape(a, new)
 
 

@@ -17,7 +17,7 @@ from jaxprc.ir.tracing import Tracer, type_str, get_aval, trace_to_jaxpr
 from jaxprc.ir.tree_util import (broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
                                  tree_unflatten)
 from jaxprc.passes.registry import verify_pass_result
-from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_jaxpr
+from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_typed_jaxpr
 
 from ..engine.evaluate import evaluate_jaxpr
 from ..lax.parallel import batching_axis, named_axis
@@ -97,7 +97,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
         out_axes_flat = _flatten_axes("vmap out_axes", out_tree[0], out_axes)
         try:
             with batching_axis(axis_name, size):
-                batched = verify_pass_result("vmap", vmap_jaxpr(per_example, axes, size, out_axes_flat))
+                batched = verify_pass_result("vmap", vmap_typed_jaxpr(per_example, axes, size, out_axes_flat, avals))
         except BatchSpecError as e:
             leaf_numbers = tree_unflatten(out_tree[0], range(out_tree[0].num_leaves))
             path, _ = tree_flatten_with_path(leaf_numbers)[0][e.leaf_idx]
