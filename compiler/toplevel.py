@@ -152,7 +152,11 @@ host_id, host_count, host_ids = process_index, process_count, process_indices
 
 
 def typeof(x) -> ShapedArray:
-    """The abstract type of a value (its ``ShapedArray``, weak type included)."""
+    """The abstract type of a value (its ``ShapedArray``, weak type included; a ref's
+    ``AbstractRef``)."""
+    from .ref import Ref
+    if isinstance(x, Ref):
+        return x.aval
     return get_aval(x)
 
 
