@@ -200,12 +200,17 @@ dot_general_p.def_params(
 # --------------------------------------------------------------- builders
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                out_sharding=None):
     """Contract ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
 
     Result dimensions: batch, lhs free, rhs free. ``precision`` is kept as a pair (one per
     operand) and reaches XLA's precision_config, and the transposes carry it, as in JAX.
+    ``out_sharding`` must be None (jaxprc does not shard the results of single operations).
     """
+    if out_sharding is not None:
+        raise NotImplementedError("lax.dot_general: jaxprc has no per-operation result shardings "
+                                  "(out_sharding must be None)")
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((ints(lc), ints(rc)), (ints(lb), ints(rb)))
     pet = None if preferred_element_type is None else dt.canonicalize_dtype(preferred_element_type)
@@ -215,7 +220,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
                               preferred_element_type=pet)
 
 
-def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None):
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
+        out_sharding=None):
     """Vector/matrix products: contracts lhs's last dimension with rhs's first (ranks 1 or 2),
     or ``dot_general`` when ``dimension_numbers`` is given. Options are keyword-only, as in JAX 0.10."""
     if dimension_numbers is None:
@@ -224,7 +230,7 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
             raise TypeError(f"lax.dot takes operands of rank 1 or 2, got {aval(lhs).str_short()} and "
                             f"{aval(rhs).str_short()}; pass dimension_numbers for other ranks")
         dimension_numbers = (((ln - 1,), (0,)), ((), ()))
-    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type)
+    return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type, out_sharding)
 
 
 # -------------------------------------------------------------------- jvp
