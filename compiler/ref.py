@@ -6,17 +6,26 @@ a traced function), a write builds the updated value with ``.at[idx].set``, and 
 it, so the IR of a traced function that uses refs is pure (no ref types or effects in it) and
 every transformation and the text format handle it as any other program.
 
-The cost of that choice: a ref can only be used in the trace that made it. A ref created outside
-a traced function (jit, grad, vmap, a loop or branch body) and read or written inside it would
-need its value threaded in and out of the compiled program; jaxprc refuses that with
-``RefEscapeError`` instead of baking in a stale value. Refs are not jit arguments either.
+A ref passed to a ``jit`` function as an argument (or inside a pytree argument) is threaded
+through the program: its value goes in as an operand, the function sees a ref around the traced
+value, and the value it holds at the end comes out as an extra result that ``jit`` writes back
+into the caller's ref (``thread_refs`` below).
+
+Otherwise a ref is written only in the trace that made it, and read there or in a trace nested
+in it (a loop body, grad, ... inside the function that made the ref: that nested program closes
+over the value the ref holds at that point). A write inside a nested trace, or a read of an
+eager ref inside a trace, would need the value threaded in and out of that program; jaxprc
+refuses them with ``RefEscapeError`` rather than baking in a stale value.
 """
 from __future__ import annotations
 
 import numpy as np
 
+import functools
+
 from .ir.core import AbstractValue, JaxprcError, ShapedArray
-from .ir.tracing import current_builder, get_aval
+from .ir.tracing import current_builder, get_aval, trace_state
+from .ir.tree_util import register_pytree_node, tree_flatten, tree_map
 
 __all__ = ['AbstractRef', 'Ref', 'addupdate', 'empty_ref', 'free_ref', 'freeze', 'get', 'new_ref',
            'set', 'swap']
@@ -64,18 +73,25 @@ class Ref:
         self._value = value
         self._trace = trace
 
-    def _current(self, what: str):
+    def _current(self, what: str, write: bool = False):
+        """The value, if this ref may be used here: in the trace that created it, or (to read) in
+        a trace nested in that one, which then closes over the value at this program point."""
         if self._value is None:
             raise RefEscapeError(f"{what}: the ref was freed or frozen (jaxprc.freeze / free_ref)")
-        if current_builder() is not self._trace:
-            raise RefEscapeError(
-                f"{what}: the ref was created outside the traced function (jit, grad, vmap, or a "
-                "loop or branch body) that uses it. jaxprc discharges refs while tracing, so a "
-                "ref must be created inside the function that reads or writes it; pass its "
-                "value in and return the new value instead.")
-        return self._value
+        builder = current_builder()
+        if builder is self._trace or (not write and self._trace in trace_state.stack):
+            return self._value
+        if write:
+            where = ("a traced function (a loop or branch body, grad, vmap, or a jit that does not "
+                     "take it as an argument) nested in the code that created it")
+        else:
+            where = "a traced function (jit, grad, vmap, a loop or branch body) it is not an argument of"
+        raise RefEscapeError(
+            f"{what}: the ref is used inside {where}. jaxprc discharges refs while tracing, so "
+            "such a ref's value cannot flow in and out of that function: pass the ref to a jit "
+            "function as an argument, or pass its value in and return the new value.")
 
-    aval = property(lambda self: AbstractRef(get_aval(self._current("Ref.aval"))))
+    aval = property(lambda self: AbstractRef(_type_of(self._current("Ref.aval"))))
     shape = property(lambda self: np.shape(self._current("Ref.shape")))
     dtype = property(lambda self: self._current("Ref.dtype").dtype)
     ndim = property(lambda self: len(self.shape))
@@ -97,9 +113,15 @@ class Ref:
         return "Ref" + text[len("Array"):] if text.startswith("Array(") else f"Ref({text})"
 
 
+def _type_of(value):
+    from .random import PRNGKeyArray
+    return value.aval if isinstance(value, PRNGKeyArray) else get_aval(value)
+
+
 def _array(x):
     from . import numpy as jnp
-    return jnp.asarray(x)
+    from .random import PRNGKeyArray
+    return x if isinstance(x, PRNGKeyArray) else jnp.asarray(x)     # refs may hold typed keys
 
 
 def new_ref(init_val, *, memory_space=None, kind=None) -> Ref:
@@ -115,13 +137,13 @@ def empty_ref(ty, *, memory_space=None) -> Ref:
 
 def free_ref(ref: Ref) -> None:
     """Release ``ref``; any later use raises."""
-    ref._current("free_ref")
+    ref._current("free_ref", write=True)
     ref._value = None
 
 
 def freeze(ref: Ref):
     """The ref's value as an immutable array; the ref may not be used afterwards."""
-    value = ref._current("freeze")
+    value = ref._current("freeze", write=True)
     ref._value = None
     return value
 
@@ -148,7 +170,7 @@ def _check_value(current, old, value, op: str) -> None:
 def _write(ref: Ref, idx, value, op: str, combine):
     """Replace ``ref[idx]`` by ``combine(old, value)``; return ``old``. ``value`` must have exactly
     the indexed part's shape and dtype (no broadcasting, no promotion: JAX's rule)."""
-    current = ref._current("Ref write")
+    current = ref._current("Ref write", write=True)
     idx = _normalize(idx)
     old = current if idx == () else current[idx]
     value = _array(value)
@@ -171,3 +193,61 @@ def set(ref: Ref, idx, value) -> None:   # noqa: A001 - JAX's name
 def addupdate(ref: Ref, idx, value) -> None:
     """``ref[idx] += value``, in place."""
     _write(ref, idx, value, "addupdate", lambda old, new: old + new)
+
+
+# ------------------------------------------------------------ refs as jit arguments
+
+
+class _RefValue:
+    """Where a ref was in a jit call's arguments: its value, as a pytree node, so that it is an
+    operand of the program and the cache key tells ref positions from plain arrays."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+register_pytree_node(_RefValue, lambda r: ((r.value,), None), lambda _, kids: _RefValue(kids[0]))
+
+
+def _is_ref_value(x) -> bool:
+    return isinstance(x, _RefValue)
+
+
+def has_refs(leaves) -> bool:
+    return any(isinstance(x, Ref) for x in leaves)
+
+
+def unwrap_refs(args, kwargs):
+    """``(args, kwargs)`` with each ref replaced by a ``_RefValue`` of its value, and the refs in
+    that order. A ref passed twice is refused (one program operand cannot be two refs)."""
+    refs = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, Ref)]
+    if len({id(r) for r in refs}) != len(refs):
+        raise ValueError("a jit function was given the same Ref twice among its arguments; jaxprc "
+                         "threads each ref argument through the program once, so refs may not alias")
+    args, kwargs = tree_map(lambda x: _RefValue(x._current("jit argument")) if isinstance(x, Ref) else x,
+                            (args, kwargs))
+    return args, kwargs, refs
+
+
+def thread_refs(fun):
+    """``fun`` taking ``_RefValue``s where refs were and returning ``(results, the refs' final
+    values)``: the function ``jit`` compiles for a call with ref arguments."""
+    @functools.wraps(fun)
+    def threaded(*args, **kwargs):
+        made = []
+
+        def as_ref(x):
+            made.append(Ref(x.value, current_builder()))
+            return made[-1]
+        args, kwargs = tree_map(lambda x: as_ref(x) if _is_ref_value(x) else x, (args, kwargs),
+                                is_leaf=_is_ref_value)
+        outs = fun(*args, **kwargs)
+        return outs, [r._current("the end of the jit function that was passed it") for r in made]
+    return threaded
+
+
+def write_back(refs, values) -> None:
+    for r, v in zip(refs, values):
+        r._value = v

@@ -112,10 +112,46 @@ def test_refs_inside_loop_and_branch_bodies():
     assert_round_trip(jaxprc.make_jaxpr(f)(X))
 
 
+def test_refs_as_jit_arguments_are_threaded_and_written_back():
+    @jaxprc.jit
+    def accumulate(r, x):
+        r[...] += x
+        return r[0] * 2
+
+    r = jaxprc.new_ref(jnp.zeros(3))
+    assert float(accumulate(r, jnp.ones(3))) == 2.0 and float(accumulate(r, jnp.ones(3))) == 4.0
+    np.testing.assert_array_equal(r[...], [2, 2, 2])
+    cj = jaxprc.make_jaxpr(accumulate)(r, jnp.ones(3))     # the ref's value in, its final value out
+    assert [str(a) for a in cj.out_avals] == ["f32[]", "f32[3]"]
+    assert_round_trip(cj)
+
+    @jaxprc.jit
+    def outer(x):                                         # a ref made in a trace, passed to a jit
+        q = jaxprc.new_ref(x)
+        return accumulate(q, x), q[...]
+    out, final = outer(jnp.ones(3))
+    assert float(out) == 4.0
+    np.testing.assert_array_equal(final, [2, 2, 2])
+    with pytest.raises(ValueError, match="the same Ref twice"):
+        jaxprc.jit(lambda a, b: a[...])(r, r)
+    with pytest.raises(TypeError, match="a Ref is an argument of jit calls and make_jaxpr only"):
+        jaxprc.eval_shape(lambda a: a[...], r)
+
+
+def test_a_nested_trace_reads_an_enclosing_ref():
+    def f(x):
+        r = jaxprc.new_ref(x)
+        total = lax.fori_loop(0, 3, lambda i, c: c + r[i], 0.0)
+        slope = jaxprc.grad(lambda s: jnp.sum(r[...] * s))(1.0)
+        return total, slope
+
+    np.testing.assert_array_equal(jaxprc.jit(f)(X), (3.0, 6.0))
+
+
 def test_a_ref_used_across_a_trace_boundary_is_refused():
     outer = jaxprc.new_ref(jnp.zeros(3))
 
-    with pytest.raises(RefEscapeError, match="created outside the traced function"):
+    with pytest.raises(RefEscapeError, match="Ref read: the ref is used inside a traced function"):
         jaxprc.jit(lambda x: outer[...] + x)(X[:3])
 
     def loop(x):

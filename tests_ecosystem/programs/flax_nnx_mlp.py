@@ -1,4 +1,5 @@
-"""flax.nnx: a two-layer Linear MLP, an nnx.Optimizer (adam) and 10 steps under nnx.jit."""
+"""flax.nnx: a two-layer Linear MLP, an nnx.Optimizer (adam) and 10 steps under nnx.jit; then a
+layer whose variables are array refs (jax.new_ref), updated in place inside jax.jit."""
 import json
 
 import jax
@@ -30,4 +31,18 @@ def step(model, optimizer):
 
 
 losses = [float(step(model, optimizer)) for _ in range(10)]
-print(json.dumps({"losses": losses, "out": jnp.ravel(model(x)).tolist()}))
+
+with nnx.var_defaults(ref=True):
+    layer = nnx.Linear(4, 2, rngs=nnx.Rngs(2))
+
+
+@jax.jit
+def sgd_step(layer):          # the refs are arguments: jit threads their values and writes them back
+    g = jax.grad(lambda k: jnp.sum(jnp.tanh(x @ k + layer.bias[...])))(layer.kernel[...])
+    layer.kernel[...] = layer.kernel[...] - 0.1 * g
+    return jnp.sum(layer(x))
+
+
+ref_sums = [float(sgd_step(layer)) for _ in range(3)]
+print(json.dumps({"losses": losses, "out": jnp.ravel(model(x)).tolist(), "ref_sums": ref_sums,
+                  "kernel": jnp.ravel(layer.kernel[...]).tolist()}))
