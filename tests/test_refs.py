@@ -148,16 +148,48 @@ def test_a_nested_trace_reads_an_enclosing_ref():
     np.testing.assert_array_equal(jaxprc.jit(f)(X), (3.0, 6.0))
 
 
+def _loops_writing_a_ref(x):
+    """Loop and branch bodies that write a ref of the code around them (its value is threaded
+    through each). Expected: [6, 12, 5, -1] for x = [0, 1, 2, 3] (worked by hand, and JAX's)."""
+    r = jaxprc.new_ref(x)
+
+    def body(i, c):
+        r[i] = r[i] + c
+        return c + 1.0
+    c = lax.fori_loop(0, 3, body, 1.0)
+
+    def step(total, v):
+        r[0] = r[0] * v
+        return total + v, total
+    s, _ = lax.scan(step, 0.0, jnp.arange(2.0) + 2)
+    lax.cond(c > 0, lambda: r.__setitem__(3, jnp.float32(-1)), lambda: None)
+    lax.while_loop(lambda k: k < 2, lambda k: (r.__setitem__(1, r[1] * 2), k + 1)[1], 0)
+    return r[...], c, s
+
+
+def test_loop_and_branch_bodies_write_refs_of_the_enclosing_code():
+    want = ([6, 12, 5, -1], 4.0, 5.0)
+    for run in (_loops_writing_a_ref, jaxprc.jit(_loops_writing_a_ref)):
+        for got, expected in zip(run(X), want):
+            np.testing.assert_array_equal(got, expected)
+    back = assert_round_trip(jaxprc.make_jaxpr(_loops_writing_a_ref)(X))
+    np.testing.assert_array_equal(jaxprc.core.eval_jaxpr(back.jaxpr, back.consts, X)[0], want[0])
+
+
 def test_a_ref_used_across_a_trace_boundary_is_refused():
     outer = jaxprc.new_ref(jnp.zeros(3))
-
     with pytest.raises(RefEscapeError, match="Ref read: the ref is used inside a traced function"):
         jaxprc.jit(lambda x: outer[...] + x)(X[:3])
 
-    def loop(x):
+    def writes_in_grad(x):
         r = jaxprc.new_ref(x)
-        lax.fori_loop(0, 2, lambda i, c: (r.__setitem__(i, c[i]), c)[1], x)
-        return r[...]
+        return jaxprc.grad(lambda y: (r.__setitem__(..., y), jnp.sum(y))[1])(x)
     with pytest.raises(RefEscapeError, match="Ref write"):
-        jaxprc.jit(loop)(X)
+        jaxprc.jit(writes_in_grad)(X)
+
+    def cond_writes(x):
+        r = jaxprc.new_ref(x)
+        return lax.while_loop(lambda k: (r.__setitem__(0, 1.0), k < 1)[1], lambda k: k + 1, 0)
+    with pytest.raises(RefEscapeError, match="cond_fun writes a ref"):
+        jaxprc.jit(cond_writes)(X)
     np.testing.assert_array_equal(outer[...], [0, 0, 0])      # the process goes on; the ref is intact

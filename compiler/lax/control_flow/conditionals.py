@@ -13,6 +13,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxprc import lax
+from jaxprc import ref as _ref
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
@@ -142,6 +143,25 @@ def _legacy_operand(api: str, operands, operand):
 
 
 def _cond(branches, names, index, operands, api: str):
+    """The conditional; refs its branches write are threaded through as operands and results."""
+    def run(refs):
+        if not refs:
+            return _cond_of_operands(branches, names, index, operands, api)
+
+        def with_refs(branch):
+            def threaded(*ops):
+                _ref.enter_body(refs, ops[-1])
+                return branch(*ops[:-1]), _ref.body_values(refs)
+            threaded.__name__ = _fun_name(branch)
+            return threaded
+        out, finals = _cond_of_operands([with_refs(b) for b in branches], names, index,
+                                        (*operands, _ref.initial_values(refs)), api)
+        _ref.settle(refs, finals)
+        return out
+    return _ref.thread_through_bodies(run)
+
+
+def _cond_of_operands(branches, names, index, operands, api: str):
     leaves, in_tree, avals, _ = _flatten(operands, f"{api} operands")
     traced = [_trace(lambda ops, b=b: b(*ops), in_tree, avals, f"{api} {name} ({_fun_name(b)})")
               for b, name in zip(branches, names)]
