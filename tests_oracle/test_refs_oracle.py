@@ -34,6 +34,27 @@ def test_values_match_jax():
         assert got.dtype == want.dtype
 
 
+def _loops(lib, x):
+    """Loop and branch bodies writing a ref of the enclosing code."""
+    jnp, lax = lib.numpy, lib.lax
+    r = lib.new_ref(x)
+
+    def body(i, c):
+        r[i] = r[i] * c
+        return c + 0.5
+    c = lax.fori_loop(0, 3, body, 1.5)
+    s, ys = lax.scan(lambda t, v: (r.__setitem__(0, r[0] + v * t), (t + v, r[1]))[1], 0.0, jnp.arange(3.0))
+    lax.switch(1, [lambda: None, lambda: r.__setitem__(slice(2, 4), r[0:2])])
+    return [r[...], c, s, ys]
+
+
+def test_loops_writing_refs_match_jax():
+    x = np.linspace(1, 2, 4, dtype=np.float32)
+    for run in (lambda lib: _loops(lib, x), lambda lib: lib.jit(lambda v: _loops(lib, v))(x)):
+        for got, want in zip(run(jaxprc), run(jax), strict=True):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
 def test_types_and_reprs_match_jax():
     for make in (lambda lib: lib.new_ref(lib.numpy.zeros((2, 3), lib.numpy.int32)),
                  lambda lib: lib.new_ref(1.0),
