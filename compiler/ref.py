@@ -14,7 +14,7 @@ into the caller's ref (``thread_refs`` below).
 A ref written in the body of a loop or conditional (``scan``, ``fori_loop``, ``while_loop``,
 ``cond``, ``switch``) is threaded through it the same way: its value joins the loop's carry (the
 conditional's operands and results), found by tracing the bodies once without it
-(``thread_through_bodies``). Otherwise a ref is written only in the trace that made it, and read
+(``lax.control_flow.ref_threading``). Otherwise a ref is written only in the trace that made it, and read
 there or in a trace nested in it (grad, vmap, ... inside the function that made the ref: that
 nested program closes over the value the ref holds at that point). A write inside grad or vmap,
 or a read of an eager ref inside a trace, would need the value threaded in and out of that
@@ -26,28 +26,15 @@ import numpy as np
 
 import functools
 
-from .ir.core import AbstractValue, JaxprcError, ShapedArray
+from .ir.core import AbstractValue, ShapedArray
 from .ir.tracing import current_builder, get_aval, trace_state
 from .ir.tree_util import register_pytree_node, tree_flatten, tree_map
+from .lax.control_flow.ref_threading import RefEscapeError, Unthreaded
 
 __all__ = ['AbstractRef', 'Ref', 'addupdate', 'empty_ref', 'free_ref', 'freeze', 'get', 'new_ref',
            'set', 'swap']
 
 _set = set   # the builtin, before ``set`` (the ref write) shadows it here
-
-
-class RefEscapeError(JaxprcError):
-    """A ref used in a trace other than the one that created it (or after ``freeze``)."""
-
-
-class _Unthreaded(RefEscapeError):
-    """Inside a nested trace, a write to a ref of an enclosing one, or a read of an eager ref: a
-    loop or conditional that catches it traces its bodies again with the ref's value threaded
-    through (``thread_through_bodies``)."""
-
-    def __init__(self, message: str, ref: "Ref"):
-        super().__init__(message)
-        self.ref = ref
 
 
 class AbstractRef(AbstractValue):
@@ -100,12 +87,12 @@ class Ref:
         else:
             where = "a traced function (jit, grad, vmap, a loop or branch body) it is not an argument of"
         threadable = self._trace is None or self._trace in trace_state.stack   # a live outer ref
-        error = _Unthreaded if threadable else RefEscapeError
+        error = Unthreaded if threadable else RefEscapeError
         raise error(
             f"{what}: the ref is used inside {where}. jaxprc discharges refs while tracing, so "
             "such a ref's value cannot flow in and out of that function: pass the ref to a jit "
             "function as an argument, or pass its value in and return the new value.",
-            *((self,) if error is _Unthreaded else ()))
+            *((self,) if error is Unthreaded else ()))
 
     aval = property(lambda self: AbstractRef(_type_of(self._current("Ref.aval"))))
     shape = property(lambda self: np.shape(self._current("Ref.shape")))
@@ -267,42 +254,3 @@ def thread_refs(fun):
 def write_back(refs, values) -> None:
     for r, v in zip(refs, values):
         r._value = v
-
-
-# --------------------------------------------------- refs written in loop and branch bodies
-
-
-def thread_through_bodies(run):
-    """``run(refs)`` runs a loop or conditional whose state also carries the values of ``refs``
-    (each body calls ``enter_body`` first and returns ``body_values`` with its results; the
-    caller then calls ``settle``). It first runs with no refs; a body that writes a ref of the
-    calling code makes it run again with that ref added."""
-    refs: list[Ref] = []
-    while True:
-        saved = [(r._value, r._trace) for r in refs]
-        try:
-            return run(refs)
-        except _Unthreaded as e:
-            for r, (value, trace) in zip(refs, saved):
-                r._value, r._trace = value, trace
-            if e.ref._trace is not current_builder() or any(e.ref is r for r in refs):
-                raise
-            refs.append(e.ref)
-
-
-def initial_values(refs) -> list:
-    return [r._value for r in refs]
-
-
-def enter_body(refs, values) -> None:
-    """In a body's trace: the refs hold the body's values of them."""
-    builder = current_builder()
-    for r, v in zip(refs, values):
-        r._value, r._trace = v, builder
-
-
-def body_values(refs) -> list:
-    return [r._value for r in refs]
-
-
-settle = enter_body      # after the loop, in the calling trace: the refs hold the final values

@@ -27,7 +27,6 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxprc import lax
-from jaxprc import ref as _ref
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters import jet
 from jaxprc.interpreters import partial_eval as pe
@@ -47,6 +46,7 @@ from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.transpose import UndefinedPrimal, backward_pass, is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis, moveaxis
 
+from . import ref_threading as _ref
 from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
                      _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types,
                      typematch)
