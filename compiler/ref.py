@@ -14,17 +14,17 @@ into the caller's ref (``thread_refs`` below).
 A ref written in the body of a loop or conditional (``scan``, ``fori_loop``, ``while_loop``,
 ``cond``, ``switch``) is threaded through it the same way: its value joins the loop's carry (the
 conditional's operands and results), found by tracing the bodies once without it
-(``lax.control_flow.ref_threading``). Otherwise a ref is written only in the trace that made it, and read
-there or in a trace nested in it (grad, vmap, ... inside the function that made the ref: that
+(``lax.control_flow.ref_threading``). Otherwise a ref is written only in the trace that made
+it, and read there or in a trace nested in it (grad, vmap, ... inside the function that made the ref: that
 nested program closes over the value the ref holds at that point). A write inside grad or vmap,
 or a read of an eager ref inside a trace, would need the value threaded in and out of that
 program; jaxprc refuses them with ``RefEscapeError`` rather than baking in a stale value.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import functools
+
+import numpy as np
 
 from .ir.core import AbstractValue, ShapedArray
 from .ir.tracing import current_builder, get_aval, trace_state
@@ -33,9 +33,6 @@ from .lax.control_flow.ref_threading import RefEscapeError, Unthreaded
 
 __all__ = ['AbstractRef', 'Ref', 'addupdate', 'empty_ref', 'free_ref', 'freeze', 'get', 'new_ref',
            'set', 'swap']
-
-_set = set   # the builtin, before ``set`` (the ref write) shadows it here
-
 
 class AbstractRef(AbstractValue):
     """The type of a ref: a reference to an array of type ``inner_aval``."""
@@ -82,20 +79,19 @@ class Ref:
         if builder is self._trace or (not write and self._trace in trace_state.stack):
             return self._value
         if write:
-            where = ("a traced function (a loop or branch body, grad, vmap, or a jit that does not "
-                     "take it as an argument) nested in the code that created it")
+            where = ("a traced function nested in the code that created it (grad, vmap, or a jit "
+                     "that does not take it as an argument)")
         else:
-            where = "a traced function (jit, grad, vmap, a loop or branch body) it is not an argument of"
-        threadable = self._trace is None or self._trace in trace_state.stack   # a live outer ref
-        error = Unthreaded if threadable else RefEscapeError
-        raise error(
-            f"{what}: the ref is used inside {where}. jaxprc discharges refs while tracing, so "
-            "such a ref's value cannot flow in and out of that function: pass the ref to a jit "
-            "function as an argument, or pass its value in and return the new value.",
-            *((self,) if error is Unthreaded else ()))
+            where = "a traced function (jit, grad, vmap) it is not an argument of"
+        message = (f"{what}: the ref is used inside {where}. jaxprc discharges refs while tracing, "
+                   "so such a ref's value cannot flow in and out of that function: pass the ref "
+                   "to a jit function as an argument, or pass its value in and return the new value.")
+        if self._trace is None or self._trace in trace_state.stack:    # a loop around may thread it
+            raise Unthreaded(message, self)
+        raise RefEscapeError(message)
 
     aval = property(lambda self: AbstractRef(_type_of(self._current("Ref.aval"))))
-    shape = property(lambda self: np.shape(self._current("Ref.shape")))
+    shape = property(lambda self: tuple(self._current("Ref.shape").shape))
     dtype = property(lambda self: self._current("Ref.dtype").dtype)
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: int(np.prod(self.shape)))
