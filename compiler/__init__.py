@@ -47,5 +47,7 @@ from .transfer_guard import (transfer_guard, transfer_guard_device_to_device,  #
                              transfer_guard_device_to_host, transfer_guard_host_to_device)
 from .engine.compile_guards import explain_cache_misses, no_execution, no_tracing  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401
+from . import ref  # noqa: E402,F401
+from .ref import Ref, empty_ref, free_ref, freeze, new_ref  # noqa: E402,F401
 
 numpy.ndarray = Array       # jax.numpy.ndarray is jax.Array

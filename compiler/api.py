@@ -26,6 +26,7 @@ from jaxlib._profiler import TraceMe as _TraceMe
 
 from .engine import compile_guards, cpp_dispatch, dispatch, float_checks, spmd
 from . import passes, runtime, sharding
+from . import ref as _ref
 from .engine.caches import ByIdentity
 from .engine.dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
@@ -266,6 +267,8 @@ def shaped_abstractify(x) -> ShapedArray:
     try:
         return get_aval(x)
     except TypeError:
+        if isinstance(x, _ref.Ref):     # it has a shape and a dtype, but it is no abstract array
+            raise
         if not (hasattr(x, "shape") and hasattr(x, "dtype")):
             raise
         return ShapedArray(tuple(int(d) for d in x.shape), dt.canonicalize_dtype(np.dtype(x.dtype)),
@@ -304,6 +307,10 @@ def _invalid_argument_error(spec: _ArgSpec, dyn, static_pos, name: str) -> TypeE
     called = f", called at {src}" if src else ""
     if isinstance(x, (np.ndarray, np.generic)):    # an array of a dtype jaxprc cannot hold
         return TypeError(f"Argument {where} of '{name}'{called}: {reason}")
+    if isinstance(x, _ref.Ref):
+        return TypeError(f"Argument {where} of '{name}'{called} is a Ref: a Ref is an argument of jit "
+                         "calls and make_jaxpr only (they thread its value through the program); "
+                         "pass its value (ref[...]) here")
     path = (pname if pname is not None else where) + rest
     return TypeError(
         f"Error interpreting argument to {name} as an abstract array. The problematic value is of type "
@@ -331,7 +338,11 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
         with contextlib.ExitStack() as axes:
             for name, size in axis_env or ():
                 axes.enter_context(named_axis(name, size, vmapped=False))
-            cj, out_tree = _trace(fun, spec, args, kwargs, _fun_name(fun), staged=False, abstract=True)
+            traced = fun
+            if _ref.has_refs(_flatten((args, kwargs))[0]):   # values in, final values out (compiler/ref.py)
+                args, kwargs, _ = _ref.unwrap_refs(args, kwargs)
+                traced = _ref.thread_refs(fun)
+            cj, out_tree = _trace(traced, spec, args, kwargs, _fun_name(fun), staged=False, abstract=True)
         if return_shape:
             return cj, out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
         return cj
@@ -597,6 +608,7 @@ class JitFunction:
         if type(self) is JitFunction:
             self._cache, self._traced = _shared_caches(fun, (*self._options(), *self._shardings))
         self._cpp = None        # a weak reference to the C++ function made of this one, if any
+        self._with_refs = None  # this function's jit for calls with ref arguments, once made
 
     def _options(self) -> tuple:
         """What besides the arguments decides the executable: part of every cache key."""
@@ -661,6 +673,8 @@ class JitFunction:
         except TypeError:
             raise _unhashable_static_error(self._name, key) from None
         if entry is None:
+            if _ref.has_refs(leaves):      # only a miss can have refs: they have no signature
+                return self._call_threading_refs(args, kwargs), None, None
             if _config.jax_explain_cache_misses:
                 self._explain_miss(key, args, kwargs)
             entry = self._cache[key] = self._compile(args, kwargs)
@@ -716,6 +730,19 @@ class JitFunction:
             flags += [k in spec.donate_argnames] * _flatten(dyn_kwargs[k])[1].num_leaves
         return tuple(flags)
 
+    def _call_threading_refs(self, args, kwargs):
+        """A call with refs among the arguments: the program takes their values and returns
+        their final ones, which go back into the refs (compiler/ref.py)."""
+        if self._with_refs is None:
+            spec = self._spec
+            self._with_refs = JitFunction(_ref.thread_refs(self._fun), spec.argnums, spec.argnames,
+                                          spec.donate_argnums, *self._shardings, spec.donate_argnames,
+                                          self._keep_unused, self._inline, self._compiler_options)
+        args, kwargs, refs = _ref.unwrap_refs(args, kwargs)
+        outs, finals = self._with_refs(*args, **kwargs)
+        _ref.write_back(refs, finals)
+        return outs
+
     # -- inside another trace: a `jit` equation ---------------------------------
     def _call_in_trace(self, args, kwargs):
         dyn, static, _ = self._spec.split(args, kwargs)
@@ -723,6 +750,8 @@ class JitFunction:
         try:
             key = (treedef, static, dt.config.jax_enable_x64, *[get_aval(x) for x in leaves])
         except TypeError:   # no array: tracing raises the error naming the argument
+            if _ref.has_refs(leaves):
+                return self._call_threading_refs(args, kwargs)
             key = None
         traced = self._traced.get(key)
         if traced is None:

@@ -270,6 +270,33 @@ class PRNGKeyDType(ExtendedDType):
 KEY_DTYPE = PRNGKeyDType(threefry_prng_impl)
 
 
+class KeyArrayType:
+    """The type ``jaxprc.typeof`` gives a typed key array: its shape and key dtype. (Inside the IR
+    a key array is its uint32 key data; this type is only for inspection.)"""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype: PRNGKeyDType):
+        self.shape, self.dtype = shape, dtype
+
+    ndim = property(lambda self: len(self.shape))
+    weak_type = False
+
+    def __eq__(self, other):
+        return isinstance(other, KeyArrayType) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def str_short(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    __str__ = str_short
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()})"
+
+
 class PRNGKeyArray:
     """An array of typed keys over ``uint32[*shape, *impl.key_shape]`` key data: a pytree whose one
     leaf is that data, the implementation its static part (so ``jit`` caches per implementation)."""
@@ -283,6 +310,7 @@ class PRNGKeyArray:
     ndim = property(lambda self: len(self.shape))
     size = property(lambda self: math.prod(self.shape))
     dtype = property(lambda self: PRNGKeyDType(self._impl))
+    aval = property(lambda self: KeyArrayType(self.shape, self.dtype))
 
     def __len__(self):
         if not self.shape:

@@ -152,7 +152,12 @@ host_id, host_count, host_ids = process_index, process_count, process_indices
 
 
 def typeof(x) -> ShapedArray:
-    """The abstract type of a value (its ``ShapedArray``, weak type included)."""
+    """The abstract type of a value (its ``ShapedArray``, weak type included; a ref's
+    ``AbstractRef``; a typed key array's shape and key dtype)."""
+    from .random import PRNGKeyArray
+    from .ref import Ref
+    if isinstance(x, (Ref, PRNGKeyArray)):
+        return x.aval
     return get_aval(x)
 
 

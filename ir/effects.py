@@ -25,7 +25,7 @@ import weakref
 
 from .core import ClosedJaxpr, Eqn, Jaxpr, param_type, subjaxprs
 
-__all__ = ["Effect", "no_effects", "eqn_effects", "jaxpr_effects", "has_ordered_effects",
+__all__ = ["Effect", "LibraryEffect", "EffectTypeSet", "control_flow_allowed_effects", "no_effects", "eqn_effects", "jaxpr_effects", "has_ordered_effects",
            "format_effects"]
 
 
@@ -46,6 +46,38 @@ class Effect(enum.Enum):
     def __str__(self):
         return self.value
 
+
+class LibraryEffect:
+    """The base of effect kinds a library defines (``jax.extend.core.Effect``): an instance of a
+    subclass may be in the effect set a primitive's ``def_effects`` rule returns. It is unordered
+    and prints as its class's name; the text parser knows only the built-in kinds."""
+
+    ordered = False
+
+    def __str__(self):
+        return type(self).__name__
+
+
+class EffectTypeSet:
+    """A set of effect types (JAX's ``effects.EffectTypeSet``): libraries declare in one which of
+    their effects may appear inside loops and conditionals."""
+
+    def __init__(self):
+        self._types: set[type] = set()
+
+    def add_type(self, effect_type: type) -> None:
+        self._types.add(effect_type)
+
+    def contains(self, effect) -> bool:
+        return isinstance(effect, tuple(self._types))
+
+    def filter_not_in(self, effects):
+        return [e for e in effects if not self.contains(e)]
+
+
+# JAX refuses effects not declared here inside control flow; jaxprc's loops and conditionals
+# carry every effect, so the declarations are recorded for libraries that read them back.
+control_flow_allowed_effects = EffectTypeSet()
 
 no_effects: frozenset = frozenset()
 

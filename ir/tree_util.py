@@ -22,6 +22,9 @@ default_registry = registry
 # C++ jit dispatch flattens arguments and unflattens results with (compiler/cpp_dispatch.py).
 dispatch_registry = _pytree.PyTreeRegistry()
 PyTreeDef = _pytree.PyTreeDef
+# The classes that are pytree nodes of ``registry``: the built-in containers jaxlib knows and every
+# class registered through this module (libraries ask ``type(x) in node_types``).
+node_types: set[type] = {tuple, list, dict, type(None)}
 SequenceKey, DictKey = _pytree.SequenceKey, _pytree.DictKey
 GetAttrKey, FlattenedIndexKey = _pytree.GetAttrKey, _pytree.FlattenedIndexKey
 KeyEntry = TypeVar("KeyEntry", bound=Any)
@@ -134,6 +137,7 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
                          flatten_with_keys_func: Callable | None = None):
     for r in (registry, dispatch_registry):
         r.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+    node_types.add(nodetype)
     return nodetype
 
 
@@ -182,6 +186,7 @@ def register_dataclass(nodetype: type, data_fields=None, meta_fields=None, drop_
         raise ValueError(f"data_fields and meta_fields must not overlap. Overlapping fields: {overlap}.")
     for r in (registry, dispatch_registry):
         r.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
+    node_types.add(nodetype)
     return nodetype
 
 

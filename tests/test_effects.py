@@ -110,6 +110,26 @@ def test_user_primitive_declares_effects():
     assert "loud=True] a !{io}" in str(cj)
 
 
+def test_library_defined_effect_kind():
+    """jax.extend.core.Effect subclassed by a library (as flax nnx does): the equation carries it,
+    prints it by its class's name, and DCE keeps the equation."""
+    from jaxprc.extend.core import Effect as LibraryEffect
+    from jaxprc.ir.effects import control_flow_allowed_effects
+
+    class StateEffect(LibraryEffect):
+        pass
+    state = StateEffect()
+    control_flow_allowed_effects.add_type(StateEffect)
+    assert control_flow_allowed_effects.contains(state) and not control_flow_allowed_effects.contains(Effect.io)
+    p = Primitive("test_library_effect_probe")
+    p.def_abstract_eval(lambda x: x)
+    p.def_effects(lambda: {state})
+    cj = jx.make_jaxpr(lambda x: (p.bind(x), x)[1])(1.0)
+    assert cj.effects == {state} and not state.ordered
+    assert "test_library_effect_probe a !{StateEffect}" in str(cj)
+    assert [e.primitive for e in run_pipeline(cj, "dce").eqns] == [p]
+
+
 def test_dce_keeps_effects_and_drops_unused_pure_callbacks():
     def f(x):
         _pure(x)

@@ -22,6 +22,7 @@ TOLERANCE = {
     "distrax_flows": 1e-5,
     "equinox_mlp": 1e-5,
     "flax_linen_mlp": 1e-5,
+    "flax_nnx_mlp": 1e-5,
     "lineax_optimistix": 1e-5,
     "numpyro_nuts_svi": 1e-3,
     "optax_adam": 1e-5,

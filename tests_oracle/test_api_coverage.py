@@ -21,7 +21,7 @@ import pytest
 ENFORCED = {
     "jax": "jaxprc", "jax.lax": "jaxprc.lax", "jax.nn": "jaxprc.nn", "jax.tree_util": "jaxprc.tree_util",
     "jax.tree": "jaxprc.tree", "jax.flatten_util": "jaxprc.flatten_util", "jax.ops": "jaxprc.ops",
-    "jax.dtypes": "jaxprc.dtypes",
+    "jax.dtypes": "jaxprc.dtypes", "jax.ref": "jaxprc.ref",
     "jax.numpy": "jaxprc.numpy", "jax.random": "jaxprc.random", "jax.scipy.special": "jaxprc.scipy.special",
     "jax.nn.initializers": "jaxprc.nn.initializers", "jax.numpy.linalg": "jaxprc.numpy.linalg",
     "jax.numpy.fft": "jaxprc.numpy.fft", "jax.scipy.linalg": "jaxprc.scipy.linalg",
@@ -77,8 +77,6 @@ NOT_APPLICABLE = {
                          "debug_key_reuse"], "PRNG switches as context managers: jaxprc has the "
                                                  "jax_default_prng_impl option (config.update) and "
                                                  "partitionable threefry, JAX's default"),
-        **dict.fromkeys(["Ref", "empty_ref", "free_ref", "new_ref", "freeze", "ref"],
-                        "mutable array references: jaxprc's IR has no stateful values"),
         "array_garbage_collection_guard": "garbage-collection guard of jax.Array: not implemented",
         "ad": "jax.ad: a namespace of gradient references (GradRef, GradValue, DontWant): jaxprc has "
               "no mutable references",

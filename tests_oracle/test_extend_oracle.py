@@ -24,15 +24,16 @@ MISSING = {
         "TraceTag", "find_top_trace", "set_current_trace", "take_current_trace",
         "nonempty_axis_env_DO_NOT_USE", "unsafe_am_i_under_a_jit_DO_NOT_USE",
         "unsafe_am_i_under_a_vmap_DO_NOT_USE", "unsafe_get_axis_names_DO_NOT_USE",
-        # effects are a closed enum of the IR (debug, io, check and their ordered kinds) and tokens
-        # are ShapedArrays of dtype token: no user effect classes, no separate token type yet
-        "Effect", "Effects", "AbstractToken",
+        # the IR's effects are its built-in kinds (debug, io, check and their ordered kinds) and
+        # library-defined ``Effect`` subclasses; no ``Effects`` set type; tokens are ShapedArrays
+        # of dtype token: no separate token type yet
+        "Effects", "AbstractToken",
         # one call primitive (jit); no user-defined call primitives
         "CallPrimitive", "call_impl",
     },
     "core.primitives": {
         # not in jaxprc: approximate top-k, typed-key PRNG primitives (keys are uint32 data),
-        # array refs, device_put as a primitive, the tridiagonal reduction, select_and_scatter
+        # array refs (discharged while tracing: no get/swap in the IR), device_put as a primitive, the tridiagonal reduction, select_and_scatter
         # (only its additive form), the *_to comparison variants, add_jaxvals, empty2
         "add_jaxvals_p", "approx_top_k_p", "device_put_p", "empty2_p", "eq_to_p", "get_p", "le_to_p",
         "lt_to_p", "random_bits_p", "random_fold_in_p", "random_seed_p", "random_split_p",

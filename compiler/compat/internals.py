@@ -30,5 +30,11 @@ INTERNALS: dict[str, tuple[str | None, str]] = {
                                               "equinox"),
     "jax._src.traceback_util.register_exclusion": (
         "jaxprc.extend.source_info_util:register_exclusion", "equinox, flax"),
+    # flax nnx: whether a value is an array ref (nnx.Variable(..., ref=True))
+    "jax._src.state.types.AbstractRef": ("jaxprc.ref:AbstractRef", "flax"),
+    # flax nnx: ``type(x) in _registry`` (is x a pytree node?); JAX's is a dict keyed by class
+    "jax._src.tree_util._registry": ("jaxprc.ir.tree_util:node_types", "flax"),
+    # flax nnx.checkify: checkify, user_checks (the names of JAX's public checkify module)
+    "jax._src.checkify": ("jaxprc.experimental.checkify", "flax"),
     "jax._src.flatten_util.ravel_pytree": ("jaxprc.flatten_util:ravel_pytree", "blackjax"),
 }

@@ -13,6 +13,7 @@ from ._dtypes import (bfloat16, bool_, can_cast, complex64, complex128, complex_
 from ._dtypes import (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3, float8_e4m3b11fnuz,
                       float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu, int1, int2,
                       int4, uint1, uint2, uint4)
+from ..dtypes import issubdtype  # noqa: F811 - jax.dtypes's, which knows typed-key dtypes (as JAX's jnp)
 from .creation import (arange, array, asarray, empty, empty_like, eye, full, full_like, identity,
                        linspace, ones, ones_like, tri, zeros, zeros_like)
 from .ufuncs import (abs, absolute, acos, acosh, add, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,

@@ -10,7 +10,7 @@ import numpy as np
 from jaxprc.ir import dtypes as _dtypes
 from jaxprc.ir.core import (ClosedJaxpr, Eqn as JaxprEqn, Jaxpr, JaxprTypeError, JaxprcError,  # noqa: F401
                             Literal, Primitive, ShapedArray, SourceInfo, Var)
-from jaxprc.ir.effects import no_effects  # noqa: F401
+from jaxprc.ir.effects import LibraryEffect as Effect, no_effects  # noqa: F401
 from jaxprc.ir.tracing import (ConcretizationTypeError, Tracer, current_builder, eval_jaxpr,  # noqa: F401
                                get_aval, trace_state)
 from jaxprc.ir.verify import verify
@@ -22,7 +22,7 @@ from ...engine.dispatch import Array
 from . import primitives  # noqa: F401
 
 __all__ = ["ClosedJaxpr", "DebugInfo", "Jaxpr", "JaxprEqn", "Var", "DropVar", "Literal", "Primitive", "Token",
-           "JaxprTypeError", "InconclusiveDimensionOperation", "no_effects",
+           "JaxprTypeError", "InconclusiveDimensionOperation", "Effect", "no_effects",
            "array_types", "check_jaxpr", "concrete_or_error", "eval_jaxpr", "gensym",
            "get_opaque_trace_state", "jaxpr_as_fun", "jaxprs_in_params", "mapped_aval",
            "new_jaxpr_eqn", "primal_dtype_to_tangent_dtype", "subjaxprs", "unmapped_aval",

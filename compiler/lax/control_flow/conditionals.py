@@ -33,7 +33,8 @@ from jaxprc.passes.transpose import is_undefined_primal, transpose_jaxpr
 from jaxprc.passes.vmap import align, aval_of, axis_size_of, batch_eval, batch_jaxpr, full, matchaxis, \
     moveaxis, scalar
 
-from .common import (_convert, _flatten, _front_dims, _fun_name, _new_vars, _nonzero_tangents,
+from . import ref_threading as _ref
+from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
                      _pick, _split_outs, _trace, _transpose_call_outputs, check_operand_types,
                      check_subjaxpr, typematch)
 from .common import _flat_series, _series_chunks
@@ -150,6 +151,25 @@ def _legacy_operand(api: str, operands, operand):
 
 
 def _cond(branches, names, index, operands, api: str):
+    """The conditional; refs its branches write are threaded through as operands and results."""
+    def run(refs):
+        if not refs:
+            return _cond_of_operands(branches, names, index, operands, api)
+
+        def with_refs(branch):
+            def threaded(*ops):
+                _ref.enter_body(refs, ops[-1])
+                return branch(*ops[:-1]), _ref.body_values(refs)
+            threaded.__name__ = _fun_name(branch)
+            return threaded
+        out, finals = _cond_of_operands([with_refs(b) for b in branches], names, index,
+                                        (*operands, _ref.initial_values(refs)), api)
+        _ref.settle(refs, finals)
+        return out
+    return _ref.thread_through_bodies(run)
+
+
+def _cond_of_operands(branches, names, index, operands, api: str):
     leaves, in_tree, avals, _ = _flatten(operands, f"{api} operands")
     traced = [_trace(lambda ops, b=b: b(*ops), in_tree, avals, f"{api} {name} ({_fun_name(b)})")
               for b, name in zip(branches, names)]

@@ -48,6 +48,7 @@ from jaxprc.passes.transpose import UndefinedPrimal, backward_pass, is_undefined
 from jaxprc.passes.vmap import align, axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis, moveaxis
 from jaxprc.engine.traceback_filtering import api_boundary
 
+from . import ref_threading as _ref
 from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
                      _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types,
                      typematch)
@@ -218,7 +219,25 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     """``val = init_val; while cond_fun(val): val = body_fun(val)``, traced once."""
     if not (callable(cond_fun) and callable(body_fun)):
         raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
-    return _while_loop(cond_fun, body_fun, init_val, _Body("while_loop", "body_fun", body_fun, 0))
+    def run(refs):
+        if not refs:
+            return _while_loop(cond_fun, body_fun, init_val, _Body("while_loop", "body_fun", body_fun, 0))
+
+        def cond_with_refs(state):
+            _ref.enter_body(refs, state[1])
+            pred = cond_fun(state[0])
+            if any(a is not b for a, b in zip(_ref.body_values(refs), state[1])):
+                raise _ref.RefEscapeError("lax.while_loop: cond_fun writes a ref; only body_fun may")
+            return pred
+
+        def body_with_refs(state):
+            _ref.enter_body(refs, state[1])
+            return body_fun(state[0]), _ref.body_values(refs)
+        out, finals = _while_loop(cond_with_refs, body_with_refs, (init_val, _ref.initial_values(refs)),
+                                  _Body("while_loop", "body_fun", body_fun, 0, index=0))
+        _ref.settle(refs, finals)
+        return out
+    return _ref.thread_through_bodies(run)
 
 
 def _while_loop(cond_fun: Callable, body_fun: Callable, init_val, body: _Body):
@@ -275,7 +294,19 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     """
     if not callable(f):
         raise TypeError("lax.scan: f argument should be a callable.")
-    return _scan(f, init, xs, length, reverse, unroll, _Body("scan", "f", f, 0))
+    def run(refs):
+        if not refs:
+            return _scan(f, init, xs, length, reverse, unroll, _Body("scan", "f", f, 0))
+
+        def f_with_refs(state, x):
+            _ref.enter_body(refs, state[1])
+            carry, y = f(state[0], x)
+            return (carry, _ref.body_values(refs)), y
+        (carry, finals), ys = _scan(f_with_refs, (init, _ref.initial_values(refs)), xs, length, reverse,
+                                    unroll, _Body("scan", "f", f, 0, index=0))
+        _ref.settle(refs, finals)
+        return carry, ys
+    return _ref.thread_through_bodies(run)
 
 
 def _scan(f: Callable, init, xs, length, reverse, unroll, f_body: _Body):
@@ -448,6 +479,21 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll: int | bool 
     """
     if not callable(body_fun):
         raise TypeError("lax.fori_loop: body_fun argument should be callable.")
+
+    def run(refs):
+        if not refs:
+            return _fori_loop(lower, upper, body_fun, init_val, unroll)
+
+        def body_with_refs(i, state):
+            _ref.enter_body(refs, state[1])
+            return body_fun(i, state[0]), _ref.body_values(refs)
+        out, finals = _fori_loop(lower, upper, body_with_refs, (init_val, _ref.initial_values(refs)), unroll)
+        _ref.settle(refs, finals)
+        return out
+    return _ref.thread_through_bodies(run)
+
+
+def _fori_loop(lower, upper, body_fun: Callable, init_val, unroll):
     lo, hi = _leaf_aval(lower, "fori_loop lower", ()), _leaf_aval(upper, "fori_loop upper", ())
     dtype = _fori_dtype(lo, hi)
     # The loops below carry (i, val) or (i, stop, val); errors about the carry must still

@@ -1,0 +1,252 @@
+"""``jaxprc.ref``: mutable array references (JAX's ``jax.ref``: ``new_ref``, ``Ref``, ``freeze``).
+
+A ``Ref`` holds an array that ``ref[idx] = v`` replaces in part and ``ref[idx]`` reads. jaxprc
+discharges refs while it traces: a ref holds its current value (an Array eagerly, a tracer inside
+a traced function), a write builds the updated value with ``.at[idx].set``, and a read indexes
+it, so the IR of a traced function that uses refs is pure (no ref types or effects in it) and
+every transformation and the text format handle it as any other program.
+
+A ref passed to a ``jit`` function as an argument (or inside a pytree argument) is threaded
+through the program: its value goes in as an operand, the function sees a ref around the traced
+value, and the value it holds at the end comes out as an extra result that ``jit`` writes back
+into the caller's ref (``thread_refs`` below).
+
+A ref written in the body of a loop or conditional (``scan``, ``fori_loop``, ``while_loop``,
+``cond``, ``switch``) is threaded through it the same way: its value joins the loop's carry (the
+conditional's operands and results), found by tracing the bodies once without it
+(``lax.control_flow.ref_threading``). Otherwise a ref is written only in the trace that made
+it, and read there or in a trace nested in it (grad, vmap, ... inside the function that made the ref: that
+nested program closes over the value the ref holds at that point). A write inside grad or vmap,
+or a read of an eager ref inside a trace, would need the value threaded in and out of that
+program; jaxprc refuses them with ``RefEscapeError`` rather than baking in a stale value.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .ir.core import AbstractValue, ShapedArray
+from .ir.tracing import current_builder, get_aval, trace_state
+from .ir.tree_util import register_pytree_node, tree_flatten, tree_map
+from .lax.control_flow.ref_threading import RefEscapeError, Unthreaded
+
+__all__ = ['AbstractRef', 'Ref', 'addupdate', 'empty_ref', 'free_ref', 'freeze', 'get', 'new_ref',
+           'set', 'swap']
+
+class AbstractRef(AbstractValue):
+    """The type of a ref: a reference to an array of type ``inner_aval``."""
+
+    __slots__ = ("inner_aval",)
+
+    def __init__(self, inner_aval: ShapedArray):
+        self.inner_aval = inner_aval
+
+    shape = property(lambda self: self.inner_aval.shape)
+    dtype = property(lambda self: self.inner_aval.dtype)
+    ndim = property(lambda self: self.inner_aval.ndim)
+    size = property(lambda self: self.inner_aval.size)
+
+    def __eq__(self, other):
+        return isinstance(other, AbstractRef) and self.inner_aval == other.inner_aval
+
+    def __hash__(self):
+        return hash(("Ref", self.inner_aval))
+
+    def str_short(self) -> str:
+        return f"Ref{{{self.inner_aval.str_short()}}}"
+
+    def __repr__(self):         # JAX's form: Ref{float32[3]}
+        inner = self.inner_aval
+        return f"Ref{{{inner.dtype.name}[{','.join(map(str, inner.shape))}]}}"
+
+
+class Ref:
+    """A mutable array: ``ref[...]`` reads it, ``ref[idx] = v`` writes part of it."""
+
+    __slots__ = ("_value", "_trace", "__weakref__")
+
+    def __init__(self, value, trace):
+        self._value = value
+        self._trace = trace
+
+    def _current(self, what: str, write: bool = False):
+        """The value, if this ref may be used here: in the trace that created it, or (to read) in
+        a trace nested in that one, which then closes over the value at this program point."""
+        if self._value is None:
+            raise RefEscapeError(f"{what}: the ref was freed or frozen (jaxprc.freeze / free_ref)")
+        builder = current_builder()
+        if builder is self._trace or (not write and self._trace in trace_state.stack):
+            return self._value
+        if write:
+            where = ("a traced function nested in the code that created it (grad, vmap, or a jit "
+                     "that does not take it as an argument)")
+        else:
+            where = "a traced function (jit, grad, vmap) it is not an argument of"
+        message = (f"{what}: the ref is used inside {where}. jaxprc discharges refs while tracing, "
+                   "so such a ref's value cannot flow in and out of that function: pass the ref "
+                   "to a jit function as an argument, or pass its value in and return the new value.")
+        if self._trace is None or self._trace in trace_state.stack:    # a loop around may thread it
+            raise Unthreaded(message, self)
+        raise RefEscapeError(message)
+
+    aval = property(lambda self: AbstractRef(_type_of(self._current("Ref.aval"))))
+    shape = property(lambda self: tuple(self._current("Ref.shape").shape))
+    dtype = property(lambda self: self._current("Ref.dtype").dtype)
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape)))
+
+    def __getitem__(self, idx):
+        return get(self, idx)
+
+    def __setitem__(self, idx, value):
+        set(self, idx, value)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __repr__(self):
+        if self._value is None:
+            return "Ref(<freed>)"
+        text = repr(self._value)     # an Array prints as Array([...], dtype=...)
+        return "Ref" + text[len("Array"):] if text.startswith("Array(") else f"Ref({text})"
+
+
+def _type_of(value):
+    from .random import PRNGKeyArray
+    return value.aval if isinstance(value, PRNGKeyArray) else get_aval(value)
+
+
+def _array(x):
+    from . import numpy as jnp
+    from .random import PRNGKeyArray
+    return x if isinstance(x, PRNGKeyArray) else jnp.asarray(x)     # refs may hold typed keys
+
+
+def new_ref(init_val, *, memory_space=None, kind=None) -> Ref:
+    """A new ref holding ``init_val`` (an array or scalar)."""
+    return Ref(_array(init_val), current_builder())
+
+
+def empty_ref(ty, *, memory_space=None) -> Ref:
+    """A new ref of type ``ty`` (a ShapedArray); its contents are zeros until written."""
+    from . import numpy as jnp
+    return new_ref(jnp.zeros(ty.shape, ty.dtype))
+
+
+def free_ref(ref: Ref) -> None:
+    """Release ``ref``; any later use raises."""
+    ref._current("free_ref", write=True)
+    ref._value = None
+
+
+def freeze(ref: Ref):
+    """The ref's value as an immutable array; the ref may not be used afterwards."""
+    value = ref._current("freeze", write=True)
+    ref._value = None
+    return value
+
+
+def _normalize(idx):
+    return () if idx is Ellipsis else idx
+
+
+def get(ref: Ref, idx=()):
+    """``ref[idx]``."""
+    value = ref._current("Ref read")
+    idx = _normalize(idx)
+    return value if idx == () else value[idx]
+
+
+def _check_value(current, old, value, op: str) -> None:
+    if value.shape != old.shape:
+        raise ValueError(f"Invalid shape for `{op}`. Ref shape: {current.shape}. Expected shape: "
+                         f"{old.shape}. Value shape: {value.shape}. ")
+    if value.dtype != old.dtype:
+        raise ValueError(f"Invalid dtype for `{op}`. Ref dtype: {old.dtype}. Value dtype: {value.dtype}. ")
+
+
+def _write(ref: Ref, idx, value, op: str, combine):
+    """Replace ``ref[idx]`` by ``combine(old, value)``; return ``old``. ``value`` must have exactly
+    the indexed part's shape and dtype (no broadcasting, no promotion: JAX's rule)."""
+    current = ref._current("Ref write", write=True)
+    idx = _normalize(idx)
+    old = current if idx == () else current[idx]
+    value = _array(value)
+    _check_value(current, old, value, op)
+    new = combine(old, value)
+    ref._value = new if idx == () else current.at[idx].set(new)
+    return old
+
+
+def swap(ref: Ref, idx, value):
+    """Write ``value`` at ``ref[idx]`` and return what was there."""
+    return _write(ref, idx, value, "swap", lambda old, new: new)
+
+
+def set(ref: Ref, idx, value) -> None:   # noqa: A001 - JAX's name
+    """``ref[idx] = value``."""
+    _write(ref, idx, value, "swap", lambda old, new: new)
+
+
+def addupdate(ref: Ref, idx, value) -> None:
+    """``ref[idx] += value``, in place."""
+    _write(ref, idx, value, "addupdate", lambda old, new: old + new)
+
+
+# ------------------------------------------------------------ refs as jit arguments
+
+
+class _RefValue:
+    """Where a ref was in a jit call's arguments: its value, as a pytree node, so that it is an
+    operand of the program and the cache key tells ref positions from plain arrays."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+register_pytree_node(_RefValue, lambda r: ((r.value,), None), lambda _, kids: _RefValue(kids[0]))
+
+
+def _is_ref_value(x) -> bool:
+    return isinstance(x, _RefValue)
+
+
+def has_refs(leaves) -> bool:
+    return any(isinstance(x, Ref) for x in leaves)
+
+
+def unwrap_refs(args, kwargs):
+    """``(args, kwargs)`` with each ref replaced by a ``_RefValue`` of its value, and the refs in
+    that order. A ref passed twice is refused (one program operand cannot be two refs)."""
+    refs = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, Ref)]
+    if len({id(r) for r in refs}) != len(refs):
+        raise ValueError("a jit function was given the same Ref twice among its arguments; jaxprc "
+                         "threads each ref argument through the program once, so refs may not alias")
+    args, kwargs = tree_map(lambda x: _RefValue(x._current("jit argument")) if isinstance(x, Ref) else x,
+                            (args, kwargs))
+    return args, kwargs, refs
+
+
+def thread_refs(fun):
+    """``fun`` taking ``_RefValue``s where refs were and returning ``(results, the refs' final
+    values)``: the function ``jit`` compiles for a call with ref arguments."""
+    @functools.wraps(fun)
+    def threaded(*args, **kwargs):
+        made = []
+
+        def as_ref(x):
+            made.append(Ref(x.value, current_builder()))
+            return made[-1]
+        args, kwargs = tree_map(lambda x: as_ref(x) if _is_ref_value(x) else x, (args, kwargs),
+                                is_leaf=_is_ref_value)
+        outs = fun(*args, **kwargs)
+        return outs, [r._current("the end of the jit function that was passed it") for r in made]
+    return threaded
+
+
+def write_back(refs, values) -> None:
+    for r, v in zip(refs, values):
+        r._value = v
