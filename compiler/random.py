@@ -292,6 +292,9 @@ class PRNGKeyArray:
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
+    def __bool__(self):
+        raise TypeError("key array cannot be converted to boolean.")
+
     def _key_words(self):
         return (slice(None),) * len(self._impl.key_shape)
 
