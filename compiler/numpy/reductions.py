@@ -12,7 +12,7 @@ from jaxprc.ir import dtypes as dt
 
 from ._dtypes import to_dtype
 from .creation import as_array
-from ._util import aval_of, broadcast_to_shape, canonical_axes, canonical_axis, convert
+from ._util import aval_of, broadcast_to_shape, canonical_axes, canonical_axis, convert, located
 
 
 def _no_out(fn_name, out):
@@ -176,10 +176,15 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     aval = aval_of(a)
     axes = canonical_axes(axis, aval.ndim, "mean")
     result_dtype = _inexact_dtype(aval.dtype, dtype)
+    if dt.is_bool(result_dtype):
+        raise TypeError(f"{located('mean')}: dtype=bool is not supported (JAX's division does not "
+                        "accept booleans)")
     compute = _upcast_low_precision(result_dtype)
     total = sum(a, axis=axes, dtype=compute, keepdims=keepdims, where=where)
-    count = _count("mean", aval.shape, axes, keepdims, where, compute)
-    return convert(divide(total, convert(count, compute)), result_dtype)
+    count = convert(_count("mean", aval.shape, axes, keepdims, where, compute), compute)
+    if not dt.is_inexact(compute):      # an integer dtype= divides exactly in it (lax.div), as JAX
+        return convert(lax.div(total, count), result_dtype)
+    return convert(divide(total, count), result_dtype)
 
 
 _COMPLEX_VAR_REAL_DTYPE = (
@@ -358,8 +363,8 @@ def _skipping_nan(fn_name, reduction, all_nan_gives_nan=False, identity_free=Non
         nan = isnan(a)
         mask = logical_not(nan) if kwargs.get("where") is None else logical_and(kwargs["where"], logical_not(nan))
         out = reduction(a, axis, **{**kwargs, "where": mask})
-        if not all_nan_gives_nan:
-            return out
+        if not all_nan_gives_nan or kwargs.get("initial") is not None:
+            return out          # (with an initial value, as JAX: an all-NaN slice gives the initial)
         return where(all(nan, axis, keepdims=kwargs.get("keepdims", False)), convert(np.nan, dtype), out)
     fn.__name__ = fn.__qualname__ = fn_name
     fn.__doc__ = f"``{fn_name[3:]}`` ignoring NaN values."

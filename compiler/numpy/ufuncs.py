@@ -549,6 +549,8 @@ def _logaddexp_in_base(base_exp, log_of_base):
     @custom_jvp
     def logaddexp_b(x1, x2):
         from .selection import where
+        if dt.is_complex(aval_of(x1).dtype):
+            return _complex_logaddexp(x1, x2)
         delta = subtract(x1, x2)
         soft = log1p(base_exp(negative(absolute(delta))))
         if log_of_base is not None:
@@ -562,10 +564,26 @@ def _logaddexp_in_base(base_exp, log_of_base):
         out = logaddexp_b(x1, x2)
 
         def finite(v):
-            return where(isposinf(v), zeros_like(v), v)
+            return where(isposinf(real(v)), zeros_like(v), v)
         weight1 = base_exp(subtract(finite(x1), finite(out)))
         weight2 = base_exp(subtract(finite(x2), finite(out)))
         return out, add(multiply(tangents[0], weight1), multiply(tangents[1], weight2))
+    def _complex_logaddexp(x1, x2):
+        # about the larger (lax.max's order: real part, then imaginary), the imaginary part of
+        # the result wrapped into [-pi, pi) (in base b: [-pi / ln b, pi / ln b)), as JAX
+        amax = lax.max(x1, x2)
+        soft = log1p(base_exp(subtract(add(x1, x2), multiply(amax, _const_like(amax, 2)))))
+        if log_of_base is not None:
+            soft = multiply(_const_like(soft, 1 / log_of_base), soft)
+        out = add(amax, soft)
+        half_period = np.pi if log_of_base is None else np.pi / log_of_base
+        angle = imag(out)
+        a, two_a = _const_like(angle, half_period), _const_like(angle, 2 * half_period)
+        rem = lax.rem(add(angle, a), two_a)
+        from .selection import where
+        rem = where(less(rem, _const_like(rem, 0)), add(rem, two_a), rem)
+        return lax.complex(real(out), subtract(rem, a))
+
     return logaddexp_b
 
 
