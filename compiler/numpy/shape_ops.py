@@ -175,7 +175,7 @@ def concatenate(arrays, axis=0, dtype=None):
     shapes = [aval_of(a).shape for a in arrays]
     for s in shapes:
         if len(s) != n or s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:]:
-            raise ValueError(f"{located('concatenate')}: all dimensions but axis {axis} must match, got shapes "
+            raise TypeError(f"{located('concatenate')}: all dimensions but axis {axis} must match, got shapes "
                              f"{', '.join(map(str, shapes))}")
     return arrays[0] if len(arrays) == 1 else lax.concatenate(arrays, axis)
 

@@ -34,9 +34,9 @@ def _const_like(x, value):
     return convert(value, a.dtype, weak=a.weak_type and a.ndim == 0)
 
 
-def _reject_complex(fn: str, dtype):
-    if dt.is_complex(dtype):
-        raise ValueError(f"{fn} is not defined for complex inputs (got {dtype.name}); "
+def _reject_complex(fn: str, dtype, error=TypeError):
+    if dt.is_complex(dtype):        # (the error class JAX raises for ``fn``)
+        raise error(f"{fn} is not defined for complex inputs (got {dtype.name}); "
                          "convert to real values first, e.g. with abs(x)")
 
 
@@ -182,7 +182,8 @@ def round(a, decimals: int = 0):
     integers is rejected, as JAX, rather than silently ignored), booleans rejected (as JAX);
     complex values round both parts."""
     (x,), dtype, _ = promote("round", a)
-    _check_kind("round", dtype, _NOT_BOOL, _NUMERIC)
+    if dt.is_bool(dtype):       # (a ValueError, as JAX's)
+        raise ValueError(f"round does not accept dtype bool: it expects {_NUMERIC}")
     if dt.is_int(dtype):
         if decimals < 0:
             raise NotImplementedError(f"round: integer input with decimals={decimals} < 0 is not supported (as JAX)")
@@ -269,7 +270,7 @@ def isinf(x, /):
 
 def _is_inf_of_sign(fn: str, x, infinity):
     (x,), dtype, _ = promote(fn, x)
-    _reject_complex(fn, dtype)
+    _reject_complex(fn, dtype, ValueError)
     if not dt.is_float(dtype):
         return _bool_like(x, False)
     return equal(x, _strong_const(infinity, dtype))
@@ -296,7 +297,7 @@ def _bool_like(x, value):
 def signbit(x, /):
     """Whether the sign bit is set; strongly typed, as JAX's."""
     (x,), dtype, _ = promote("signbit", x)
-    _reject_complex("signbit", dtype)
+    _reject_complex("signbit", dtype, ValueError)
     if dt.is_bool(dtype):
         return _bool_like(x, False)
     if dt.is_float(dtype):
@@ -531,7 +532,7 @@ def hypot(x1, x2, /):
     """``sqrt(x1**2 + x2**2)`` computed as ``big * sqrt(1 + (small/big)**2)``, which does not
     overflow; the result types follow JAX's (an infinite operand gives inf, even with NaN)."""
     (x1, x2), dtype, _ = promote("hypot", x1, x2, to_inexact=True)
-    _reject_complex("hypot", dtype)
+    _reject_complex("hypot", dtype, ValueError)
     from .selection import where
     x1, x2 = absolute(x1), absolute(x2)
     any_inf = logical_or(isinf(x1), isinf(x2))
