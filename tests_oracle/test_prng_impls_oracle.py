@@ -130,3 +130,18 @@ def test_gamma_family_matches_jax(impl):
         jr.poisson(jr.key(3, impl=impl), 3.0, (2,))
     with pytest.raises(NotImplementedError, match="only implemented for the threefry2x32 RNG"):
         jax.random.poisson(jax.random.key(3, impl=impl), 3.0, (2,))
+
+
+def test_key_arrays_move_as_arrays():
+    def moves(r):
+        k = r.split(r.key(0), 6).reshape(2, 3)
+        return [r.key_data(x) for x in (k.T, k.transpose(1, 0), k.ravel(), k.reshape(3, -1), k.flatten(),
+                                        k.at[0, 1].set(r.key(9)), k.at[1].get(),
+                                        k.at[:, -1].set(r.split(r.key(2), 2)))]
+    for ours, theirs in zip(moves(jr), moves(jax.random)):
+        assert_same(ours, theirs)
+    for r in (jr, jax.random):
+        with pytest.raises(TypeError):
+            r.split(r.key(0), 6).reshape(2, 3).transpose(0, 0)
+        with pytest.raises(TypeError):
+            r.split(r.key(0), 2).at[0].set(np.zeros(2, np.uint32))
