@@ -327,6 +327,13 @@ def _gamma_one(key, alpha, log_space: bool):
     return lax.mul(lax.mul(d, V), boost)
 
 
+def gamma_key_shape(impl):
+    """The shape of one key's data for ``random_gamma[impl]`` (threefry when None)."""
+    if impl is not None and impl not in prngs:
+        raise ValueError(f"random_gamma: unknown PRNG implementation {impl!r}; registered: {sorted(prngs)}")
+    return prngs[impl or "threefry2x32"].key_shape
+
+
 def gamma_samples(key, a, *, log_space: bool, impl=None):
     """``random_gamma``'s definition: each key (``uint32[*k, *key_shape]`` data of the named
     implementation, threefry when None) split into one key per element of its block of ``a``

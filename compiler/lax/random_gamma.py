@@ -179,11 +179,9 @@ random_gamma_p.def_params(log_space=Bool(), impl=Optional(Str()))
 
 
 def _key_words(impl):
-    """The number of uint32 words of one key of the named implementation (threefry when None)."""
-    from jaxprc.random import prngs          # the implementations sit above the families
-    if impl is not None and impl not in prngs:
-        raise ValueError(f"random_gamma: unknown PRNG implementation {impl!r}; registered: {sorted(prngs)}")
-    return prngs[impl or "threefry2x32"].key_shape
+    """The shape of one key's data of the named implementation (threefry when None)."""
+    from jaxprc.random_distributions import gamma_key_shape    # the sampler sits above the families
+    return gamma_key_shape(impl)
 
 
 @random_gamma_p.def_abstract_eval
