@@ -320,6 +320,9 @@ class PRNGKeyArray:
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
+    def __bool__(self):
+        raise TypeError("key array cannot be converted to boolean.")
+
     def _key_words(self):
         return (slice(None),) * len(self._impl.key_shape)
 
@@ -329,7 +332,31 @@ class PRNGKeyArray:
 
     def reshape(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        if -1 in shape:         # resolved here: the key words must not take part
+            known = math.prod(d for d in shape if d != -1)
+            shape = tuple(self.size // known if d == -1 else d for d in shape)
         return PRNGKeyArray(jnp.reshape(self._base, (*shape, *self._impl.key_shape)), self._impl)
+
+    def transpose(self, *axes):
+        """The keys' axes permuted (the key words stay last), as an array's ``transpose``."""
+        axes = tuple(axes[0]) if len(axes) == 1 and isinstance(axes[0], (tuple, list)) else axes
+        axes = tuple(reversed(range(self.ndim))) if not axes else tuple(a % self.ndim for a in axes)
+        if sorted(axes) != list(range(self.ndim)):
+            raise TypeError(f"transpose: axes {axes} are not a permutation of the key array's {self.ndim} axes")
+        words = tuple(range(self.ndim, self.ndim + len(self._impl.key_shape)))
+        return PRNGKeyArray(jnp.transpose(self._base, (*axes, *words)), self._impl)
+
+    T = property(lambda self: self.transpose())
+
+    def ravel(self):
+        return self.reshape(-1)
+
+    flatten = ravel
+
+    @property
+    def at(self):
+        """``keys.at[idx].get()`` / ``.set(other_keys)``: the keys' index updates (on their data)."""
+        return _KeyIndexUpdateHelper(self)
 
     def __eq__(self, other):
         if not isinstance(other, PRNGKeyArray):
@@ -350,6 +377,34 @@ class PRNGKeyArray:
 
 
 register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), k._impl), lambda impl, kids: PRNGKeyArray(kids[0], impl))
+
+
+class _KeyIndexUpdateHelper:
+    __slots__ = ("keys",)
+
+    def __init__(self, keys):
+        self.keys = keys
+
+    def __getitem__(self, idx):
+        return _KeyIndexUpdateRef(self.keys, idx if isinstance(idx, tuple) else (idx,))
+
+
+class _KeyIndexUpdateRef:
+    __slots__ = ("keys", "idx")
+
+    def __init__(self, keys, idx):
+        self.keys, self.idx = keys, idx
+
+    def get(self, **kwargs):
+        keys = self.keys
+        return PRNGKeyArray(keys._base.at[(*self.idx, *keys._key_words())].get(**kwargs), keys._impl)
+
+    def set(self, values, **kwargs):
+        keys = self.keys
+        if not isinstance(values, PRNGKeyArray) or values._impl != keys._impl:
+            raise TypeError(f"key array .at[].set: the values must be keys of type {keys.dtype}, "
+                            f"got {getattr(values, 'dtype', type(values).__name__)}")
+        return PRNGKeyArray(keys._base.at[(*self.idx, *keys._key_words())].set(values._base, **kwargs), keys._impl)
 
 
 def _default_impl() -> PRNGImpl:

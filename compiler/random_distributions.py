@@ -28,7 +28,7 @@ from . import numpy as jnp
 from .ir import dtypes as dt
 from .ir.tracing import get_aval
 from .lax.random_gamma import random_gamma_p
-from .random import (PRNGKeyArray, threefry_prng_impl, _check_key, _check_shape, _float_dtype, _normal, _shape, _split, _static, _uniform,
+from .random import (PRNGKeyArray, prngs, threefry_prng_impl, _check_key, _check_shape, _float_dtype, _normal, _shape, _split, _static, _uniform,
                      _unstack2, bernoulli, split)
 from .transformations.vmap import vmap
 
@@ -327,17 +327,33 @@ def _gamma_one(key, alpha, log_space: bool):
     return lax.mul(lax.mul(d, V), boost)
 
 
-def gamma_samples(key, a, *, log_space: bool):
-    """``random_gamma``'s definition: each threefry key (``uint32[*k, 2]``) split into one key per
-    element of its block of ``a`` (``a.shape = (*k, ...)``), one Marsaglia-Tsang draw per element."""
+def gamma_key_shape(impl):
+    """The shape of one key's data for ``random_gamma[impl]`` (threefry when None)."""
+    if impl is not None and impl not in prngs:
+        raise ValueError(f"random_gamma: unknown PRNG implementation {impl!r}; registered: {sorted(prngs)}")
+    return prngs[impl or "threefry2x32"].key_shape
+
+
+def gamma_samples(key, a, *, log_space: bool, impl=None):
+    """``random_gamma``'s definition: each key (``uint32[*k, *key_shape]`` data of the named
+    implementation, threefry when None) split into one key per element of its block of ``a``
+    (``a.shape = (*k, ...)``), one Marsaglia-Tsang draw per element: vmapped for threefry keys,
+    one after another (``lax.map``) for the others, as JAX draws them."""
+    prng = prngs[impl or "threefry2x32"]
+    words = prng.key_shape
     a_aval = get_aval(a)
     if a_aval.size == 0:
         return jnp.zeros(a_aval.shape, a_aval.dtype)
-    per_key = math.prod(a_aval.shape[get_aval(key).ndim - 1:])
-    keys = vmap(lambda k: _split(PRNGKeyArray(k), shape=(per_key,))._base)(
-        lax.reshape(key, (get_aval(key).size // 2, 2)))
-    samples = vmap(lambda k, a: _gamma_one(PRNGKeyArray(k), a, log_space))(
-        lax.reshape(keys, (a_aval.size, 2)), lax.reshape(a, (a_aval.size,)))
+    nk = get_aval(key).ndim - len(words)
+    per_key = math.prod(a_aval.shape[nk:])
+    keys = vmap(lambda k: _split(PRNGKeyArray(k, prng), shape=(per_key,))._base)(
+        lax.reshape(key, (math.prod(get_aval(key).shape[:nk]), *words)))
+    keys, alphas = lax.reshape(keys, (a_aval.size, *words)), lax.reshape(a, (a_aval.size,))
+    draw = lambda k, a: _gamma_one(PRNGKeyArray(k, prng), a, log_space)
+    if prng is threefry_prng_impl:
+        samples = vmap(draw)(keys, alphas)
+    else:
+        samples = lax.map(lambda ka: draw(*ka), (keys, alphas))
     return lax.reshape(samples, a_aval.shape)
 
 
@@ -350,10 +366,13 @@ def _gamma(key, a, shape, dtype, log_space):
     a = lax.convert_element_type(a, dtype)
     if np.shape(a) != shape:
         a = jnp.broadcast_to(a, shape)
-    if key._impl != threefry_prng_impl:
+    if key._impl is threefry_prng_impl:
+        return random_gamma_p.bind(key._base, a, log_space=log_space)
+    if prngs.get(key._impl.name) is not key._impl:
         raise NotImplementedError(f"jaxprc.random: the gamma family (gamma, loggamma, beta, dirichlet, chisquare, "
-                                  f"f, t, poisson) draws from threefry2x32 keys only, got {key.dtype}")
-    return random_gamma_p.bind(key._base, a, log_space=log_space)
+                                  f"f, t, poisson) draws from registered PRNG implementations only, got "
+                                  f"{key.dtype} ({key._impl.name})")
+    return random_gamma_p.bind(key._base, a, log_space=log_space, impl=key._impl.name)
 
 
 def _gamma_args(name, key, shape, dtype):
@@ -640,6 +659,8 @@ def _poisson(key, lam, shape, dtype):
 def poisson(key, lam, shape=None, dtype=None):
     """Poisson(lam) samples (integers)."""
     base, _ = _check_key("poisson", key)
+    if base._impl is not threefry_prng_impl:    # as JAX (its sampler relies on threefry's splitting)
+        raise NotImplementedError(f"`poisson` is only implemented for the threefry2x32 RNG, not {base._impl.tag}")
     dtype = dt.default_int_dtype() if dtype is None else dt.canonicalize_dtype(dtype)
     shape = np.shape(lam) if shape is None else _shape(shape)
     lam = lax.convert_element_type(jnp.broadcast_to(lam, shape), np.float32)

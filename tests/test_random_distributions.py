@@ -182,8 +182,15 @@ def test_user_errors():
         jr.key_dtype("philox")
     with pytest.raises(TypeError, match="specifying PRNG implementation"):
         jr.key(0, impl=3)
-    with pytest.raises(NotImplementedError, match="threefry2x32 keys only"):
-        jr.gamma(jr.key(0, impl="rbg"), 1.0)
+    # the gamma family draws from registered implementations (rbg: tests_oracle/test_prng_impls_oracle.py)
+    from jaxprc.random import define_prng_impl, rbg_prng_impl
+    unregistered = define_prng_impl(
+        key_shape=(4,), seed=rbg_prng_impl.seed, split=rbg_prng_impl.split, random_bits=rbg_prng_impl.random_bits,
+        fold_in=rbg_prng_impl.fold_in, name="mine", tag="mine")
+    with pytest.raises(NotImplementedError, match="registered PRNG implementations only"):
+        jr.gamma(jr.key(0, impl=unregistered), 1.0)
+    with pytest.raises(NotImplementedError, match="only implemented for the threefry2x32 RNG"):
+        jr.poisson(jr.key(0, impl="rbg"), 1.0)
 
 
 def test_key_functions():

@@ -105,3 +105,45 @@ def test_user_defined_impl_matches_jax():
     ours, theirs = jr.key(5, impl=define(jr)), jax.random.key(5, impl=define(jax_extend_random))
     assert str(ours.dtype) == str(theirs.dtype) == "key<mn>"
     assert_same(jr.uniform(jr.split(ours)[0], (3,)), jax.random.uniform(jax.random.split(theirs)[0], (3,)))
+
+
+# The gamma family (Marsaglia-Tsang rejection loops, one split key per element) on rbg keys; the
+# draws are shared out between the two implementations (each compiles rejection loops on both sides).
+GAMMA_DRAWS = {
+    "rbg": {
+        "gamma": lambda r, k: r.gamma(k, np.array([0.5, 1.5, 3.0], np.float32)),
+        "beta": lambda r, k: r.beta(k, 2.0, 0.5, (3,)),
+        "grad": lambda r, k: (jax if r is jax.random else jaxprc).grad(lambda a: r.gamma(k, a, (3,)).sum())(1.3),
+    },
+    "unsafe_rbg": {
+        "loggamma": lambda r, k: r.loggamma(k, 0.1, (3,)),
+        "dirichlet": lambda r, k: r.dirichlet(k, np.array([1.0, 2.0, 0.5]), (2,)),
+        "vmapped": lambda r, k: (jax if r is jax.random else jaxprc).vmap(lambda k: r.gamma(k, 1.5, (2,)))(r.split(k, 3)),
+    },
+}
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_gamma_family_matches_jax(impl):
+    for name, draw in GAMMA_DRAWS[impl].items():
+        assert_same(draw(jr, jr.key(3, impl=impl)), draw(jax.random, jax.random.key(3, impl=impl)))
+    # JAX's poisson draws from threefry keys only
+    with pytest.raises(NotImplementedError, match="only implemented for the threefry2x32 RNG"):
+        jr.poisson(jr.key(3, impl=impl), 3.0, (2,))
+    with pytest.raises(NotImplementedError, match="only implemented for the threefry2x32 RNG"):
+        jax.random.poisson(jax.random.key(3, impl=impl), 3.0, (2,))
+
+
+def test_key_arrays_move_as_arrays():
+    def moves(r):
+        k = r.split(r.key(0), 6).reshape(2, 3)
+        return [r.key_data(x) for x in (k.T, k.transpose(1, 0), k.ravel(), k.reshape(3, -1), k.flatten(),
+                                        k.at[0, 1].set(r.key(9)), k.at[1].get(),
+                                        k.at[:, -1].set(r.split(r.key(2), 2)))]
+    for ours, theirs in zip(moves(jr), moves(jax.random)):
+        assert_same(ours, theirs)
+    for r in (jr, jax.random):
+        with pytest.raises(TypeError):
+            r.split(r.key(0), 6).reshape(2, 3).transpose(0, 0)
+        with pytest.raises(TypeError):
+            r.split(r.key(0), 2).at[0].set(np.zeros(2, np.uint32))

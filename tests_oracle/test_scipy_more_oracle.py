@@ -228,3 +228,19 @@ def test_same_errors(n):
             BAD_CALLS[n](sp)
         errors.append(info.type)
     assert errors[0] is errors[1]
+
+
+def test_convolution_matrix_batches_over_leading_axes_as_jax():
+    import jax.scipy.linalg
+    import jaxprc.scipy.linalg
+    a = np.arange(1., 9., dtype=np.float32).reshape(2, 1, 4) - 3
+    for n, mode in ((1, "full"), (3, "same"), (6, "valid"), (2, "valid")):
+        theirs = jax.scipy.linalg.convolution_matrix(a, n, mode)
+        ours = jaxprc.scipy.linalg.convolution_matrix(a, n, mode)
+        assert ours.shape == theirs.shape
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+    for lib in (jax.scipy.linalg, jaxprc.scipy.linalg):
+        with pytest.raises(ValueError, match="positive integer"):
+            lib.convolution_matrix(a, 0)
+        with pytest.raises(ValueError, match="scalar"):
+            lib.convolution_matrix(np.float32(1), 2)

@@ -61,6 +61,16 @@ CASES = [
         np.array([[2., 1., 0., 1.], [1., 3., 1., 0.], [0., 1., 4., 1.], [1., 0., 1., 5.]], np.float32))),
     ("slogdet_grad_1x1", lambda lib, np_: lib.grad(lambda a: np_.linalg.slogdet(a)[1].sum())(
         np.array([[[2.]], [[-5.]]], np.float32))),
+    # found by test_argument_sweep.py
+    ("logaddexp_complex", lambda lib, np_: (np_.logaddexp(C, C[::-1] * 2), np_.logaddexp2(C * 3, C[::-1]))),
+    ("logaddexp_complex_jvp", lambda lib, np_: lib.jvp(np_.logaddexp, (C, C[::-1]), (C, C))),
+    ("nanmax_initial_all_nan", lambda lib, np_: (
+        np_.nanmax(np.array([[np.nan, 1.], [np.nan, np.nan]], np.float32), axis=1, initial=0.),
+        np_.nanmin(np.array([[np.nan, np.nan]], np.float32), axis=1, initial=-2.),
+        np_.nanmax(np.zeros((0, 3), np.complex64), axis=0, initial=0))),
+    ("mean_int_dtype_exact", lambda lib, np_: np_.mean(np.array([2**30 + 1, 2**30 + 4, -7], np.int32), dtype=np.int32)),
+    ("var_complex_dtype", lambda lib, np_: (np_.var(C, dtype=np.complex64), np_.std(C.real, dtype=np.complex64),
+                                            np_.var(np.array([1, 3, 0, 2], np.int32), dtype=np.int32))),
 ]
 
 
@@ -75,3 +85,21 @@ def test_vecdot_shape_errors_match():
     for lib in (jnp, xnp):
         with pytest.raises(ValueError, match="axes must match"):
             lib.vecdot(A, np.ones((3, 2), np.float32), axis=0)
+
+
+def test_split_rejects_negative_and_decreasing_indices_as_jax():
+    # numpy counts negative indices from the end; JAX raises, and jaxprc once clipped them silently
+    for indices in ([1, 1, -1], [2, 1], [5]):
+        for lib in (jnp, xnp):
+            with pytest.raises(ValueError, match="nonnegative"):
+                lib.split(np.arange(3.), indices)
+    assert [a.shape for a in xnp.split(np.arange(3.), [1, 3])] == [(1,), (2,), (0,)]
+
+
+def test_pad_statistic_and_ramp_modes_match_jax():
+    x = np.array([[4, -1, 7], [2, 5, -3]], np.int32)
+    for kw in (dict(mode="maximum"), dict(mode="minimum", stat_length=1), dict(mode="mean"),
+               dict(mode="median", stat_length=((1, 2), (2, 1))), dict(mode="linear_ramp", end_values=((1, -2), (3, 4)))):
+        for arr in (x, x.astype(np.float32) / 3):
+            _same(xnp.pad(arr, ((1, 2), (2, 0)), **kw), jnp.pad(arr, ((1, 2), (2, 0)), **kw))
+    np.testing.assert_array_equal(xnp.pad(x, 1, mode="maximum"), np.pad(x, 1, mode="maximum"))

@@ -69,6 +69,7 @@ IS_FLOAT, IS_COMPLEX = dt.is_float, dt.is_complex
 ANY = lambda d: d != dt.float0 and d != dt.token
 NUM = _kinds(IS_INT, IS_UINT, IS_FLOAT, IS_COMPLEX)
 INEXACT = _kinds(IS_FLOAT, IS_COMPLEX)
+REAL_NUM = _kinds(IS_INT, IS_UINT, IS_FLOAT)
 INTEGRAL = _kinds(IS_INT, IS_UINT)
 BOOL_OR_INT = _kinds(IS_BOOL, IS_INT, IS_UINT)
 ORDERED = _kinds(IS_BOOL, IS_INT, IS_UINT, IS_FLOAT)
@@ -77,7 +78,7 @@ KIND_NAMES = {ANY: "any dtype", NUM: "a numeric dtype", INEXACT: "a floating or 
               IS_FLOAT: "a floating dtype", INTEGRAL: "an integer dtype",
               BOOL_OR_INT: "a boolean or integer dtype", ORDERED: "an ordered (non-complex) dtype",
               IS_COMPLEX: "a complex dtype", IS_INT: "a signed integer dtype",
-              F32_OR_F64: "float32 or float64"}
+              F32_OR_F64: "float32 or float64", REAL_NUM: "an integer or floating dtype"}
 
 
 def fmt_types(avals) -> str:
@@ -225,7 +226,7 @@ add_p = elementwise("add", 2, NUM)
 sub_p = elementwise("sub", 2, NUM)
 mul_p = elementwise("mul", 2, NUM)
 div_p = elementwise("div", 2, NUM)
-rem_p = elementwise("rem", 2, _kinds(IS_INT, IS_UINT, IS_FLOAT))
+rem_p = elementwise("rem", 2, REAL_NUM)
 pow_p = elementwise("pow", 2, INEXACT)
 max_p = elementwise("max", 2, ANY)
 min_p = elementwise("min", 2, ANY)

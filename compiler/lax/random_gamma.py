@@ -3,7 +3,9 @@ derivative with respect to ``a``).
 
 ``random_gamma[log_space] key a`` draws one sample per element of ``a`` from
 raw threefry key data ``key`` (``uint32[*k, 2]``, ``k`` a prefix of ``a``'s
-shape): each key is split into one key per element of its block of ``a``,
+shape), or with ``impl`` (the name of a registered PRNG implementation, e.g.
+``rbg``) that implementation's key data: each key is split into one key per
+element of its block of ``a``,
 and each sample is Marsaglia and Tsang's rejection sampler (as in JAX's
 ``random_gamma_p``; the algorithm itself is ``jaxprc.random``'s). Its
 derivative in ``a`` is the implicit-reparameterisation one below.
@@ -29,7 +31,7 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive
-from jaxprc.ir.params import Bool
+from jaxprc.ir.params import Bool, Optional, Str
 
 from . import operands as _ops
 from .control_flow import map as _map, while_loop
@@ -173,22 +175,30 @@ ad.primitive_jvps[random_gamma_grad_p] = _random_gamma_grad_jvp
 
 random_gamma_p = Primitive("random_gamma")
 random_gamma_p.def_impl(functools.partial(dispatch.apply_primitive, random_gamma_p))
-random_gamma_p.def_params(log_space=Bool())
+random_gamma_p.def_params(log_space=Bool(), impl=Optional(Str()))
+
+
+def _key_words(impl):
+    """The shape of one key's data of the named implementation (threefry when None)."""
+    from jaxprc.random_distributions import gamma_key_shape    # the sampler sits above the families
+    return gamma_key_shape(impl)
 
 
 @random_gamma_p.def_abstract_eval
-def _random_gamma_abstract_eval(key, a, *, log_space):
-    nk = key.ndim - 1
-    if key.dtype != np.uint32 or key.shape[-1:] != (2,) or not IS_FLOAT(a.dtype) or a.shape[:nk] != key.shape[:-1]:
-        raise type_error("random_gamma", [key, a], "threefry key data uint32[*k, 2] and a float array of "
-                         "shape (*k, ...)", log_space=log_space)
+def _random_gamma_abstract_eval(key, a, *, log_space, impl=None):
+    words = _key_words(impl)
+    nk = key.ndim - len(words)
+    if (key.dtype != np.uint32 or key.shape[nk:] != words or not IS_FLOAT(a.dtype)
+            or a.shape[:nk] != key.shape[:nk]):
+        raise type_error("random_gamma", [key, a], f"{impl or 'threefry'} key data uint32[*k, "
+                         f"{', '.join(map(str, words))}] and a float array of shape (*k, ...)", log_space=log_space)
     return a
 
 
-def _gamma_lowering(ctx, key, a, *, log_space):
+def _gamma_lowering(ctx, key, a, *, log_space, impl=None):
     from jaxprc.random_distributions import gamma_samples   # the sampler sits above the families
-    return mlir.lower_fun(functools.partial(gamma_samples, log_space=log_space), multiple_results=False)(
-        ctx, key, a)
+    return mlir.lower_fun(functools.partial(gamma_samples, log_space=log_space, impl=impl),
+                          multiple_results=False)(ctx, key, a)
 
 
 mlir.register_lowering(random_gamma_p, _gamma_lowering)
@@ -209,9 +219,9 @@ def _gamma_sample_grad(sample, a, log_space):
     return lax.reshape(_map(grad, (alphas, samples)), aval.shape)
 
 
-def _random_gamma_jvp(primals, tangents, *, log_space):
+def _random_gamma_jvp(primals, tangents, *, log_space, **impl):
     key, a = primals
-    ans = random_gamma_p.bind(key, a, log_space=log_space)
+    ans = random_gamma_p.bind(key, a, log_space=log_space, **impl)
     if isinstance(tangents[1], ad.Zero):
         return ans, ad.Zero(_ops.aval(ans))
     return ans, lax.mul(tangents[1], _gamma_sample_grad(ans, a, log_space))
@@ -220,11 +230,11 @@ def _random_gamma_jvp(primals, tangents, *, log_space):
 ad.primitive_jvps[random_gamma_p] = _random_gamma_jvp
 
 
-def _random_gamma_batch(args, dims, *, log_space):
+def _random_gamma_batch(args, dims, *, log_space, **impl):
     """Both operands with the batch axis in front (keys lead ``a``'s shape)."""
     size = next(_ops.aval(x).shape[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
     key, a = (batching.bdim_at_front(x, d, size) for x, d in zip(args, dims))
-    return random_gamma_p.bind(key, a, log_space=log_space), 0
+    return random_gamma_p.bind(key, a, log_space=log_space, **impl), 0
 
 
 batching.primitive_batchers[random_gamma_p] = _random_gamma_batch

@@ -299,8 +299,9 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False, indic
                           indices_are_sorted=indices_are_sorted)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
-    """``arr`` indexed along ``axis`` by ``indices`` (same rank; other dimensions broadcast)."""
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None, *, wrap_negative_indices=True):
+    """``arr`` indexed along ``axis`` by ``indices`` (same rank; other dimensions broadcast);
+    ``wrap_negative_indices=False`` leaves negative indices out of bounds (for ``mode``)."""
     arr = as_array(arr, "take_along_axis")
     shape = aval_of(arr).shape
     if axis is None:
@@ -321,7 +322,8 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
                     for d in range(len(shape))]
     if any(out_shape[d] != shape[d] for d in range(len(shape)) if d != axis):
         arr = broadcast_to_shape(arr, tuple(out_shape[d] if d != axis else shape[d] for d in range(len(shape))))
-    return gather_indices(arr, list(range(len(shape))), index_arrays, mode=mode, fill_value=fill_value)
+    return gather_indices(arr, list(range(len(shape))), index_arrays, mode=mode, fill_value=fill_value,
+                          count_negative_from_end=bool(wrap_negative_indices))
 
 
 def nonzero(a, *, size=None, fill_value=None):

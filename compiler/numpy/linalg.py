@@ -558,6 +558,8 @@ def cond(x, p=None):
     from .selection import where
     (x,) = _inexact("cond", x)
     _matrix("cond", x)
+    if aval_of(x).size == 0:
+        raise ValueError(f"jnp.linalg.cond: input array must not be empty; got arr.shape={aval_of(x).shape}")
     if p in (None, 2):
         s = svdvals(x)
         out = s[..., 0] / s[..., -1]

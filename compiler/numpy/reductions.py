@@ -12,7 +12,7 @@ from jaxprc.ir import dtypes as dt
 
 from ._dtypes import to_dtype
 from .creation import as_array
-from ._util import aval_of, broadcast_to_shape, canonical_axes, canonical_axis, convert
+from ._util import aval_of, broadcast_to_shape, canonical_axes, canonical_axis, convert, located
 
 
 def _no_out(fn_name, out):
@@ -176,37 +176,80 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     aval = aval_of(a)
     axes = canonical_axes(axis, aval.ndim, "mean")
     result_dtype = _inexact_dtype(aval.dtype, dtype)
+    if dt.is_bool(result_dtype):
+        raise TypeError(f"{located('mean')}: dtype=bool is not supported (JAX's division does not "
+                        "accept booleans)")
     compute = _upcast_low_precision(result_dtype)
     total = sum(a, axis=axes, dtype=compute, keepdims=keepdims, where=where)
-    count = _count("mean", aval.shape, axes, keepdims, where, compute)
-    return convert(divide(total, convert(count, compute)), result_dtype)
+    count = convert(_count("mean", aval.shape, axes, keepdims, where, compute), compute)
+    if not dt.is_inexact(compute):      # an integer dtype= divides exactly in it (lax.div), as JAX
+        return convert(lax.div(total, count), result_dtype)
+    return convert(divide(total, count), result_dtype)
+
+
+_COMPLEX_VAR_REAL_DTYPE = (
+    "jax.numpy.var does not yet support real dtype parameters when computing the variance of an "
+    "array of complex values. The semantics of numpy.var seem unclear in this case. Please comment "
+    "on https://github.com/jax-ml/jax/issues/2283 if this behavior is important to you.")
+
+
+def _var_dtypes(a_dtype, dtype):
+    """(computation dtype, result dtype) of a variance, as JAX: a given ``dtype`` is both (halves
+    computing in f32), and a complex input needs a complex one; otherwise integers give the default
+    float and a complex input its real counterpart."""
+    if dtype is not None:
+        dtype = dt.canonicalize_dtype(to_dtype(dtype))
+        if dt.is_complex(a_dtype) and not dt.is_complex(dtype):
+            raise ValueError(_COMPLEX_VAR_REAL_DTYPE)
+        return _upcast_halves(dtype), dtype
+    if not dt.is_inexact(a_dtype):
+        dtype = dt.to_inexact_dtype(a_dtype)
+        return _upcast_halves(dtype), dtype
+    return _upcast_halves(a_dtype), _real(a_dtype)
+
+
+def _upcast_halves(dtype):
+    return dt.float32 if dtype in (dt.float16, dt.bfloat16) else dtype
+
+
+def _variance(fn_name, a, axis, dtype, ddof, keepdims, where, nan_after_cast):
+    """Mean of squared deviations over ``axis``, divided by ``N - ddof`` (N counts the elements
+    ``where`` selects); NaN where no degrees of freedom are left. An integer ``dtype`` computes in
+    integers (truncating); ``nan_after_cast`` puts the NaN in after the cast to ``dtype`` (var:
+    integer results become floats) rather than before (nanvar: they stay integers), as JAX."""
+    from .selection import where as where_
+    from .ufuncs import conj, divide, greater, multiply, real, subtract
+    a = as_array(a, fn_name)
+    aval = aval_of(a)
+    axes = canonical_axes(axis, aval.ndim, fn_name)
+    compute, result_dtype = _var_dtypes(aval.dtype, dtype)
+    x = convert(a, compute)
+    centered = subtract(x, mean(x, axis=axes, dtype=compute, keepdims=True, where=where))
+    squares = multiply(centered, conj(centered))
+    if dt.is_complex(compute):
+        squares = real(squares)
+    total = sum(squares, axis=axes, dtype=aval_of(squares).dtype, keepdims=keepdims, where=where)
+    total_dtype = aval_of(total).dtype
+    count = _count(fn_name, aval.shape, axes, keepdims, where, total_dtype)
+    divisor = convert(count - ddof if where is None else subtract(count, ddof), total_dtype)
+    positive = greater(divisor, 0)
+    if dt.is_inexact(total_dtype):
+        quotient = divide(total, divisor)
+    else:      # integer division, as lax.div (a zero divisor is masked below)
+        quotient = lax.div(total, where_(positive, divisor, convert(1, total_dtype)))
+    if nan_after_cast:
+        return where_(positive, convert(quotient, result_dtype), np.nan)
+    return convert(where_(positive, quotient, np.nan), result_dtype)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     """Variance: mean of squared deviations, divided by ``N - ddof`` (N counts the elements
     ``where`` selects)."""
-    from .selection import where as where_
-    from .ufuncs import conj, divide, greater, multiply, real, subtract
     _no_out("var", out)
     _check_where_and_initial("var", where)
     if correction is not None:
         ddof = correction
-    a = as_array(a, "var")
-    aval = aval_of(a)
-    axes = canonical_axes(axis, aval.ndim, "var")
-    result_dtype = _inexact_dtype(aval.dtype, dtype)
-    compute = _upcast_low_precision(result_dtype)
-    x = convert(a, compute)
-    centered = subtract(x, mean(x, axis=axes, keepdims=True, where=where))
-    squares = multiply(centered, conj(centered))
-    if dt.is_complex(compute):
-        squares = real(squares)
-    total = sum(squares, axis=axes, keepdims=keepdims, where=where)
-    count = _count("var", aval.shape, axes, keepdims, where, aval_of(total).dtype)
-    divisor = convert(count - ddof if where is None else subtract(count, ddof), aval_of(total).dtype)
-    # As in JAX, no degrees of freedom left (N - ddof <= 0) gives NaN rather than inf or a negative.
-    variance = where_(greater(divisor, 0), divide(total, divisor), convert(np.nan, aval_of(total).dtype))
-    return convert(variance, _real(result_dtype))
+    return _variance("var", a, axis, dtype, ddof, keepdims, where, nan_after_cast=True)
 
 
 def _real(dtype):
@@ -216,6 +259,8 @@ def _real(dtype):
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     """Standard deviation: the square root of ``var``."""
     from .ufuncs import sqrt
+    if dtype is not None and not dt.is_inexact(dt.canonicalize_dtype(to_dtype(dtype))):
+        raise ValueError(f"dtype argument to jnp.std must be inexact; got {np.dtype(to_dtype(dtype))}")
     return sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction))
 
 
@@ -318,8 +363,8 @@ def _skipping_nan(fn_name, reduction, all_nan_gives_nan=False, identity_free=Non
         nan = isnan(a)
         mask = logical_not(nan) if kwargs.get("where") is None else logical_and(kwargs["where"], logical_not(nan))
         out = reduction(a, axis, **{**kwargs, "where": mask})
-        if not all_nan_gives_nan:
-            return out
+        if not all_nan_gives_nan or kwargs.get("initial") is not None:
+            return out          # (with an initial value, as JAX: an all-NaN slice gives the initial)
         return where(all(nan, axis, keepdims=kwargs.get("keepdims", False)), convert(np.nan, dtype), out)
     fn.__name__ = fn.__qualname__ = fn_name
     fn.__doc__ = f"``{fn_name[3:]}`` ignoring NaN values."

@@ -177,7 +177,7 @@ def concatenate(arrays, axis=0, dtype=None):
     shapes = [aval_of(a).shape for a in arrays]
     for s in shapes:
         if len(s) != n or s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:]:
-            raise ValueError(f"{located('concatenate')}: all dimensions but axis {axis} must match, got shapes "
+            raise TypeError(f"{located('concatenate')}: all dimensions but axis {axis} must match, got shapes "
                              f"{', '.join(map(str, shapes))}")
     return arrays[0] if len(arrays) == 1 else lax.concatenate(arrays, axis)
 
@@ -223,8 +223,13 @@ def _split_points(n: int, indices_or_sections, fn: str, exact: bool):
         size, extra = divmod(n, sections)
         sizes = [size + 1] * extra + [size] * (sections - extra)
         return list(np.cumsum([0] + sizes))
-    points = [operator.index(i) for i in indices_or_sections]
-    return [0] + points + [n]
+    points = [0] + [operator.index(i) for i in indices_or_sections] + [n]
+    sizes = np.diff(points).tolist()
+    if any(size < 0 for size in sizes):
+        # as JAX (numpy would count negative indices from the end and clip the rest)
+        raise ValueError(f"{fn}: split indices {points[1:-1]} must be nondecreasing and within the "
+                         f"axis of size {n} (sizes passed to split must be nonnegative, got {sizes})")
+    return points
 
 
 def split(ary, indices_or_sections, axis=0):
@@ -243,8 +248,7 @@ def _split(ary, indices_or_sections, axis, fn, exact):
     points = _split_points(shp[axis], indices_or_sections, fn, exact)
     out = []
     for lo, hi in zip(points[:-1], points[1:]):
-        lo, hi = np.clip([lo, hi], 0, shp[axis])
-        out.append(lax.slice_in_dim(ary, int(lo), int(max(lo, hi)), 1, axis))
+        out.append(lax.slice_in_dim(ary, int(lo), int(hi), 1, axis))
     return out
 
 
@@ -349,9 +353,11 @@ def roll(a, shift, axis=None):
     return a
 
 
-def pad(array, pad_width, mode="constant", *, constant_values=0):
-    """Pad with a scalar constant (``lax.pad``) or, for numpy's index-based modes ("edge",
-    "wrap", "reflect", "symmetric"), by gathering the indices numpy's own pad computes."""
+def pad(array, pad_width, mode="constant", *, constant_values=0, stat_length=None, end_values=0):
+    """Pad with a scalar constant (``lax.pad``); for numpy's index-based modes ("edge", "wrap",
+    "reflect", "symmetric") by gathering the indices numpy's own pad computes; with a statistic
+    of each axis ("maximum", "minimum", "mean", "median", over ``stat_length`` elements at each
+    end) or a ramp to ``end_values`` ("linear_ramp"), one axis after another as numpy and JAX."""
     array = as_array(array, "pad")
     aval = aval_of(array)
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (aval.ndim, 2))
@@ -362,14 +368,58 @@ def pad(array, pad_width, mode="constant", *, constant_values=0):
             raise NotImplementedError("pad: only a scalar constant_values is supported")
         return lax.pad(array, convert(constant_values, aval.dtype, False),
                        [(int(lo), int(hi), 0) for lo, hi in widths])
+    if mode in _PAD_STATISTICS:
+        lengths = None if stat_length is None else np.broadcast_to(np.asarray(stat_length, np.int64), (aval.ndim, 2))
+        return _pad_statistic(array, widths, lengths, mode)
+    if mode == "linear_ramp":
+        return _pad_linear_ramp(array, widths, np.broadcast_to(np.asarray(end_values), (aval.ndim, 2)))
     if mode not in ("edge", "wrap", "reflect", "symmetric"):
-        raise NotImplementedError(f"pad: mode {mode!r} is not supported "
-                                  "(constant, edge, wrap, reflect, symmetric)")
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported (constant, edge, wrap, reflect, "
+                                  f"symmetric, linear_ramp, {', '.join(_PAD_STATISTICS)})")
     from .indexing import take
     for ax, (lo, hi) in enumerate(widths):
         if lo or hi:
             idx = np.pad(np.arange(aval.shape[ax]), (int(lo), int(hi)), mode=mode)
             array = take(array, idx, axis=ax)
+    return array
+
+
+_PAD_STATISTICS = ("maximum", "minimum", "mean", "median")
+
+
+def _pad_statistic(array, widths, lengths, mode):
+    from . import reductions, statistics
+    from .ufuncs import round as round_
+    stat = {"maximum": reductions.max, "minimum": reductions.min, "mean": reductions.mean,
+            "median": statistics.median}[mode]
+    dtype = aval_of(array).dtype
+    for ax, (lo, hi) in enumerate(widths):
+        n = aval_of(array).shape[ax]
+        if lengths is None:
+            before = after = stat(array, axis=ax, keepdims=True)
+        else:
+            if 0 in lengths[ax]:
+                raise ValueError("stat_length of 0 yields no value for padding")
+            k_lo, k_hi = (int(min(k, n)) for k in lengths[ax])
+            before = stat(lax.slice_in_dim(array, 0, k_lo, 1, ax), axis=ax, keepdims=True)
+            after = stat(lax.slice_in_dim(array, n - k_hi, n, 1, ax), axis=ax, keepdims=True)
+        if dt.is_int(dtype):        # an integer mean or median rounds half to even
+            before, after = round_(before), round_(after)
+        before, after = convert(before, dtype), convert(after, dtype)
+        array = lax.concatenate([repeat(before, int(lo), axis=ax), array, repeat(after, int(hi), axis=ax)], ax)
+    return array
+
+
+def _pad_linear_ramp(array, widths, end_values):
+    from .creation import linspace
+    dtype = aval_of(array).dtype
+    for ax, (lo, hi) in enumerate(widths):
+        n = aval_of(array).shape[ax]
+        first = squeeze(lax.slice_in_dim(array, 0, 1, 1, ax), ax)
+        last = squeeze(lax.slice_in_dim(array, n - 1, n, 1, ax), ax)
+        ramp_before = linspace(end_values[ax][0], first, int(lo), endpoint=False, dtype=dtype, axis=ax)
+        ramp_after = linspace(end_values[ax][1], last, int(hi), endpoint=False, dtype=dtype, axis=ax)
+        array = lax.concatenate([ramp_before, array, flip(ramp_after, ax)], ax)
     return array
 
 

@@ -210,18 +210,28 @@ def _nan_masked(a, fn):
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, correction=None):
     """Variance of the non-NaN elements (NaN when fewer than ``ddof`` + 1 remain)."""
+    from .reductions import _check_where_and_initial, _no_out, _variance
+    _no_out("nanvar", out)
+    _check_where_and_initial("nanvar", where)
+    if correction is not None:
+        ddof = correction
     a, inexact = _nan_masked(a, "nanvar")
     if inexact:
         nan = uf.isnan(a)
         keep = uf.logical_not(nan)
         where = keep if where is None else uf.logical_and(where, keep)
         a = where_(nan, convert(0, aval_of(a).dtype), a)     # masked out anyway; keeps NaN out of gradients
-    return var(a, axis, dtype, out, ddof, keepdims, where=where, correction=correction)
+    return _variance("nanvar", a, axis, dtype, ddof, keepdims, where, nan_after_cast=False)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, correction=None):
     """Standard deviation of the non-NaN elements."""
-    return uf.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, correction))
+    result = nanvar(a, axis, dtype, out, ddof, keepdims, where, correction)
+    if not dt.is_inexact(aval_of(result).dtype):
+        # JAX takes lax.sqrt of the integer variance an integer dtype gives
+        raise TypeError(f"sqrt does not accept dtype {np.dtype(aval_of(result).dtype)}. Accepted dtypes are "
+                        "subtypes of floating, complexfloating.")
+    return uf.sqrt(result)
 
 
 def _nan_arg(fn, arg, fill):

@@ -34,9 +34,9 @@ def _const_like(x, value):
     return convert(value, a.dtype, weak=a.weak_type and a.ndim == 0)
 
 
-def _reject_complex(fn: str, dtype):
-    if dt.is_complex(dtype):
-        raise ValueError(f"{fn} is not defined for complex inputs (got {dtype.name}); "
+def _reject_complex(fn: str, dtype, error=TypeError):
+    if dt.is_complex(dtype):        # (the error class JAX raises for ``fn``)
+        raise error(f"{fn} is not defined for complex inputs (got {dtype.name}); "
                          "convert to real values first, e.g. with abs(x)")
 
 
@@ -182,7 +182,8 @@ def round(a, decimals: int = 0):
     integers is rejected, as JAX, rather than silently ignored), booleans rejected (as JAX);
     complex values round both parts."""
     (x,), dtype, _ = promote("round", a)
-    _check_kind("round", dtype, _NOT_BOOL, _NUMERIC)
+    if dt.is_bool(dtype):       # (a ValueError, as JAX's)
+        raise ValueError(f"round does not accept dtype bool: it expects {_NUMERIC}")
     if dt.is_int(dtype):
         if decimals < 0:
             raise NotImplementedError(f"round: integer input with decimals={decimals} < 0 is not supported (as JAX)")
@@ -269,7 +270,7 @@ def isinf(x, /):
 
 def _is_inf_of_sign(fn: str, x, infinity):
     (x,), dtype, _ = promote(fn, x)
-    _reject_complex(fn, dtype)
+    _reject_complex(fn, dtype, ValueError)
     if not dt.is_float(dtype):
         return _bool_like(x, False)
     return equal(x, _strong_const(infinity, dtype))
@@ -296,7 +297,7 @@ def _bool_like(x, value):
 def signbit(x, /):
     """Whether the sign bit is set; strongly typed, as JAX's."""
     (x,), dtype, _ = promote("signbit", x)
-    _reject_complex("signbit", dtype)
+    _reject_complex("signbit", dtype, ValueError)
     if dt.is_bool(dtype):
         return _bool_like(x, False)
     if dt.is_float(dtype):
@@ -531,7 +532,7 @@ def hypot(x1, x2, /):
     """``sqrt(x1**2 + x2**2)`` computed as ``big * sqrt(1 + (small/big)**2)``, which does not
     overflow; the result types follow JAX's (an infinite operand gives inf, even with NaN)."""
     (x1, x2), dtype, _ = promote("hypot", x1, x2, to_inexact=True)
-    _reject_complex("hypot", dtype)
+    _reject_complex("hypot", dtype, ValueError)
     from .selection import where
     x1, x2 = absolute(x1), absolute(x2)
     any_inf = logical_or(isinf(x1), isinf(x2))
@@ -549,6 +550,8 @@ def _logaddexp_in_base(base_exp, log_of_base):
     @custom_jvp
     def logaddexp_b(x1, x2):
         from .selection import where
+        if dt.is_complex(aval_of(x1).dtype):
+            return _complex_logaddexp(x1, x2)
         delta = subtract(x1, x2)
         soft = log1p(base_exp(negative(absolute(delta))))
         if log_of_base is not None:
@@ -562,10 +565,26 @@ def _logaddexp_in_base(base_exp, log_of_base):
         out = logaddexp_b(x1, x2)
 
         def finite(v):
-            return where(isposinf(v), zeros_like(v), v)
+            return where(isposinf(real(v)), zeros_like(v), v)
         weight1 = base_exp(subtract(finite(x1), finite(out)))
         weight2 = base_exp(subtract(finite(x2), finite(out)))
         return out, add(multiply(tangents[0], weight1), multiply(tangents[1], weight2))
+    def _complex_logaddexp(x1, x2):
+        # about the larger (lax.max's order: real part, then imaginary), the imaginary part of
+        # the result wrapped into [-pi, pi) (in base b: [-pi / ln b, pi / ln b)), as JAX
+        amax = lax.max(x1, x2)
+        soft = log1p(base_exp(subtract(add(x1, x2), multiply(amax, _const_like(amax, 2)))))
+        if log_of_base is not None:
+            soft = multiply(_const_like(soft, 1 / log_of_base), soft)
+        out = add(amax, soft)
+        half_period = np.pi if log_of_base is None else np.pi / log_of_base
+        angle = imag(out)
+        a, two_a = _const_like(angle, half_period), _const_like(angle, 2 * half_period)
+        rem = lax.rem(add(angle, a), two_a)
+        from .selection import where
+        rem = where(less(rem, _const_like(rem, 0)), add(rem, two_a), rem)
+        return lax.complex(real(out), subtract(rem, a))
+
     return logaddexp_b
 
 

@@ -7,6 +7,7 @@ dimensions where JAX's do.
 from __future__ import annotations
 
 import math
+import operator
 from functools import partial
 
 import numpy as np
@@ -685,26 +686,27 @@ def leslie(f, s):
 
 
 def convolution_matrix(a, n: int, mode: str = "full"):
-    """The matrix ``A`` with ``A @ v == convolve(a, v, mode)`` for ``v`` of length ``n``."""
-    a = jnp.asarray(a)
-    if aval_of(a).ndim != 1:
-        raise ValueError("convolution_matrix: a must be 1-D")
+    """The matrix ``A`` with ``A @ v == convolve(a, v, mode)`` for ``v`` of length ``n``; a batch
+    of them (``(..., k, n)``) for ``a`` of shape ``(..., m)``."""
+    n = operator.index(n)
     if n <= 0:
         raise ValueError(f"convolution_matrix: n must be a positive integer, got {n}")
+    a = jnp.asarray(a)
+    if aval_of(a).ndim == 0:
+        raise ValueError("convolution_matrix: a must be at least 1-dimensional, got a scalar")
+    m = aval_of(a).shape[-1]
+    if m == 0:
+        raise ValueError(f"convolution_matrix: len(a) must be at least 1, got shape {aval_of(a).shape}")
     if mode not in ("full", "valid", "same"):
         raise ValueError(f"convolution_matrix: mode must be 'full', 'valid' or 'same', got {mode!r}")
-    k = aval_of(a).shape[0]
-    if k == 0:
-        raise ValueError("convolution_matrix: len(a) must be at least 1")
-    az = jnp.pad(a, (0, n - 1))
-    raz = jnp.pad(jnp.flip(a), (0, n - 1))
-    if mode == "full":
-        return toeplitz(az, raz[-n:])
-    trim = min(n, k) - 1
+    widths = [(0, 0)] * (aval_of(a).ndim - 1) + [(0, n - 1)]
+    az, raz = jnp.pad(a, widths), jnp.pad(jnp.flip(a, axis=-1), widths)
+    trim = 0 if mode == "full" else min(n, m) - 1
     head = trim // 2 if mode == "same" else trim
     tail = trim - head if mode == "same" else trim
-    return toeplitz(az[head:aval_of(az).shape[0] - tail], raz[aval_of(raz).shape[0] - n - head:
-                                                               aval_of(raz).shape[0] - head])
+    length = m + n - 1
+    return toeplitz(lax.slice_in_dim(az, head, length - tail, axis=-1),
+                    lax.slice_in_dim(raz, length - n - head, length - head, axis=-1))
 
 
 def hilbert(n: int):
