@@ -292,9 +292,14 @@ def test_shape_ops_match_numpy():
 
 
 def test_broadcasting_error_names_shapes():
-    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: \(3, 4\), \(3,\)\. "
-                                        r"\(at .*test_numpy.py:\d+\)"):
+    # As JAX: operands of different ranks fail in rank promotion (ValueError), of one rank in the
+    # operation (TypeError).
+    with pytest.raises(ValueError, match=r"Incompatible shapes for broadcasting: shapes=\[\(3, 4\), \(3,\)\] "
+                                         r"\(at .*test_numpy.py:\d+\)"):
         jnp.add(A, V[:3])
+    with pytest.raises(TypeError, match=r"add got incompatible shapes for broadcasting: \(3, 4\), \(1, 3\)\. "
+                                        r"\(at .*test_numpy.py:\d+\)"):
+        jnp.add(A, V[None, :3])
     with pytest.raises(TypeError, match="cannot reshape"):
         jnp.reshape(A, (5, -1))
 

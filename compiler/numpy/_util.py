@@ -189,10 +189,16 @@ def promote(fn: str, *args, to_inexact: bool = False, broadcast: bool = True):
         return [convert(x, dtype, weak) for x in args], dtype, weak
     try:
         shape = broadcast_shapes(*(a.shape for a in avals), fn=fn)
-    except ValueError:      # an operation's operands: JAX's TypeError, where broadcast_shapes has a ValueError
+    except ValueError:
+        # As JAX: operands of different ranks fail in rank promotion (a ValueError); operands of
+        # one rank reach the operation itself, whose error is a TypeError.
+        shapes = [tuple(a.shape) for a in avals]
         src = user_source_info()
+        where = f" (at {src})" if src else ""
+        if len({len(s) for s in shapes}) > 1:
+            raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}{where}") from None
         raise TypeError(f"{fn} got incompatible shapes for broadcasting: "
-                        f"{', '.join(str(tuple(a.shape)) for a in avals)}." + (f" (at {src})" if src else "")) from None
+                        f"{', '.join(map(str, shapes))}.{where}") from None
     out = [broadcast_to_shape(convert(x, dtype, weak), shape) for x in args]
     return out, dtype, weak
 
