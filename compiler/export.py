@@ -269,6 +269,8 @@ def _module_caller(exp: Exported):
     from .lax.exported_call import call_exported_p
     from .transformations.custom_derivatives import custom_vjp
     n = len(exp.in_avals)
+    if not exp.has_vjp():       # differentiating it raises (call_exported's jvp rule)
+        return lambda *leaves: call_exported_p.bind(*leaves, exported=exp)
 
     @custom_vjp
     def call(*leaves):

@@ -6,6 +6,7 @@ import pytest
 import jaxprc
 import jaxprc.numpy as jnp
 from jaxprc import export
+from jaxprc.ir.parser import ParseError, parse
 
 
 def _model(d):
@@ -366,3 +367,13 @@ def test_cli_export_and_run_errors(tmp_path, capsys):
          capsys)
     rc, _, err = _cli(["run", str(tmp_path / "m.bin"), "--input", "1.0"], capsys)
     assert rc != 0 and "missing --input for in1:f32[3,2]" in err
+
+
+def test_a_program_calling_a_module_prints_and_parse_refuses_it_with_its_position():
+    exp = export.export(jaxprc.jit(lambda x: jnp.sin(x) * 2))(jaxprc.ShapeDtypeStruct((3,), jnp.float32))
+    for order in (0, 1):      # printing never differentiates: no vjp is needed to print
+        called = export.deserialize(exp.serialize(vjp_order=order))
+        text = str(jaxprc.make_jaxpr(lambda x: called.call(x) + 1)(jnp.ones(3)))
+        assert "call_exported[exported=<Exported>]" in text
+        with pytest.raises(ParseError, match=r"line \d+, column \d+: opaque value <Exported> cannot be read back"):
+            parse(text)

@@ -19,7 +19,6 @@ NO_RULE = {
     ("jvp", "composite"): "as in JAX: wrap the composite in custom_jvp to differentiate it",
     ("batching", "composite"): "as in JAX: a composite has no batching rule",
     ("batching", "dim_as_value"): "it has no operands, so it is never batched",
-    ("jvp", "call_exported"): "as in JAX: Exported.call differentiates it through the serialized vjp",
     ("batching", "call_exported"): "as in JAX: a serialized module is not batched",
     ("jvp", "pmax"): "no derivative, as in JAX",
     ("jvp", "pmin"): "no derivative, as in JAX",

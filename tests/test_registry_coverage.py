@@ -47,7 +47,6 @@ EXCEPTIONS = {
     ("jvp", "custom_lin"): "it only lives in linear programs, to be transposed (forward mode through "
                            "a custom_vjp function is an error, as in JAX)",
     ("vmap", "iota"): "it has no operands, so it is never batched: the pass re-emits it as it is",
-    ("jvp", "call_exported"): "as in JAX: Exported.call differentiates it through the serialized vjp",
     ("vmap", "call_exported"): "as in JAX: a serialized module is not batched",
     ("vmap", "dim_as_value"): "it has no operands, so it is never batched: the pass re-emits it as it is",
     ("jvp", "composite"): "as in JAX: wrap the composite in custom_jvp to differentiate it",

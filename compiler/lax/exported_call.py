@@ -20,7 +20,7 @@ from jaxlib import _jax
 from jaxlib.mlir.dialects import func
 
 from jaxprc.engine import dispatch
-from jaxprc.interpreters import mlir
+from jaxprc.interpreters import ad, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.core import Primitive
 from jaxprc.ir.params import Checker
@@ -111,3 +111,12 @@ def _call_exported_lowering(ctx, *args, exported):
 
 
 mlir.register_lowering(call_exported_p, _call_exported_lowering)
+
+
+def _no_vjp(primals, tangents, *, exported):
+    # Reached only for a module serialized without its vjp: one with a vjp is wrapped in a
+    # custom_vjp rule that calls it (export._module_caller).
+    exported.vjp()      # raises JAX's "No VJP is available" error
+
+
+ad.primitive_jvps[call_exported_p] = _no_vjp
