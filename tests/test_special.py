@@ -263,6 +263,7 @@ STATS = [   # (module, function, arguments, scipy's frozen arguments)
 ]
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("case", STATS, ids=lambda c: f"{c[0]}.{c[1]}")
 def test_stats_against_scipy(case):
     module, name, args = case
