@@ -3,8 +3,8 @@
 ``@pytest.mark.sample(k)`` on a parametrized test function makes an ordinary run (CI, a developer's)
 run about one case in ``k``, a fixed subset picked by a hash of each case's id: the same cases every
 run, on every xdist worker, and adding a case does not reshuffle the others. ``JAXPRC_LONG_TESTS=1``
-(the nightly run) runs every case; the fuzz tests read it too, to run their full counts. No jax and no jaxprc imports here: the product suite checks that
-its processes never import jax.
+(the nightly run, .ci/nightly) runs every case; the fuzz tests read it too, for their full counts.
+No jax and no jaxprc imports here: the product suite checks that its processes never import jax.
 """
 import os
 import zlib
