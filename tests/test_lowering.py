@@ -144,7 +144,6 @@ def _numpy_ref(fn, xs, dtype):
         return np.asarray(fn(*wide))
 
 
-@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary(name):
     ref, dtypes, domain, params = UNARY[name]
