@@ -98,6 +98,7 @@ def _vdot(a, b):
     return float(np.vdot(np.asarray(a, np.float64), np.asarray(b, np.float64)))
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("i", range(len(CONFIGS)))
 def test_conv_against_numpy_fd_and_transposes(i):
     xs, ws, kw = CONFIGS[i]

@@ -169,6 +169,7 @@ JVP_CASES = {
 }
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", sorted(JVP_CASES))
 def test_jvp_matches_finite_differences(name):
     f, x, t = JVP_CASES[name]

@@ -69,6 +69,7 @@ CONTINUOUS = {
 }
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", sorted(CONTINUOUS))
 def test_continuous_sampler_law(name):
     draw, law = CONTINUOUS[name]
@@ -107,6 +108,7 @@ DISCRETE = {
 }
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", sorted(DISCRETE))
 def test_discrete_sampler_law(name):
     draw, law, support = DISCRETE[name]

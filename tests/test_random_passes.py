@@ -13,6 +13,8 @@ and cond / scan / fori_loop / while_loop. Properties:
 Compiling dominates the cost, so each example evaluates everything it compares
 in one compiled program (``run_together``).
 """
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -34,7 +36,8 @@ from jaxprc.passes.vmap import vmap_jaxpr
 
 from programs import SmoothProgram
 
-SETTINGS = settings(max_examples=25, derandomize=True, deadline=None, database=None,
+# 25 programs a test under JAXPRC_LONG_TESTS=1 (nightly), 10 otherwise
+SETTINGS = settings(max_examples=25 if os.environ.get("JAXPRC_LONG_TESTS") == "1" else 10, derandomize=True, deadline=None, database=None,
                     suppress_health_check=list(HealthCheck))
 SEEDS = st.integers(0, 2**31 - 1)
 

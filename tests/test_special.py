@@ -88,6 +88,7 @@ LOOSE = {"gamma": 1e-4, "beta": 1e-4, "poch": 1e-4, "factorial": 1e-4, "i0": 5e-
          "zeta": 1e-4, "polygamma": 1e-4, "gammainc": 1e-4, "gammaincc": 1e-4}
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", sorted(VALUES))
 def test_values_against_scipy(name):
     fun, ref, args = VALUES[name]
@@ -178,6 +179,7 @@ GRADS = {   # name: (function, point, differentiated arguments)
 }
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", sorted(GRADS))
 def test_grad_against_central_differences(name, x64):
     fun, point, argnums = GRADS[name]
@@ -261,6 +263,7 @@ STATS = [   # (module, function, arguments, scipy's frozen arguments)
 ]
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("case", STATS, ids=lambda c: f"{c[0]}.{c[1]}")
 def test_stats_against_scipy(case):
     module, name, args = case

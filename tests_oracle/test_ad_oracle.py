@@ -7,6 +7,10 @@ switch, scan, fori_loop, while_loop and nested jit. For each program: values,
 jvp, grad, vjp, vmap, jacfwd, jacrev, and for some hessian and grad-of-grad
 equal JAX's. Programs with a real while loop are checked in forward mode only
 (reverse mode of while_loop is an error in JAX too).
+
+Every program is compared in values under jit, jvp, vjp and vmap on each run; the checks that
+compose those (eager values, grad, jacfwd, jacrev, second derivatives) run on a fixed third of the
+programs, all of them under JAXPRC_LONG_TESTS=1 (see the ``sample`` marker in the root conftest.py).
 """
 from __future__ import annotations
 
@@ -641,6 +645,7 @@ def tangents(c: Case):
     return [r.standard_normal(np.shape(a)).astype(np.asarray(a).dtype) for a in program(c, jax)[1]]
 
 
+@pytest.mark.sample(3)   # see the module docstring
 @both
 def test_values(c, lib):
     return c.fn(lib, *c.args)
@@ -652,6 +657,7 @@ def test_values_under_jit(c, lib):
     return lib.jit(functools.partial(c.fn, lib))(*c.args)
 
 
+@pytest.mark.sample(3)   # see the module docstring
 @both(mode="reverse")
 def test_grad_under_jit(c, lib):
     return lib.jit(lib.value_and_grad(loss(c, lib), argnums=tuple(range(len(c.argnums())))))(
@@ -664,6 +670,7 @@ def test_jvp(c, lib):
     return lib.jvp(f, tuple(primals), tuple(tangents(c)))
 
 
+@pytest.mark.sample(3)   # see the module docstring
 @both(mode="reverse")
 def test_grad(c, lib):
     return lib.value_and_grad(loss(c, lib), argnums=tuple(range(len(c.argnums()))))(*program(c, lib)[1])
@@ -686,12 +693,14 @@ def test_vmap(c, lib):
     return lib.vmap(lambda *a: c.fn(lib, *a), in_axes)(*batch)
 
 
+@pytest.mark.sample(3)   # see the module docstring
 @both(mode="forward")
 def test_jacfwd(c, lib):
     f, primals = program(c, lib)
     return lib.jacfwd(f, argnums=tuple(range(len(primals))))(*primals)
 
 
+@pytest.mark.sample(3)   # see the module docstring
 @both(mode="reverse")
 def test_jacrev(c, lib):
     f, primals = program(c, lib)
@@ -701,6 +710,7 @@ def test_jacrev(c, lib):
 SECOND = [c for c in CASES if c.second]
 
 
+@pytest.mark.sample(3)
 @pytest.mark.parametrize("c", params(SECOND, "reverse"))
 def test_hessian_and_grad_of_grad(c):
     def run(lib):

@@ -123,6 +123,7 @@ VALUE_FUNS = {   # name -> (fun(m, x), input): every output, dtype included, in 
 }
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("x64", [False, True])
 @pytest.mark.parametrize("name", sorted(VALUE_FUNS))
 def test_values_and_dtypes(name, x64):

@@ -265,6 +265,7 @@ def _split(args):
 _DATA_DEPENDENT_SHAPE = {"unique", "union1d", "setdiff1d", "setxor1d", "intersect1d"}
 
 
+@pytest.mark.sample(3)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("index,name,call,args,kwargs,grad", [(i,) + c for i, c in enumerate(CASES)],
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_option(index, name, call, args, kwargs, grad):

@@ -71,6 +71,7 @@ for _method in ("eigh", "svd"):
             k, n.array([0., 1.]), n.array([[1., 0.5], [0.5, 2.]]), (2,), method=m)
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", list(SAMPLERS))
 def test_sampler_matches_jax(name):
     sample = SAMPLERS[name]

@@ -91,6 +91,7 @@ SAMPLERS = {
 }
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", list(SAMPLERS))
 def test_sampler_matches_jax(name):
     sample = SAMPLERS[name]
@@ -104,6 +105,7 @@ def test_sampler_matches_jax(name):
                           sample(jax.random, jjnp, jax.random.PRNGKey(3)))
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", list(SAMPLERS))
 def test_sampler_under_jit_of_vmap_over_keys_matches_jax(name):
     sample = SAMPLERS[name]

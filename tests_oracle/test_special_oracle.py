@@ -85,6 +85,7 @@ def _run(name, cast):
     return got, want
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_values_float32(name):
     got, want = _run(name, lambda a: np.asarray(a, F32))
@@ -155,6 +156,7 @@ GRADS = {   # name: (function name, point, differentiated arguments)
 }
 
 
+@pytest.mark.sample(2)   # CI runs a fixed subset, JAXPRC_LONG_TESTS=1 all (conftest.py)
 @pytest.mark.parametrize("name", sorted(GRADS))
 def test_gradients(name):
     fn, point, argnums = GRADS[name]
