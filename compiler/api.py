@@ -30,6 +30,7 @@ from . import ref as _ref
 from .engine.caches import ByIdentity
 from .engine.dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
 from .ir import dtypes as dt
+from .ir.config import TraceContext
 from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.shape_poly import is_constant_shape
 from .ir.deep import deep_entry
@@ -555,8 +556,8 @@ def _host_signature(x):
 
 def _key_parts(key) -> dict:
     """A jit cache key taken apart (its two forms: with static arguments, or without)."""
-    static, rest = ((), key[1:]) if isinstance(key[1], bool) else (key[1], key[2:])
-    return {"structure": key[0], "static": static, "x64": rest[0], "args": rest[1:]}
+    static, rest = ((), key[1:]) if isinstance(key[1], TraceContext) else (key[1], key[2:])
+    return {"structure": key[0], "static": static, "context": rest[0], "args": rest[1:]}
 
 
 @functools.lru_cache(maxsize=None)
@@ -661,12 +662,12 @@ class JitFunction:
             return self._fun(*args, **kwargs), None, None
         if self._spec.trivial and not kwargs:
             leaves, treedef = _flatten(args)
-            key = (treedef, _config.jax_enable_x64,
+            key = (treedef, _config.trace_context(),
                    *[x.aval if type(x) is Array else _host_signature(x) for x in leaves])
         else:
             dyn, static, _ = self._spec.split(args, kwargs)
             leaves, treedef = _flatten(dyn)
-            key = (treedef, static, _config.jax_enable_x64,
+            key = (treedef, static, _config.trace_context(),
                    *[x.aval if type(x) is Array else _host_signature(x) for x in leaves])
         try:
             entry = self._cache.get(key)
@@ -748,7 +749,7 @@ class JitFunction:
         dyn, static, _ = self._spec.split(args, kwargs)
         leaves, treedef = _flatten(dyn)
         try:
-            key = (treedef, static, dt.config.jax_enable_x64, *[get_aval(x) for x in leaves])
+            key = (treedef, static, dt.config.trace_context(), *[get_aval(x) for x in leaves])
         except TypeError:   # no array: tracing raises the error naming the argument
             if _ref.has_refs(leaves):
                 return self._call_threading_refs(args, kwargs)

@@ -22,6 +22,7 @@ the passes read options, and ``ir`` imports nothing above it.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import os
@@ -249,8 +250,19 @@ class Config:
     def x64_enabled(self) -> bool:
         return self.jax_enable_x64
 
+    def trace_context(self) -> "TraceContext":
+        """The calling thread's values of the options that change what tracing produces: part of
+        every jit cache key, as in JAX (a program traced under one is not reused under another)."""
+        return TraceContext(*[getattr(self, name) for name in TRACE_CONTEXT])
+
 
 for _name in OPTIONS:
     setattr(Config, _name, _Value(_name))
+
+# The options tracing reads (dtypes, promotion checks, default precision and PRNG): a jit function
+# traced under other values of these is traced again.
+TRACE_CONTEXT = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_promotion",
+                 "jax_default_matmul_precision", "jax_default_prng_impl")
+TraceContext = collections.namedtuple("TraceContext", TRACE_CONTEXT)
 
 config = Config()

@@ -68,6 +68,9 @@ PjitFunction = _jax.PjitFunction
 # compiler/cpp_dispatch.py): calls in any other context miss and run through Python.
 x64_state = _Config("jaxprc_enable_x64", False, include_in_jit_key=True)
 context_state = _Config("jaxprc_jit_context", None, include_in_jit_key=True)
+# The options tracing reads (jaxprc's trace context), mirrored from its config: a call under other
+# values misses, as the Python cache key does.
+trace_context_state = _Config("jaxprc_trace_context", None, include_in_jit_key=True)
 _disable_jit_state = _Config("jaxprc_disable_jit", False)   # jaxprc's own disable_jit misses instead
 _post_hook_state = _Config("jaxprc_post_hook", None)
 unset = _jax.config.unset

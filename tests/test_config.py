@@ -115,3 +115,33 @@ def test_cli_help_lists_the_environment_variables_of_the_table():
     from jaxprc.tools.cli import build_parser
     epilog = build_parser().epilog
     assert all(f"{o.env}=" in epilog for o in OPTIONS.values() if o.env)
+
+
+def test_options_tracing_reads_are_part_of_every_jit_cache_key(caplog):
+    # A program traced under one rank-promotion or precision setting is not reused under another:
+    # neither by the Python cache nor by the C++ one (the eager jnp.add runs through both).
+    a, b = jnp.ones((2, 3)), jnp.ones(3)
+    traces = []
+
+    @jaxprc.jit
+    def f(x, y):
+        traces.append(1)
+        return x + y
+
+    for _ in range(3):          # warm: the C++ path holds the executable from the second call on
+        f(a, b), a + b
+    for settings in [("jax_numpy_rank_promotion", "raise"), ("jax_numpy_dtype_promotion", "strict")]:
+        with config.override(*settings):
+            if settings[1] == "raise":
+                for call in (lambda: f(a, b), lambda: a + b):
+                    with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+                        call()
+            else:
+                f(a, b)
+    assert len(traces) == 3     # the default context, the raising trace, strict dtype promotion
+    with jaxprc.default_matmul_precision("highest"), config.override("jax_explain_cache_misses", True):
+        f(a, b)
+    assert len(traces) == 4
+    assert "jax_default_matmul_precision differs: now highest and before None" in caplog.text
+    f(a, b)
+    assert len(traces) == 4     # back in the default context: the first trace's entry

@@ -61,7 +61,7 @@ def execution_refused(name: str) -> RuntimeError:
 
 def explain_miss(fun, parts: dict, seen: list, arg_labels: list) -> None:
     """Log why a call of jit function ``fun`` missed: ``parts`` describes its signature
-    (``structure``, ``static``, ``x64``, ``args``: one type per argument leaf), ``seen`` the
+    (``structure``, ``static``, ``context``: the trace context, ``args``: one type per argument leaf), ``seen`` the
     signatures cached before, ``arg_labels`` names the argument leaves."""
     here = user_source_info()
     at = f" at {here.file}:{here.line} ({here.name})" if here is not None else ""
@@ -81,9 +81,10 @@ def _differences(new: dict, old: dict, labels: list) -> list:
         return ["  * different input pytree structure:", f"    now {new['structure']}",
                 f"    and before {old['structure']}"]
     out = []
-    if new["x64"] != old["x64"]:
-        out += ["  Tracing context doesn't match, e.g. due to config or context manager.",
-                f"  * jax_enable_x64 differs: now {new['x64']} and before {old['x64']}"]
+    if new["context"] != old["context"]:
+        out.append("  Tracing context doesn't match, e.g. due to config or context manager.")
+        out += [f"  * {name} differs: now {a} and before {b}"
+                for name, a, b in zip(new["context"]._fields, new["context"], old["context"]) if a != b]
     if new["static"] != old["static"]:
         out.append(f"  * static arguments differ: now {_static(new['static'])} and before {_static(old['static'])}")
     types = [(label, a, b) for label, a, b in zip(labels, new["args"], old["args"]) if a != b]

@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import runtime
 from ..ir import tracing
+from ..ir.config import TRACE_CONTEXT, TraceContext
 from ..ir.dtypes import config
 from ..ir.tree_util import dispatch_registry
 from ..runtime import cpp_jit
@@ -85,6 +86,12 @@ def _local_context():
 
 
 def _on_config(name: str, value, local: bool) -> None:
+    if name in TRACE_CONTEXT:
+        if not local:
+            cpp_jit.trace_context_state.set_global(TraceContext(*map(config.global_value, TRACE_CONTEXT)))
+        else:
+            overridden = any(config.overridden(n) for n in TRACE_CONTEXT)
+            cpp_jit.trace_context_state.set_local(config.trace_context() if overridden else cpp_jit.unset)
     if name == "jax_enable_x64":
         if local:
             cpp_jit.x64_state.set_local(bool(value) if config.overridden(name) else cpp_jit.unset)
@@ -105,6 +112,7 @@ def _on_tracing(live: bool) -> None:
 if cpp_jit.SUPPORTED:
     cpp_jit.x64_state.set_global(bool(config.jax_enable_x64))
     cpp_jit.context_state.set_global(_context())
+    cpp_jit.trace_context_state.set_global(config.trace_context())
     type(config).listeners.append(_on_config)
     tracing.tracing_listeners.append(_on_tracing)
 
