@@ -451,8 +451,10 @@ class JaxprBuilder:
             prim.abstract_eval()            # raises, naming the primitive
         avals = [a.aval for a in invars]
         out = rule(*avals, **params)
-        if any(a.sharding_in_type is not None for a in avals if type(a) is ShapedArray):
-            out = with_shardings(prim, out, avals, params)
+        for a in avals:     # a loop, not any(): no Python call per equation
+            if type(a) is ShapedArray and a.sharding_in_type is not None:
+                out = with_shardings(prim, out, avals, params)
+                break
         return self._record(prim, invars, params, self._location.source or _user_frame_info(), out)
 
     def _record(self, prim: Primitive, invars: list, params: dict, info, out):
