@@ -571,6 +571,41 @@ def _gp_grad(lib):
     return _timed_jit(lib, lib.api.grad(make_gp_nll(lib)), *gp_data())
 
 
+def _mlp_specs(lib, batch):
+    """The MLP loss's argument types with ``batch`` rows (an int, or a symbolic dimension)."""
+    params, x, y = mlp_data()
+    spec = lambda a, *lead: lib.api.ShapeDtypeStruct((*lead, *a.shape[len(lead):]), a.dtype)  # noqa: E731
+    return lib.api.tree.map(spec, params), spec(x, batch), spec(y, batch)
+
+
+def _trace_mlp_grad(lib, batch):
+    loss = make_mlp_loss(lib)
+    specs = _mlp_specs(lib, batch)
+    return lambda: _timed(lambda: lib.api.make_jaxpr(lib.api.grad(loss))(*specs)) * 1e3
+
+
+@bench("tracing: make_jaxpr(grad(mlp_loss)), static batch", "ms", target=1.0)
+def _trace_mlp_static(lib):
+    return _trace_mlp_grad(lib, MLP_BATCH)
+
+
+@bench("tracing: make_jaxpr(grad(mlp_loss)), symbolic batch", "ms", target=1.0)
+def _trace_mlp_symbolic(lib):
+    return _trace_mlp_grad(lib, lib.api.export.symbolic_shape("b")[0])
+
+
+@bench("runtime: jit(grad(mlp_loss)) at batch 128, static", "ms/call", target=1.05)
+def _mlp_grad_static(lib):
+    return _timed_jit(lib, lib.api.grad(make_mlp_loss(lib)), *mlp_data())
+
+
+@bench("runtime: jit(grad(mlp_loss)) exported with a symbolic batch, called at 128", "ms/call", target=1.05)
+def _mlp_grad_symbolic(lib):
+    exported = lib.api.export.export(lib.api.jit(lib.api.grad(make_mlp_loss(lib))))(
+        *_mlp_specs(lib, lib.api.export.symbolic_shape("b")[0]))
+    return _timed_jit(lib, exported.call, *mlp_data())
+
+
 @size_bench("StableHLO size: grad(ResNet block)")
 def _size_resnet(lib):
     return lib.api.jit(lib.api.grad(make_resnet_block_loss(lib), argnums=(0, 1))).lower(*resnet_block_data()).as_text()
