@@ -41,6 +41,20 @@ def _user_code_exit(e: SystemExit, what: str) -> UsageError:
                       "jaxprc stopped there")
 
 
+@contextlib.contextmanager
+def _user_code(what: str, failed: str):
+    """Run the user's code (``what``, for a sys.exit): its exceptions become a usage error,
+    ``failed: Type: message``, with the original as the cause (shown under --debug)."""
+    try:
+        yield
+    except UsageError:
+        raise
+    except SystemExit as e:
+        raise _user_code_exit(e, what) from e
+    except Exception as e:
+        raise UsageError(f"{failed}: {type(e).__name__}: {e}") from e
+
+
 # ------------------------------------------------------------------ files
 
 def _read_text(path: str) -> str:
@@ -202,12 +216,8 @@ def load_function(spec: str):
     if not os.path.isfile(path):
         raise UsageError(f"cannot read {path!r}: no such file")
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))   # so the file's own imports work
-    try:
+    with _user_code(f"running {path}: the module", f"running {path} failed"):
         namespace = runpy.run_path(path, run_name="__jaxprc_trace__")
-    except SystemExit as e:
-        raise _user_code_exit(e, f"running {path}: the module") from e
-    except Exception as e:
-        raise UsageError(f"running {path} failed: {type(e).__name__}: {e}") from e
     head, *rest = attr.split(".")
     if head not in namespace:
         found = sorted(k for k, v in namespace.items() if callable(v) and not k.startswith("_")
@@ -388,12 +398,8 @@ def load_pass_plugins(paths: list[str] | None) -> None:
         if not os.path.isfile(path):
             raise UsageError(f"--load-pass-plugin {path}: no such file")
         sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-        try:
+        with _user_code(f"--load-pass-plugin {path}: the module", f"--load-pass-plugin {path} failed"):
             runpy.run_path(path, run_name="__jaxprc_plugin__")
-        except SystemExit as e:
-            raise _user_code_exit(e, f"--load-pass-plugin {path}: the module") from e
-        except Exception as e:
-            raise UsageError(f"--load-pass-plugin {path} failed: {type(e).__name__}: {e}") from e
 
 
 def parse_passes(pipeline: str | None) -> list:
@@ -547,15 +553,9 @@ def cmd_export(args) -> int:
     specs = argument_specs(args)
     fun, name = load_function(args.function)
     platforms = [p.strip() for p in args.platforms.split(",")] if args.platforms else None
-    try:
+    with _user_code(f"tracing {name}: the function",
+                    f"tracing {name} on arguments ({describe_specs(specs)}) failed"):
         exported = export.export(jaxprc.jit(fun), platforms=platforms)(*specs)
-    except UsageError:
-        raise
-    except SystemExit as e:
-        raise _user_code_exit(e, f"tracing {name}: the function") from e
-    except Exception as e:
-        raise UsageError(f"tracing {name} on arguments ({describe_specs(specs)}) failed: "
-                         f"{type(e).__name__}: {e}") from e
     try:
         blob = exported.serialize(vjp_order=args.vjp_order)
     except (NotImplementedError, ValueError, TypeError) as e:
@@ -603,15 +603,9 @@ def cmd_trace(args) -> int:
     timing = PassTiming() if args.timing else None
 
     def trace(f, stage):
-        try:
+        with _user_code(f"tracing {name} ({stage}): the function",
+                        f"tracing {name} ({stage}) on arguments ({describe_specs(specs)}) failed"):
             return jaxprc.make_jaxpr(f)(*specs)
-        except UsageError:
-            raise
-        except SystemExit as e:
-            raise _user_code_exit(e, f"tracing {name} ({stage}): the function") from e
-        except Exception as e:
-            raise UsageError(f"tracing {name} ({stage}) on arguments ({describe_specs(specs)}) "
-                             f"failed: {type(e).__name__}: {e}") from e
 
     if printer.wants("trace"):
         printer.show("trace", trace(fun, "as written"))
@@ -778,7 +772,7 @@ def replay_stage(program, stage: str, pipeline: str) -> BaseException | None:
     from jaxprc import runtime
     from jaxprc.engine.dispatch import compile_closed_jaxpr
     from jaxprc.engine.lowering import lower_jaxpr
-    from jaxprc.passes import PassError, PassVerificationError, run_pipeline
+    from jaxprc.passes import PassError, run_pipeline
     try:
         if stage in ("pass", "verify"):
             run_pipeline(program, pipeline, verify=True)
