@@ -412,8 +412,9 @@ class Primitive:
         if self.abstract_eval_rule is None:
             raise NotImplementedError(f"Abstract evaluation for '{self.name}' not implemented")
         out = self.abstract_eval_rule(*avals, **params)
-        if any(getattr(a, "sharding_in_type", None) is not None for a in avals):
-            out = with_shardings(self, out, avals, params)
+        for a in avals:     # a loop, not any(): the passes type every equation through here
+            if getattr(a, "sharding_in_type", None) is not None:
+                return with_shardings(self, out, avals, params)
         return out
 
 
