@@ -71,7 +71,7 @@ KNOWN_UPWARD = {
     ("jaxprc.lax.random_gamma", "jaxprc.transformations.ad"),
     # rules written with jaxprc.numpy / the samplers above the families; lax.dtype is jaxprc.dtypes'
     ("jaxprc.lax.linalg", "jaxprc.numpy"),
-    ("jaxprc.lax.random_gamma", "jaxprc.random_distributions"),
+    ("jaxprc.lax.random_gamma", "jaxprc.random.distributions"),
     ("jaxprc.lax.conveniences", "jaxprc.dtypes"),
 }
 

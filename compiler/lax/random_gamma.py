@@ -180,7 +180,7 @@ random_gamma_p.def_params(log_space=Bool(), impl=Optional(Str()))
 
 def _key_words(impl):
     """The shape of one key's data of the named implementation (threefry when None)."""
-    from jaxprc.random_distributions import gamma_key_shape    # the sampler sits above the families
+    from jaxprc.random.distributions import gamma_key_shape    # the sampler sits above the families
     return gamma_key_shape(impl)
 
 
@@ -196,7 +196,7 @@ def _random_gamma_abstract_eval(key, a, *, log_space, impl=None):
 
 
 def _gamma_lowering(ctx, key, a, *, log_space, impl=None):
-    from jaxprc.random_distributions import gamma_samples   # the sampler sits above the families
+    from jaxprc.random.distributions import gamma_samples   # the sampler sits above the families
     return mlir.lower_fun(functools.partial(gamma_samples, log_space=log_space, impl=impl),
                           multiple_results=False)(ctx, key, a)
 

@@ -23,14 +23,14 @@ import math
 
 import numpy as np
 
-from . import lax
-from . import numpy as jnp
-from .ir import dtypes as dt
-from .ir.tracing import get_aval
-from .lax.random_gamma import random_gamma_p
-from .random import (PRNGKeyArray, prngs, threefry_prng_impl, _check_key, _check_shape, _float_dtype, _normal, _shape, _split, _static, _uniform,
+from .. import lax
+from .. import numpy as jnp
+from ..ir import dtypes as dt
+from ..ir.tracing import get_aval
+from ..lax.random_gamma import random_gamma_p
+from .prng import (PRNGKeyArray, prngs, threefry_prng_impl, _check_key, _check_shape, _float_dtype, _normal, _shape, _split, _static, _uniform,
                      _unstack2, bernoulli, split)
-from .transformations.vmap import vmap
+from ..transformations.vmap import vmap
 
 __all__ = ["exponential", "gamma", "loggamma", "beta", "dirichlet", "poisson", "binomial", "multinomial",
            "geometric", "laplace", "logistic", "cauchy", "pareto", "weibull_min", "rayleigh", "maxwell",
@@ -413,7 +413,7 @@ def beta(key, a, b, shape=None, dtype=None):
 
 @_static("shape", "dtype")
 def _dirichlet(key, alpha, shape, dtype):
-    from .nn import softmax
+    from ..nn import softmax
     if np.ndim(alpha) < 1:
         raise ValueError(f"dirichlet requires alpha.ndim >= 1, got alpha.ndim == {np.ndim(alpha)}")
     if shape is None:

@@ -1,4 +1,4 @@
-"""jaxprc.random: JAX's counter-based PRNGs, bit for bit.
+"""Keys and the basic draws of jaxprc.random: JAX's counter-based PRNGs, bit for bit.
 
 Implementations (JAX's ``PRNGImpl``: a key's uint32 data shape, and seed /
 split / fold_in / random_bits on one key's data), selectable per key
@@ -31,7 +31,7 @@ of the default implementation; ``split`` and ``fold_in`` return the kind
 they were given.
 
 The distributions built on these draws (gamma, beta, poisson, binomial, ...)
-are in ``random_distributions`` and exported here, as in ``jax.random``.
+are in ``distributions``; the package (``jaxprc.random``) exports both, as ``jax.random``.
 """
 from __future__ import annotations
 
@@ -42,15 +42,15 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from . import lax
-from . import numpy as jnp
-from .api import jit
-from .dtypes import ExtendedDType, prng_key
-from .ir import dtypes as dt
-from .ir.config import OPTIONS, config
-from .ir.tracing import get_aval
-from .ir.tree_util import register_pytree_node
-from .numpy.creation import _shape_tuple
+from .. import lax
+from .. import numpy as jnp
+from ..api import jit
+from ..dtypes import ExtendedDType, prng_key
+from ..ir import dtypes as dt
+from ..ir.config import OPTIONS, config
+from ..ir.tracing import get_aval
+from ..ir.tree_util import register_pytree_node
+from ..numpy.creation import _shape_tuple
 
 __all__ = ["threefry2x32", "PRNGKey", "PRNGKeyArray", "key", "key_data", "key_dtype", "key_impl", "wrap_key_data",
            "split", "fold_in", "clone",
@@ -889,9 +889,3 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, m
     indices = _top_k_indices(jnp.moveaxis(perturbed, axis, -1), k)      # int32 batch_shape + (k,)
     return lax.reshape(indices, shape, (indices.ndim - 1, *range(indices.ndim - 1)))
 
-
-# The distributions built on the draws above (their module imports this one's helpers).
-from . import random_distributions as _distributions  # noqa: E402
-from .random_distributions import *  # noqa: E402,F401,F403
-
-__all__ += _distributions.__all__
