@@ -147,9 +147,9 @@ CORPUS = {
     "sharding": (lambda x: jx.lax.with_sharding_constraint(x, _one_device_sharding()), [(3,)]),
     "dimensions": (lambda x: x * lax.dimensions.dim_as_value_p.bind(dim=3), [(3,)]),
     "exported_call": (lambda x: lax.exported_call.call_exported_p.bind(x, exported=_sin_exported()), [(3,)]),
-    "random_gamma": (lambda x: lax.random_gamma_p.bind(jnp.zeros((2,), np.uint32), x, log_space=True), [(3,)]),
-    "random_gamma_rbg": (lambda x: lax.random_gamma_p.bind(jnp.zeros((4,), np.uint32), x, log_space=False,
-                                                           impl="rbg"), [(3,)]),
+    "random_gamma": (lambda x: jx.random.random_gamma_p.bind(jnp.zeros((2,), np.uint32), x, log_space=True), [(3,)]),
+    "random_gamma_rbg": (lambda x: jx.random.random_gamma_p.bind(jnp.zeros((4,), np.uint32), x, log_space=False,
+                                                                 impl="rbg"), [(3,)]),
     "accuracy": (lambda x: [f(x, accuracy=lax.Tolerance(atol=1e-3, ulps=2) if i % 2 else lax.AccuracyMode.HIGHEST)
                             for i, f in enumerate((lax.exp, lax.exp2, lax.log, lax.log1p, lax.expm1, lax.tanh,
                                                    lax.logistic, lax.sin, lax.cos, lax.tan, lax.sqrt, lax.rsqrt,

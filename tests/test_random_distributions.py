@@ -282,14 +282,14 @@ def test_vmap_over_keys_is_a_loop_of_draws():
 def test_gamma_primitives_in_the_text_form():
     key = ShapedArray((3, 2), np.dtype(np.uint32))
     alpha = ShapedArray((3, 4), np.dtype(np.float32))
-    cj = trace_to_jaxpr(lambda k, a: [lax.random_gamma_p.bind(k, a, log_space=True)], [key, alpha])
+    cj = trace_to_jaxpr(lambda k, a: [jr.random_gamma_p.bind(k, a, log_space=True)], [key, alpha])
     assert "random_gamma[log_space=True]" in str(cj)
     assert_round_trip(cj)
     cj = trace_to_jaxpr(lambda a, x: [lax.random_gamma_grad(a, x)], [alpha, alpha])
     assert "random_gamma_grad" in str(cj)
     assert_round_trip(cj)
     with pytest.raises(Exception, match="random_gamma"):
-        trace_to_jaxpr(lambda k, a: [lax.random_gamma_p.bind(k, a, log_space=False)],
+        trace_to_jaxpr(lambda k, a: [jr.random_gamma_p.bind(k, a, log_space=False)],
                        [ShapedArray((2, 2), np.dtype(np.uint32)), alpha])
 
 

@@ -223,7 +223,7 @@ def _structural_cases():
             [sa((2, 3)) if name == "select_and_scatter_add" else x23, x23])
            for name, extra in [("select_and_gather_add", dict(base_dilation=(1, 1), window_dilation=(1, 1))),
                                ("select_and_scatter_add", {})]},
-        "random_gamma": (lambda k, a: prims.random_gamma_p.bind(k, a, log_space=False),
+        "random_gamma": (lambda k, a: PRIMITIVES["random_gamma"].bind(k, a, log_space=False),
                          [sa((2,), np.uint32), X3]),
         "random_gamma_grad": (lambda a, x: prims.random_gamma_grad(a, x), [X3, X3]),
         **{name: (_parallel, [sa((2, 3))])

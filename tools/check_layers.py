@@ -68,10 +68,9 @@ KNOWN_UPWARD = {
     ("jaxprc.lax.control_flow.solves", "jaxprc.transformations.ad"),
     ("jaxprc.lax.generic_reduce", "jaxprc.transformations.ad"),
     ("jaxprc.lax.generic_reduce", "jaxprc.transformations.vmap"),
-    ("jaxprc.lax.random_gamma", "jaxprc.transformations.ad"),
-    # rules written with jaxprc.numpy / the samplers above the families; lax.dtype is jaxprc.dtypes'
+    ("jaxprc.lax.special", "jaxprc.transformations.ad"),
+    # rules written with jaxprc.numpy; lax.dtype is jaxprc.dtypes'
     ("jaxprc.lax.linalg", "jaxprc.numpy"),
-    ("jaxprc.lax.random_gamma", "jaxprc.random.distributions"),
     ("jaxprc.lax.conveniences", "jaxprc.dtypes"),
 }
 

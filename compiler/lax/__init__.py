@@ -31,7 +31,6 @@ from .staging import *  # noqa: F401,F403
 from .ragged import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403
-from .random_gamma import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .dimensions import *  # noqa: F401,F403
 from .exported_call import *  # noqa: F401,F403

@@ -7,9 +7,9 @@ rejection samplers (gamma, poisson, binomial) keep JAX's loop structure: a
 loop runs until every lane has accepted, and a lane's result depends only on
 its own key, so ``vmap`` over keys gives each key's unbatched draw.
 
-Gamma samples come from the ``random_gamma`` primitive (``jaxprc.lax``),
-whose lowering is ``gamma_samples`` below and whose derivative in ``a`` is
-``random_gamma_grad`` (implicit reparameterisation); beta, dirichlet, t,
+Gamma samples come from the ``random_gamma`` primitive (defined here, as JAX's
+``jax.random.random_gamma_p``), whose lowering is ``gamma_samples`` below and
+whose derivative in ``a`` is ``lax.random_gamma_grad`` (implicit reparameterisation); beta, dirichlet, t,
 chisquare, f and generalized_normal draw through it and so have gradients
 with respect to their shape parameters too.
 
@@ -19,15 +19,21 @@ and nothing is constant-folded that JAX would compute at run time.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
+from ..engine import dispatch
+from ..interpreters import ad, batching, mlir
 from ..ir import dtypes as dt
+from ..ir.core import Primitive
+from ..ir.params import Bool, Optional, Str
 from ..ir.tracing import get_aval
-from ..lax.random_gamma import random_gamma_p
+from ..lax.elementwise import IS_FLOAT
+from ..lax.shapes import type_error
 from .prng import (PRNGKeyArray, prngs, threefry_prng_impl, _check_key, _check_shape, _float_dtype, _normal, _shape, _split, _static, _uniform,
                      _unstack2, bernoulli, split)
 from ..transformations.vmap import vmap
@@ -355,6 +361,70 @@ def gamma_samples(key, a, *, log_space: bool, impl=None):
     else:
         samples = lax.map(lambda ka: draw(*ka), (keys, alphas))
     return lax.reshape(samples, a_aval.shape)
+
+
+# ------------------------------------------------------------- the random_gamma primitive
+# (jax.random.random_gamma_p): its lowering is gamma_samples above, its derivative in a
+# lax.random_gamma_grad (implicit reparameterisation).
+
+random_gamma_p = Primitive("random_gamma")
+random_gamma_p.def_impl(functools.partial(dispatch.apply_primitive, random_gamma_p))
+random_gamma_p.def_params(log_space=Bool(), impl=Optional(Str()))
+
+
+@random_gamma_p.def_abstract_eval
+def _random_gamma_abstract_eval(key, a, *, log_space, impl=None):
+    words = gamma_key_shape(impl)
+    nk = key.ndim - len(words)
+    if (key.dtype != np.uint32 or key.shape[nk:] != words or not IS_FLOAT(a.dtype)
+            or a.shape[:nk] != key.shape[:nk]):
+        raise type_error("random_gamma", [key, a], f"{impl or 'threefry'} key data uint32[*k, "
+                         f"{', '.join(map(str, words))}] and a float array of shape (*k, ...)", log_space=log_space)
+    return a
+
+
+def _gamma_lowering(ctx, key, a, *, log_space, impl=None):
+    return mlir.lower_fun(functools.partial(gamma_samples, log_space=log_space, impl=impl),
+                          multiple_results=False)(ctx, key, a)
+
+
+mlir.register_lowering(random_gamma_p, _gamma_lowering)
+
+
+def _gamma_sample_grad(sample, a, log_space):
+    """d sample / d a, one element at a time as JAX computes it on CPU (``lax.map``: the per-element
+    loops round as JAX's do); in log space d log(x) = dx / x, x = 0 (rounded) read as the smallest float."""
+    aval = get_aval(a)
+    samples, alphas = (lax.reshape(v, (aval.size,)) for v in (sample, a))
+    if log_space:
+        samples = lax.exp(samples)
+        tiny = lax.full_like(samples, dt.finfo(aval.dtype).tiny)
+        samples = lax.select(lax.eq(samples, _const(samples, 0)), tiny, samples)
+        grad = lambda args: lax.div(lax.random_gamma_grad(*args), args[1])
+    else:
+        grad = lambda args: lax.random_gamma_grad(*args)
+    return lax.reshape(lax.map(grad, (alphas, samples)), aval.shape)
+
+
+def _random_gamma_jvp(primals, tangents, *, log_space, **impl):
+    key, a = primals
+    ans = random_gamma_p.bind(key, a, log_space=log_space, **impl)
+    if isinstance(tangents[1], ad.Zero):
+        return ans, ad.Zero(get_aval(ans))
+    return ans, lax.mul(tangents[1], _gamma_sample_grad(ans, a, log_space))
+
+
+ad.primitive_jvps[random_gamma_p] = _random_gamma_jvp
+
+
+def _random_gamma_batch(args, dims, *, log_space, **impl):
+    """Both operands with the batch axis in front (keys lead ``a``'s shape)."""
+    size = next(get_aval(x).shape[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
+    key, a = (batching.bdim_at_front(x, d, size) for x, d in zip(args, dims))
+    return random_gamma_p.bind(key, a, log_space=log_space, **impl), 0
+
+
+batching.primitive_batchers[random_gamma_p] = _random_gamma_batch
 
 
 @_static("shape", "dtype", "log_space")

@@ -16,7 +16,7 @@ from jaxprc.lax import (  # noqa: F401
     integer_pow_p, iota_p, is_finite_p, jit_p, le_p, lgamma_p, log1p_p, log_p, logistic_p, lt_p,
     lu_p, max_p, min_p, mul_p, name_p, ne_p, neg_p, nextafter_p, not_p, or_p, pad_p, pmax_p,
     pmin_p, polygamma_p, population_count_p, pow_p, ppermute_p, psum_p, qr_p, ragged_all_to_all_p,
-    random_gamma_p, real_p, reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p, reduce_p,
+    real_p, reduce_and_p, reduce_max_p, reduce_min_p, reduce_or_p, reduce_p,
     reduce_precision_p, reduce_prod_p, reduce_sum_p, reduce_window_max_p, reduce_window_min_p,
     reduce_window_p, reduce_window_sum_p, reduce_xor_p, regularized_incomplete_beta_p, rem_p,
     reshape_p, rev_p, rng_bit_generator_p, rng_uniform_p, round_p, rsqrt_p, scan_p, scatter_add_p,
@@ -26,6 +26,7 @@ from jaxprc.lax import (  # noqa: F401
     sqrt_p, square_p, squeeze_p, stop_gradient_p, sub_p, svd_p, tan_p, tanh_p, top_k_p,
     transpose_p, triangular_solve_p, tridiagonal_solve_p, while_p, xor_p, zeta_p)
 from jaxprc.lax import checkpoint_p as remat_p  # noqa: F401
+from jaxprc.random import random_gamma_p  # noqa: F401  (jax.random's, as in JAX)
 from jaxprc.transformations.custom_derivatives import custom_jvp_call_p, custom_vjp_call_p  # noqa: F401
 from jaxprc.lax import custom_linear_solve_p as linear_solve_p  # noqa: F401
 
