@@ -6,9 +6,9 @@ derivatives of ``f`` along the curve, ``(f1, ..., fK)``, in one pass instead of 
 
 ``fun`` is traced to a jaxpr and transformed by the ``jet`` pass (``jaxprc.passes.jet``), which
 propagates the series through each equation with the rule of its primitive in ``jet_rules``
-(``jaxprc.interpreters.jet``, where each primitive family registers its rules); a user primitive
-gets one by adding an entry there (``defzero``, ``deflinear``, ``def_deriv`` and ``def_comp``
-build the common ones).
+(the pass's table, where each primitive family registers its rules); a user primitive gets one by
+adding an entry there (``defzero``, ``deflinear``, ``def_deriv`` and ``def_comp`` build the
+common ones; ``jaxprc.passes.jet`` has all the helpers).
 """
 from __future__ import annotations
 
@@ -16,15 +16,14 @@ from functools import partial
 from typing import Callable
 
 from jaxprc import lax
-from jaxprc.transformations.ad import _evaluate, _simplify, _without_gc
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.tracing import close_over_consts, get_aval
 from jaxprc.ir.tree_util import tree_structure, tree_unflatten, treedef_is_leaf
 from jaxprc.transformations.nested_tracing import flatten_fun, trace_on_values
-from jaxprc.interpreters.jet import (ZeroSeries, ZeroTerm, def_comp, def_deriv, deflinear,  # noqa: F401
-                                     defzero, deriv_prop, jet_rules, linear_prop, zero_prop,
-                                     zero_series, zero_term)
-from jaxprc.passes.jet import jet_jaxpr
+from jaxprc.transformations import running
+from jaxprc.passes.jet import (ZeroSeries, ZeroTerm, def_comp, def_deriv, deflinear,  # noqa: F401
+                               defzero, deriv_prop, jet_jaxpr, jet_rules, linear_prop, zero_prop,
+                               zero_series, zero_term)
 from jaxprc.passes.registry import verify_pass_result
 
 __all__ = ["jet", "jet2", "fact", "jet_rules", "zero_series", "zero_term", "ZeroSeries",
@@ -77,7 +76,7 @@ def _check_term(i: int, j: int, x, t):
     return t
 
 
-@_without_gc
+@running.without_gc
 def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
     r"""Taylor-mode higher-order automatic differentiation.
 
@@ -100,8 +99,8 @@ def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
     flat_series = [t for terms, m in zip(series, moving) if m for t in terms]
     jet_cj, _ = jet_jaxpr(cj, order, nonzeros, instantiate=True,
                           series_avals=tuple(map(get_aval, flat_series)))
-    jet_cj = _simplify(verify_pass_result("jet", jet_cj))
-    outs = _evaluate(jet_cj, [*consts, *primals, *flat_series], "jet")
+    jet_cj = running.simplified(verify_pass_result("jet", jet_cj))
+    outs = running.evaluate(jet_cj, [*consts, *primals, *flat_series], "jet")
     n_out = len(cj.out_avals)
     primals_out, flat_terms = outs[:n_out], outs[n_out:]
     terms_out = [flat_terms[i * order:(i + 1) * order] for i in range(n_out)]

@@ -2,7 +2,7 @@
 
 ``mlir`` (lowering rules), ``ad`` (jvp and transpose rules), ``partial_eval``
 (partial-evaluation and DCE rules) and ``batching``
-(vmap rules), ``jet`` (Taylor-series rules) and ``xla`` (host-value canonicalizers) are views of the rule tables the compiler and the passes read,
+(vmap rules) and ``xla`` (host-value canonicalizers) are views of the rule tables the compiler and the passes read,
 so a rule registered here is the one they use.
 """
-from . import ad, batching, jet, mlir, partial_eval, xla  # noqa: F401
+from . import ad, batching, mlir, partial_eval, xla  # noqa: F401

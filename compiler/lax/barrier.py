@@ -7,7 +7,7 @@ pass through one barrier together, as in JAX.
 from __future__ import annotations
 
 from jaxprc.interpreters import ad, batching, mlir
-from jaxprc.interpreters import jet
+from jaxprc.passes import jet
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir.core import Primitive
 from jaxprc.ir.tree_util import tree_flatten

@@ -10,7 +10,7 @@ function in the lowered module) under differentiation and batching; the
 from __future__ import annotations
 
 from jaxprc.interpreters import ad, batching, mlir
-from jaxprc.interpreters import jet
+from jaxprc.passes import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir.core import JaxprTypeError, Primitive
 from jaxprc.ir.effects import has_ordered_effects

@@ -16,7 +16,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
-from jaxprc.interpreters import jet
+from jaxprc.passes import jet
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type

@@ -14,7 +14,7 @@ import threading
 from typing import Sequence
 
 from jaxprc.interpreters import ad, batching, mlir
-from jaxprc.interpreters import jet
+from jaxprc.passes import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, Primitive, ShapedArray, Thunk

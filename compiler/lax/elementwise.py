@@ -16,7 +16,7 @@ from jaxlib.mlir.dialects import chlo
 
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc import lax
-from jaxprc.interpreters import jet
+from jaxprc.passes import jet
 from jaxprc.interpreters.ad import Zero, add_tangents, instantiate_zeros, is_undefined_primal
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from jaxprc.interpreters import ad, batching, mlir
-from jaxprc.interpreters import jet
+from jaxprc.passes import jet
 from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, param_type

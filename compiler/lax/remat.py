@@ -24,7 +24,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxprc.engine import float_checks
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
-from jaxprc.interpreters import jet
+from jaxprc.passes import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Primitive, Var, param_type

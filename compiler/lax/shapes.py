@@ -18,7 +18,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
-from jaxprc.interpreters import jet
+from jaxprc.passes import jet
 from jaxprc.engine import dynamic_shapes
 from jaxprc.engine.lowering import broadcast_in_dim as _hlo_broadcast_in_dim
 from jaxprc.ir import dtypes as dt

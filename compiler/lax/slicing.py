@@ -20,7 +20,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxprc import lax
 from jaxprc.ir.sharding_type import whole_dims_rule
 from jaxprc.interpreters import ad, batching, mlir
-from jaxprc.interpreters import jet
+from jaxprc.passes import jet
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
 from jaxprc.ir.params import Bool, Enum, Int, OneOf, Record, Scalar, Tuple

@@ -18,7 +18,7 @@ from jaxlib.mlir.dialects import chlo
 
 from jaxprc import lax
 from jaxprc.interpreters import ad, mlir
-from jaxprc.interpreters import jet
+from jaxprc.passes import jet
 from jaxprc.ir import dtypes as dt
 
 from . import elementwise as ew

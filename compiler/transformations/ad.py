@@ -11,8 +11,6 @@ them in Python (``if x > 0:``), as in JAX outside ``jit``.
 from __future__ import annotations
 
 import functools
-import gc
-import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -21,16 +19,14 @@ from ..ir import dtypes as dt
 from .. import lax
 from ..api import argnums_positions, shaped_abstractify
 from ..ir.tree_util import equality_errors
-from ..engine.evaluate import evaluate_jaxpr
 from ..lax.custom_derivatives import custom_lin_p
-from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, Literal, Var
-from ..ir.deep import deep_entry
-from ..ir.tracing import (JaxprBuilder, Tracer, close_over_consts, _outside_any_trace, current_builder,
-                          get_aval, trace_to_jaxpr)
+from ..ir.core import ClosedJaxpr, Jaxpr, Literal, Var
+from ..ir.tracing import Tracer, close_over_consts, current_builder, get_aval, trace_to_jaxpr
 from .nested_tracing import flatten_fun, trace_on_values
+from .running import evaluate, simplified, without_gc
 from ..ir.tree_util import Partial, tree_flatten, tree_map, tree_structure, tree_unflatten
 from ..passes.dce import dce_closed
-from ..passes.jvp import is_differentiable, jvp_jaxpr, literal_value, tangent_aval
+from ..passes.jvp import is_differentiable, jvp_jaxpr, tangent_aval
 from ..passes.partial_eval import linearize_jaxpr
 from ..passes.registry import run_pipeline, verify_pass_result
 from ..passes.transpose import transpose_jaxpr
@@ -48,96 +44,6 @@ def _trace_flat(fun: Callable, args: Sequence[Any], name: str):
     return close_over_consts(trace_on_values(fun, args, name))
 
 
-# -------------------------------------------------------------- evaluating
-
-def _evaluate(cj: ClosedJaxpr, args: Sequence[Any], name: str) -> list:
-    """Run ``cj`` on ``args`` here: inline inside a trace, compiled once at top level."""
-    builder = current_builder()
-    if builder is not None and _spliceable(cj, args):
-        return _splice(builder, cj, args)
-    return evaluate_jaxpr(cj, args, name)
-
-
-def _spliceable(cj: ClosedJaxpr, args) -> bool:
-    """Traced arguments of the types ``cj`` was made for, weak types included: its equations'
-    declared types hold only for those (concrete ones go through ``bind``, which may evaluate
-    them at once: ``ensure_compile_time_eval``)."""
-    return any(isinstance(x, Tracer) for x in args) and all(
-        a.shape == b.shape and a.dtype == b.dtype and a.weak_type == b.weak_type
-        for a, b in zip(map(get_aval, args), cj.in_avals))
-
-
-def _splice(builder: JaxprBuilder, cj: ClosedJaxpr, args: Sequence[Any]) -> list:
-    """Append ``cj``'s equations to ``builder``'s trace, on fresh variables, and return its outputs.
-
-    The same as binding each equation again (``eval_jaxpr``), without typing every equation
-    a second time: the passes made ``cj`` well typed for arguments of these types.
-    """
-    env: dict[Var, Any] = {}
-    for v, x in zip(cj.jaxpr.constvars, cj.consts):
-        env[v] = builder.to_atom(x)
-    for v, x in zip(cj.jaxpr.invars, args):
-        env[v] = builder.to_atom(x)
-    read = lambda a: env[a] if type(a) is Var else a
-    for eqn in cj.jaxpr.eqns:
-        outvars = [Var(v.aval) for v in eqn.outvars]
-        new = Eqn(eqn.primitive, [read(a) for a in eqn.invars], outvars, eqn.params, eqn.source_info)
-        builder.eqns.append(new)
-        for old, v in zip(eqn.outvars, outvars):
-            env[old] = v
-            builder._producer[v] = new
-    return [Tracer(builder, a) if type(a) is Var else literal_value(a) for a in map(read, cj.jaxpr.outvars)]
-
-
-class _gc_paused:
-    """Cyclic garbage collection off inside (re-entrant, and across threads). Tracing and the
-    passes allocate many objects that live on (variables, equations, types) and few cycles;
-    CPython's full collections, triggered by allocation counts, would traverse them all again
-    and again: without this, half the time of ``grad`` of a 2000-equation program.
-
-    The collector is process-wide, so the pause is counted: the first entry (of any thread)
-    turns it off, if it was on, and the last exit turns it back on; one thread leaving does not
-    turn it on under another that is still inside.
-    """
-
-    _lock = threading.Lock()
-    _depth = 0
-    _was_enabled = False
-
-    def __enter__(self):
-        cls = _gc_paused
-        with cls._lock:
-            if cls._depth == 0:
-                cls._was_enabled = gc.isenabled()
-                gc.disable()
-            cls._depth += 1
-
-    def __exit__(self, *exc):
-        cls = _gc_paused
-        with cls._lock:
-            cls._depth -= 1
-            if cls._depth == 0 and cls._was_enabled:
-                gc.enable()
-
-
-def _without_gc(fn):
-    """An entry point of the eager transformations: cyclic GC paused inside, and a call that
-    fails by recursion (a function nesting hundreds of conds or loops) run again, whole, on a
-    large stack (``ir.deep``) when no trace encloses it."""
-    @deep_entry(retry_if=_outside_any_trace)
-    @functools.wraps(fn)
-    def run(*args, **kwargs):
-        with _gc_paused():
-            return fn(*args, **kwargs)
-    return run
-
-
-def _simplify(cj: ClosedJaxpr, used_outputs: Sequence[bool] | None = None) -> ClosedJaxpr:
-    if used_outputs is not None:
-        cj = verify_pass_result("dce", dce_closed(cj, used_outputs, keep_inputs=True)[0])
-    return run_pipeline(cj, "dce,cse")
-
-
 def _float0_zeros(aval):
     return np.zeros(aval.shape, dt.float0)
 
@@ -145,7 +51,7 @@ def _float0_zeros(aval):
 # -------------------------------------------------------------------- jvp
 
 @api_boundary
-@_without_gc
+@without_gc
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """``(fun(*primals), d fun(primals) . tangents)``; with ``has_aux``, also the aux value."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -170,9 +76,9 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     jvp_cj, out_nz = jvp_jaxpr(cj, nonzeros, instantiate=True)
     verify_pass_result("jvp", jvp_cj)
     n_out = store["n_out"]
-    jvp_cj = _simplify(jvp_cj, [True] * (len(cj.out_avals) + sum(out_nz[:n_out])) + [False] * sum(out_nz[n_out:]))
+    jvp_cj = simplified(jvp_cj, [True] * (len(cj.out_avals) + sum(out_nz[:n_out])) + [False] * sum(out_nz[n_out:]))
     tangent_args = [t for t, nz in zip(flat_tangents, nonzeros[len(consts):]) if nz]
-    outs = _evaluate(jvp_cj, list(consts) + list(flat_primals) + tangent_args, "jvp")
+    outs = evaluate(jvp_cj, list(consts) + list(flat_primals) + tangent_args, "jvp")
     primal_outs, rest = outs[:len(cj.out_avals)], iter(outs[len(cj.out_avals):])
     tangent_outs = [next(rest) if nz else _float0_zeros(a)
                     for nz, a in zip(out_nz[:n_out], cj.out_avals[:n_out])]
@@ -214,7 +120,7 @@ class _Linearized:
         self.args = list(consts) + list(flat_primals)
 
     def run_primal(self, name):
-        outs = _evaluate(_simplify(self.known), self.args, name)
+        outs = evaluate(simplified(self.known), self.args, name)
         self.residuals = outs[self.n_primal_outs:]
         self.primal_outs = primal_outs = outs[:self.n_primal_outs]
         out = tree_unflatten(self.out_tree, primal_outs[:self.n_out])
@@ -227,7 +133,7 @@ class _Linearized:
         n_lin_in = len(self.lin.in_avals) - self.n_res
         ct_cj, _ = transpose_jaxpr(self.lin, [False] * self.n_res + [True] * n_lin_in, values=values)
         verify_pass_result("transpose", ct_cj)
-        return _simplify(ct_cj) if simplify else ct_cj
+        return simplified(ct_cj) if simplify else ct_cj
 
     def calls_python_bwd(self) -> bool:
         """Outside any trace, a custom_vjp's bwd in the linear map runs on concrete values: the
@@ -241,7 +147,7 @@ class _Linearized:
         under ``vmap(vjp_fun)``, stay traced: bwd then sees tracers)."""
         args = list(self.residuals) + list(cts)
         values = [None if isinstance(x, Tracer) else x for x in args]
-        return _evaluate(self.transposed(values=values), args, "vjp")
+        return evaluate(self.transposed(values=values), args, "vjp")
 
     def input_cotangents(self, cts, fill: Sequence[bool] | None = None) -> list:
         """Cotangents per input leaf: float0 zeros for integers, zeros where ``fill`` (all by
@@ -254,7 +160,7 @@ class _Linearized:
 
 
 @api_boundary
-@_without_gc
+@without_gc
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map."""
     lz = _Linearized(fun, primals, has_aux, "linearize")
@@ -262,21 +168,21 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
     residuals, lin = lz.residuals, run_pipeline(lz.lin, "cse")
 
     @api_boundary
-    @_without_gc
+    @without_gc
     def f_jvp(*tangents):
         flat_t, tree = tree_flatten(tuple(tangents))
         if tree != lz.in_tree:
             raise TypeError(f"linearize: the linearized function takes tangents structured like the "
                             f"primals {lz.in_tree}, got {tree}")
         t_args = [t for t, w in zip(flat_t, lz.wrt) if w]
-        outs = iter(_evaluate(lin, list(residuals) + t_args, "linearized"))
+        outs = iter(evaluate(lin, list(residuals) + t_args, "linearized"))
         t_outs = [next(outs) if nz else _float0_zeros(a) for nz, a in zip(lz.out_nz, lz.out_avals)]
         return tree_unflatten(lz.out_tree, t_outs)
     return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 @api_boundary
-@_without_gc
+@without_gc
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of cotangents, one per primal.
 
@@ -287,9 +193,9 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     lz = _Linearized(fun, primals, has_aux, "vjp")
     out, aux = lz.run_primal("vjp")
     if lz.calls_python_bwd():     # a custom_vjp bwd runs in Python on the saved concrete values
-        vjp_fun = Partial(api_boundary(_without_gc(functools.partial(_apply_vjp, lz, None))))
+        vjp_fun = Partial(api_boundary(without_gc(functools.partial(_apply_vjp, lz, None))))
     else:
-        vjp_fun = Partial(api_boundary(_without_gc(functools.partial(_apply_vjp, lz, lz.transposed()))),
+        vjp_fun = Partial(api_boundary(without_gc(functools.partial(_apply_vjp, lz, lz.transposed()))),
                           *lz.residuals)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
@@ -322,7 +228,7 @@ def _apply_vjp(lz, ct_cj, *args):
     if ct_cj is None:
         in_cts = lz.input_cotangents(lz.concrete_cotangents(cts))
     else:
-        in_cts = lz.input_cotangents(_evaluate(ct_cj, list(residuals) + cts, "vjp"))
+        in_cts = lz.input_cotangents(evaluate(ct_cj, list(residuals) + cts, "vjp"))
     return tree_unflatten(lz.in_tree, in_cts)
 
 
@@ -425,7 +331,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 
 def _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value, name):
-    @_without_gc
+    @without_gc
     def transformed(*args, **kwargs):
         highest = argnums if isinstance(argnums, int) else max(argnums, default=0)
         if highest >= len(args):
@@ -448,7 +354,7 @@ def _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value, n
             one = np.ones((), lz.out_avals[0].dtype)
             outs = list(lz.primal_outs[:n_val]) + lz.concrete_cotangents([one])
         else:
-            outs = _evaluate(_grad_program(lz, with_value or has_aux), lz.args, name)
+            outs = evaluate(_grad_program(lz, with_value or has_aux), lz.args, name)
         values, cts = outs[:n_val], outs[n_val:]
         in_cts = lz.input_cotangents(cts, fill=[False] * len(diff_mask))
         per_arg, pos = [], 0
@@ -511,13 +417,13 @@ def _grad_program(lz: _Linearized, with_values: bool) -> ClosedJaxpr:
         eqns.append(eqn if all(a is b for a, b in zip(invars, eqn.invars)) else eqn.replace(invars=invars))
     outvars = (known.jaxpr.outvars[:n_p] if with_values else []) + [read(a) for a in ct.outvars]
     program = Jaxpr(known.jaxpr.constvars + ct.constvars, known.jaxpr.invars, outvars, eqns)
-    return _simplify(ClosedJaxpr(program, list(known.consts) + list(ct_cj.consts)))
+    return simplified(ClosedJaxpr(program, list(known.consts) + list(ct_cj.consts)))
 
 
 # -------------------------------------------------------- linear_transpose
 
 @api_boundary
-@_without_gc
+@without_gc
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     """The transpose of the linear ``fun`` at the types of ``primals``: ct -> tuple of input cts."""
     flat_primals, in_tree = tree_flatten(tuple(primals))
@@ -530,17 +436,17 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()):
     cj, consts = close_over_consts(cj)
     ct_cj, _ = transpose_jaxpr(cj, [False] * len(consts) + [True] * len(in_avals))
     verify_pass_result("transpose", ct_cj)
-    ct_cj = _simplify(ct_cj)
+    ct_cj = simplified(ct_cj)
     out_tree = store["out_tree"]
 
-    @_without_gc
+    @without_gc
     def transposed(*cts):
         ct = cts[0] if len(cts) == 1 else cts
         flat_ct, tree = tree_flatten(ct)
         if tree != out_tree:
             raise TypeError(f"linear_transpose: the cotangent must have the output's structure "
                             f"{out_tree}, got {tree}")
-        return tree_unflatten(in_tree, _evaluate(ct_cj, list(consts) + list(flat_ct), "linear_transpose"))
+        return tree_unflatten(in_tree, evaluate(ct_cj, list(consts) + list(flat_ct), "linear_transpose"))
     return api_boundary(transposed)
 
 

@@ -24,7 +24,7 @@ jaxprc.core jaxprc.interpreters.ad jaxprc.interpreters.batching jaxprc.interpret
 jaxprc.interpreters.partial_eval
 """.split()
 OWN_MODULES = ["jaxprc.ir", "jaxprc.ir.params", "jaxprc.ir.effects", "jaxprc.passes",
-               "jaxprc.interpreters.jet"]
+               "jaxprc.passes.jet"]
 JAX_DOCS = "https://docs.jax.dev/en/latest/_autosummary/{}.html"
 _STDLIB_HELPERS = {"typing", "__future__", "functools", "collections.abc", "contextlib", "types", "abc"}
 

@@ -46,7 +46,8 @@ RULES = ("jvp", "transpose", "vmap", "jet", "partial eval", "dce", "lowering")
 
 def rules_of(prim) -> list[str]:
     """The names in ``RULES`` of the passes that have a rule for ``prim``."""
-    from jaxprc.interpreters import ad, batching, jet, mlir, partial_eval as pe
+    from jaxprc.interpreters import ad, batching, mlir, partial_eval as pe
+    from jaxprc.passes import jet
     present = (prim in ad.primitive_jvps, prim in ad.primitive_transposes, prim in batching.primitive_batchers,
                prim in jet.jet_rules, prim in pe.partial_eval_jaxpr_custom_rules, prim in pe.dce_rules,
                mlir.has_lowering(prim))
