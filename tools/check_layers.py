@@ -71,7 +71,7 @@ KNOWN_UPWARD = {
     ("jaxprc.lax.special", "jaxprc.transformations.ad"),
     # rules written with jaxprc.numpy; lax.dtype is jaxprc.dtypes'
     ("jaxprc.lax.linalg", "jaxprc.numpy"),
-    ("jaxprc.lax.conveniences", "jaxprc.dtypes"),
+    ("jaxprc.lax.support.conveniences", "jaxprc.dtypes"),
 }
 
 

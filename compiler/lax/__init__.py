@@ -20,7 +20,7 @@ from .custom_batching import *  # noqa: F401,F403
 from .linear_call import *  # noqa: F401,F403
 from .callbacks import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
-from .conveniences import *  # noqa: F401,F403
+from .support.conveniences import *  # noqa: F401,F403
 from .top_k import *  # noqa: F401,F403
 from .numerics import *  # noqa: F401,F403
 from .barrier import *  # noqa: F401,F403
@@ -34,9 +34,9 @@ from .windowed import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .dimensions import *  # noqa: F401,F403
 from .exported_call import *  # noqa: F401,F403
-from .accuracy import AccuracyMode, Tolerance  # noqa: F401
+from .support.accuracy import AccuracyMode, Tolerance  # noqa: F401
 from .tokens import *  # noqa: F401,F403
-from . import operands  # noqa: F401
+from .support import operands  # noqa: F401  (jaxprc.lax.operands: the builders' normalisation)
 from . import linalg  # noqa: F401  (jaxprc.lax.linalg, as jax.lax.linalg; only its primitives are exported here)
 from .linalg import (cholesky_p, eig_p, eigh_p, hessenberg_p, householder_product_p, lu_p, lu_pivots_to_permutation_p,  # noqa: F401
                      qr_p, schur_p, svd_p, triangular_solve_p, tridiagonal_solve_p, geqrf_p)

@@ -23,7 +23,7 @@ from jaxprc.engine.lowering import param_name
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 
-from .operands import aval, ints
+from .support.operands import aval, ints
 from .sharding_constraint import match_type_sharding, out_sharding_of
 from .shapes import DIMS, type_error as _type_error
 

@@ -25,7 +25,7 @@ from jaxprc.passes.jvp import aval_of
 
 from .contractions import Precision, _precision_attr, canonicalize_precision
 from .elementwise import NUM
-from .operands import aval, ints
+from .support.operands import aval, ints
 from .shapes import DIMS, type_error as _type_error
 
 __all__ = ["conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",

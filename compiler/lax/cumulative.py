@@ -23,7 +23,7 @@ from .slicing import slice_in_dim
 from jaxprc.passes.vmap import shift
 
 from . import reductions
-from .operands import aval, canonical_axis
+from .support.operands import aval, canonical_axis
 from .shapes import DIM, type_error as _type_error
 
 __all__ = ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",

@@ -30,8 +30,8 @@ from jaxprc.passes.jvp import aval_of, tangent_aval
 from jaxprc.passes.canonicalize import CANONICALIZE
 from jaxprc.passes.patterns import Pat, Splat, pattern
 
-from . import operands as _ops
-from .accuracy import ACCURACY, AccuracyMode, accuracy_attr, check_accuracy
+from .support import operands as _ops
+from .support.accuracy import ACCURACY, AccuracyMode, accuracy_attr, check_accuracy
 
 __all__ = [
     # builders

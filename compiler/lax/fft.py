@@ -23,7 +23,7 @@ from jaxprc.ir.params import Enum, Int, Tuple
 from jaxprc.passes.vmap import moveaxis
 
 from . import elementwise as ew
-from .operands import aval
+from .support.operands import aval
 from .shapes import broadcast_in_dim, type_error
 
 __all__ = ["fft", "fft_p", "FftType"]

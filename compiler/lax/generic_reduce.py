@@ -23,7 +23,7 @@ from jaxprc.ir.tracing import Tracer, eval_jaxpr, trace_to_jaxpr
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 
-from . import operands as ops
+from .support import operands as ops
 from .control_flow.common import check_subjaxpr, fmt_types, typematch
 
 __all__ = ["reduce", "reduce_p"]

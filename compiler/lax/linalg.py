@@ -21,7 +21,7 @@ from jaxprc.engine.lowering import LoweringRuleContext
 from jaxprc.passes.vmap import axis_size_of, bdim_at_front
 from jaxprc.runtime import lapack
 
-from .operands import aval
+from .support.operands import aval
 
 __all__ = ["cholesky", "triangular_solve", "lu", "lu_pivots_to_permutation", "qr", "eigh", "svd", "eig",
            "tridiagonal_solve", "schur", "hessenberg", "householder_product", "geqrf", "ormqr",

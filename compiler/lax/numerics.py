@@ -14,7 +14,7 @@ from jaxprc.interpreters import ad, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir.params import Int
 
-from . import operands as ops
+from .support import operands as ops
 from .elementwise import INTEGRAL, IS_FLOAT, _linear_unary, elementwise
 
 __all__ = ["reduce_precision", "mulhi", "reduce_precision_p", "mulhi_p"]

@@ -38,7 +38,7 @@ from .sharding_constraint import sdy_sharding
 from jaxprc.engine.lowering import add_region, max_min, scalar_type
 from jaxlib.mlir.dialects import sdy
 
-from .vma import check_out_specs
+from .support.vma import check_out_specs
 from .control_flow.common import (_front_dims, _new_vars, _nonzero_tangents, _pick, _split_outs,
                                   _transpose_call_outputs, check_operand_types, check_subjaxpr)
 

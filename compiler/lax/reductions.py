@@ -25,7 +25,7 @@ from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 
 from . import cumulative
-from .operands import aval, canonical_axes, canonical_axis
+from .support.operands import aval, canonical_axes, canonical_axis
 from .shapes import DIMS, type_error as _type_error, check_axes as _check_axes
 
 __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and", "reduce_or", "reduce_xor",

@@ -19,7 +19,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray, param_type
 from jaxprc.ir.params import DType, Enum, Int, Tuple
 
-from . import operands as ops
+from .support import operands as ops
 
 __all__ = ["RandomAlgorithm", "rng_bit_generator", "rng_uniform", "rng_bit_generator_p", "rng_uniform_p"]
 

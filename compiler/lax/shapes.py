@@ -36,7 +36,7 @@ from jaxprc.passes.patterns import Pat, bind, pattern, splat_forms
 from jaxprc.passes.transpose import is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, full as _batch_full, matchaxis, moveaxis, scalar, shift
 
-from . import operands as ops
+from .support import operands as ops
 
 __all__ = [
     "broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose", "squeeze",

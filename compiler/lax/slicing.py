@@ -32,7 +32,7 @@ from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, ta
 from jaxprc.passes.transpose import is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, matchaxis, moveaxis, scalar
 
-from . import operands as ops
+from .support import operands as ops
 from .shapes import DIMS, SIZES, expand_dims, squeeze, type_error
 
 __all__ = [

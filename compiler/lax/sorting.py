@@ -23,7 +23,7 @@ from jaxprc.passes.jvp import aval_of
 from .slicing import take_along_axis
 from jaxprc.passes.vmap import align, shift
 
-from .operands import aval, canonical_axis
+from .support.operands import aval, canonical_axis
 from .shapes import DIM, type_error as _type_error
 
 __all__ = ["sort", "sort_key_val", "sort_p"]

@@ -22,7 +22,7 @@ from jaxprc.passes import jet
 from jaxprc.ir import dtypes as dt
 
 from . import elementwise as ew
-from . import operands as _ops
+from .support import operands as _ops
 from .control_flow import while_loop
 from .elementwise import IS_FLOAT, elementwise
 

@@ -19,7 +19,7 @@ from jaxprc.ir.tracing import Tracer, close_over_consts, trace_to_jaxpr
 from jaxprc.ir.tree_util import tree_flatten
 from jaxprc.engine.lowering import function_symbol
 
-from . import operands as ops
+from .support import operands as ops
 
 __all__ = ["stage", "platform_dependent", "composite", "composite_p"]
 

@@ -15,7 +15,7 @@ from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.tracing import pytype_aval_mappings
 from jaxprc.runtime import Token
 
-from .operands import aval
+from .support.operands import aval
 
 __all__ = ["create_token", "after_all", "create_token_p", "after_all_p", "Token"]
 

@@ -26,7 +26,7 @@ from jaxprc.ir.core import Primitive, ShapedArray
 from jaxprc.ir.params import Int
 from jaxprc.passes.jvp import aval_of
 
-from .operands import aval, canonical_axis
+from .support.operands import aval, canonical_axis
 from .shapes import DIM, type_error as _type_error
 
 __all__ = ["top_k", "approx_max_k", "approx_min_k", "top_k_p"]

@@ -31,7 +31,7 @@ from jaxprc.passes.vmap import bdim_at_front
 from . import reductions
 from .convolution import _dilate, _stride_dim, _vjp_lhs_padding, padtype_to_pads
 from .elementwise import NUM, ORDERED
-from .operands import aval, ints, is_py_scalar, scalar_of_dtype
+from .support.operands import aval, ints, is_py_scalar, scalar_of_dtype
 from .shapes import type_error as _type_error
 
 __all__ = ["reduce_window", "reduce_window_shape_tuple", "reduce_window_p", "reduce_window_sum_p",
