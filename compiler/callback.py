@@ -1,4 +1,5 @@
-"""Host callbacks, JAX's API: ``pure_callback``, ``io_callback``, ``effects_barrier``.
+"""Host callbacks, JAX's API: ``pure_callback``, ``io_callback``, ``effects_barrier``, and the
+staging of ``debug_callback`` (``jaxprc.debug.callback``).
 
 The user's function takes and returns pytrees; the primitives (compiler/lax/
 callbacks.py) take flat arrays. A ``FlatCallback`` bridges them and is the
@@ -15,14 +16,16 @@ import numpy as np
 
 from .ir import dtypes as dt
 from .ir.core import ShapedArray
+from .ir.effects import Effect
 from .ir.host_callback import FlatCallback, HostCallback, callback_name
+from .ir.tracing import get_aval
 from .ir.tree_util import tree_flatten, tree_unflatten
-from .lax.callbacks import VMAP_METHODS, io_callback_p, pure_callback_p
+from .lax.callbacks import VMAP_METHODS, debug_callback_p, io_callback_p, pure_callback_p
 from .runtime import effects_barrier
 from .sharding import NamedSharding, SingleDeviceSharding
 from .engine.traceback_filtering import api_boundary
 
-__all__ = ["pure_callback", "io_callback", "effects_barrier"]
+__all__ = ["pure_callback", "io_callback", "effects_barrier", "debug_callback"]
 
 
 def _host_callback(callback: Callable, in_tree) -> HostCallback:
@@ -101,3 +104,47 @@ def io_callback(callback: Callable, result_shape_dtypes: Any, *args: Any, shardi
                               result_avals=result_avals, ordered=bool(ordered),
                               device=_device(sharding, "io_callback"))
     return tree_unflatten(out_tree, list(outs))
+
+
+# ----------------------------------------------------------- debug callbacks
+# (jaxprc.debug.callback and debug.print stage them; so does the debugger's breakpoint)
+
+def _split_debug_args(args, kwargs):
+    """(tree, array leaves, {position: other leaf}): arrays are operands, the rest static."""
+    leaves, tree = tree_flatten((args, kwargs))
+    dynamic, static = [], {}
+    for i, leaf in enumerate(leaves):
+        try:
+            get_aval(leaf)
+            dynamic.append(leaf)
+        except TypeError:
+            static[i] = leaf
+    return tree, dynamic, static
+
+
+def stage_debug_callback(fn, name: str, args, kwargs, ordered: bool, partitioned: bool) -> None:
+    """Stage a ``debug_callback`` equation calling ``fn`` with (args, kwargs): array leaves are its
+    operands, the other leaves are passed as they are."""
+    tree, dynamic, static = _split_debug_args(args, kwargs)
+    cb = HostCallback(name, FlatCallback(fn, tree, tuple(static.items())))
+    debug_callback_p.bind(*dynamic, callback=cb, effect=Effect.ordered_debug if ordered else Effect.debug,
+                          partitioned=bool(partitioned))
+
+
+def debug_callback(callback: Callable[..., None] | None = None, *args: Any, ordered: bool = False,
+                   partitioned: bool = False, **kwargs: Any):
+    """Call ``callback(*args, **kwargs)`` on the host when the program runs (its result is
+    ignored). Also ``callback(ordered=...)(fn, *args, **kwargs)``."""
+    def stage(fn, *c_args, **c_kwargs):
+        if not callable(fn):
+            raise TypeError("first argument to jax.debug.callback must be callable, but got an "
+                            f"object of type {type(fn)}")
+        stage_debug_callback(fn, callback_name(fn), c_args, c_kwargs, ordered, partitioned)
+
+    if callback is not None:
+        stage(callback, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise TypeError(f"debug_callback received unexpected arguments in the two-call form: "
+                        f"args={args} kwargs={kwargs}")
+    return stage

@@ -11,56 +11,12 @@ from __future__ import annotations
 
 import string
 import sys
-from typing import Any, Callable
 
 import numpy as np
 
-from .ir.effects import Effect
-from .ir.host_callback import FlatCallback, HostCallback, callback_name
-from .ir.tracing import get_aval
-from .ir.tree_util import tree_flatten
-from .lax.callbacks import debug_callback_p
+from .callback import debug_callback as callback, stage_debug_callback
 
 __all__ = ["print", "callback", "breakpoint"]
-
-
-def _split_args(args, kwargs):
-    """(tree, array leaves, {position: other leaf}): arrays are operands, the rest static."""
-    leaves, tree = tree_flatten((args, kwargs))
-    dynamic, static = [], {}
-    for i, leaf in enumerate(leaves):
-        try:
-            get_aval(leaf)
-            dynamic.append(leaf)
-        except TypeError:
-            static[i] = leaf
-    return tree, dynamic, static
-
-
-def _bind(fn, name: str, args, kwargs, ordered: bool, partitioned: bool) -> None:
-    tree, dynamic, static = _split_args(args, kwargs)
-    cb = HostCallback(name, FlatCallback(fn, tree, tuple(static.items())))
-    debug_callback_p.bind(*dynamic, callback=cb, effect=Effect.ordered_debug if ordered else Effect.debug,
-                          partitioned=bool(partitioned))
-
-
-def callback(callback: Callable[..., None] | None = None, *args: Any, ordered: bool = False,
-             partitioned: bool = False, **kwargs: Any):
-    """Call ``callback(*args, **kwargs)`` on the host when the program runs (its result is
-    ignored). Also ``callback(ordered=...)(fn, *args, **kwargs)``."""
-    def stage(fn, *c_args, **c_kwargs):
-        if not callable(fn):
-            raise TypeError("first argument to jax.debug.callback must be callable, but got an "
-                            f"object of type {type(fn)}")
-        _bind(fn, callback_name(fn), c_args, c_kwargs, ordered, partitioned)
-
-    if callback is not None:
-        stage(callback, *args, **kwargs)
-        return None
-    if args or kwargs:
-        raise TypeError(f"debug_callback received unexpected arguments in the two-call form: "
-                        f"args={args} kwargs={kwargs}")
-    return stage
 
 
 class _FormatChecker(string.Formatter):
@@ -117,7 +73,7 @@ def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: boo
             _FormatChecker().format(fmt, *p_args, **p_kwargs)
         placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
         formatter = _Formatter(fmt, dict(np.get_printoptions()), placeholders)
-        _bind(formatter, "debug.print", p_args, p_kwargs, ordered, partitioned)
+        stage_debug_callback(formatter, "debug.print", p_args, p_kwargs, ordered, partitioned)
 
     if fmt is not None:
         stage(fmt, *args, **kwargs)
@@ -128,7 +84,7 @@ def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: boo
     return stage
 
 
-from .debugger import breakpoint  # noqa: E402  (it stages its stop with callback above)
+from .debugger import breakpoint  # noqa: E402
 
 
 from .sharding_view import visualize_array_sharding, visualize_sharding  # noqa: E402

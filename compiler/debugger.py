@@ -26,8 +26,7 @@ import traceback
 import warnings
 
 from . import lax
-from .callback import pure_callback
-from .debug import callback as debug_callback
+from .callback import debug_callback, pure_callback
 from .ir.tracing import Tracer, is_library_file
 from .ir.tree_util import tree_flatten, tree_unflatten
 
