@@ -68,7 +68,6 @@ KNOWN_UPWARD = {
     ("jaxprc.lax.control_flow.solves", "jaxprc.transformations.ad"),
     ("jaxprc.lax.generic_reduce", "jaxprc.transformations.ad"),
     ("jaxprc.lax.generic_reduce", "jaxprc.transformations.vmap"),
-    ("jaxprc.lax.special", "jaxprc.transformations.ad"),
     # rules written with jaxprc.numpy; lax.dtype is jaxprc.dtypes'
     ("jaxprc.lax.linalg", "jaxprc.numpy"),
     ("jaxprc.lax.support.conveniences", "jaxprc.dtypes"),

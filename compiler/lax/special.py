@@ -20,6 +20,8 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, mlir
 from jaxprc.passes import jet
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.tracing import trace_to_jaxpr
+from jaxprc.passes.jvp import jvp_eval
 
 from . import elementwise as ew
 from .support import operands as _ops
@@ -587,8 +589,10 @@ mlir.register_lowering(random_gamma_grad_p, mlir.lower_fun(_random_gamma_grad_im
 
 def _random_gamma_grad_jvp(primals, tangents):
     """Forward-mode through the recurrences (as JAX differentiates its loop-based function)."""
-    from jaxprc.transformations.ad import jvp      # the AD API sits above the primitive families
-    return jvp(_random_gamma_grad_impl, primals, tuple(map(ad.instantiate_zeros, tangents)))
+    cj = trace_to_jaxpr(lambda a, x: [_random_gamma_grad_impl(a, x)], [_ops.aval(v) for v in primals],
+                        name="random_gamma_grad")
+    (out,), (tangent_out,) = jvp_eval(cj.jaxpr, cj.consts, list(primals), list(tangents))
+    return out, tangent_out
 
 
 ad.primitive_jvps[random_gamma_grad_p] = _random_gamma_grad_jvp
