@@ -59,3 +59,24 @@ def test_a_known_upward_import_that_is_gone_fails():
     problems, _, _ = check_layers.check(ROOT, check_layers.KNOWN_UPWARD | {("jaxprc.lax.shapes", "jaxprc.numpy")})
     assert problems == ["tools/check_layers.py: KNOWN_UPWARD lists jaxprc.lax.shapes importing jaxprc.numpy, "
                         "which no longer happens: remove the entry"]
+
+
+def test_no_import_circle_among_the_root_modules():
+    assert check_layers.root_module_circles(ROOT) == []
+
+
+def test_an_import_circle_among_the_root_modules_fails(tmp_path):
+    for folder in check_layers.ALLOWED:
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    added = {   # image -> tree -> tree_util -> image when they load; image -> typing -> image only
+        "image.py": "from . import tree, typing  # noqa: E402",     # later (typing's import is in a function)
+        "tree.py": "from .tree_util import register_pytree_node  # noqa: E402",
+        "tree_util.py": "if True:\n    from .image import resize  # noqa: E402",
+        "typing.py": "def _late():\n    from . import image",
+    }
+    for name, line in added.items():
+        with open(tmp_path / "compiler" / name, "a") as f:
+            f.write(f"\n\n{line}\n")
+    problems, _, _ = check_layers.check(tmp_path)
+    assert problems == ["compiler/: the root modules jaxprc.image, jaxprc.tree, jaxprc.tree_util import each "
+                        "other when they load (an import circle): move what they share into one of them or below"]

@@ -17,7 +17,8 @@ The sub-layers of ``compiler/``, by module (the first name under ``jaxprc``):
   ``random``, ``api``, ... and the package root) nor the transformations' front ends;
 - the engine (lowering, dispatch, evaluation, segmenting, SPMD execution, the rule tables of
   ``interpreters``) imports neither the API modules nor the transformations' front ends;
-- the transformations' front ends and the API modules import anything below them.
+- the transformations' front ends and the API modules import anything below them;
+- the modules at the root of ``compiler/`` (the API modules) form no import circle when they load.
 """
 from __future__ import annotations
 
@@ -133,6 +134,61 @@ def project_files(root: pathlib.Path):
             yield layer, ".".join([prefix] + parts), path
 
 
+def _load_time_imports(tree: ast.Module) -> ast.Module:
+    """The imports a module runs when it loads: all but those inside functions (which run when
+    called, after every module has loaded)."""
+    found, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return ast.Module(body=found, type_ignores=[])
+
+
+def root_module_circles(root: pathlib.Path) -> list[list[str]]:
+    """The import circles among the modules at the root of ``compiler/`` (the public API modules):
+    each a sorted list of modules that import each other, directly or around, when they load."""
+    files = list(project_files(root))
+    known = {name for _, name, _ in files}
+    roots = {name: path for _, name, path in files if path.parent == root / "compiler" and path.name != "__init__.py"}
+    graph = {}
+    for name, path in roots.items():
+        tree = _load_time_imports(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        graph[name] = {t for _, mod in imported_modules(tree, name, False)
+                       if (t := _resolve(mod, known)) in roots and t != name}
+    return _circles(graph)
+
+
+def _circles(graph: dict) -> list[list[str]]:
+    """The strongly connected components of ``graph`` with more than one node (Tarjan's algorithm)."""
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while not component or component[-1] != v:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(circles)
+
+
 def check(root: pathlib.Path, known_upward=KNOWN_UPWARD) -> tuple[list[str], int, int]:
     """The violations under ``root`` (one line each), the number of files read, and the number of
     known upward imports met."""
@@ -157,6 +213,9 @@ def check(root: pathlib.Path, known_upward=KNOWN_UPWARD) -> tuple[list[str], int
             elif problem and (lineno, problem) not in seen:
                 seen.add((lineno, problem))
                 problems.append(f"{path.relative_to(root)}:{lineno}: {problem}")
+    for circle in root_module_circles(root):
+        problems.append(f"compiler/: the root modules {', '.join(circle)} import each other when they load "
+                        f"(an import circle): move what they share into one of them or below")
     for importer, imported in sorted(set(known_upward) - met):
         problems.append(f"tools/check_layers.py: KNOWN_UPWARD lists {importer} importing {imported}, "
                         f"which no longer happens: remove the entry")
