@@ -67,8 +67,6 @@ KNOWN_UPWARD = {
     # rules written with the transformations' front ends (vmap, jvp, linearize, linear_transpose)
     ("jaxprc.lax.control_flow.loops", "jaxprc.transformations.vmap"),
     ("jaxprc.lax.control_flow.solves", "jaxprc.transformations.ad"),
-    ("jaxprc.lax.generic_reduce", "jaxprc.transformations.ad"),
-    ("jaxprc.lax.generic_reduce", "jaxprc.transformations.vmap"),
     # rules written with jaxprc.numpy; lax.dtype is jaxprc.dtypes'
     ("jaxprc.lax.linalg", "jaxprc.numpy"),
     ("jaxprc.lax.support.conveniences", "jaxprc.dtypes"),

@@ -20,8 +20,8 @@ from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import ClosedJaxprParam, Int, Tuple
 from jaxprc.ir.tracing import Tracer, eval_jaxpr, trace_to_jaxpr
-from jaxprc.passes.jvp import aval_of
-from jaxprc.passes.vmap import shift
+from jaxprc.passes.jvp import aval_of, jvp_eval
+from jaxprc.passes.vmap import shift, vmap_jaxpr
 
 from .support import operands as ops
 from .control_flow.common import check_subjaxpr, fmt_types, typematch
@@ -139,16 +139,19 @@ def _apply(jaxpr, *xs):
     return eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs)
 
 
+def _mapped(jaxpr, sizes):
+    """``jaxpr`` (scalars -> scalars) mapped over leading axes of ``sizes``, as nested vmaps."""
+    for size in reversed(sizes):
+        jaxpr = vmap_jaxpr(jaxpr, 0, size)
+    return jaxpr
+
+
 def _reduce_tree(jaxpr, inits, dims, *xs):
     """The reduction as pairwise folds of the flattened reduced dimensions (JAX's jvp formulation)."""
-    from jaxprc.transformations.vmap import vmap
     shape = aval_of(xs[0]).shape
     kept = tuple(d for d in range(len(shape)) if d not in dims)
     n = int(np.prod([shape[d] for d in dims], dtype=np.int64))
     xs = [lax.reshape(lax.transpose(x, dims + kept), (n,) + tuple(shape[d] for d in kept)) for x in xs]
-    reducer = lambda *args: _apply(jaxpr, *args)      # noqa: E731 (scalars -> scalars)
-    for _ in range(len(kept) + 1):
-        reducer = vmap(reducer)
     while aval_of(xs[0]).shape[0] > 1:
         m = aval_of(xs[0]).shape[0]
         half = (m + 1) // 2
@@ -157,18 +160,19 @@ def _reduce_tree(jaxpr, inits, dims, *xs):
         if m - half != half:     # pad the shorter half with the init values
             config = [(0, 1, 0)] + [(0, 0, 0)] * len(kept)
             second = [lax.pad(x, i, config) for x, i in zip(second, inits)]
-        xs = reducer(*first, *second)
+        xs = _apply(_mapped(jaxpr, (half, *(shape[d] for d in kept))), *first, *second)
     if aval_of(xs[0]).shape[0] == 0:
         return [lax.full(tuple(shape[d] for d in kept), i) for i in inits]
     return [lax.squeeze(x, (0,)) for x in xs]
 
 
 def _reduce_jvp(primals, tangents, *, jaxpr, dimensions):
-    from jaxprc.transformations.ad import jvp
+    """The jvp pass over the reduction written as pairwise folds (the init values held fixed)."""
     n = len(primals) // 2
-    operands, inits = primals[:n], primals[n:]
-    tans = [ad.instantiate_zeros(t) for t in tangents[:n]]
-    return jvp(lambda *xs: _reduce_tree(jaxpr, inits, dimensions, *xs), operands, tans)
+    tree = trace_to_jaxpr(lambda *args: _reduce_tree(jaxpr, args[n:], dimensions, *args[:n]),
+                          [aval_of(x) for x in primals], name="reduce_jvp")
+    tangents = [*tangents[:n], *(ad.Zero.from_primal_value(x) for x in primals[n:])]
+    return jvp_eval(tree.jaxpr, tree.consts, list(primals), tangents)
 
 
 ad.primitive_jvps[reduce_p] = _reduce_jvp
