@@ -85,7 +85,7 @@ def match_python_scalars(name: str, args):
 
 def _scalar_mismatch(name, args, scalar, dtype, typed) -> str:
     """JAX's words (the operands' dtypes, a Python scalar's being its default one), then ours."""
-    from .elementwise import _PROMOTING
+    from ..elementwise import _PROMOTING      # the family above these helpers names its promoting twins
     dtypes = ", ".join((dt.python_scalar_dtype(a) if is_py_scalar(a) else aval(a).dtype).name for a in args)
     tip = "" if name not in _PROMOTING else (f" (Tip: jnp.{_PROMOTING[name]} is a similar function that does "
                                              "automatic type promotion on inputs).")
