@@ -356,12 +356,18 @@ def _igamma_prelude(a, x):
     return ew.exp(log_ax), _lt(log_ax, -float(np.log(_finfo(x).max)))
 
 
-def _igamma_impl(a, x):
+def _igamma_edges(a, x):
+    """What igamma and igammac share: the edges x = inf, a = 0 and x = 0, the domain error (NaN
+    operands included), and the prelude."""
     is_nan = _or(_isnan(a), _isnan(x))
     x_inf, a_zero, x_zero = _eq(x, np.inf), _eq(a, 0.0), _eq(x, 0.0)
     domain_error = _or(_lt(x, 0.0), _lt(a, 0.0), _and(a_zero, x_zero), is_nan)
+    return (x_inf, a_zero, x_zero, domain_error, *_igamma_prelude(a, x))
+
+
+def _igamma_impl(a, x):
+    x_inf, a_zero, x_zero, domain_error, ax, underflow = _igamma_edges(a, x)
     use_fraction = _and(_ge(x, 1.0), _gt(x, a))
-    ax, underflow = _igamma_prelude(a, x)
     enabled = ew.bitwise_not(_or(x_zero, domain_error, underflow, x_inf))
     out = _where(use_fraction,
                  _sub(1.0, _igammac_fraction(ax, x, a, _and(enabled, use_fraction), False)),
@@ -372,11 +378,8 @@ def _igamma_impl(a, x):
 
 
 def _igammac_impl(a, x):
-    is_nan = _or(_isnan(a), _isnan(x))
-    x_inf, a_zero, x_zero = _eq(x, np.inf), _eq(a, 0.0), _eq(x, 0.0)
-    domain_error = _or(_lt(x, 0.0), _lt(a, 0.0), _and(a_zero, x_zero), is_nan)
+    x_inf, a_zero, x_zero, domain_error, ax, underflow = _igamma_edges(a, x)
     use_series = _or(_lt(x, 1.0), _lt(x, a))
-    ax, underflow = _igamma_prelude(a, x)
     enabled = ew.bitwise_not(_or(domain_error, underflow, x_inf, a_zero))
     out = _where(use_series,
                  _sub(1.0, _igamma_series(ax, x, a, _and(enabled, use_series), False)),
