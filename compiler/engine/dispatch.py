@@ -243,13 +243,14 @@ class _EagerImpl:
 _EAGER_IMPLS: dict[Primitive, _EagerImpl] = {}
 
 
-def eager_function(fn, prim: Primitive, direct):
+def eager_function(fn, prim: Primitive, direct, jit):
     """``fn`` (a public function that binds ``prim``) as a C++ function, as jax.numpy's functions are
     jitted in JAX. Outside traces, a call on array or scalar arguments runs one executable in C++
     from the second call of its signature on: ``prim``'s eager one where ``direct(*args)`` says
     ``fn`` binds ``prim`` on exactly its arguments (device Arrays already of the right types),
     else ``jit(fn)``'s, which also takes in Python scalars and numpy arrays. Any other call
-    (tracers, other argument types, keywords, a live trace, NaN checks) runs ``fn`` itself."""
+    (tracers, other argument types, keywords, a live trace, NaN checks) runs ``fn`` itself.
+    ``jit`` makes a ``JitFunction`` (the API's, passed in: the engine sits below the API)."""
     if not cpp_dispatch.enabled():
         return fn
     impl = _eager_impl(prim)
@@ -263,8 +264,7 @@ def eager_function(fn, prim: Primitive, direct):
         if not _jittable(args):
             return fn(*args), None, False
         if not jitted:
-            from ..api import JitFunction
-            jitted.append(JitFunction(fn))
+            jitted.append(jit(fn))
         return jitted[0]._cache_miss(*args)
 
     cpp = runtime.cpp_jit.make_function(fn.__name__, fn, cache_miss, (), (), prim, cpp_dispatch.dispatch_registry)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxprc import lax
+from jaxprc.api import JitFunction
 from jaxprc.transformations.custom_derivatives import custom_jvp
 from jaxprc.engine.dispatch import eager_function
 from jaxprc.ir import dtypes as dt
@@ -19,6 +20,7 @@ from jaxprc.runtime import Array
 
 from ._util import aval_of, convert, promote
 from .creation import asarray, full_like, ones_like, zeros_like
+
 
 
 def _strong_const(value, dtype):
@@ -63,7 +65,7 @@ def _unop(prim, name: str, *, to_inexact=False, accepts=None, what="", identity_
                 and (accepts is None or accepts(dtype)))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` (jax.numpy semantics; lowers to the ``{prim.name}`` primitive)."
-    return eager_function(fn, prim, direct)
+    return eager_function(fn, prim, direct, JitFunction)
 
 
 def _binop(prim, name: str, *, to_inexact=False, accepts=None, what=""):
@@ -76,7 +78,7 @@ def _binop(prim, name: str, *, to_inexact=False, accepts=None, what=""):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` with broadcasting (the ``{prim.name}`` primitive)."
     return eager_function(fn, prim, _direct_binary(
-        lambda d: (not to_inexact or dt.is_inexact(d)) and (accepts is None or accepts(d))))
+        lambda d: (not to_inexact or dt.is_inexact(d)) and (accepts is None or accepts(d))), JitFunction)
 
 
 def _direct_binary(ok):
@@ -330,7 +332,7 @@ def _ordered_comparison(prim, name: str):
         return where(equal(real(x1), real(x2)), fn(imag(x1), imag(x2)), fn(real(x1), real(x2)))
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` with broadcasting (the ``{prim.name}`` primitive)."
-    return eager_function(fn, prim, _direct_binary(lambda d: not dt.is_complex(d)))
+    return eager_function(fn, prim, _direct_binary(lambda d: not dt.is_complex(d)), JitFunction)
 
 
 less = _ordered_comparison(ew.lt_p, "less")
@@ -365,8 +367,8 @@ def multiply(x1, x2, /):
     return (ew.and_p if dt.is_bool(dtype) else ew.mul_p).bind(x1, x2)
 
 
-add = eager_function(add, ew.add_p, _direct_binary(lambda d: not dt.is_bool(d)))
-multiply = eager_function(multiply, ew.mul_p, _direct_binary(lambda d: not dt.is_bool(d)))
+add = eager_function(add, ew.add_p, _direct_binary(lambda d: not dt.is_bool(d)), JitFunction)
+multiply = eager_function(multiply, ew.mul_p, _direct_binary(lambda d: not dt.is_bool(d)), JitFunction)
 
 
 def fmod(x1, x2, /):
