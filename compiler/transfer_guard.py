@@ -31,6 +31,7 @@ from jaxlib import _jax
 from .ir.config import TRANSFER_GUARD_LEVELS as LEVELS
 from .ir.config import transfer_guard_level as check_level
 from .ir.dtypes import config
+from .runtime.array import explicit_transfers as explicit_scope  # noqa: F401  (device_put and device_get mark theirs)
 
 __all__ = ["transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
            "transfer_guard_host_to_device"]
@@ -92,17 +93,3 @@ def transfer_guard_device_to_host(new_val: str):
 def transfer_guard(new_val: str):
     """Context manager: the calling thread's guard level for all transfers."""
     return _thread_local(_DIRECTIONS, new_val)
-
-
-@contextlib.contextmanager
-def explicit_scope(direction: str):
-    """Marks the transfers made in the block as explicit ones (``direction``: 'device_put' or
-    'device_get'), which only the ``*_explicit`` levels guard."""
-    state = _guard.thread_local_state()
-    attr = f"explicit_{direction}"
-    saved = getattr(state, attr)
-    setattr(state, attr, True)
-    try:
-        yield
-    finally:
-        setattr(state, attr, saved)

@@ -6,6 +6,7 @@ its own: it carries the aval object we give it. ``Aval`` is that object
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 
@@ -348,6 +349,21 @@ def to_buffer(x, aval: Aval):
 def _from_host(value: np.ndarray, weak_type: bool) -> Array:
     aval = Aval.get(value.shape, value.dtype, weak_type)
     return Array(to_buffer(value, aval), aval)
+
+
+@contextlib.contextmanager
+def explicit_transfers(direction: str):
+    """Marks the transfers made in the block as explicit ones (``direction``: 'device_put' or
+    'device_get'), which only the transfer guard's ``*_explicit`` levels guard (jaxlib's
+    thread-local guard state)."""
+    state = _jax.guard_lib.thread_local_state()
+    attr = f"explicit_{direction}"
+    saved = getattr(state, attr)
+    setattr(state, attr, True)
+    try:
+        yield
+    finally:
+        setattr(state, attr, saved)
 
 
 def device_put(x, weak_type: bool = False) -> Array:

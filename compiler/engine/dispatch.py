@@ -25,7 +25,7 @@ from ..ir.dtypes import ALL_DTYPES as _DTYPES, config as _config
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
 from ..ir import params as params_schema
 from ..ir.host_callback import check_callbacks_bound
-from ..ir.tracing import _outside_any_trace, get_aval, pytype_aval_mappings
+from ..ir.tracing import Tracer, _outside_any_trace, get_aval, pytype_aval_mappings
 from .lowering import lower_jaxpr
 from ..passes.reproducer import write_reproducer
 from ..runtime.sharded import ShardedArray
@@ -66,6 +66,18 @@ pytype_aval_mappings[ShardedArray] = sharded_aval
 
 def runtime_aval(aval: ShapedArray) -> runtime.Aval:
     return runtime.Aval.get(aval.shape, aval.dtype, aval.weak_type)
+
+
+def put_on_device(x):
+    """``x`` as ``device_put(x)`` returns one value: tracers and Arrays as they are, host values
+    (canonical dtypes) on the default device by an explicit transfer (for the transfer guard)."""
+    if isinstance(x, (Tracer, Array)):
+        return x
+    aval = runtime_aval(get_aval(x))
+    if runtime.carries_no_data(aval.dtype):       # float0 and tokens stay host values, as in JAX
+        return runtime.array.host_value_without_data(aval)
+    with runtime.array.explicit_transfers("device_put"):
+        return Array(runtime.to_buffer(x, aval), aval)
 
 
 def to_device_buffer(x, aval: runtime.Aval):

@@ -23,12 +23,12 @@ import threading
 from typing import Any, Sequence
 
 from .. import runtime
-from ..api import device_put
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr
 from ..ir.effects import Effect
 from ..ir.tracing import close_over_consts, current_builder, eval_jaxpr
 from ..lax.call import jit_p
 from ..lax.custom_derivatives import as_primal_call
+from .dispatch import put_on_device
 from .lowering import canonical_platform, find_lowering_rule
 from ..passes.registry import map_subjaxprs
 
@@ -52,7 +52,7 @@ def evaluate_jaxpr(closed_jaxpr: ClosedJaxpr, args: Sequence[Any], name: str = "
     canonical = _PROGRAMS.get(program)
     if canonical is None:
         if not _lowerable(program):
-            return [device_put(x) for x in eval_jaxpr(program.jaxpr, [], *args)]
+            return [put_on_device(x) for x in eval_jaxpr(program.jaxpr, [], *args)]
         canonical = _canonical(program)
     return list(jit_p.bind(*args, jaxpr=canonical, name=name))
 

@@ -26,6 +26,7 @@ from jaxprc.ir.core import JaxprTypeError, Literal, Primitive, param_type
 from jaxprc.ir.effects import Effect
 from jaxprc.ir.params import Bool, Int, Record, Str, Tuple
 from jaxprc.ir.tracing import get_aval
+from jaxprc.engine.dispatch import put_on_device
 from jaxprc.ir.tree_util import tree_flatten, tree_unflatten
 
 from jaxprc.passes.vmap import moveaxis
@@ -83,8 +84,7 @@ def _fill(skeleton, leaves):
 
 def _as_array(x):
     """A payload value as an Array, so messages print it as JAX's do."""
-    from jaxprc.api import device_put
-    return device_put(np.asarray(x))
+    return put_on_device(np.asarray(x))
 
 
 def slots_of(args, payload_counts) -> list[tuple]:

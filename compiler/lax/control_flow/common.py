@@ -22,7 +22,8 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, ShapedArray, Var
-from jaxprc.ir.tracing import Tracer, get_aval, is_scalar_constant, trace_to_jaxpr
+from jaxprc.ir.tracing import get_aval, is_scalar_constant, trace_to_jaxpr
+from jaxprc.engine.dispatch import put_on_device
 from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, instantiate_zeros, tangent_aval
 from jaxprc.passes.transpose import is_undefined_primal
@@ -212,10 +213,7 @@ def merge(mask: Sequence[bool], falses, trues) -> list:
 def as_array(x):
     """A forwarded input as JAX's ``lax.asarray`` returns it: tracers and Arrays as they are,
     host values put on the device."""
-    if isinstance(x, Tracer):
-        return x
-    from jaxprc.api import device_put     # the API module imports lax: import when first needed
-    return device_put(x)
+    return put_on_device(x)
 
 
 # ---------------------------------------------------------- jet (Taylor series)
