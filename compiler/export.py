@@ -200,7 +200,8 @@ _STABLE_CUSTOM_CALL_TARGETS = {
       for routine in ("potrf", "geqrf", "orgqr", "syevd", "geev", "gesdd", "getrf", "sytrd", "gehrd", "gees",
                       "trsm", "gtsv")
       for dtype in (np.float32, np.float64, np.complex64, np.complex128)),
-    "shape_assertion",
+    "shape_assertion", "stablehlo.dynamic_reduce_window", "stablehlo.dynamic_rng_bit_generator",
+    "stablehlo.dynamic_top_k",
 }
 
 
@@ -291,10 +292,15 @@ def _merge_functions(module, other, prefix: str) -> str:
 
 
 def _portable_artifact(exp: Exported) -> bytes:
+    from jaxlib import _jax
+    from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import stablehlo as hlo
+    from .engine.lowering import make_context
     # A StableHLO version at least 4 weeks old, as JAX picks: readable by consumers a month behind.
     target = hlo.get_version_from_compatibility_requirement(hlo.StablehloCompatibilityRequirement.WEEK_4)
-    return hlo.serialize_portable_artifact_str(exp._module_text, target)
+    # jaxlib's serializer (JAX's) first rewrites CHLO ops (erf_inv, top_k, ...) into StableHLO
+    with make_context():
+        return _jax.mlir.serialize_portable_artifact(ir.Module.parse(exp._module_text), target)
 
 
 def _tangent_aval(aval):

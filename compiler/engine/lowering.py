@@ -416,14 +416,16 @@ def lower_closed_jaxpr_inline(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args
 
 def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility: str,
                    arg_attrs: list[dict] | None = None, runtime_token: bool = False,
-                   effect_tokens: int = 0) -> None:
+                   effect_tokens: int = 0, dim_vars: Sequence[str] = ()) -> None:
     """Append ``func.func @symbol`` computing ``cj`` to the module. With ``runtime_token`` it
     takes and returns a leading ``bool[0]`` array (RUNTIME_TOKEN): the runtime passes each
     execution the one the previous execution with ordered effects returned, so XLA starts it
     only when that one is done. With ``effect_tokens`` (an exported module's calling convention,
     one per ordered effect) it takes and returns that many leading ``!stablehlo.token``s marked
     ``jax.token``: the ordered effects start after all of them, and every returned token
-    follows them all."""
+    follows them all. With ``dim_vars`` (a private function of a polymorphic module) it takes
+    the values of those dimension variables first (``tensor<i64>``, marked
+    ``jax.global_constant`` as in JAX's modules)."""
     public = visibility == "public"
     to_type = _boundary_type if public else aval_to_ir_type
     in_types, out_types = [to_type(a) for a in cj.in_avals], [to_type(a) for a in cj.out_avals]
@@ -437,6 +439,11 @@ def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility
         result_attrs = [marked] * lead + [{}] * len(out_types)
         arg_attrs = [marked] * lead + (arg_attrs or [{}] * len(in_types))
     in_types, out_types = [token_type] * lead + in_types, [token_type] * lead + out_types
+    if dim_vars:
+        lead, i64 = len(dim_vars), ir.RankedTensorType.get((), ir.IntegerType.get_signless(64))
+        in_types = [i64] * lead + in_types
+        arg_attrs = ([{"jax.global_constant": ir.StringAttr.get(v)} for v in dim_vars]
+                     + (arg_attrs or [{}] * len(cj.in_avals)))
     with ir.InsertionPoint(mctx.module.body), ir.Location.unknown():
         fn = func.FuncOp(symbol, ir.FunctionType.get(in_types, out_types))
         fn.sym_visibility = ir.StringAttr.get(visibility)
@@ -452,9 +459,13 @@ def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility
             args = args[lead:]
             if public:                  # tokens in: fresh ones; tokens out: booleans
                 args = [hlo.create_token() if a.dtype == dt.token else v for a, v in zip(cj.in_avals, args)]
-            # dimension variables: computed at main's entry, out of reach in private functions
-            dims = (dynamic_shapes.bind_dimension_variables(cj.in_avals, args) if public and mctx.dynamic
-                    else dynamic_shapes.hide() if dynamic_shapes.has_dynamic_values() else None)
+            # dimension variables: computed at main's entry, passed to the private functions it calls
+            if dim_vars:
+                dims = dynamic_shapes.bind(dict(zip(dim_vars, fn.arguments[:lead])))
+            elif public and mctx.dynamic:
+                dims = dynamic_shapes.bind_dimension_variables(cj.in_avals, args)
+            else:
+                dims = dynamic_shapes.hide() if dynamic_shapes.has_dynamic_values() else None
             try:
                 outs = lower_closed_jaxpr_inline(mctx, cj, args)
             finally:
@@ -480,18 +491,22 @@ def call_jaxpr(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args, name: str) ->
     if isinstance(cj, Jaxpr):
         cj = ClosedJaxpr(cj, [])
     out_types = [aval_to_ir_type(a) for a in cj.out_avals]
-    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(function_symbol(mctx, cj, name)), list(args))
+    dims = dynamic_shapes.values()          # a polymorphic module: the callee gets them too
+    dim_vars = tuple(sorted(dims)) if dims else ()
+    symbol = function_symbol(mctx, cj, name, dim_vars)
+    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(symbol), [*(dims[v] for v in dim_vars), *args])
     return list(call.results)
 
 
-def function_symbol(mctx: ModuleContext, cj: ClosedJaxpr, name: str) -> str:
-    """The symbol of the private function computing ``cj`` (emitted on first use). Inside and
-    outside shard_map bodies one jaxpr lowers differently (collectives, host callbacks' shardings)."""
-    key = (cj, getattr(mctx, "axis_env", None), getattr(mctx, "manual_axes", None))
+def function_symbol(mctx: ModuleContext, cj: ClosedJaxpr, name: str, dim_vars: tuple = ()) -> str:
+    """The symbol of the private function computing ``cj`` (emitted on first use), taking the
+    values of ``dim_vars`` first. Inside and outside shard_map bodies one jaxpr lowers
+    differently (collectives, host callbacks' shardings)."""
+    key = (cj, getattr(mctx, "axis_env", None), getattr(mctx, "manual_axes", None), dim_vars)
     entry = mctx.callees.get(key)
     if entry is None:
         symbol = mctx.unique_symbol(name)
-        _emit_function(mctx, symbol, cj, "private")
+        _emit_function(mctx, symbol, cj, "private", dim_vars=dim_vars)
         entry = mctx.callees[key] = (symbol, cj)
     return entry[0]
 

@@ -21,6 +21,7 @@ from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
 from jaxprc.ir.params import DType, Enum, Int, OneOf, Record, Tuple
+from jaxprc.ir.shape_poly import non_negative_dim
 from jaxprc.passes.jvp import aval_of
 
 from .contractions import Precision, _precision_attr, canonicalize_precision
@@ -55,7 +56,7 @@ def _dilate(shape, dilation):
 
 
 def _stride_dim(size, window, stride):
-    return max(0, (size - window) // stride + 1)
+    return non_negative_dim((size - window) // stride + 1)     # (size may be symbolic)
 
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding):
