@@ -202,6 +202,21 @@ def ir_constant(value, dtype=None) -> ir.Value:
     return constant(attr)
 
 
+def iota(aval: ShapedArray, dimension: int) -> ir.Value:
+    """Counting along ``dimension`` in an array of ``aval``'s type (its sizes may be symbolic)."""
+    if not is_constant_shape(aval.shape):
+        return hlo.dynamic_iota(aval_to_ir_type(aval), dynamic_shapes.shape_value(aval.shape), dimension)
+    return hlo.iota(aval_to_ir_type(aval), dimension)
+
+
+def broadcast_to_aval(x: ir.Value, aval: ShapedArray, dims) -> ir.Value:
+    """``x`` broadcast to ``aval``'s type, its axes at ``dims`` (the sizes may be symbolic)."""
+    if not is_constant_shape(aval.shape):
+        return hlo.dynamic_broadcast_in_dim(aval_to_ir_type(aval), x, dynamic_shapes.shape_value(aval.shape),
+                                            list(dims))
+    return broadcast_in_dim(aval_to_ir_type(aval), x, dims)
+
+
 def full(shape, value, dtype) -> ir.Value:
     """A splat constant: ``value`` everywhere (no host buffer)."""
     dtype = np.dtype(dtype)
