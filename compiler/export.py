@@ -15,7 +15,15 @@ deserialized Exported is differentiable through the vjps it was serialized with.
 
 The module of a polymorphic program has dynamic sizes (``engine.dynamic_shapes``);
 one for several platforms dispatches on a leading platform-index argument.
-Not here yet: effects.
+
+Effects follow JAX's calling convention: each ordered effect of the program is
+a ``!stablehlo.token`` argument and result of ``main`` (before the arrays,
+after the platform index), unordered ones change nothing; both are listed in
+``ordered_effects`` / ``unordered_effects`` and serialized by their class's
+name. As in JAX, ``export`` lowers at once and refuses what cannot be
+serialized: host callbacks (``NotImplementedError``) and custom calls whose
+targets have no compatibility guarantee (``ValueError``, unless
+``DisabledSafetyCheck.custom_call(target)`` allows one).
 """
 from __future__ import annotations
 
@@ -26,10 +34,12 @@ import numpy as np
 from . import export_serialization, passes
 from .api import ShapeDtypeStruct, default_backend, jaxpr_as_fun, jit
 from .engine import dispatch
+from .runtime import lapack
 from .ir import dtypes as dt
 from .export_serialization import (DisabledSafetyCheck, register_namedtuple_serialization,
                                    register_pytree_node_serialization)
 from .ir.core import ClosedJaxpr
+from .ir.effects import jaxpr_effects
 from .ir.shape_poly import (InconclusiveDimensionOperation, SymbolicScope, is_symbolic_dim, split_top_level,
                              symbolic_shape)
 from .tree_util import tree_flatten, tree_unflatten
@@ -59,7 +69,8 @@ class Exported:
                  in_avals=None, out_avals=None, nr_devices: int = 1, disabled_safety_checks=(),
                  mlir_module_serialized: bytes | None = None,
                  calling_convention_version: int = _CALLING_CONVENTION_VERSION,
-                 module_kept_var_idx=None, uses_global_constants: bool | None = None, vjp=None):
+                 module_kept_var_idx=None, uses_global_constants: bool | None = None, vjp=None,
+                 ordered_effects=(), unordered_effects=()):
         self.fun_name = fun_name
         self.jaxpr = jaxpr
         self.in_tree, self.out_tree = in_tree, out_tree
@@ -67,7 +78,7 @@ class Exported:
         self.out_avals = tuple(jaxpr.out_avals if out_avals is None else out_avals)
         self.platforms = tuple(platforms)
         self.nr_devices = nr_devices
-        self.ordered_effects, self.unordered_effects = (), ()
+        self.ordered_effects, self.unordered_effects = tuple(ordered_effects), tuple(unordered_effects)
         self.disabled_safety_checks = tuple(disabled_safety_checks)
         self.calling_convention_version = calling_convention_version
         self.module_kept_var_idx = tuple(range(len(self.in_avals)) if module_kept_var_idx is None
@@ -75,13 +86,15 @@ class Exported:
         self.uses_global_constants = (any(map(is_polymorphic_aval, self.in_avals))
                                       if uses_global_constants is None else uses_global_constants)
         self._mlir_module_serialized = mlir_module_serialized
+        self._module_text: str | None = None    # of a traced Exported (export lowers at once)
         self._vjp = vjp                  # a thunk giving the vjp's Exported (deserialized ones)
         self._run = None
 
     @classmethod
     def from_module(cls, *, fun_name, in_tree, in_avals, out_tree, out_avals, nr_devices, platforms,
                     disabled_safety_checks, mlir_module_serialized, calling_convention_version,
-                    module_kept_var_idx, uses_global_constants, vjp) -> Exported:
+                    module_kept_var_idx, uses_global_constants, vjp, ordered_effects=(),
+                    unordered_effects=()) -> Exported:
         """An Exported of a serialized module (what ``deserialize`` reads)."""
         if not (minimum_supported_calling_convention_version <= calling_convention_version
                 <= maximum_supported_calling_convention_version):
@@ -97,7 +110,7 @@ class Exported:
                    mlir_module_serialized=mlir_module_serialized,
                    calling_convention_version=calling_convention_version,
                    module_kept_var_idx=module_kept_var_idx, uses_global_constants=uses_global_constants,
-                   vjp=vjp)
+                   vjp=vjp, ordered_effects=ordered_effects, unordered_effects=unordered_effects)
 
     def __str__(self):
         return f"Exported(fun_name={self.fun_name}, in_avals={self.in_avals}, out_avals={self.out_avals})"
@@ -117,12 +130,12 @@ class Exported:
 
     def mlir_module(self) -> str:
         """The StableHLO text of the module."""
-        if self.jaxpr is not None and self._mlir_module_serialized is None:
-            return _module_text(self)
         from jaxlib import _jax
+        from jaxlib.mlir import ir
         from .engine.lowering import make_context
-        context = make_context()
-        with context:
+        with make_context() as context:
+            if self._module_text is not None:
+                return str(ir.Module.parse(self._module_text))
             return str(_jax.mlir.deserialize_portable_artifact(self.mlir_module_serialized, context))
 
     def has_vjp(self) -> bool:
@@ -170,19 +183,57 @@ def is_polymorphic_aval(aval) -> bool:
 def _lower_for_platform(exp: Exported, platform: str):
     """The module of a traced Exported for one platform; symbolic dimensions become dynamic sizes."""
     try:
-        lowered = dispatch.lower_jaxpr(exp.jaxpr, name=f"jit_{exp.fun_name}", platform=platform, dynamic=True)
+        lowered = dispatch.lower_jaxpr(exp.jaxpr, name=f"jit_{exp.fun_name}", platform=platform, dynamic=True,
+                                       effect_tokens=len(exp.ordered_effects))
     except (InconclusiveDimensionOperation, NotImplementedError) as e:
         raise NotImplementedError(f"Exported '{exp.fun_name}': its symbolic dimensions do not lower to "
                                   f"dynamic StableHLO: {e}") from None
-    if lowered.runtime_token or lowered.host_callbacks:
-        raise NotImplementedError(f"Exported '{exp.fun_name}': programs with effects or host callbacks "
-                                  "cannot be serialized")
+    if lowered.host_callbacks:       # JAX's words: the module would call Python functions of this process
+        raise NotImplementedError("serialization of host_callbacks is not yet implemented")
     return lowered
 
 
-def _module_text(exp: Exported, debug_info: bool = False) -> str:
-    """The StableHLO module of a traced Exported in JAX's calling convention: for several
-    platforms, ``main`` takes the platform's index first and calls that platform's lowering."""
+# Custom call targets whose compatibility JAX guarantees (those jaxprc emits): a module with any
+# other target is refused unless a DisabledSafetyCheck.custom_call allows it.
+_STABLE_CUSTOM_CALL_TARGETS = {
+    *(lapack.target(routine, dtype)
+      for routine in ("potrf", "geqrf", "orgqr", "syevd", "geev", "gesdd", "getrf", "sytrd", "gehrd", "gees",
+                      "trsm", "gtsv")
+      for dtype in (np.float32, np.float64, np.complex64, np.complex128)),
+    "shape_assertion", "stablehlo.dynamic_reduce_window", "stablehlo.dynamic_rng_bit_generator",
+    "stablehlo.dynamic_top_k",
+}
+
+
+def _check_custom_calls(exp: Exported, module) -> None:
+    """Refuse, as JAX does, custom calls whose targets may change meaning in a later jaxlib."""
+    allowed = _STABLE_CUSTOM_CALL_TARGETS | {c.is_custom_call() for c in exp.disabled_safety_checks}
+    if "ALL" in allowed:
+        return
+    from jaxlib.mlir import ir
+    bad = []
+
+    def walk(op):
+        if op.name == "stablehlo.custom_call":
+            if ir.StringAttr(op.attributes["call_target_name"]).value not in allowed:
+                bad.append(f"{op} at {op.location}")
+        for region in op.regions:
+            for block in region:
+                for inner in block:
+                    walk(inner.operation)
+
+    walk(module.operation)
+    if bad:
+        raise ValueError("Cannot serialize code with custom calls whose targets have no compatibility "
+                         "guarantees. See https://docs.jax.dev/en/latest/export/export.html"
+                         "#compatibility-guarantees-for-custom-calls. Examples are:\n"
+                         + "\n".join(bad) + ".\n")
+
+
+def _module_text(exp: Exported) -> str:
+    """The StableHLO module (with its source locations) of a traced Exported in JAX's calling
+    convention: for several platforms, ``main`` takes the platform's index first and calls that
+    platform's lowering; then its effect tokens, then the arrays."""
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import func, stablehlo as hlo
     from .engine.lowering import make_context
@@ -197,15 +248,20 @@ def _module_text(exp: Exported, debug_info: bool = False) -> str:
                 op.erase()
             callees = [_merge_functions(module, ir.Module.parse(l.as_text(debug_info=True)), p)
                        for l, p in zip(lowereds, exp.platforms)]
-            callee_type = ir.FunctionType(ir.TypeAttr(ir.SymbolTable(module.operation)[callees[0]]
-                                                      .attributes["function_type"]).value)
+            first = ir.SymbolTable(module.operation)[callees[0]]
+            callee_type = ir.FunctionType(ir.TypeAttr(first.attributes["function_type"]).value)
             i32 = ir.RankedTensorType.get((), ir.IntegerType.get_signless(32))
             with ir.InsertionPoint(module.body):
                 main = func.FuncOp("main", ir.FunctionType.get([i32, *callee_type.inputs], callee_type.results))
                 main.sym_visibility = ir.StringAttr.get("public")
+                # the callees' argument and result attributes (effect tokens: jax.token) stay on main's
+                callee_arg_attrs = (list(ir.ArrayAttr(first.attributes["arg_attrs"]))
+                                    if "arg_attrs" in first.attributes else [ir.DictAttr.get({})] * len(callee_type.inputs))
                 main.arg_attrs = ir.ArrayAttr.get(
                     [ir.DictAttr.get({"jax.global_constant": ir.StringAttr.get("_platform_index")})]
-                    + [ir.DictAttr.get({})] * len(callee_type.inputs))
+                    + callee_arg_attrs)
+                if "res_attrs" in first.attributes:
+                    main.result_attrs = first.attributes["res_attrs"]
                 with ir.InsertionPoint(main.add_entry_block()):
                     index, *args = main.arguments
                     case = hlo.CaseOp(list(callee_type.results), index, len(callees))
@@ -217,7 +273,8 @@ def _module_text(exp: Exported, debug_info: bool = False) -> str:
         module.operation.attributes["jax.uses_shape_polymorphism"] = ir.BoolAttr.get(
             passes.is_polymorphic(exp.jaxpr))
         module.operation.verify()
-        return module.operation.get_asm(enable_debug_info=debug_info)
+        _check_custom_calls(exp, module)
+        return module.operation.get_asm(enable_debug_info=True)
 
 
 def _merge_functions(module, other, prefix: str) -> str:
@@ -235,10 +292,15 @@ def _merge_functions(module, other, prefix: str) -> str:
 
 
 def _portable_artifact(exp: Exported) -> bytes:
+    from jaxlib import _jax
+    from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import stablehlo as hlo
+    from .engine.lowering import make_context
     # A StableHLO version at least 4 weeks old, as JAX picks: readable by consumers a month behind.
     target = hlo.get_version_from_compatibility_requirement(hlo.StablehloCompatibilityRequirement.WEEK_4)
-    return hlo.serialize_portable_artifact_str(_module_text(exp, debug_info=True), target)
+    # jaxlib's serializer (JAX's) first rewrites CHLO ops (erf_inv, top_k, ...) into StableHLO
+    with make_context():
+        return _jax.mlir.serialize_portable_artifact(ir.Module.parse(exp._module_text), target)
 
 
 def _tangent_aval(aval):
@@ -299,8 +361,13 @@ def export(fun_jit, *, platforms: Sequence[str] | None = None, disabled_checks=(
 
     def do_export(*args, **kwargs) -> Exported:
         traced = fun_jit.trace(*args, **kwargs)
-        return Exported(traced.fun_name, traced.jaxpr, traced._in_tree, traced._out_tree, platforms,
-                        disabled_safety_checks=disabled_checks)
+        effects = jaxpr_effects(traced.jaxpr)
+        exp = Exported(traced.fun_name, traced.jaxpr, traced._in_tree, traced._out_tree, platforms,
+                       disabled_safety_checks=disabled_checks,
+                       ordered_effects=sorted((e for e in effects if e.ordered), key=str),
+                       unordered_effects=sorted((e for e in effects if not e.ordered), key=str))
+        exp._module_text = _module_text(exp)      # lowered now: what cannot be serialized fails here
+        return exp
 
     return do_export
 

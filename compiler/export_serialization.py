@@ -23,6 +23,7 @@ from flatbuffers.table import Table
 
 from .ir import dtypes as dt
 from .ir.core import ShapedArray
+from .ir.effects import LibraryEffect
 from .ir.shape_poly import SymbolicScope, symbolic_shape
 from .ir.tree_util import PyTreeDef, registry
 from .tree_util import tree_flatten, tree_structure
@@ -98,8 +99,8 @@ class DisabledSafetyCheck:
     def __hash__(self):
         return hash((self._kind, self._target))
 
-    def __str__(self):
-        return f"DisabledSafetyCheck.{self._kind}({self._target or ''})"
+    def __str__(self):       # as JAX prints one: "platform", "custom_call:<target>"
+        return self._kind if self._target is None else f"{self._kind}:{self._target}"
 
     __repr__ = __str__
 
@@ -259,10 +260,27 @@ def _uints(builder, values, dtype) -> int:
     return builder.CreateNumpyVector(np.asarray(values, dtype))
 
 
+def _write_effect(builder, effect) -> int:
+    """An effect is written as its class's name (``str(type)``, as JAX writes it) and read back by
+    constructing its class with no arguments: that must give an equal effect."""
+    try:
+        replica = type(effect)()
+    except Exception:
+        raise NotImplementedError(f"Effect {effect} must have a nullary constructor to be serializable") from None
+    try:
+        same_hash = hash(effect) == hash(replica)
+    except Exception:
+        raise NotImplementedError(f"Effect {effect} must be hashable to be serializable") from None
+    if effect != replica or not same_hash:
+        raise NotImplementedError(f"Effect {effect} must have a nullary class constructor that produces an "
+                                  "equal effect object.")
+    name = builder.CreateString(str(type(effect)))
+    builder.StartObject(1)
+    builder.PrependUOffsetTRelativeSlot(0, name, 0)
+    return builder.EndObject()
+
+
 def _write_exported(builder, exp, vjp_order: int) -> int:
-    if exp.ordered_effects or exp.unordered_effects:
-        raise NotImplementedError(f"serialize '{exp.fun_name}': programs with effects "
-                                  f"({(*exp.ordered_effects, *exp.unordered_effects)}) are not serializable")
     fun_name = builder.CreateString(exp.fun_name)
     in_tree, out_tree = _write_tree(builder, exp.in_tree), _write_tree(builder, exp.out_tree)
     unique = list(dict.fromkeys((*exp.in_avals, *exp.out_avals)))
@@ -272,7 +290,8 @@ def _write_exported(builder, exp, vjp_order: int) -> int:
     in_shardings = _offsets_vector(builder, [_empty_sharding(builder) for _ in exp.in_avals])
     out_shardings = _offsets_vector(builder, [_empty_sharding(builder) for _ in exp.out_avals])
     platforms = _strings(builder, exp.platforms)
-    no_effects = _offsets_vector(builder, [])
+    ordered_effects = _offsets_vector(builder, [_write_effect(builder, e) for e in exp.ordered_effects])
+    unordered_effects = _offsets_vector(builder, [_write_effect(builder, e) for e in exp.unordered_effects])
     checks = _offsets_vector(builder, [_write_check(builder, c) for c in exp.disabled_safety_checks])
     module = builder.CreateByteVector(bytes(exp.mlir_module_serialized))
     kept = _uints(builder, exp.module_kept_var_idx, np.uint16)
@@ -293,7 +312,7 @@ def _write_exported(builder, exp, vjp_order: int) -> int:
     for slot, off in ((_FUN_NAME, fun_name), (_IN_TREE, in_tree), (_IN_AVALS, in_avals),
                       (_OUT_TREE, out_tree), (_OUT_AVALS, out_avals), (_IN_SHARDINGS, in_shardings),
                       (_OUT_SHARDINGS, out_shardings), (_PLATFORMS, platforms),
-                      (_ORDERED_EFFECTS, no_effects), (_UNORDERED_EFFECTS, no_effects),
+                      (_ORDERED_EFFECTS, ordered_effects), (_UNORDERED_EFFECTS, unordered_effects),
                       (_DISABLED_CHECKS, checks), (_MODULE, module), (_KEPT_VAR_IDX, kept), (_VJP, vjp),
                       (_UNIQUE_AVALS, unique_avals), (_UNIQUE_MESHES, no_meshes),
                       (_UNIQUE_SHARDINGS, no_shardings), (_IN_AVALS_IDXS, in_idxs),
@@ -417,11 +436,6 @@ def _read_exported(r: _Reader, exported_type):
         return tuple(_read_aval(a, scope) for a in r.tables(full_slot))
 
     nr_devices = r.scalar(_NR_DEVICES, u32) or r.scalar(_NR_DEVICES_SHORT, i16)
-    effects = r.tables(_ORDERED_EFFECTS) + r.tables(_UNORDERED_EFFECTS)
-    if effects:
-        names = [e.string(0) for e in effects]
-        raise NotImplementedError(f"deserialize: the module has effects ({', '.join(names)}), which "
-                                  "jaxprc cannot call")
     vjp = r.table(_VJP)
     return exported_type.from_module(
         fun_name=r.string(_FUN_NAME) or "",
@@ -433,4 +447,27 @@ def _read_exported(r: _Reader, exported_type):
         calling_convention_version=r.scalar(_CALLING_CONVENTION, u16),
         module_kept_var_idx=tuple(int(i) for i in r.numbers(_KEPT_VAR_IDX, np.uint16)),
         uses_global_constants=bool(r.scalar(_USES_GLOBAL_CONSTANTS, flatbuffers.number_types.BoolFlags)),
-        vjp=None if vjp is None else (lambda: _read_exported(vjp, exported_type)))
+        vjp=None if vjp is None else (lambda: _read_exported(vjp, exported_type)),
+        ordered_effects=tuple(_read_effect(e) for e in r.tables(_ORDERED_EFFECTS)),
+        unordered_effects=tuple(_read_effect(e) for e in r.tables(_UNORDERED_EFFECTS)))
+
+
+def _effect_types(base=LibraryEffect):
+    for sub in base.__subclasses__():
+        yield sub
+        yield from _effect_types(sub)
+
+
+def _read_effect(r: _Reader):
+    """The effect whose class's name (``str(type)``) the table holds: one of the library effect
+    classes defined in this process (``jaxprc.extend.core.Effect`` subclasses), built with no
+    arguments."""
+    name = r.string(0)
+    for effect_type in _effect_types():
+        if str(effect_type) == name:
+            try:
+                return effect_type()
+            except Exception:
+                raise NotImplementedError(f"deserializing effect {name} that does not have a nullary "
+                                          "class constructor") from None
+    raise NotImplementedError(f"cannot deserialize effect type {name}")

@@ -377,3 +377,63 @@ def test_a_program_calling_a_module_prints_and_parse_refuses_it_with_its_positio
         assert "call_exported[exported=<Exported>]" in text
         with pytest.raises(ParseError, match=r"line \d+, column \d+: opaque value <Exported> cannot be read back"):
             parse(text)
+
+
+# ------------------------------------------------------------------ effects
+
+class _Ordered(jaxprc.extend.core.Effect):
+    ordered = True
+
+    def __eq__(self, other):
+        return type(other) is _Ordered
+
+    def __hash__(self):
+        return hash(_Ordered)
+
+
+def _doubling_with(effect):
+    from jaxprc.interpreters import mlir
+    p = jaxprc.extend.core.Primitive("test_export_doubling")
+    p.def_abstract_eval(lambda aval: aval)
+    p.def_effects(lambda: {effect})
+
+    def lower(ctx, x):
+        ctx.set_token(ctx.get_token())         # ordered: it takes the token and passes it on
+        return [mlir.hlo.add(x, x)]
+
+    mlir.register_lowering(p, lower)
+    return p
+
+
+def test_ordered_effects_are_token_arguments_and_results_of_main():
+    twice = _doubling_with(_Ordered())
+    f = lambda x: twice.bind(x) + 1.0                      # noqa: E731
+    b, = export.symbolic_shape("b")
+    exp = export.export(jaxprc.jit(f), platforms=("cpu", "cuda"))(jaxprc.ShapeDtypeStruct((b,), np.float32))
+    assert exp.ordered_effects == (_Ordered(),) and exp.unordered_effects == ()
+    main = next(line for line in exp.mlir_module().splitlines() if "func.func public @main" in line)
+    assert ("@main(%arg0: tensor<i32> {jax.global_constant = \"_platform_index\"}, "
+            "%arg1: !stablehlo.token {jax.token = true}, %arg2: tensor<?xf32>) -> "
+            "(!stablehlo.token {jax.token = true}, tensor<?xf32>)") in main
+    back = export.deserialize(exp.serialize())
+    assert back.ordered_effects == (_Ordered(),)
+    x = np.arange(4, dtype=np.float32)
+    np.testing.assert_array_equal(back.call(x), 2 * x + 1)
+    np.testing.assert_array_equal(jaxprc.jit(lambda x: twice.bind(back.call(x)))(x), 4 * x + 2)
+
+
+def test_what_cannot_be_serialized_is_refused_at_export():
+    def printing(x):
+        jaxprc.debug.print("{}", x, ordered=True)
+        return x
+    with pytest.raises(NotImplementedError, match="serialization of host_callbacks is not yet implemented"):
+        export.export(jaxprc.jit(printing))(np.ones(2, np.float32))
+    qr_perm = jaxprc.jit(lambda x: jaxprc.scipy.linalg.qr(x, pivoting=True)[2])
+    x = np.array([[1.0, 5.0], [3.0, 1.0]], np.float32)
+    with pytest.raises(ValueError, match="custom calls whose targets have no compatibility guarantees"):
+        export.export(qr_perm)(x)
+    allowed = [export.DisabledSafetyCheck.custom_call("lapack_sgeqp3_ffi")]
+    back = export.deserialize(export.export(qr_perm, disabled_checks=allowed)(x).serialize())
+    assert back.disabled_safety_checks == tuple(allowed) and str(allowed[0]) == "custom_call:lapack_sgeqp3_ffi"
+    np.testing.assert_array_equal(back.call(x), qr_perm(x))
+    assert "lapack_sgeqp3_ffi" in back.mlir_module()

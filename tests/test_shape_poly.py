@@ -382,3 +382,40 @@ def test_pass_pipelines_on_a_polymorphic_program():
         run_pipeline(poly, "specialize:n=1")
     with pytest.raises(PassError, match="a size for each dimension variable"):
         run_pipeline(poly, "specialize:m=3")
+
+
+def test_jit_of_a_polymorphic_program_compiles_once_per_size():
+    poly = jaxprc.make_jaxpr(lambda x: jnp.tanh(x) * x.shape[0])(_sds(symbolic_shape("b")[0], 3))
+    run = jaxprc.jit(jaxprc.jaxpr_as_fun(poly))
+    compiled = []
+
+    def listen(event, duration, **_):
+        if event == jaxprc.runtime.monitoring.BACKEND_COMPILE_EVENT:
+            compiled.append(event)
+
+    jaxprc.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        for n in (2, 5, 2, 5, 2):
+            x = np.full((n, 3), 0.5, np.float32)
+            np.testing.assert_allclose(run(x)[0], np.tanh(x) * n, rtol=1e-6)
+    finally:
+        jaxprc.monitoring.unregister_event_duration_listener(listen)
+    assert len(compiled) == 2
+
+
+def test_transpose_pass_on_a_polymorphic_linear_program():
+    """The transpose pass keeps the symbolic types; specialised, the transposed program gives
+    linear_transpose's cotangents at that size."""
+    from jaxprc.ir import parse
+    from jaxprc.passes import run_pipeline
+    linear = lambda x: (2.0 * x.sum(axis=0), x[1:] * 3.0)          # noqa: E731
+    b, = symbolic_shape("b", constraints=("b >= 2",))
+    poly = jaxprc.make_jaxpr(linear)(_sds(b, 3))
+    transposed = run_pipeline(poly, "transpose", verify=True)
+    assert parse(str(transposed)) == transposed
+    assert [a.shape for a in transposed.out_avals] == [(b, 3)]
+    run = jaxprc.jaxpr_as_fun(transposed)
+    for n in (2, 4):
+        cts = (np.arange(3, dtype=np.float32), np.ones((n - 1, 3), np.float32))
+        want = jaxprc.linear_transpose(linear, np.zeros((n, 3), np.float32))(cts)
+        np.testing.assert_allclose(run(*cts)[0], want[0])

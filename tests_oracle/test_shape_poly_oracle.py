@@ -126,3 +126,51 @@ def test_export_matches_jax_export():
         want, got = theirs.call(d), ours.call(d)
         for k in want:
             np.testing.assert_allclose(got[k], want[k], rtol=2e-6, atol=2e-6)
+
+
+def _export_cases(m, lax, lib):
+    """Functions of x: f32[b, 4] exercising control flow on the batch size, vmap and grad inside,
+    custom derivative rules, and integer and boolean results (for ``m`` = jnp, ``lax``, ``lib``)."""
+    @lib.custom_jvp
+    def softplus(v):
+        return m.log1p(m.exp(v))
+
+    softplus.defjvp(lambda p, t: (softplus(p[0]), t[0] / (1 + m.exp(-p[0]))))
+
+    @lib.custom_vjp
+    def clip_grad(v):
+        return v
+
+    clip_grad.defvjp(lambda v: (v, None), lambda _, g: (m.clip(g, -0.1, 0.1),))
+
+    def loss(v):
+        return m.sum(m.tanh(v) ** 2) / v.shape[0]
+
+    return {
+        "loops_on_b": lambda x: (lax.fori_loop(0, x.shape[0], lambda i, c: c + x[i] * i, m.zeros(4)),
+                                 lax.scan(lambda c, r: (c * 0.5 + r, c.sum()), m.ones(4), x)[1]),
+        "vmap_grad": lambda x: (lib.vmap(lib.grad(lambda r: m.sum(m.sin(r) * r)))(x), lib.grad(loss)(x)),
+        "custom_rules": lambda x: (lib.grad(lambda v: m.sum(softplus(v)))(x),
+                                   lib.grad(lambda v: m.sum(clip_grad(v) ** 2))(x)),
+        "dtypes": lambda x: ((x > 0).sum(axis=0), m.argmax(x, axis=0), x > x.mean(), (x * 3).astype(np.int32)),
+    }
+
+
+@pytest.mark.parametrize("case", ["loops_on_b", "vmap_grad", "custom_rules", "dtypes"])
+def test_export_cases_match_jax_both_ways(case):
+    """Each case exported by both with a symbolic batch: the same avals, and at each size the same
+    values from JAX's Exported, jaxprc's, and jaxprc's artifact called by JAX."""
+    f_jax = _export_cases(jjnp, jax.lax, jax)[case]
+    f_ours = _export_cases(xjnp, jaxprc.lax, jaxprc)[case]
+    theirs = jexport.export(jax.jit(f_jax))(*_specs(jexport, jax.ShapeDtypeStruct, ["b, 4"]))
+    ours = jaxprc.export.export(jaxprc.jit(f_ours))(*_specs(sp, jaxprc.ShapeDtypeStruct, ["b, 4"]))
+    assert [(str(a.shape), a.dtype) for a in ours.out_avals] == [(str(a.shape), a.dtype) for a in theirs.out_avals]
+    ours_in_jax = jexport.deserialize(ours.serialize())
+    rng = np.random.default_rng(3)
+    for n in (2, 5):
+        x = rng.normal(size=(n, 4)).astype(np.float32)
+        want = jax.tree_util.tree_leaves(theirs.call(x))
+        for got in (jax.tree_util.tree_leaves(ours.call(x)), jax.tree_util.tree_leaves(ours_in_jax.call(x))):
+            for g, w in zip(got, want):
+                assert g.shape == w.shape and g.dtype == w.dtype
+                np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-6)

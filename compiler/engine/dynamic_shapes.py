@@ -12,8 +12,10 @@ lowers, ``dim_value(d)`` computes a dimension from those values and
 ``shape_value(shape)`` the 1-d shape operand of ``dynamic_broadcast_in_dim``,
 ``dynamic_iota`` and ``dynamic_reshape``.
 
-Functions other than ``main`` (private callees) do not see the values: a
-dimension needed there is an error naming it.
+The private functions main calls take the values as leading arguments
+(marked ``jax.global_constant``, as in JAX's modules); a function reached
+otherwise (a composite's decomposition) does not see them, and a dimension
+needed there is an error naming it.
 """
 from __future__ import annotations
 
@@ -21,12 +23,12 @@ import contextvars
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo as hlo
+from jaxlib.mlir.dialects import func, stablehlo as hlo
 
 from ..ir.shape_poly import DimExpr, InconclusiveDimensionOperation, parsed_constraints
 
-__all__ = ["bind_dimension_variables", "dim_value", "dynamic_type", "has_dynamic_values", "hide", "reset",
-           "shape_value"]
+__all__ = ["bind", "bind_dimension_variables", "dim_value", "dynamic_type", "has_dynamic_values", "hide", "reduce_window",
+           "reset", "shape_value", "values"]
 
 # While a polymorphic main lowers: dimension variable -> its value (tensor<i64>).
 _DIM_VALUES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("jaxprc_dim_values", default=None)
@@ -100,6 +102,30 @@ def shape_value(shape) -> ir.Value:
     return parts[0] if len(parts) == 1 else hlo.concatenate(parts, 0)
 
 
+def reduce_window(mctx, operands, inits, result_types, combine, *, window_dimensions, window_strides, padding,
+                  base_dilation, window_dilation) -> list:
+    """A windowed reduction whose window, strides, dilations or padding hold symbolic dimensions:
+    StableHLO's ``stablehlo.dynamic_reduce_window`` (a custom call taking them as operands and its
+    reducer as a private function), which shape refinement turns into ``reduce_window``."""
+    scalars = [ir.RankedTensorType.get((), ir.RankedTensorType(v.type).element_type) for v in operands]
+    pad_pair = ir.RankedTensorType.get((1, 2), ir.IntegerType.get_signless(64))
+    pads = [hlo.reshape(pad_pair, shape_value(pair)) for pair in padding]
+    pads = pads[0] if len(pads) == 1 else hlo.concatenate(pads, 0)
+    shape_operands = [shape_value(v) for v in (window_dimensions, window_strides, base_dilation, window_dilation)]
+    name = mctx.unique_symbol("dynamic_reduce_window_reducer")
+    with ir.InsertionPoint(mctx.module.body):
+        reducer = func.FuncOp(name, ir.FunctionType.get(scalars * 2, scalars))
+        reducer.sym_visibility = ir.StringAttr.get("private")
+        with ir.InsertionPoint(reducer.add_entry_block()):
+            out = combine(*reducer.arguments)
+            func.return_(list(out) if isinstance(out, (list, tuple)) else [out])
+    op = hlo.CustomCallOp(list(result_types), [*operands, *inits, *shape_operands, pads],
+                          call_target_name="stablehlo.dynamic_reduce_window",
+                          called_computations=ir.ArrayAttr.get([ir.FlatSymbolRefAttr.get(name)]),
+                          api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1))
+    return list(op.results)
+
+
 def bind_dimension_variables(in_avals, args) -> contextvars.Token:
     """At the entry of a polymorphic main: compute each dimension variable from an argument
     dimension that is that variable alone, emit the shape assertions, and make the values
@@ -144,6 +170,17 @@ def _emit_assertion(ok: ir.Value, message: str, *values: ir.Value) -> None:
     op = hlo.CustomCallOp([], [ok, *values], call_target_name="shape_assertion", has_side_effect=True,
                           api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 2))
     op.attributes["error_message"] = ir.StringAttr.get(message)
+
+
+def values() -> dict | None:
+    """The values of the dimension variables where they are known (main's body, and the private
+    functions it calls, which take them as arguments)."""
+    return _DIM_VALUES.get()
+
+
+def bind(env: dict) -> contextvars.Token:
+    """Inside a private function taking the dimension variables: their values, its arguments."""
+    return _DIM_VALUES.set(env)
 
 
 def reset(token: contextvars.Token) -> None:

@@ -202,6 +202,21 @@ def ir_constant(value, dtype=None) -> ir.Value:
     return constant(attr)
 
 
+def iota(aval: ShapedArray, dimension: int) -> ir.Value:
+    """Counting along ``dimension`` in an array of ``aval``'s type (its sizes may be symbolic)."""
+    if not is_constant_shape(aval.shape):
+        return hlo.dynamic_iota(aval_to_ir_type(aval), dynamic_shapes.shape_value(aval.shape), dimension)
+    return hlo.iota(aval_to_ir_type(aval), dimension)
+
+
+def broadcast_to_aval(x: ir.Value, aval: ShapedArray, dims) -> ir.Value:
+    """``x`` broadcast to ``aval``'s type, its axes at ``dims`` (the sizes may be symbolic)."""
+    if not is_constant_shape(aval.shape):
+        return hlo.dynamic_broadcast_in_dim(aval_to_ir_type(aval), x, dynamic_shapes.shape_value(aval.shape),
+                                            list(dims))
+    return broadcast_in_dim(aval_to_ir_type(aval), x, dims)
+
+
 def full(shape, value, dtype) -> ir.Value:
     """A splat constant: ``value`` everywhere (no host buffer)."""
     dtype = np.dtype(dtype)
@@ -415,32 +430,57 @@ def lower_closed_jaxpr_inline(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args
 
 
 def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility: str,
-                   arg_attrs: list[dict] | None = None, runtime_token: bool = False) -> None:
+                   arg_attrs: list[dict] | None = None, runtime_token: bool = False,
+                   effect_tokens: int = 0, dim_vars: Sequence[str] = ()) -> None:
     """Append ``func.func @symbol`` computing ``cj`` to the module. With ``runtime_token`` it
     takes and returns a leading ``bool[0]`` array (RUNTIME_TOKEN): the runtime passes each
     execution the one the previous execution with ordered effects returned, so XLA starts it
-    only when that one is done."""
+    only when that one is done. With ``effect_tokens`` (an exported module's calling convention,
+    one per ordered effect) it takes and returns that many leading ``!stablehlo.token``s marked
+    ``jax.token``: the ordered effects start after all of them, and every returned token
+    follows them all. With ``dim_vars`` (a private function of a polymorphic module) it takes
+    the values of those dimension variables first (``tensor<i64>``, marked
+    ``jax.global_constant`` as in JAX's modules)."""
     public = visibility == "public"
     to_type = _boundary_type if public else aval_to_ir_type
     in_types, out_types = [to_type(a) for a in cj.in_avals], [to_type(a) for a in cj.out_avals]
+    lead, token_type, result_attrs = 0, None, None
     if runtime_token:
-        token_type = aval_to_ir_type(RUNTIME_TOKEN)
-        in_types, out_types = [token_type] + in_types, [token_type] + out_types
-        if arg_attrs is not None:
-            arg_attrs = [{}] + arg_attrs
+        lead, token_type = 1, aval_to_ir_type(RUNTIME_TOKEN)
+        arg_attrs = None if arg_attrs is None else [{}] + arg_attrs
+    elif effect_tokens:
+        lead, token_type = effect_tokens, hlo.TokenType.get()
+        marked = {"jax.token": ir.BoolAttr.get(True)}
+        result_attrs = [marked] * lead + [{}] * len(out_types)
+        arg_attrs = [marked] * lead + (arg_attrs or [{}] * len(in_types))
+    in_types, out_types = [token_type] * lead + in_types, [token_type] * lead + out_types
+    if dim_vars:
+        lead, i64 = len(dim_vars), ir.RankedTensorType.get((), ir.IntegerType.get_signless(64))
+        in_types = [i64] * lead + in_types
+        arg_attrs = ([{"jax.global_constant": ir.StringAttr.get(v)} for v in dim_vars]
+                     + (arg_attrs or [{}] * len(cj.in_avals)))
     with ir.InsertionPoint(mctx.module.body), ir.Location.unknown():
         fn = func.FuncOp(symbol, ir.FunctionType.get(in_types, out_types))
         fn.sym_visibility = ir.StringAttr.get(visibility)
         if arg_attrs is not None:
             fn.arg_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs])
+        if result_attrs is not None:
+            fn.result_attrs = ir.ArrayAttr.get([ir.DictAttr.get(a) for a in result_attrs])
         with ir.InsertionPoint(fn.add_entry_block()):
             args = list(fn.arguments)
-            args = args[1:] if runtime_token else args
+            if effect_tokens:
+                tokens = args[:lead]
+                mctx.token = tokens[0] if lead == 1 else hlo.after_all(tokens)
+            args = args[lead:]
             if public:                  # tokens in: fresh ones; tokens out: booleans
                 args = [hlo.create_token() if a.dtype == dt.token else v for a, v in zip(cj.in_avals, args)]
-            # dimension variables: computed at main's entry, out of reach in private functions
-            dims = (dynamic_shapes.bind_dimension_variables(cj.in_avals, args) if public and mctx.dynamic
-                    else dynamic_shapes.hide() if dynamic_shapes.has_dynamic_values() else None)
+            # dimension variables: computed at main's entry, passed to the private functions it calls
+            if dim_vars:
+                dims = dynamic_shapes.bind(dict(zip(dim_vars, fn.arguments[:lead])))
+            elif public and mctx.dynamic:
+                dims = dynamic_shapes.bind_dimension_variables(cj.in_avals, args)
+            else:
+                dims = dynamic_shapes.hide() if dynamic_shapes.has_dynamic_values() else None
             try:
                 outs = lower_closed_jaxpr_inline(mctx, cj, args)
             finally:
@@ -450,6 +490,8 @@ def _emit_function(mctx: ModuleContext, symbol: str, cj: ClosedJaxpr, visibility
                 outs = [full((), False, dt.bool_) if a.dtype == dt.token else v for a, v in zip(cj.out_avals, outs)]
             if runtime_token:
                 outs = [full((0,), False, dt.bool_)] + outs
+            elif effect_tokens:
+                outs = [mctx.token] * lead + outs
             func.return_(outs)
 
 
@@ -464,18 +506,22 @@ def call_jaxpr(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args, name: str) ->
     if isinstance(cj, Jaxpr):
         cj = ClosedJaxpr(cj, [])
     out_types = [aval_to_ir_type(a) for a in cj.out_avals]
-    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(function_symbol(mctx, cj, name)), list(args))
+    dims = dynamic_shapes.values()          # a polymorphic module: the callee gets them too
+    dim_vars = tuple(sorted(dims)) if dims else ()
+    symbol = function_symbol(mctx, cj, name, dim_vars)
+    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(symbol), [*(dims[v] for v in dim_vars), *args])
     return list(call.results)
 
 
-def function_symbol(mctx: ModuleContext, cj: ClosedJaxpr, name: str) -> str:
-    """The symbol of the private function computing ``cj`` (emitted on first use). Inside and
-    outside shard_map bodies one jaxpr lowers differently (collectives, host callbacks' shardings)."""
-    key = (cj, getattr(mctx, "axis_env", None), getattr(mctx, "manual_axes", None))
+def function_symbol(mctx: ModuleContext, cj: ClosedJaxpr, name: str, dim_vars: tuple = ()) -> str:
+    """The symbol of the private function computing ``cj`` (emitted on first use), taking the
+    values of ``dim_vars`` first. Inside and outside shard_map bodies one jaxpr lowers
+    differently (collectives, host callbacks' shardings)."""
+    key = (cj, getattr(mctx, "axis_env", None), getattr(mctx, "manual_axes", None), dim_vars)
     entry = mctx.callees.get(key)
     if entry is None:
         symbol = mctx.unique_symbol(name)
-        _emit_function(mctx, symbol, cj, "private")
+        _emit_function(mctx, symbol, cj, "private", dim_vars=dim_vars)
         entry = mctx.callees[key] = (symbol, cj)
     return entry[0]
 
@@ -645,15 +691,18 @@ def _donation_attrs(in_avals, out_avals, donated_invars, first_output: int = 0) 
 @deep_entry
 def lower_jaxpr(closed_jaxpr: ClosedJaxpr, *, name: str = "main", donated_invars: Sequence[bool] = (),
                 platform: str = "cpu", devices: Sequence[int] | None = None,
-                dynamic: bool = False) -> Lowered:
+                dynamic: bool = False, effect_tokens: int | None = None) -> Lowered:
     """Lower a ClosedJaxpr to a StableHLO module named ``name`` whose public entry is ``main``;
     ``devices``: the ids of the devices it is partitioned over (None: one device);
     ``dynamic``: symbolic dimensions become dynamic sizes (``engine.dynamic_shapes``)
-    instead of an error."""
+    instead of an error; ``effect_tokens`` (export's calling convention): ``main`` takes and
+    returns that many ``!stablehlo.token``s first, instead of the runtime token that jit's
+    modules with ordered effects take."""
     if config.jaxprc_canonicalize:
         closed_jaxpr = canonicalize(closed_jaxpr)
     with runtime.monitoring.elapsed(runtime.monitoring.JAXPR_TO_MLIR_MODULE_EVENT, name):
-        return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices, dynamic)
+        return _lower_jaxpr(closed_jaxpr, name, donated_invars, canonical_platform(platform), devices, dynamic,
+                            effect_tokens)
 
 
 def _refine_shapes(module: ir.Module, name: str) -> ir.Module:
@@ -672,7 +721,7 @@ def _refine_shapes(module: ir.Module, name: str) -> ir.Module:
 
 
 def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform: str, devices,
-                 dynamic: bool = False) -> Lowered:
+                 dynamic: bool = False, effect_tokens: int | None = None) -> Lowered:
     in_avals, out_avals = closed_jaxpr.in_avals, closed_jaxpr.out_avals
     polymorphic = not all(is_constant_shape(a.shape) for a in (*in_avals, *out_avals))
     if polymorphic and not dynamic:
@@ -690,12 +739,13 @@ def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform:
         mctx = ModuleContext(module, platform)
         mctx.devices = None if devices is None else tuple(devices)
         mctx.dynamic = polymorphic
-        runtime_token = has_ordered_effects(closed_jaxpr)
-        arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars, int(runtime_token))
+        runtime_token = effect_tokens is None and has_ordered_effects(closed_jaxpr)
+        first_output = int(runtime_token) if effect_tokens is None else effect_tokens
+        arg_attrs = (_donation_attrs(in_avals, out_avals, donated_invars, first_output)
                      if any(donated_invars) else None)
         constants, bypassed = _CONSTANTS.set({}), _BYPASSED.set({})
         try:
-            _emit_function(mctx, "main", closed_jaxpr, "public", arg_attrs, runtime_token)
+            _emit_function(mctx, "main", closed_jaxpr, "public", arg_attrs, runtime_token, effect_tokens or 0)
             _erase_unused(_BYPASSED.get())
         finally:
             _CONSTANTS.reset(constants)

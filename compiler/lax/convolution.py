@@ -21,6 +21,7 @@ from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray, param_type
 from jaxprc.ir.params import DType, Enum, Int, OneOf, Record, Tuple
+from jaxprc.ir.shape_poly import is_symbolic_dim, non_negative_dim
 from jaxprc.passes.jvp import aval_of
 
 from .contractions import Precision, _precision_attr, canonicalize_precision
@@ -55,7 +56,7 @@ def _dilate(shape, dilation):
 
 
 def _stride_dim(size, window, stride):
-    return max(0, (size - window) // stride + 1)
+    return non_negative_dim((size - window) // stride + 1)     # (size may be symbolic)
 
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding):
@@ -73,7 +74,8 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
         raise ValueError(f"padtype_to_pads: window_strides must be positive, got {tuple(window_strides)}")
     pads = []
     for size, window, stride in zip(in_shape, window_shape, window_strides):
-        total = max(0, (-(-int(size) // int(stride)) - 1) * int(stride) + int(window) - int(size))
+        size = size if is_symbolic_dim(size) else int(size)      # (a symbolic size: often a constant total)
+        total = non_negative_dim((-(-size // int(stride)) - 1) * int(stride) + int(window) - size)
         small, large = total // 2, total - total // 2
         pads.append((small, large) if kind == "SAME" else (large, small))
     return pads

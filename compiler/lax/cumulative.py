@@ -16,6 +16,7 @@ from jaxprc.ir.core import Primitive
 from jaxprc.ir.params import Bool
 from jaxprc.ir.sharding_type import unsplit_axis_rule
 from .elementwise import ANY, IS_FLOAT, KIND_NAMES, NUM, _balanced_eq
+from jaxprc.engine import dynamic_shapes
 from jaxprc.engine.lowering import max_min as _max_min
 from jaxprc.passes.jvp import aval_of
 
@@ -198,6 +199,12 @@ def _cumulative_lowering(kind, combine, ctx, x, *, axis, reverse=False):
         init = reductions._identity_value(kind, dtype)
     window = [1] * aval.ndim
     window[axis] = n
+    if type(n) is not int:           # a symbolic axis (export): the window and padding are operands
+        ones, padding = [1] * aval.ndim, [(0, 0)] * aval.ndim
+        padding[axis] = (0, n - 1) if reverse else (n - 1, 0)
+        return dynamic_shapes.reduce_window(
+            ctx.module_context, [x], [mlir.full((), init, dtype)], [x.type], combine, window_dimensions=window,
+            window_strides=ones, padding=padding, base_dilation=ones, window_dilation=ones)
     padding = np.zeros((aval.ndim, 2), np.int64)
     padding[axis] = (0, n - 1) if reverse else (n - 1, 0)
     pad_attr = ir.DenseIntElementsAttr.get(padding, type=ir.IntegerType.get_signless(64), shape=padding.shape)

@@ -5,7 +5,9 @@ only its module and its calling convention. ``call_exported[exported=...]``
 takes the module's array arguments and gives its results; its type comes from
 the Exported's avals, with the dimension variables solved from the operands'
 shapes. The lowering copies the module's functions into the caller's module
-under fresh private names and calls its ``main``. A module with dynamic shapes
+under fresh private names and calls its ``main``, passing it the current ordered-effects token
+once per ordered effect of the module (JAX's calling convention) and continuing with the tokens
+it returns. A module with dynamic shapes
 (``tensor<?x4xf32>``, a symbolic dimension when it was exported) is called with
 its arguments converted to those types; the lowering then marks the module for
 shape refinement (jaxlib's ``refine_polymorphic_shapes``, run in
@@ -40,6 +42,9 @@ class _ExportedParam(Checker):
 call_exported_p = Primitive("call_exported")
 call_exported_p.multiple_results = True
 call_exported_p.def_params(exported=_ExportedParam())
+# (asked before the params are checked: a malformed param has none; the verifier then names it)
+call_exported_p.def_effects(lambda exported: {*getattr(exported, "ordered_effects", ()),
+                                              *getattr(exported, "unordered_effects", ())})
 
 
 @call_exported_p.def_abstract_eval
@@ -90,9 +95,6 @@ def _convert(x: ir.Value, to: ir.Type) -> ir.Value:
 
 def _call_exported_lowering(ctx, *args, exported):
     mctx = ctx.module_context
-    if exported.ordered_effects:
-        raise NotImplementedError(f"call_exported of '{exported.fun_name}': modules with ordered "
-                                  f"effects ({exported.ordered_effects}) are not supported")
     if mctx.platform not in exported.platforms:
         raise ValueError(f"Function '{exported.fun_name}' was exported for platforms "
                          f"'{exported.platforms}' but it is used on '{(mctx.platform,)}'.")
@@ -102,12 +104,20 @@ def _call_exported_lowering(ctx, *args, exported):
     operands = []
     if len(exported.platforms) > 1:      # the module's first argument picks its platform
         operands.append(mlir.ir_constant(exported.platforms.index(mctx.platform), "int32"))
+    # one token per ordered effect (the calling convention), all the current one: the module's
+    # effects follow the caller's earlier ones, and the caller's later ones follow all of its
+    n_tokens = len(exported.ordered_effects)
+    operands += [ctx.get_token()] * n_tokens
+    array_types = callee_type.inputs[len(operands):]
     operands += [args[i] for i in exported.module_kept_var_idx]
     operands = [_convert(x, t) for x, t in zip(operands, callee_type.inputs)]
     call = func.CallOp(list(callee_type.results), ir.FlatSymbolRefAttr.get(symbol), operands)
-    if any(not ir.RankedTensorType(t).has_static_shape for t in callee_type.inputs):
+    if any(not ir.RankedTensorType(t).has_static_shape for t in array_types):
         mctx.needs_shape_refinement = True
-    return [_convert(r, mctx.ir_type(a)) for r, a in zip(call.results, ctx.avals_out)]
+    tokens, results = list(call.results[:n_tokens]), call.results[n_tokens:]
+    if tokens:
+        ctx.set_token(tokens[0] if len(tokens) == 1 else hlo.after_all(tokens))
+    return [_convert(r, mctx.ir_type(a)) for r, a in zip(results, ctx.avals_out)]
 
 
 mlir.register_lowering(call_exported_p, _call_exported_lowering)

@@ -17,6 +17,7 @@ import numpy as np
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.passes import jet
 from jaxprc.interpreters.mlir import hlo
+from jaxprc.ir.shape_poly import is_constant_shape
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, param_type
 from jaxprc.ir.params import Enum, Int, Tuple
@@ -97,6 +98,9 @@ def fft(x, fft_type, fft_lengths):
     else:
         dtype = _to_complex(a.dtype)
     x = ew.convert_element_type(x, dtype)
+    if not is_constant_shape(fft_lengths):      # JAX's refusal (made when it lowers)
+        raise NotImplementedError("Shape polymorphism for FFT with non-constant fft_length is not "
+                                  "implemented for TPU and GPU")
     lengths = tuple(int(n) for n in fft_lengths)
     if not lengths:
         return x

@@ -17,6 +17,8 @@ from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
 from jaxprc.ir.params import Bool, Int, OneOf, Tuple
+from jaxprc.ir.shape_poly import is_constant_shape
+from jaxprc.engine import dynamic_shapes
 from jaxprc.engine.lowering import LoweringRuleContext
 from jaxprc.passes.vmap import axis_size_of, bdim_at_front
 from jaxprc.runtime import lapack
@@ -96,12 +98,22 @@ def _ffi_call(target: str, operands, avals_in, avals_out, **attrs) -> list:
     (LAPACK's Fortran conventions) expect."""
     lapack.ensure_registered()
     rank = max(len(a.shape) for a in avals_in)
+    operands, layouts = list(operands), [_layout(len(a.shape), len(a.shape) == rank) for a in avals_in]
+    shapes_at = None
+    if not all(is_constant_shape(a.shape) for a in avals_out):
+        # symbolic sizes (export): the results' shapes follow as operands, which shape refinement
+        # reads to make the result types static (and then drops), as in JAX's modules
+        shapes_at = np.arange(len(operands), len(operands) + len(avals_out), dtype=np.int64)
+        operands += [dynamic_shapes.shape_value(a.shape) for a in avals_out]
+        layouts += [_layout(1, False)] * len(avals_out)
     op = hlo.CustomCallOp(
-        [mlir.aval_to_ir_type(a) for a in avals_out], list(operands), target,
+        [mlir.aval_to_ir_type(a) for a in avals_out], operands, target,
         api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
         backend_config=ir.DictAttr.get(attrs),
-        operand_layouts=ir.ArrayAttr.get([_layout(len(a.shape), len(a.shape) == rank) for a in avals_in]),
+        operand_layouts=ir.ArrayAttr.get(layouts),
         result_layouts=ir.ArrayAttr.get([_layout(len(a.shape), len(a.shape) == rank) for a in avals_out]))
+    if shapes_at is not None:
+        op.attributes["indices_of_shape_operands"] = ir.DenseIntElementsAttr.get(shapes_at)
     return list(op.results)
 
 

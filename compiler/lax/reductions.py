@@ -20,7 +20,7 @@ from jaxprc.ir.core import Primitive, ShapedArray
 from jaxprc.ir.params import DType
 from jaxprc.ir import sharding_type as st
 from .elementwise import ANY, BOOL_OR_INT, INTEGRAL, KIND_NAMES, NUM, ORDERED
-from jaxprc.engine.lowering import max_min as _max_min
+from jaxprc.engine.lowering import iota as _iota, max_min as _max_min
 from jaxprc.passes.jvp import aval_of
 from jaxprc.passes.vmap import shift
 
@@ -232,7 +232,7 @@ def _argminmax_lowering(kind, ctx, x, *, axes, index_dtype):
     axis = axes[0]
     dtype = aval.dtype
     index_dtype = np.dtype(index_dtype)
-    iota = hlo.iota(mlir.aval_to_ir_type(aval.update(dtype=index_dtype)), axis)
+    iota = _iota(aval.update(dtype=index_dtype), axis)
     better = "GT" if kind == "max" else "LT"
 
     def combine(xv, xi, yv, yi):

@@ -27,7 +27,7 @@ from jaxprc.ir.params import Bool, Enum, Int, OneOf, Record, Scalar, Tuple
 from .elementwise import INTEGRAL
 from jaxprc.engine import dynamic_shapes
 from jaxprc.ir.shape_poly import is_constant_shape
-from jaxprc.engine.lowering import param_name
+from jaxprc.engine.lowering import broadcast_to_aval as _broadcast, param_name
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, tangent_aval, zeros
 from jaxprc.passes.transpose import is_undefined_primal
 from jaxprc.passes.vmap import align, axis_size_of, matchaxis, moveaxis, scalar
@@ -786,7 +786,26 @@ def _index_scalars(idxs, avals):
 
 
 def _dynamic_slice_lowering(ctx, x, *idxs, slice_sizes):
+    if not is_constant_shape(slice_sizes):
+        return _real_dynamic_slice(ctx, x, idxs, slice_sizes)
     return hlo.dynamic_slice(x, _index_scalars(idxs, ctx.avals_in[1:]), list(slice_sizes))
+
+
+def _real_dynamic_slice(ctx, x, idxs, slice_sizes):
+    """A dynamic_slice of symbolic sizes (export): ``real_dynamic_slice`` from the start indices,
+    clamped as dynamic_slice clamps them so that the window fits."""
+    i64 = mlir.aval_to_ir_type(ShapedArray((), dt.int64))
+    one = mlir.aval_to_ir_type(ShapedArray((1,), dt.int64))
+    starts = []
+    for idx, size, dim in zip(idxs, slice_sizes, ctx.avals_in[0].shape):
+        start = hlo.clamp(mlir.full((), 0, dt.int64), hlo.convert(i64, idx),
+                          hlo.subtract(dynamic_shapes.dim_value(dim), dynamic_shapes.dim_value(size)))
+        starts.append(hlo.reshape(one, start))
+    starts = starts[0] if len(starts) == 1 else hlo.concatenate(starts, 0)
+    # limits = starts + sizes: once refinement makes the sizes constants, this is a dynamic_slice
+    limits = hlo.add(starts, dynamic_shapes.shape_value(slice_sizes))
+    strides = dynamic_shapes.shape_value((1,) * len(slice_sizes))
+    return hlo.real_dynamic_slice(mlir.aval_to_ir_type(ctx.avals_out[0]), x, starts, limits, strides)
 
 
 def _dynamic_update_slice_lowering(ctx, x, update, *idxs):
@@ -818,25 +837,32 @@ def _gather_lowering(ctx, operand, indices, *, dimension_numbers, slice_sizes, m
     op_aval, idx_aval = ctx.avals_in
     out_aval = ctx.avals_out[0]
     batch_ndim = idx_aval.ndim - 1
-    out = hlo.gather(operand, indices, _hlo_gather_dnums(dimension_numbers, batch_ndim), list(slice_sizes),
-                     indices_are_sorted=bool(indices_are_sorted))
+    if is_constant_shape(slice_sizes):
+        out = hlo.gather(operand, indices, _hlo_gather_dnums(dimension_numbers, batch_ndim), list(slice_sizes),
+                         indices_are_sorted=bool(indices_are_sorted))
+    else:           # symbolic window sizes (export): the sizes are an operand
+        out = hlo.dynamic_gather(operand, indices, dynamic_shapes.shape_value(slice_sizes),
+                                 _hlo_gather_dnums(dimension_numbers, batch_ndim),
+                                 indices_are_sorted=bool(indices_are_sorted))
+        out = hlo.convert(mlir.aval_to_ir_type(out_aval), out) if out.type != mlir.aval_to_ir_type(out_aval) else out
     if param_name(mode) != "FILL_OR_DROP":
         return out
     # Signed 64-bit indices, so large unsigned ones compare correctly.
     idx_dtype = dt.int64
     idx = indices if idx_aval.dtype == idx_dtype else hlo.convert(
         mlir.aval_to_ir_type(idx_aval.update(dtype=idx_dtype)), indices)
-    upper = np.array([op_aval.shape[d] - slice_sizes[d] for d in dimension_numbers.start_index_map], idx_dtype)
-    upper = hlo.broadcast_in_dim(mlir.aval_to_ir_type(idx_aval.update(dtype=idx_dtype)),
-                                 mlir.ir_constant(upper), [batch_ndim])
+    upper = tuple(op_aval.shape[d] - slice_sizes[d] for d in dimension_numbers.start_index_map)
+    upper = (mlir.ir_constant(np.array(upper, idx_dtype)) if is_constant_shape(upper)
+             else dynamic_shapes.shape_value(upper))
+    upper = _broadcast(upper, idx_aval.update(dtype=idx_dtype), [batch_ndim])
     in_bounds = hlo.and_(mlir.compare(idx, mlir.full(idx_aval.shape, 0, idx_dtype), "GE", idx_dtype),
                          mlir.compare(idx, upper, "LE", idx_dtype))
-    mask_t = ir.RankedTensorType.get(idx_aval.shape[:-1], mlir.dtype_to_ir_type(dt.bool_))
+    mask_t = mlir.aval_to_ir_type(ShapedArray(idx_aval.shape[:-1], dt.bool_))
     (mask,) = mlir.reduce([in_bounds], [mlir.ir_constant(True)], [batch_ndim], [mask_t], hlo.and_)
     batch_dims_in_out = [d for d in range(out_aval.ndim) if d not in dimension_numbers.offset_dims]
-    mask = hlo.broadcast_in_dim(mlir.aval_to_ir_type(out_aval.update(dtype=dt.bool_)), mask, batch_dims_in_out)
+    mask = _broadcast(mask, out_aval.update(dtype=dt.bool_), batch_dims_in_out)
     fill = default_fill_value(out_aval.dtype) if fill_value is None else fill_value
-    return hlo.select(mask, out, mlir.ir_constant(np.full(out_aval.shape, fill, out_aval.dtype)))
+    return hlo.select(mask, out, mlir.full(out_aval.shape, fill, out_aval.dtype))
 
 
 _SCATTER_COMBINERS = {scatter_p: lambda old, new: new, scatter_add_p: hlo.add, scatter_mul_p: hlo.multiply,

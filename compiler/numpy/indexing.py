@@ -12,6 +12,8 @@ is one window scatter that XLA turns into a dynamic-update-slice.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from jaxprc import lax
@@ -113,7 +115,7 @@ def _static_int(i, size, dim):
 def _apply_slices(x, entries):
     """Static slices (and static integers, as length-1 slices) in one ``slice``, then ``rev``."""
     shape = aval_of(x).shape
-    starts, limits, strides, flips = [0] * len(shape), list(shape), [1] * len(shape), []
+    starts, limits, strides, flips, pre_flips = [0] * len(shape), list(shape), [1] * len(shape), [], []
     for kind, dim, v in entries:
         if kind == _SLICE:
             for bound in (v.start, v.stop, v.step):
@@ -121,6 +123,11 @@ def _apply_slices(x, entries):
                     raise IndexError(f"{located('indexing')}: slice bounds must be static integers, got {v!r}; use "
                                      "lax.dynamic_slice for traced start indices")
             if type(shape[dim]) is DimExpr:
+                if v.step is not None and v.step < 0:
+                    # x[s:t:-k] is rev(x)[-1-s : -1-t : k]: the same slice, counted from the end
+                    pre_flips.append(dim)
+                    v = slice(None if v.start is None else -1 - v.start, None if v.stop is None else -1 - v.stop,
+                              -v.step)
                 starts[dim], limits[dim], strides[dim] = slice_bounds(v.start, v.stop, v.step, shape[dim])
                 continue
             chosen = range(*v.indices(shape[dim]))
@@ -135,6 +142,8 @@ def _apply_slices(x, entries):
         elif kind == _INT and isinstance(v, int):
             i = _static_int(v, shape[dim], dim)
             starts[dim], limits[dim] = i, i + 1
+    if pre_flips:
+        x = lax.rev(x, pre_flips)
     if starts != [0] * len(shape) or limits != list(shape) or strides != [1] * len(shape):
         x = lax.slice(x, starts, limits, None if all(s == 1 for s in strides) else strides)
     return lax.rev(x, flips) if flips else x
@@ -363,8 +372,8 @@ def _positions(shape, idx, clip: bool):
     """The flat positions ``x[idx]`` reads, out-of-bounds ones clamped into bounds (``clip``) or
     replaced by ``size`` (which the scatter drops): computed by numpy for static in-bounds
     indices, traced otherwise."""
-    size = int(np.prod(shape, dtype=np.int64))
-    if _is_static_index(idx):
+    size = math.prod(shape)          # (symbolic for a symbolic shape)
+    if _is_static_index(idx) and type(size) is int:
         try:
             return np.arange(size, dtype=dt.default_int_dtype()).reshape(shape)[idx]
         except IndexError:
@@ -372,7 +381,8 @@ def _positions(shape, idx, clip: bool):
     iota = lax.reshape(lax.iota(dt.default_int_dtype(), size), shape)
     if clip:
         return getitem(iota, idx, mode=lax.GatherScatterMode.CLIP)
-    return getitem(iota, idx, mode=lax.GatherScatterMode.FILL_OR_DROP, fill_value=size)
+    # dropped positions: past the end, or -1 when the size is symbolic (the scatter drops both)
+    return getitem(iota, idx, mode=lax.GatherScatterMode.FILL_OR_DROP, fill_value=size if type(size) is int else -1)
 
 
 def _is_integer_scalar(i) -> bool:
@@ -435,12 +445,12 @@ def scatter_update(x, idx, values, scatter, mode=None):
     pos = _positions(aval.shape, idx, clip)
     pos_shape = aval_of(pos).shape
     values = broadcast_to_shape(convert(values, aval.dtype, aval.weak_type), pos_shape)
-    n = int(np.prod(pos_shape, dtype=np.int64))
+    n = math.prod(pos_shape)
     flat_pos = np.reshape(pos, (n, 1)) if is_constant(pos) else lax.reshape(pos, (n, 1))
     dnums = lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
                                         scatter_dims_to_operand_dims=(0,), operand_batching_dims=(),
                                         scatter_indices_batching_dims=())
-    out = scatter(lax.reshape(x, (aval.size,)), flat_pos, lax.reshape(values, (n,)), dnums, mode=mode)
+    out = scatter(lax.reshape(x, (math.prod(aval.shape),)), flat_pos, lax.reshape(values, (n,)), dnums, mode=mode)
     return lax.reshape(out, aval.shape)
 
 

@@ -107,7 +107,7 @@ def _unstack2(x):
 def _counters(shape):
     """The 64-bit counters 0 .. prod(shape)-1 laid out in ``shape``, as (high, low) uint32 halves."""
     size = math.prod(shape)
-    if size >= 2 ** 32:
+    if type(size) is int and size >= 2 ** 32:       # (a symbolic size is checked by nothing, as in JAX)
         raise NotImplementedError(f"random bits of shape {shape}: more than 2**32 values")
     low = lax.reshape(lax.iota(np.uint32, size), shape)
     return lax.full(shape, _u32(0)), low
