@@ -106,6 +106,9 @@ def _placed(x, device, out_sharding, like=None):
     """``x`` laid out as ``out_sharding`` asks or on ``device``; a ``*_like`` result of ``like``'s
     shape takes ``like``'s sharding, as in JAX."""
     from jaxprc.lax.sharding_constraint import match_type_sharding, out_sharding_of
+    if like is not None and get_aval(like).vma:      # varies over the manual axes its model does
+        from jaxprc.lax.parallel import vary_like
+        x = vary_like(x, get_aval(like))
     if out_sharding is not None:
         return out_sharding_of(x, out_sharding, "creation")
     if device is not None:
