@@ -270,8 +270,9 @@ def check_vma():
                                         out_specs=P("x"))(a) ** 2).sum())(A)
     assert np.allclose(np.asarray(g), 2 * A * sum(i * i for i in range(4)))
     raises(NotImplementedError, lambda: sm(lambda a: lax.pcast(a, "x", to="reduced"), P(), P()), "reduced")
-    one = jx.make_mesh((1,), ("i",))      # axes of size 1 are not checked (JAX drops them from types)
-    assert np.array_equal(np.asarray(jx.shard_map(lambda a: a, mesh=one, in_specs=P("i"), out_specs=P())(A)), A)
+    one = jx.make_mesh((1,), ("i",), axis_types=(jx.sharding.AxisType.Auto,))     # axes of size 1 are typed too
+    raises(ValueError, lambda: jx.shard_map(lambda a: a, mesh=one, in_specs=P("i"), out_specs=P())(A),
+           "out_specs is P() which implies that the corresponding output value is replicated across mesh axis 'i'")
 
 
 @check

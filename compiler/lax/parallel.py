@@ -366,7 +366,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
                  for a, s in zip(avals, broadcast(in_specs, tree, "shard_map in_specs"))]
         _only_manual(specs, manual, "in_specs")
         sizes = _manual_sizes(m, manual)
-        typed = frozenset(a for a in manual if sizes[a] > 1) if check_vma else frozenset()
+        typed = frozenset(manual) if check_vma else frozenset()
         blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"argument {i}"),
                            vma=frozenset(n for axes in s for n in axes if n in typed))
                   for i, (a, s) in enumerate(zip(avals, specs))]

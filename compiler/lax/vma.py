@@ -8,7 +8,7 @@ none. Most primitives' results vary over what their operands do (``Primitive.wit
 operand varying with ``pvary`` (``lax.pcast(to="varying")``), as JAX's builders do. Bodies of
 calls, branches and loops are traced with these types, so a loop whose carry starts invariant and
 comes out varying, or branches that disagree, are refused with JAX's errors (loops.py,
-conditionals.py). Axes of size 1 are left out of types (JAX skips them).
+conditionals.py). Axes of size 1 are typed too, as JAX 0.10.2 types them.
 
 This module holds the typing context of the body being traced (which manual axes are typed) and
 the checks with JAX's words; the collectives' rules live with them in parallel.py.
