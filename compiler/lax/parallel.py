@@ -136,6 +136,12 @@ def _shard_map_rule(*avals, jaxpr, mesh, in_specs, out_specs, manual_axes):
     blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"operand {i}"))
               for i, (a, s) in enumerate(zip(avals, in_specs))]
     check_operand_types("shard_map", "operands (blocks of the body's inputs)", jaxpr.in_avals, blocks)
+    for what, body_avals, specs in (("input", jaxpr.in_avals, in_specs), ("output", jaxpr.out_avals, out_specs)):
+        for i, (a, spec) in enumerate(zip(body_avals, specs)):
+            split = {n for axes in spec for n in axes}
+            if not a.vma <= split:      # a value the same on every device of an axis it is not split over
+                raise JaxprTypeError(f"shard_map: body {what} {i} of type {a.str_short()} varies over manual axes "
+                                     f"{sorted(a.vma - split)} its spec {spec} does not split it over")
     outs = []
     for a, spec in zip(jaxpr.out_avals, out_specs):
         shape = list(a.shape)
