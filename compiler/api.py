@@ -37,7 +37,8 @@ from .ir.deep import deep_entry
 from .passes.dce import dce_closed
 from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
     register_internal_dir, trace_state as _trace_state, trace_to_jaxpr, user_source_info
-from .ir.tree_util import broadcast_prefix, equality_errors, keystr, registry as _registry, tree_map
+from .ir.tree_util import (broadcast_prefix, equality_errors, keystr, registry as _registry, tree_flatten_with_path,
+                          tree_map)
 from .lax.call import jit_p
 from .lax.elementwise import copy_p
 from .lax.parallel import named_axis
@@ -713,7 +714,23 @@ class JitFunction:
             return None
         return spmd.ShardedLowering(cj, out_tree, f"jit_{self._name}", self._donated_invars(args, kwargs), leaves,
                                     spmd.broadcast_args(ins, in_tree),
-                                    spmd.broadcast(outs, out_tree, "out_shardings"))
+                                    spmd.broadcast(outs, out_tree, "out_shardings"),
+                                    describe=lambda: self._describe_args(args, kwargs))
+
+    def _describe_args(self, args, kwargs):
+        """The function's name and its dynamic argument leaves' (``u``, ``x[0]``, ``args[1]``), as
+        JAX's errors name them."""
+        dyn = self._spec.split(args, kwargs)[0]
+        labels = compile_guards.leaf_labels(*dyn)
+        try:
+            bound = inspect.signature(self._fun).bind(*args, **kwargs).arguments
+        except (TypeError, ValueError):
+            return self._name, labels
+        names = []
+        for name, value in bound.items():
+            names += [f"{name}{keystr(p)}" for p, _ in tree_flatten_with_path(value)[0]]
+        fun = getattr(self._fun, "__qualname__", self._name)
+        return fun, names if len(names) == len(labels) else labels
 
     def _donated_invars(self, args, kwargs) -> tuple:
         spec = self._spec

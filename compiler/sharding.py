@@ -23,7 +23,7 @@ from .ir.sharding_type import (UNCONSTRAINED, AbstractMesh, AxisType, DuplicateS
                                 PartitionSpec, _axis_names, _axis_types)
 from .runtime.sharded import REPLICATED, ShardedArray, assemble, put_sharded
 
-__all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "PartitionSpec", "Sharding",
+__all__ = ["AbstractMesh", "AxisType", "Mesh", "NamedSharding", "PartitionSpec", "Sharding", "auto_axes", "explicit_axes",
            "SingleDeviceSharding", "get_abstract_mesh", "get_mesh", "make_mesh", "make_single_device_sharding",
            "reshard", "set_mesh", "use_abstract_mesh"]
 
@@ -32,6 +32,18 @@ def reshard(xs, out_shardings):
     """``jaxprc.reshard`` (compiler/engine/spmd.py), also here as in ``jax.sharding``."""
     from .engine.spmd import reshard as impl
     return impl(xs, out_shardings)
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """``f`` with the context mesh's ``axes`` Auto (compiler/sharding_axes.py)."""
+    from .sharding_axes import auto_axes as impl
+    return impl(f, axes=axes, out_sharding=out_sharding)
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """``f`` with the context mesh's ``axes`` Explicit (compiler/sharding_axes.py)."""
+    from .sharding_axes import explicit_axes as impl
+    return impl(f, axes=axes, in_sharding=in_sharding)
 
 
 class Mesh(AbstractMesh):

@@ -41,14 +41,16 @@ class AbstractValue:
 
 
 class ShapedArray(AbstractValue):
-    """The abstract value of an array: shape, dtype, JAX's weak-type bit, and the sharding written
+    """The abstract value of an array: shape, dtype, JAX's weak-type bit, the sharding written
     in its type (``sharding_in_type``: an ``ir.sharding_type.NamedSharding`` over the Explicit axes
-    of an abstract mesh, one spec entry per dimension; None when no dimension is split so)."""
+    of an abstract mesh, one spec entry per dimension; None when no dimension is split so), and
+    inside a shard_map body with ``check_vma`` the manual mesh axes it may vary over (``vma``, a
+    frozenset; empty elsewhere: the same value on every device of an axis it leaves out)."""
 
-    __slots__ = ("shape", "dtype", "weak_type", "sharding_in_type", "_hash")
+    __slots__ = ("shape", "dtype", "weak_type", "sharding_in_type", "vma", "_hash")
     array_abstraction_level = 1
 
-    def __init__(self, shape, dtype, weak_type: bool = False, sharding=None):
+    def __init__(self, shape, dtype, weak_type: bool = False, sharding=None, vma=frozenset()):
         try:
             shape = tuple(map(int, shape))
         except InconclusiveDimensionOperation:     # symbolic dimensions stay as they are
@@ -59,7 +61,8 @@ class ShapedArray(AbstractValue):
         if sharding is not None:
             sharding = sharding_type.type_sharding(sharding, shape)
         self.sharding_in_type = sharding
-        self._hash = hash((shape, dtype, weak_type, sharding))
+        self.vma = vma = vma if type(vma) is frozenset else frozenset(vma)
+        self._hash = hash((shape, dtype, weak_type, sharding, vma))
 
     @property
     def ndim(self) -> int:
@@ -76,14 +79,20 @@ class ShapedArray(AbstractValue):
             return self.sharding_in_type
         return sharding_type.unsharded(self.ndim)
 
-    def update(self, shape=None, dtype=None, weak_type=None, sharding=False) -> "ShapedArray":
+    @property
+    def mat(self) -> sharding_type.ManualAxisType:
+        """JAX's ``typeof(x).mat``: the manual axes the value varies over (``varying``)."""
+        return sharding_type.ManualAxisType(self.vma)
+
+    def update(self, shape=None, dtype=None, weak_type=None, sharding=False, vma=None) -> "ShapedArray":
         """A copy with the given fields replaced; the sharding stays while the shape does
-        (``sharding=None`` drops it)."""
+        (``sharding=None`` drops it), the varying axes stay unless given."""
         if sharding is False:
             sharding = self.sharding_in_type if shape is None or tuple(shape) == self.shape else None
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type, sharding)
+                           self.weak_type if weak_type is None else weak_type, sharding,
+                           self.vma if vma is None else vma)
 
     def strip_weak_type(self) -> "ShapedArray":
         return self.update(weak_type=False) if self.weak_type else self
@@ -92,27 +101,30 @@ class ShapedArray(AbstractValue):
         """The type of this type's tangents: float0 for integers and booleans, else itself."""
         if dt.is_inexact(self.dtype):
             return self
-        return ShapedArray(self.shape, dt.float0, self.weak_type, self.sharding_in_type)
+        return ShapedArray(self.shape, dt.float0, self.weak_type, self.sharding_in_type, self.vma)
 
     def __eq__(self, other):
         return self is other or (type(other) is ShapedArray and self.shape == other.shape
                 and self.dtype == other.dtype and self.weak_type == other.weak_type
-                and self.sharding_in_type == other.sharding_in_type)
+                and self.sharding_in_type == other.sharding_in_type and self.vma == other.vma)
 
     def __hash__(self):
         return self._hash
 
     def str_short(self) -> str:
         """Type text: ``f32[3,4]``; weak types carry a leading ``~`` (``~f32[]``); a dimension
-        split over mesh axes names them (``f32[8@x,4@(x,y)]``)."""
+        split over mesh axes names them (``f32[8@x,4@(x,y)]``); varying manual axes follow as
+        JAX prints them (``f32[4]{V:x}``, ``f32[4]{V:(x,y)}``)."""
         text = f"{dt.short_name(self.dtype)}[{_dims_text(self.shape, self.sharding_in_type)}]"
-        return "~" + text if self.weak_type else text
+        text = "~" + text if self.weak_type else text
+        return text + sharding_type.vma_suffix(self.vma) if self.vma else text
 
     __str__ = str_short
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{_dims_text(self.shape, self.sharding_in_type)}]{weak})"
+        return (f"ShapedArray({self.dtype.name}[{_dims_text(self.shape, self.sharding_in_type)}]"
+                f"{sharding_type.vma_suffix(self.vma)}{weak})")
 
 
 def _dims_text(shape, sharding=None) -> str:
@@ -366,6 +378,7 @@ class Primitive:
         self.param_schema: dict | None = None
         self.effects_rule: Callable | None = None
         self.sharding_rule: Callable | None = None
+        self.vma_rule: Callable | None = None
         PRIMITIVES[name] = self
 
     def __repr__(self):
@@ -402,6 +415,13 @@ class Primitive:
         self.sharding_rule = rule
         return rule
 
+    def def_vma_rule(self, rule):
+        """Declare which manual axes the results vary over: ``rule(*in_avals, **params)`` gives a
+        frozenset (every result's). Without one, a primitive's results vary over what its
+        operands do, and one holding bodies gives its bodies' typed results."""
+        self.vma_rule = rule
+        return rule
+
     def impl(self, *args, **params):
         if self.impl_rule is None:
             raise NotImplementedError(f"Evaluation rule for '{self.name}' not implemented")
@@ -413,6 +433,10 @@ class Primitive:
             raise NotImplementedError(f"Abstract evaluation for '{self.name}' not implemented")
         out = self.abstract_eval_rule(*avals, **params)
         for a in avals:     # a loop, not any(): the passes type every equation through here
+            if getattr(a, "vma", None):
+                out = with_vma(self, out, avals, params)
+                break
+        for a in avals:
             if getattr(a, "sharding_in_type", None) is not None:
                 return with_shardings(self, out, avals, params)
         return out
@@ -429,6 +453,21 @@ def with_shardings(prim: Primitive, out, avals, params):
     shardings = list(given) if prim.multiple_results else [given]
     outs = [o.update(sharding=s) if s is not None else o for o, s in zip(plain, shardings)]
     return outs if prim.multiple_results else outs[0]
+
+
+def with_vma(prim: Primitive, out, avals, params):
+    """The shape rule's results ``out`` typed with the manual axes they vary over: the vma rule's,
+    else the union of the operands' (a primitive holding bodies keeps its bodies' types)."""
+    if prim.vma_rule is not None:
+        vma = prim.vma_rule(*avals, **params)
+    elif any(isinstance(v, (ClosedJaxpr, Jaxpr)) or (type(v) is tuple and v and isinstance(v[0], ClosedJaxpr))
+             for v in params.values()):
+        return out
+    else:
+        vma = frozenset().union(*(getattr(a, "vma", ()) for a in avals))
+    if not prim.multiple_results:
+        return out.update(vma=vma) if isinstance(out, ShapedArray) else out
+    return [o.update(vma=vma) if isinstance(o, ShapedArray) else o for o in out]
 
 
 def _bind(prim, args, params):

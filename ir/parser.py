@@ -244,12 +244,16 @@ _PLAIN_SIZES = re.compile(r"[0-9,\s]*")
 
 def parse_type(token, header: _DimsHeader | None = None, mesh=None) -> ShapedArray:
     """The ShapedArray a TYPE token (``f32[3,4]``, ``~i32[]`` when weakly typed, ``f32[b,4]`` with
-    dimension variables declared in ``header``, ``f32[8@x,4]`` split over axes of ``mesh``) denotes."""
+    dimension variables declared in ``header``, ``f32[8@x,4]`` split over axes of ``mesh``,
+    ``f32[4]{V:x}`` varying over manual axis x) denotes."""
     text = str(token)
     weak = text.startswith("~")
-    name, dims = text.lstrip("~")[:-1].split("[", 1)
+    base, _, varying = text.partition("{V:")
+    name, dims = base.lstrip("~")[:-1].split("[", 1)
     dims, axes = _split_shardings(token, dims, mesh)
     aval = _parse_unsharded(token, text, name, dims, weak, header)
+    if varying:            # the manual axes it varies over: {V:x} or {V:(x,y)}
+        aval = aval.update(vma=varying[:-1].strip("()").split(","))
     if axes is None:
         return aval
     try:

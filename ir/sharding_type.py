@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import enum
 import math
+from typing import NamedTuple
 
-__all__ = ["AbstractMesh", "AxisType", "DuplicateSpecError", "NamedSharding", "PartitionSpec", "UNCONSTRAINED"]
+__all__ = ["AbstractMesh", "AxisType", "DuplicateSpecError", "ManualAxisType", "NamedSharding", "PartitionSpec",
+           "UNCONSTRAINED"]
 
 
 class AxisType(enum.Enum):
@@ -270,6 +272,23 @@ def axes_suffix(axes: tuple) -> str:
     return "@" + (axes[0] if len(axes) == 1 else "(" + ",".join(axes) + ")")
 
 
+def vma_suffix(vma) -> str:
+    """How a type writes the manual axes it varies over, as JAX prints them: ``{V:x}``,
+    ``{V:(x,y)}`` (sorted), nothing for none."""
+    if not vma:
+        return ""
+    names = sorted(vma)
+    return "{V:" + (names[0] if len(names) == 1 else "(" + ",".join(names) + ")") + "}"
+
+
+class ManualAxisType(NamedTuple):
+    """JAX's ``typeof(x).mat``: the manual axes a value varies over; jaxprc types no reduced or
+    unreduced values, so those are always empty."""
+    varying: frozenset = frozenset()
+    unreduced: frozenset = frozenset()
+    reduced: frozenset = frozenset()
+
+
 # ------------------------------------------------ helpers of the primitives' sharding rules
 # A rule sees avals; ``dims(aval)`` is its per-dimension tuple of mesh axes (all empty when its
 # type names no sharding) and ``typed(mesh, dims)`` the type sharding of a result.
@@ -374,8 +393,9 @@ def whole_dims_rule(name: str):
 
 
 def jax_type_text(aval) -> str:
-    """A type as JAX's sharding errors write it: ``float32[8@x,4@y]``."""
-    return f"{aval.dtype.name}[{','.join(f'{n}{axes_suffix(a)}' for n, a in zip(aval.shape, dims(aval)))}]"
+    """A type as JAX's errors write it: ``float32[8@x,4@y]``, ``float32[4]{V:x}``."""
+    return (f"{aval.dtype.name}[{','.join(f'{n}{axes_suffix(a)}' for n, a in zip(aval.shape, dims(aval)))}]"
+            f"{vma_suffix(getattr(aval, 'vma', ()))}")
 
 
 def unsplit_axis_rule(what: str):

@@ -26,7 +26,7 @@ from . import core
 from . import dtypes as dt
 from .deep import deep_entry
 from .leak_check import check_leaks
-from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprcError, Literal, Primitive, ShapedArray, with_shardings,
+from .core import (ClosedJaxpr, Eqn, Jaxpr, JaxprcError, Literal, Primitive, ShapedArray, with_shardings, with_vma,
                    SourceInfo, Var)
 
 
@@ -452,6 +452,10 @@ class JaxprBuilder:
         avals = [a.aval for a in invars]
         out = rule(*avals, **params)
         for a in avals:     # a loop, not any(): no Python call per equation
+            if type(a) is ShapedArray and a.vma:
+                out = with_vma(prim, out, avals, params)
+                break
+        for a in avals:
             if type(a) is ShapedArray and a.sharding_in_type is not None:
                 out = with_shardings(prim, out, avals, params)
                 break

@@ -242,15 +242,20 @@ def check_vma():
     auto = jx.make_mesh((4, 2), ("x", "y"), axis_types=(jx.sharding.AxisType.Auto,) * 2)
     A = np.arange(32, dtype=np.float32).reshape(8, 4)
     sm = lambda f, i, o, **kw: jx.jit(jx.shard_map(f, mesh=auto, in_specs=i, out_specs=o, **kw))(A)  # noqa: E731
-    raises(ValueError, lambda: sm(lambda a: a * 2, P("x"), P()), "replicated across mesh axes ['x']")
-    raises(ValueError, lambda: sm(lambda a: lax.psum(a, "x"), P("x", "y"), P()), "['y']")
-    raises(ValueError, lambda: sm(lambda a: a + lax.axis_index("x"), P(), P(None, "y")), "varying over ['x']")
-    raises(ValueError, lambda: sm(lambda a: (a, jx.jit(jnp.sin)(a)), P("x"), (P("x"), P())), "out_specs[1]")
-    # through loops and conditionals
+    raises(ValueError, lambda: sm(lambda a: a * 2, P("x"), P()),
+           "out_specs is P() which implies that the corresponding output value is only varying across mesh axes {} "
+           "and not {x}, but it was inferred to be possibly varying over {x}")
+    raises(ValueError, lambda: sm(lambda a: lax.psum(a, "x"), P("x", "y"), P()), "and not {y}")
+    raises(ValueError, lambda: sm(lambda a: a + lax.axis_index("x"), P(), P(None, "y")),
+           "out_specs is P(None, 'y') which implies that the corresponding output value is replicated across mesh "
+           "axis 'x', but could not infer replication over any axes")
+    raises(ValueError, lambda: sm(lambda a: (a, jx.jit(jnp.sin)(a)), P("x"), (P("x"), P())), "out_specs[1] is P()")
+    # through loops and conditionals: zeros_like varies as its model does; branches must agree
     raises(ValueError, lambda: sm(lambda a: lax.fori_loop(0, 3, lambda i, c: c + a, jnp.zeros_like(a)), P("x"), P()),
-           "varying over ['x']")
-    raises(ValueError, lambda: sm(lambda a: lax.cond(True, lambda v: v, lambda v: lax.psum(v, "x"), a), P("x"), P()),
-           "varying over ['x']")
+           "possibly varying over {x}")
+    raises(TypeError, lambda: sm(lambda a: lax.cond(True, lambda v: v, lambda v: lax.psum(v, "x"), a), P("x"), P()),
+           "The output of true_fun has type float32[2,4]{V:x} but the corresponding output of false_fun has type "
+           "float32[2,4], so the manual axis types do not match.")
     sm(lambda a: lax.scan(lambda c, r: (c + lax.psum(r, "x"), r), jnp.zeros(4), a)[0][None], P("x"), P())
     sm(lambda a: lax.cond(True, lambda v: lax.pmax(v, "x"), lambda v: lax.psum(v, "x"), a), P("x"), P())
     assert np.array_equal(np.asarray(sm(lambda a: a * 2, P("x"), P(), check_vma=False)), A[:2] * 2)
@@ -258,15 +263,16 @@ def check_vma():
                           A.reshape(4, 2, 2, 2).sum((0, 2)))
     assert np.array_equal(np.asarray(sm(lambda a: jnp.sin(a) * 0 + a, P(), P())), A)
     cast = lambda a: lax.pcast(a, "x", to="varying")      # noqa: E731
-    raises(ValueError, lambda: sm(cast, P(), P()), "varying over ['x']")
+    raises(ValueError, lambda: sm(cast, P(), P()), "varying over {x}")
     assert np.array_equal(np.asarray(sm(lambda a: cast(a) * lax.axis_index("x"), P(), P("x"))),
                           np.concatenate([A * i for i in range(4)]))
     g = jx.grad(lambda a: (jx.shard_map(lambda b: cast(b) * lax.axis_index("x"), mesh=auto, in_specs=P(),
                                         out_specs=P("x"))(a) ** 2).sum())(A)
     assert np.allclose(np.asarray(g), 2 * A * sum(i * i for i in range(4)))
     raises(NotImplementedError, lambda: sm(lambda a: lax.pcast(a, "x", to="reduced"), P(), P()), "reduced")
-    one = jx.make_mesh((1,), ("i",))      # axes of size 1 are not checked (JAX drops them from types)
-    assert np.array_equal(np.asarray(jx.shard_map(lambda a: a, mesh=one, in_specs=P("i"), out_specs=P())(A)), A)
+    one = jx.make_mesh((1,), ("i",), axis_types=(jx.sharding.AxisType.Auto,))     # axes of size 1 are typed too
+    raises(ValueError, lambda: jx.shard_map(lambda a: a, mesh=one, in_specs=P("i"), out_specs=P())(A),
+           "out_specs is P() which implies that the corresponding output value is replicated across mesh axis 'i'")
 
 
 @check

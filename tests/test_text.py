@@ -271,11 +271,12 @@ def _parallel(x):
     import jaxprc as jx
     from jaxprc.sharding import PartitionSpec as PS
     body = lambda a: (prims.psum(a, "i"), prims.pmax(a, "i"), prims.pmin(a, "i"),  # noqa: E731
-                      prims.all_gather(a, "i"), prims.ppermute(a, "i", [(0, 0)]), prims.axis_index("i"),
+                      prims.all_gather(a, "i"), prims.ppermute(a, "i", [(0, 0)]),
+                      lax.expand_dims(prims.axis_index("i"), (0,)),
                       prims.psum_scatter(a, "i", tiled=True), prims.all_to_all(a, "i", 0, 1, tiled=True),
-                      prims.pbroadcast(a, "i", 0), prims.pcast(a, "i", to="varying"))
+                      prims.pbroadcast(a, "i", 0), prims.pcast(prims.psum(a, "i"), "i", to="varying"))
     return jx.shard_map(body, mesh=jx.make_mesh((1,), ("i",)), in_specs=PS("i"),
-                        out_specs=(PS("i"),) * 3 + (PS(),) * 3 + (PS("i"),) * 4)(x)
+                        out_specs=(PS("i"),) * 10)(x)
 
 
 @pytest.mark.parametrize("name", sorted(_structural_cases()))

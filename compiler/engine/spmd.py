@@ -8,6 +8,8 @@ partitions it; results come back as ShardedArrays with the shardings it chose.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 from jaxlib.mlir import ir, passmanager
 
@@ -16,6 +18,8 @@ from .caches import BoundedCache
 from .compile_guards import execution_refused
 from .dispatch import runtime_aval
 from ..ir.core import ClosedJaxpr, Primitive, subjaxprs
+from ..ir.sharding_type import jax_type_text
+from ..ir.tracing import get_aval
 from ..ir.dtypes import config
 from ..ir.tree_util import broadcast_prefix
 from ..lax.sharding_constraint import constrain, named_sharding, sdy_sharding
@@ -106,12 +110,13 @@ class ShardedLowering:
     constraints, which must all use one mesh's devices."""
 
     def __init__(self, cj: ClosedJaxpr, out_tree, name: str, donated, leaves, in_shardings=None,
-                 out_shardings=None):
+                 out_shardings=None, describe=None):
         self.jaxpr, self.out_tree, self.name = cj, out_tree, name
         in_shardings = in_shardings or [None] * len(cj.in_avals)
         out_shardings = out_shardings or [None] * len(cj.out_avals)
         ins = [shd.resolve(s, f"jit of '{name}': in_shardings") if s is not None else None
                for s in in_shardings]
+        check_committed_devices(leaves, ins, describe or (lambda: (name, [f"args[{i}]" for i in range(len(leaves))])))
         # an argument without a sharding of its own keeps the one it has
         ins = [s if s is not None or not isinstance(x, ShardedArray) else x.sharding
                for s, x in zip(ins, leaves)]
@@ -171,6 +176,21 @@ class ShardedCall:
         return self.plan.out_tree.unflatten(outs)
 
 
+def check_committed_devices(leaves, given, describe) -> None:
+    """JAX's error when arguments committed to different devices (without an in_sharding of the
+    call's) meet in one computation; ``describe()`` gives the function's name and the leaves'."""
+    committed = [(i, x) for i, (x, s) in enumerate(zip(leaves, given))
+                 if s is None and isinstance(x, ShardedArray) and x.sharding is not None]
+    for i, x in committed[1:]:
+        first_i, first = committed[0]
+        if x.sharding._devices != first.sharding._devices:
+            fun, names = describe()
+            said = [f"argument {names[k]} of {fun} with shape {jax_type_text(get_aval(v))} and with device ids "
+                    f"{[d.id for d in v.sharding._devices]} on platform {v.sharding._devices[0].platform.upper()}"
+                    for k, v in ((first_i, first), (i, x))]
+            raise ValueError(f"Received incompatible devices for jitted computation. Got {said[0]} and {said[1]}")
+
+
 def _common_devices(shardings, name: str) -> tuple:
     if not shardings:
         return (runtime.backend().device,)
@@ -225,9 +245,13 @@ def apply_on_devices(prim: Primitive, args, params):
     from ..api import jit
 
     def make():
-        fn = jit(lambda *xs: prim.bind(*xs, **params))
-        fn.__name__ = prim.name
-        return fn
+        def op(*xs):
+            return prim.bind(*xs, **params)
+        op.__name__ = op.__qualname__ = prim.name
+        if len(args) <= 2:          # errors name the operands as JAX's lax functions do: lax.add(x, y)
+            op.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_ONLY)
+                                                  for n in "xy"[:len(args)]])
+        return jit(op)
     key = (prim, tuple(params.items()))
     try:
         hash(key)

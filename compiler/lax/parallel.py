@@ -38,7 +38,7 @@ from .sharding_constraint import sdy_sharding
 from jaxprc.engine.lowering import add_region, max_min, scalar_type
 from jaxlib.mlir.dialects import sdy
 
-from .support.vma import check_out_specs
+from .support.vma import axes_state, check_out_specs, typed_axes, typing_axes
 from .control_flow.common import (_front_dims, _new_vars, _nonzero_tangents, _pick, _split_outs,
                                   _transpose_call_outputs, check_operand_types, check_subjaxpr)
 
@@ -136,12 +136,18 @@ def _shard_map_rule(*avals, jaxpr, mesh, in_specs, out_specs, manual_axes):
     blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"operand {i}"))
               for i, (a, s) in enumerate(zip(avals, in_specs))]
     check_operand_types("shard_map", "operands (blocks of the body's inputs)", jaxpr.in_avals, blocks)
+    for what, body_avals, specs in (("input", jaxpr.in_avals, in_specs), ("output", jaxpr.out_avals, out_specs)):
+        for i, (a, spec) in enumerate(zip(body_avals, specs)):
+            split = {n for axes in spec for n in axes}
+            if not a.vma <= split:      # a value the same on every device of an axis it is not split over
+                raise JaxprTypeError(f"shard_map: body {what} {i} of type {a.str_short()} varies over manual axes "
+                                     f"{sorted(a.vma - split)} its spec {spec} does not split it over")
     outs = []
     for a, spec in zip(jaxpr.out_avals, out_specs):
         shape = list(a.shape)
         for i, axes in enumerate(spec):
             shape[i] *= math.prod(sizes[x] for x in axes)
-        outs.append(a.update(shape=tuple(shape)))
+        outs.append(a.update(shape=tuple(shape), vma=frozenset()))     # whole arrays vary over no manual axis
     return outs
 
 
@@ -237,12 +243,14 @@ def _replicated(values) -> tuple:
     return tuple(tuple(() for _ in np.shape(v)) for v in values)
 
 
-def _trace_body(fun, block_avals, sizes):
-    """Trace a shard_map body on per-device blocks, with the mesh's axes in scope."""
+def _trace_body(fun, block_avals, sizes, vma_axes=frozenset()):
+    """Trace a shard_map body on per-device blocks, with the mesh's axes in scope and values typed
+    with the ``vma_axes`` they vary over (check_vma)."""
     saved = _axis_env()
     _ENV.axes = {**saved, **sizes}
     try:
-        return trace_to_jaxpr(fun, list(block_avals), name="shard_map")
+        with typing_axes(vma_axes):
+            return trace_to_jaxpr(fun, list(block_avals), name="shard_map")
     finally:
         _ENV.axes = saved
 
@@ -277,7 +285,7 @@ def _pe_shard_map(eqn, uk_in):
                                   "its primal part is not supported")
     n = math.prod(sizes.values())
     res_specs = tuple(((every,) + ((),) * (a.ndim - 1)) for a in u_blocks[:n_res])
-    residuals = _new_vars([a.update(shape=(a.shape[0] * n,) + a.shape[1:]) for a in u_blocks[:n_res]])
+    residuals = _new_vars([a.update(shape=(a.shape[0] * n,) + a.shape[1:], vma=frozenset()) for a in u_blocks[:n_res]])
     in_specs, out_specs = p["in_specs"], p["out_specs"]
     k_eqn = eqn.replace(invars=_pick(eqn.invars, uk_in, False), outvars=_pick(eqn.outvars, out_uk, False) + residuals,
                         params={**p, "jaxpr": k_body, "in_specs": tuple(_pick(in_specs, uk_in, False)),
@@ -364,7 +372,9 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
                  for a, s in zip(avals, broadcast(in_specs, tree, "shard_map in_specs"))]
         _only_manual(specs, manual, "in_specs")
         sizes = _manual_sizes(m, manual)
-        blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"argument {i}"))
+        typed = frozenset(manual) if check_vma else frozenset()
+        blocks = [a.update(shape=_block_shape(a.shape, s, sizes, "shard_map", f"argument {i}"),
+                           vma=frozenset(n for axes in s for n in axes if n in typed))
                   for i, (a, s) in enumerate(zip(avals, specs))]
         out_box = []
 
@@ -373,7 +383,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
             out_box.append(out_tree)
             return out_leaves
 
-        cj = _trace_body(body, blocks, sizes)
+        cj = _trace_body(body, blocks, sizes, typed)
         jaxpr, consts = close_over_consts(cj)
         out_tree = out_box[0]
         o_specs = [_spec_dims(s if s is not None else (), a.ndim, "shard_map out_specs")
@@ -382,7 +392,7 @@ def shard_map(f=None, /, *, out_specs, in_specs, mesh=None, axis_names=frozenset
         if check_vma:
             from jaxprc.ir.tree_util import keystr, tree_flatten_with_path
             paths = [keystr(p) for p, _ in tree_flatten_with_path(out_tree.unflatten([0] * out_tree.num_leaves))[0]]
-            check_out_specs(f, m, jaxpr.jaxpr, _replicated(consts) + tuple(specs), o_specs, manual, paths)
+            check_out_specs(f, m, jaxpr.out_avals, o_specs, paths)
         param = ShardingParam.of(shd.NamedSharding(m, shd.PartitionSpec()))
         outs = shard_map_p.bind(*consts, *leaves, jaxpr=jaxpr, mesh=param,
                                 in_specs=_replicated(consts) + tuple(specs),
@@ -413,6 +423,7 @@ def _same_type(name):
 def _reducer(name):
     p = Primitive(name)
     p.def_abstract_eval(_same_type(name))
+    p.def_vma_rule(lambda x, *, axes: x.vma - frozenset(axes))    # the same along its axes
     p.def_params(axes=Tuple(Str()))
     return p
 
@@ -503,9 +514,39 @@ def _tree_map(fn, x):
     return tree_map(fn, x)
 
 
+def _typed_state(v, axes, fn: str) -> None:
+    """JAX's error for a collective over axes some of which ``v`` varies over and some not."""
+    typed = tuple(a for a in axes if a in typed_axes())
+    if typed:
+        axes_state(_aval(v), typed, fn)
+
+
+def _aval(v):
+    from jaxprc.ir.tracing import get_aval
+    return get_aval(v)
+
+
+def _to_varying(v, axes):
+    """``v`` typed as varying over ``axes`` (those typed in this body): a ``pvary`` where it is
+    invariant, as JAX's collectives make their operands before exchanging them."""
+    typed = typed_axes()
+    missing = tuple(a for a in axes if a in typed and a not in _aval(v).vma)
+    return pvary_p.bind(v, axes=missing) if missing else v
+
+
+def vary_like(x, model):
+    """``x`` typed as varying over the manual axes the aval ``model`` varies over."""
+    missing = tuple(sorted(model.vma - _aval(x).vma))
+    return pvary_p.bind(x, axes=missing) if missing else x
+
+
 def psum(x, axis_name):
     axes = _axes(axis_name, "psum")
-    return _tree_map(lambda v: psum_p.bind(v, axes=axes), x)
+
+    def one(v):
+        _typed_state(v, axes, "jax.lax.psum")
+        return psum_p.bind(v, axes=axes)
+    return _tree_map(one, x)
 
 
 def pmax(x, axis_name):
@@ -524,19 +565,45 @@ def pmean(x, axis_name):
     return _tree_map(lambda v: lax.div(v, lax.convert_element_type(n, v.dtype)), psum(x, axis_name))
 
 
-def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
+def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False, to: str = "varying"):
+    if to not in ("varying", "reduced", "invarying"):
+        raise ValueError("Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` values are: "
+                         "{'varying', 'reduced', 'invarying'}")
+    if to == "reduced":
+        raise NotImplementedError("lax.all_gather(to='reduced'): jaxprc types no reduced values")
     axes = _axes(axis_name, "all_gather")
-    return _tree_map(lambda v: all_gather_p.bind(v, axes=axes, axis_size=axis_size(axis_name),
+    if to == "invarying":
+        return _tree_map(lambda v: all_gather_invariant(v, axes, axis, tiled), x)
+    return _tree_map(lambda v: all_gather_p.bind(_to_varying(v, axes), axes=axes, axis_size=axis_size(axis_name),
                                                  all_gather_dimension=int(axis) % (v.ndim + (0 if tiled else 1)),
                                                  tiled=bool(tiled)), x)
+
+
+def all_gather_invariant(v, axes, axis: int, tiled: bool):
+    """``all_gather(to="invarying")``: every device's block put in its place along ``axis`` of
+    zeros and summed over ``axes``, so the result is typed as the same on every device (JAX's
+    all_gather_invariant; a sum computes it, which transposes and batches as sums do)."""
+    from jaxprc import lax
+    d = int(axis) % (v.ndim + (0 if tiled else 1))
+    if not tiled:
+        v = lax.expand_dims(v, (d,))
+    shape = list(v.shape)
+    block, shape[d] = shape[d], shape[d] * axis_size(axes)
+    start = [lax.full((), 0, np.int32)] * len(shape)
+    start[d] = lax.mul(axis_index(axes), lax.full((), block, np.int32))
+    placed = lax.dynamic_update_slice(lax.full(shape, 0, v.dtype), v, start)
+    return psum_p.bind(placed, axes=tuple(axes))
 
 
 def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, tiled: bool = False):
     """The sum over ``axis_name``, of which each device keeps its block along ``scatter_dimension``."""
     axes = _axes(axis_name, "psum_scatter")
-    return _tree_map(lambda v: psum_scatter_p.bind(v, axes=axes, axis_size=axis_size(axis_name),
-                                                   scatter_dimension=int(scatter_dimension) % v.ndim,
-                                                   tiled=bool(tiled)), x)
+
+    def one(v):
+        _typed_state(v, axes, "jax.lax.psum_scatter")
+        return psum_scatter_p.bind(_to_varying(v, axes), axes=axes, axis_size=axis_size(axis_name),
+                                   scatter_dimension=int(scatter_dimension) % v.ndim, tiled=bool(tiled))
+    return _tree_map(one, x)
 
 
 def _index_groups(axis_index_groups, axis_name, fn: str):
@@ -577,7 +644,8 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
             elif split > concat:
                 v = lax.expand_dims(v, (concat,))
                 split += 1
-        out = all_to_all_p.bind(v, axes=axes, axis_size=n, split_axis=split, concat_axis=concat, **extra)
+        out = all_to_all_p.bind(_to_varying(v, axes), axes=axes, axis_size=n, split_axis=split,
+                                concat_axis=concat, **extra)
         return lax.squeeze(out, (split,)) if not tiled and split != concat else out
     return _tree_map(one, x)
 
@@ -605,7 +673,7 @@ def ppermute(x, axis_name, perm):
     if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts) or not all(0 <= i < n for i in srcs + dsts):
         raise ValueError(f"ppermute: perm {perm} must pair distinct sources with distinct destinations in "
                          f"[0, {n}) (the size of axis {axis_name!r})")
-    return _tree_map(lambda v: ppermute_p.bind(v, axes=axes, perm=perm), x)
+    return _tree_map(lambda v: ppermute_p.bind(_to_varying(v, axes), axes=axes, perm=perm), x)
 
 
 def axis_index(axis_name):
@@ -613,9 +681,10 @@ def axis_index(axis_name):
     their product (the first axis varies slowest), as JAX numbers them."""
     from jaxprc import lax
     names = _axes(axis_name, "axis_index")
-    index = axis_index_p.bind(axis_name=names[0])
+    one = lambda name: _to_varying(axis_index_p.bind(axis_name=name), (name,))   # noqa: E731
+    index = one(names[0])
     for name in names[1:]:
-        index = lax.add(lax.mul(index, lax.full((), axis_size(name), np.int32)), axis_index_p.bind(axis_name=name))
+        index = lax.add(lax.mul(index, lax.full((), axis_size(name), np.int32)), one(name))
     return index
 
 
@@ -1073,7 +1142,9 @@ mlir.register_lowering(pbroadcast_p, _pbroadcast_lowering)
 
 pvary_p = Primitive("pvary")     # the same values, typed as varying over ``axes`` (lax.pcast to="varying")
 pvary_p.def_params(axes=Tuple(Str()))
-pvary_p.def_abstract_eval(_same_type("pvary"))
+_add_axes = lambda x, *, axes: x.vma | frozenset(axes)      # noqa: E731
+pvary_p.def_abstract_eval(lambda x, *, axes: _same_type("pvary")(x, axes=axes).update(vma=_add_axes(x, axes=axes)))
+pvary_p.def_vma_rule(_add_axes)      # (its typing rule adds them to an invariant operand too)
 pvary_p.def_impl(lambda x, *, axes: x)
 ad.defjvp_linear(pvary_p)
 # In the per-device view of shard_map's transpose a replicated argument's cotangents are summed
@@ -1090,16 +1161,22 @@ mlir.register_lowering(pvary_p, lambda ctx, x, *, axes: x)
 
 def pcast(x, axis_name, *, to: str):
     """``x`` typed as varying over ``axis_name`` (``to="varying"``): what check_vma needs, say for a
-    loop carry that starts replicated and becomes per-device. Its values are unchanged."""
-    if to not in ("varying", "reduced", "unreduced"):
-        raise ValueError(f"Got unexpected `to` value. Allowed `to` values are: {{'reduced', 'unreduced', "
-                         f"'varying'}}, got {to!r}")
-    if to != "varying":
-        raise NotImplementedError(f"lax.pcast(to={to!r}): jaxprc has no reduced/unreduced array types; "
-                                  "only to='varying' is supported")
+    loop carry that starts replicated and becomes per-device. Its values are unchanged; outside a
+    body typed with check_vma it is ``x``."""
     if isinstance(axis_name, (set, frozenset)):
         raise TypeError(f"axis_name={axis_name} must be a tuple or a str. Got {axis_name}")
     if not axis_name:
         return x
+    if to not in ("varying", "reduced", "unreduced"):
+        raise ValueError("Got unexpected `to` value. Allowed `to` values are: {'varying', 'unreduced', 'reduced'}")
     axes = _axes(axis_name, "pcast")
-    return _tree_map(lambda v: pvary_p.bind(v, axes=axes), x)
+
+    def one(v):
+        state = axes_state(_aval(v), axes, "jax.lax.pcast")
+        if (state, to) in (("invarying", "reduced"), ("varying", "unreduced")):
+            raise NotImplementedError(f"lax.pcast(to={to!r}): jaxprc types no reduced or unreduced values")
+        if (state, to) != ("invarying", "varying"):
+            raise ValueError(f"Unsupported pcast from={state}, {to=}")
+        typed = tuple(a for a in axes if a in typed_axes())
+        return pvary_p.bind(v, axes=typed) if typed else v
+    return _tree_map(one, x)

@@ -390,7 +390,11 @@ def full_like(x, fill_value, dtype=None, shape=None):
     weak = dtype is None and aval.weak_type
     dtype = aval.dtype if dtype is None else dt.canonicalize_dtype(dtype)
     fill = _convert(fill_value, dtype, weak)
-    return broadcast_in_dim(fill, aval.shape if shape is None else shape, ())
+    out = broadcast_in_dim(fill, aval.shape if shape is None else shape, ())
+    if aval.vma:          # varies over the manual axes ``x`` does, as JAX's full_like
+        from .parallel import vary_like
+        out = vary_like(out, aval)
+    return out
 
 
 def zeros_like_array(x):

@@ -37,8 +37,9 @@ def _python_int_array(obj) -> np.ndarray:
     return value
 
 
-def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
-    """An array from an array, a scalar, or (nested) lists of them; like jax.numpy.array."""
+def array(object, dtype=None, copy: bool = True, ndmin: int = 0, *, device=None, out_sharding=None):
+    """An array from an array, a scalar, or (nested) lists of them; like jax.numpy.array (on
+    ``device``, or laid out as ``out_sharding`` says)."""
     dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
     object = from_jax_array(object)
     if isinstance(object, (list, tuple)) and not _is_constant_tree(object):
@@ -68,7 +69,7 @@ def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
     if aval.ndim < ndmin:
         out = lax.broadcast_in_dim(out, (1,) * (ndmin - aval.ndim) + aval.shape,
                                    tuple(range(ndmin - aval.ndim, ndmin)))
-    return out
+    return _placed(out, device, out_sharding)
 
 
 def as_array(a, fn: str):
@@ -78,9 +79,11 @@ def as_array(a, fn: str):
     return asarray(a)
 
 
-def asarray(a, dtype=None, order=None, *, copy=None):
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
     """``a`` as a jaxprc array; jaxprc arrays of the right dtype are returned as they are."""
-    return array(a, dtype=dtype, copy=False)
+    if isinstance(a, np.ndarray) and (dtype is None or np.dtype(to_dtype(dtype)) == a.dtype) and device is None:
+        out_sharding = None       # JAX 0.10.2 keeps a NumPy array it need not convert uncommitted, laid out as is
+    return array(a, dtype=dtype, copy=False, device=device, out_sharding=out_sharding)
 
 
 def _shape_tuple(shape, fn: str) -> tuple[int, ...]:
@@ -106,6 +109,11 @@ def _placed(x, device, out_sharding, like=None):
     """``x`` laid out as ``out_sharding`` asks or on ``device``; a ``*_like`` result of ``like``'s
     shape takes ``like``'s sharding, as in JAX."""
     from jaxprc.lax.sharding_constraint import match_type_sharding, out_sharding_of
+    if device is not None and out_sharding is not None:
+        raise ValueError(f"Only one of `device` or `out_sharding` can be set. Got {device=} and {out_sharding=}")
+    if like is not None and get_aval(like).vma:      # varies over the manual axes its model does
+        from jaxprc.lax.parallel import vary_like
+        x = vary_like(x, get_aval(like))
     if out_sharding is not None:
         return out_sharding_of(x, out_sharding, "creation")
     if device is not None:
@@ -164,8 +172,12 @@ def empty_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     return full_like(a, 0, dtype, shape, device=device, out_sharding=out_sharding)
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
     """Evenly spaced values; the bounds must be concrete (as in JAX). One argument traces to ``iota``."""
+    return _placed(_arange(start, stop, step, dtype), device, out_sharding)
+
+
+def _arange(start, stop, step, dtype):
     if dtype is not None:
         dtype = dt.canonicalize_dtype(to_dtype(dtype))
     if any(type(b) is DimExpr for b in (start, stop, step)):

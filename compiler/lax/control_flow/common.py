@@ -22,7 +22,8 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, ShapedArray, Var
-from jaxprc.ir.tracing import get_aval, is_scalar_constant, trace_to_jaxpr
+from jaxprc.ir.sharding_type import vma_suffix
+from jaxprc.ir.tracing import Tracer, get_aval, is_scalar_constant, trace_to_jaxpr
 from jaxprc.engine.dispatch import put_on_device
 from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, instantiate_zeros, tangent_aval
@@ -47,14 +48,27 @@ def typematch(a: ShapedArray, b: ShapedArray) -> bool:
 # words: users search for them, and JAX's own tests match them.
 
 def jax_type(a: ShapedArray) -> str:
-    """A type as JAX's messages print it: ``float32[2,3]`` (no weak-type mark)."""
-    return f"{np.dtype(a.dtype).name}[{','.join(str(d) for d in a.shape)}]"
+    """A type as JAX's messages print it: ``float32[2,3]``, ``float32[4]{V:x}`` (no weak-type mark)."""
+    return f"{np.dtype(a.dtype).name}[{','.join(str(d) for d in a.shape)}]{vma_suffix(a.vma)}"
+
+
+VMA_HINT_URL = "See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for more information.\n"
+
+
+def vma_hints(hints: Sequence[str]) -> str:
+    """JAX's advice after manual-axis type mismatches: one sentence, or a bulleted list."""
+    if len(hints) == 1:
+        return f"This might be fixed by {hints[0]}.\n{VMA_HINT_URL}"
+    return ("This might be fixed by:\n" + "".join(f"  * {h};\n" for h in hints[:-1])
+            + f"  * {hints[-1]}.\n{VMA_HINT_URL}")
 
 
 def mismatch_extra(a: ShapedArray, b: ShapedArray) -> str:
     """``, so the dtypes do not match`` and the like, after two types that differ."""
     why = [w for w, differs in (("the dtypes do not match", a.dtype != b.dtype),
                                 ("the shapes do not match", a.shape != b.shape)) if differs]
+    if not why and a.vma != b.vma:
+        why = ["the manual axis types do not match"]
     return ", so " + ", and ".join(why) if why else ""
 
 
@@ -67,6 +81,14 @@ def differences(diffs: Sequence[str], capital: bool = True) -> str:
     if len(diffs) == 1:
         return f"{capitalize(diffs[0]) if capital else diffs[0]}.\n"
     return "\n".join(f"  * {d};\n" for d in diffs[:-1]) + f"  * {diffs[-1]}.\n"
+
+
+def joined_vma(avals: Sequence[ShapedArray], *others: Sequence[ShapedArray], extra=frozenset()) -> list:
+    """``avals`` each typed as varying over what it or its counterparts in ``others`` vary over,
+    and over ``extra``: a loop's results vary where its initial or final carry does, a cond's
+    where any branch's result or its predicate does."""
+    vmas = [frozenset(extra).union(a.vma, *(o[i].vma for o in others)) for i, a in enumerate(avals)]
+    return [a if a.vma == v else a.update(vma=v) for a, v in zip(avals, vmas)]
 
 
 def _all_match(expected: Sequence[ShapedArray], got: Sequence[ShapedArray]) -> bool:

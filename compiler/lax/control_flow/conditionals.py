@@ -38,7 +38,8 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      _pick, _split_outs, _trace, _transpose_call_outputs, check_operand_types,
                      check_subjaxpr, typematch)
 from .common import _flat_series, _series_chunks
-from .common import as_array, differences, forwarded_inputs, jax_type, keep_outputs, mismatch_extra
+from .common import (as_array, differences, forwarded_inputs, jax_type, joined_vma, keep_outputs, mismatch_extra,
+                     vma_hints)
 from ..remat import remat_split, remat_split_rules
 
 __all__ = ["cond_p", "cond", "switch"]
@@ -68,7 +69,7 @@ def _cond_abstract_eval(index, *operands, branches):
         check_operand_types("cond", f"branch {i} inputs (branch 0's)", first.in_avals, b.in_avals)
         check_operand_types("cond", f"branch {i} outputs (branch 0's)", first.out_avals, b.out_avals)
     check_operand_types("cond", "operands (the branches' inputs)", first.in_avals, operands)
-    return list(first.out_avals)
+    return joined_vma(first.out_avals, *(b.out_avals for b in branches[1:]), extra=index.vma)
 
 
 # ------------------------------------------------------------------ builders
@@ -205,12 +206,19 @@ def _check_branch_outputs(api, name1, fun1, traced1, name2, fun2, traced2):
                             f"{where}{differences(diffs, capital=False)}\n"
                             f"Revise {name1} and/or {name2} so that they have the same pytree structure.")
     paths = [p for p, _ in tu.tree_flatten_with_path(tree1.unflatten(cj1.out_avals))[0]]
-    diffs = [f"the output of {name1}{f' at path {tu.keystr(p)}' if p else ''} has type {jax_type(a)} but "
-             f"the corresponding output of {name2} has type {jax_type(b)}{mismatch_extra(a, b)}"
-             for p, a, b in zip(paths, cj1.out_avals, cj2.out_avals) if not typematch(a, b)]
+    diffs, hints = [], []
+    for p, a, b in zip(paths, cj1.out_avals, cj2.out_avals):
+        if typematch(a, b) and a.vma == b.vma:
+            continue
+        diffs.append(f"the output of {name1}{f' at path {tu.keystr(p)}' if p else ''} has type {jax_type(a)} "
+                     f"but the corresponding output of {name2} has type {jax_type(b)}{mismatch_extra(a, b)}")
+        if typematch(a, b):      # JAX's advice names the branch whose result varies more, and no axes
+            hints.append(f"applying `jax.lax.pcast(..., (), to='varying')` to the output of "
+                         f"{name1 if b.vma <= a.vma else name2}")
     if diffs:
         raise TypeError(f"{api} branches must have equal output types but they differ.\n\n{where}"
-                        f"{differences(diffs)}\nRevise {name1} and/or {name2} so that all output types match.")
+                        f"{differences(diffs)}\n{vma_hints(hints) + chr(10) if hints else ''}"
+                        f"Revise {name1} and/or {name2} so that all output types match.")
 
 
 def _merge_consts(cjs: Sequence[ClosedJaxpr]):

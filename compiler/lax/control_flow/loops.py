@@ -53,7 +53,8 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types,
                      typematch)
 from .common import _flat_series, _series_chunks
-from .common import as_array, differences, forwarded_inputs, inputs_to_front, jax_type, keep_outputs, merge, mismatch_extra
+from .common import (as_array, differences, forwarded_inputs, inputs_to_front, jax_type, joined_vma, keep_outputs,
+                     merge, mismatch_extra, vma_hints)
 from ..remat import remat_split, remat_split_rules
 
 __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
@@ -86,7 +87,7 @@ def _while_abstract_eval(*avals, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncon
                              f"got ({fmt_types(pred)})")
     check_operand_types("while", "body_jaxpr outputs (the carry it takes)",
                         body_jaxpr.in_avals[body_nconsts:], body_jaxpr.out_avals)
-    return list(body_jaxpr.out_avals)
+    return joined_vma(body_jaxpr.out_avals, body_jaxpr.in_avals[body_nconsts:], extra=pred[0].vma)
 
 
 scan_p = Primitive("scan")
@@ -122,6 +123,7 @@ def _scan_abstract_eval(*avals, jaxpr, length, reverse, unroll, num_consts, num_
     carry_out, ys = jaxpr.out_avals[:num_carry], jaxpr.out_avals[num_carry:]
     check_operand_types("scan", "jaxpr carry outputs (its carry inputs)",
                         jaxpr.in_avals[num_consts:num_consts + num_carry], carry_out)
+    carry_out = joined_vma(carry_out, jaxpr.in_avals[num_consts:num_consts + num_carry])
     return [*carry_out, *(y.update(shape=(length, *y.shape)) for y in ys)]
 
 
@@ -182,17 +184,24 @@ def _check_carry_tree(body: _Body, in_tree, out_tree) -> None:
 
 
 def _check_carry_types(body: _Body, paths, in_avals, out_avals) -> None:
-    """Each output carry leaf must have its input's shape and dtype (weak bits aside)."""
+    """Each output carry leaf must have its input's shape and dtype (weak bits aside) and vary
+    over no manual axis its input does not (shard_map's check_vma)."""
     name = body.carry_name()
-    diffs = [f"{_carry_component(name, tu.keystr(p))} has type {jax_type(a)} but the corresponding output "
-             f"carry component has type {jax_type(b)}{mismatch_extra(a, b)}"
-             for p, a, b in zip([body.user_path(p) for p in paths], in_avals, out_avals)
-             if p is not None and not typematch(a, b)]
+    diffs, hints = [], []
+    for p, a, b in zip([body.user_path(p) for p in paths], in_avals, out_avals):
+        if p is None or (typematch(a, b) and b.vma <= a.vma):
+            continue
+        component = _carry_component(name, tu.keystr(p))
+        diffs.append(f"{component} has type {jax_type(a)} but the corresponding output carry component has "
+                     f"type {jax_type(b)}{mismatch_extra(a, b)}")
+        if typematch(a, b):
+            hints.append(f"applying `jax.lax.pcast(..., {tuple(sorted(b.vma - a.vma))}, to='varying')`, to the "
+                         f"initial carry value corresponding to {component}")
     if diffs:
         raise TypeError(
             f"{body.api} body function carry input and carry output must have equal types, but they "
-            f"differ:\n\n{differences(diffs)}\nRevise the function so that all output types match the "
-            "corresponding input types.")
+            f"differ:\n\n{differences(diffs)}\n{vma_hints(hints) + chr(10) if hints else ''}Revise the "
+            "function so that all output types match the corresponding input types.")
 
 
 def _promote_weak_carry(leaves, in_avals, out_avals):
