@@ -102,17 +102,28 @@ class ShapedArray(AbstractValue):
     def __hash__(self):
         return self._hash
 
-    def str_short(self) -> str:
+    def str_short(self, short_dtypes=None) -> str:
         """Type text: ``f32[3,4]``; weak types carry a leading ``~`` (``~f32[]``); a dimension
-        split over mesh axes names them (``f32[8@x,4@(x,y)]``)."""
+        split over mesh axes names them (``f32[8@x,4@(x,y)]``). With ``short_dtypes`` given,
+        JAX's form instead: no weak-type mark, ``float32[3,4]`` unless ``short_dtypes=True``."""
+        if short_dtypes is not None:
+            if not short_dtypes:
+                return self._long_text()
+            return f"{dt.short_name(self.dtype)}[{_dims_text(self.shape, self.sharding_in_type)}]"
         text = f"{dt.short_name(self.dtype)}[{_dims_text(self.shape, self.sharding_in_type)}]"
         return "~" + text if self.weak_type else text
 
-    __str__ = str_short
+    def __str__(self):
+        """JAX's: ``~float32[3]`` (the IR's text is ``str_short``)."""
+        return ("~" if self.weak_type else "") + self._long_text()
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.dtype.name}[{_dims_text(self.shape, self.sharding_in_type)}]{weak})"
+        return f"ShapedArray({self._long_text()}{weak})"
+
+    def _long_text(self) -> str:
+        name = "float0" if self.dtype == dt.float0 else self.dtype.name
+        return f"{name}[{_dims_text(self.shape, self.sharding_in_type)}]"
 
 
 def _dims_text(shape, sharding=None) -> str:

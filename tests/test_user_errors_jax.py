@@ -138,8 +138,9 @@ _LEAKED = []
 
 
 def test_scan_and_checking_leaks_name_the_holder():
-    with jx.checking_leaks(), pytest.raises(Exception, match=r"(?s)Leaked trace scan.*created on line .*"
-                                                             r"<Tracer \d+> is referred to by <list (\d+)>\[0\]\n"
+    with jx.checking_leaks(), pytest.raises(Exception, match=r"(?s)Leaked trace DynamicJaxprTrace\..*created on line "
+                                                             r".*while tracing scan.*"
+                                                             r"<DynamicJaxprTracer \d+> is referred to by <list (\d+)>\[0\]\n"
                                                              r"<list \1> is referred to by .*\._LEAKED"):
         lax.scan(lambda c, _: (_LEAKED.append(c * 2) or c, None), 1.0, None, length=2)
     _LEAKED.clear()
@@ -156,12 +157,12 @@ def test_checking_leaks_names_the_attribute_and_key_that_hold_a_tracer():
     def keep_in_attribute(x):
         _HOLDER.kept = x
         return x
-    with jx.checking_leaks(), pytest.raises(Exception, match=r"<Tracer \d+> is referred to by <_Holder (\d+)>\.kept"
+    with jx.checking_leaks(), pytest.raises(Exception, match=r"<DynamicJaxprTracer \d+> is referred to by <_Holder (\d+)>\.kept"
                                                              r"\n<_Holder \1> is referred to by .*\._HOLDER"):
         jx.jit(keep_in_attribute)(1.0)
     del _HOLDER.kept
     store = {}
-    with jx.checking_leaks(), pytest.raises(Exception, match=r"<Tracer \d+> is referred to by <dict \d+>\['k'\]"):
+    with jx.checking_leaks(), pytest.raises(Exception, match=r"<BatchTracer \d+> is referred to by <dict \d+>\['k'\]"):
         jx.vmap(lambda x: store.setdefault("k", x))(jnp.ones(2))
     store.clear()
 
