@@ -174,7 +174,7 @@ class Tracer:
         return self.shape[0]
 
     def __hash__(self):
-        raise TypeError(f"unhashable type: {type(self).__name__} (a traced array)")
+        raise TypeError(f"unhashable type: '{self._builder.style.type_name}'")
 
     # -- concretization: Python needs a value ---------------------------------
     def _concrete(self, what: str, error: type = ConcretizationTypeError):
@@ -583,9 +583,9 @@ def _headline(what: str, type_str: str) -> str:
     if what == "bool()":
         return f"Attempted boolean conversion of traced array with shape {type_str}."
     if what == "__index__()":
-        return f"The __index__() method was called on traced array with shape {type_str}."
+        return f"The __index__() method was called on traced array with shape {type_str}"
     if what.startswith("the numpy.ndarray conversion method"):
-        return f"The numpy.ndarray conversion method __array__() was called on traced array with shape {type_str}."
+        return f"The numpy.ndarray conversion method __array__() was called on traced array with shape {type_str}"
     headline = f"Abstract tracer value encountered where concrete value is expected: traced array with shape {type_str}"
     if what in ("int()", "float()", "complex()"):
         kind = what[:-2]
@@ -602,7 +602,8 @@ def _concretization_message(tracer: Tracer, what: str) -> str:
     where = f", created at {src}" if src else ", an argument of the traced function"
     here = user_source_info()
     at = f" at {here}" if here else ""
-    return (f"{_headline(what, type_str(tracer.aval))}\n{what} was "
+    subject = "T" + what[1:] if what.startswith("the ") else what    # a sentence starts upper-case
+    return (f"{_headline(what, type_str(tracer.aval))}\n{subject} was "
             f"called{at} on the traced value {tracer!r}{where}. Under jit (and vmap), values are "
             "abstract: only their shape and dtype are known. Fixes: mark the argument static "
             "(static_argnums / static_argnames) if it is a Python value; use lax.cond, lax.switch, "
