@@ -771,7 +771,10 @@ class JitFunction:
             if _ref.has_refs(leaves):
                 return self._call_threading_refs(args, kwargs)
             key = None
-        traced = self._traced.get(key)
+        try:
+            traced = self._traced.get(key)
+        except TypeError:
+            raise _unhashable_static_error(self._name, key) from None
         if traced is None:
             cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
             jaxpr, consts = close_over_consts(cj)
@@ -884,8 +887,7 @@ def _placement(device, backend):
 
 def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None, static_argnums=(),
         static_argnames=(), donate_argnums=(), donate_argnames=(), keep_unused: bool = False, device=None,
-        backend: str | None = None, inline: bool = False, abstracted_axes=None,
-        compiler_options: dict | None = None):
+        backend: str | None = None, inline: bool = False, compiler_options: dict | None = None):
     """Compile ``fun`` with XLA, once per argument signature; usable as ``@jit`` or ``@jit(...)``.
     ``in_shardings``/``out_shardings`` (a sharding, or one per positional argument / result)
     partition the program over their mesh's devices (jaxprc/spmd.py). As in JAX, arguments the
@@ -902,10 +904,8 @@ def jit(fun: Callable | None = None, *, in_shardings=None, out_shardings=None, s
                    compiler_options=compiler_options)
     if fun is None:
         return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings, device=device,
-                                 backend=backend, abstracted_axes=abstracted_axes, **options)
+                                 backend=backend, **options)
     _check_callable(fun)
-    if abstracted_axes is not None:
-        raise NotImplementedError("jit(abstracted_axes=...): jaxprc has no dynamic shapes")
     placement = _placement(device, backend)
     if placement is not None:
         in_shardings = placement if in_shardings is None else in_shardings

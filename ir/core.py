@@ -111,20 +111,32 @@ class ShapedArray(AbstractValue):
     def __hash__(self):
         return self._hash
 
-    def str_short(self) -> str:
+    def str_short(self, short_dtypes=None) -> str:
         """Type text: ``f32[3,4]``; weak types carry a leading ``~`` (``~f32[]``); a dimension
         split over mesh axes names them (``f32[8@x,4@(x,y)]``); varying manual axes follow as
-        JAX prints them (``f32[4]{V:x}``, ``f32[4]{V:(x,y)}``)."""
+        JAX prints them (``f32[4]{V:x}``, ``f32[4]{V:(x,y)}``). With ``short_dtypes`` given, JAX's
+        form instead: no weak-type mark, ``float32[3,4]`` unless ``short_dtypes=True``."""
+        if short_dtypes is not None:
+            if not short_dtypes:
+                return self._long_text()
+            text = f"{dt.short_name(self.dtype)}[{_dims_text(self.shape, self.sharding_in_type)}]"
+            return text + sharding_type.vma_suffix(self.vma) if self.vma else text
         text = f"{dt.short_name(self.dtype)}[{_dims_text(self.shape, self.sharding_in_type)}]"
         text = "~" + text if self.weak_type else text
         return text + sharding_type.vma_suffix(self.vma) if self.vma else text
 
-    __str__ = str_short
+    def __str__(self):
+        """JAX's: ``~float32[3]`` (the IR's text is ``str_short``)."""
+        return ("~" if self.weak_type else "") + self._long_text()
 
     def __repr__(self):
         weak = ", weak_type=True" if self.weak_type else ""
-        return (f"ShapedArray({self.dtype.name}[{_dims_text(self.shape, self.sharding_in_type)}]"
-                f"{sharding_type.vma_suffix(self.vma)}{weak})")
+        return f"ShapedArray({self._long_text()}{weak})"
+
+    def _long_text(self) -> str:
+        name = "float0" if self.dtype == dt.float0 else self.dtype.name
+        text = f"{name}[{_dims_text(self.shape, self.sharding_in_type)}]"
+        return text + sharding_type.vma_suffix(self.vma) if self.vma else text
 
 
 def _dims_text(shape, sharding=None) -> str:

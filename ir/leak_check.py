@@ -29,16 +29,17 @@ def check_leaks(builder) -> None:
     leaked[:] = [t for t in leaked if not _held_by_jaxprc(t, ours)]
     if not leaked:
         return
-    lines = [f"Leaked trace {builder.name}. Leaked tracer(s):", ""]
+    tracer_type = builder.style.type_name        # JAX's tracer class; its trace's drops the 'r'
+    lines = [f"Leaked trace {tracer_type[:-1]}. Leaked tracer(s):", ""]
     for i in range(min(len(leaked), 5)):
         tracer = leaked[i]
         eqn = builder._producer.get(tracer._var)
         origin = (f"created on line {eqn.source_info}" if eqn is not None and eqn.source_info is not None
                   else "an argument of the traced function")
-        lines.append(f"{tracer!r}, {origin}")
+        lines.append(f"{tracer!r}, {origin}, while tracing {builder.name}")
         for holder in gc.get_referrers(tracer):
             if not any(holder is o for o in ours):
-                lines += _reference_chain(tracer, holder, ours)
+                lines += _reference_chain(tracer, tracer_type, holder, ours)
         lines.append("")
     if len(leaked) > 5:
         lines.append(f"... and {len(leaked) - 5} more")
@@ -62,14 +63,14 @@ def _edge(holder, obj) -> str:
     return ""
 
 
-def _reference_chain(tracer, holder, ours) -> list[str]:
+def _reference_chain(tracer, tracer_type: str, holder, ours) -> list[str]:
     """JAX's lines for one holder of a leaked tracer: what holds the tracer, and the module global
     that keeps the holder, where one does. An instance's ``__dict__`` is named as the instance."""
     owners = [o for o in gc.get_referrers(holder)
               if getattr(o, "__dict__", None) is holder and not any(o is x for x in ours)]
     if isinstance(holder, dict) and owners:
         holder = owners[0]
-    lines = [f"<Tracer {id(tracer)}> is referred to by {_node(holder)}{_edge(holder, tracer)}"]
+    lines = [f"<{tracer_type} {id(tracer)}> is referred to by {_node(holder)}{_edge(holder, tracer)}"]
     globals_of = {id(vars(m)): name for name, m in list(sys.modules.items()) if hasattr(m, "__dict__")}
     lines += [f"{_node(holder)} is referred to by {globals_of[id(d)]}.{k}" for d in gc.get_referrers(holder)
               if id(d) in globals_of and not any(d is o for o in ours)

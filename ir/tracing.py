@@ -166,7 +166,7 @@ class Tracer:
     weak_type = property(lambda self: self._var.aval.weak_type)
 
     def __repr__(self):
-        return f"Traced<{self.aval.str_short()}>"
+        return self._builder.style.repr(self)
 
     def __len__(self):
         if not self.shape:
@@ -174,7 +174,7 @@ class Tracer:
         return self.shape[0]
 
     def __hash__(self):
-        raise TypeError(f"unhashable type: {type(self).__name__} (a traced array)")
+        raise TypeError(f"unhashable type: '{self._builder.style.type_name}'")
 
     # -- concretization: Python needs a value ---------------------------------
     def _concrete(self, what: str, error: type = ConcretizationTypeError):
@@ -367,11 +367,30 @@ def current_builder() -> "JaxprBuilder | None":
     return stack[-1] if stack else None
 
 
+class TracerStyle:
+    """How the tracers of one trace present themselves: as JAX's tracer of the transformation
+    being traced for (``JitTracer(float32[3])`` here; the transformations' front ends give theirs)."""
+
+    type_name = "DynamicJaxprTracer"    # JAX's class, named by the escaped-tracer error
+
+    def repr(self, tracer: "Tracer") -> str:
+        return self.value_repr(tracer.aval, None)
+
+    def value_repr(self, aval: ShapedArray, primal: str | None) -> str:
+        """The repr of a value of this trace that is no argument: of type ``aval``, whose
+        primal prints as ``primal`` where known."""
+        return f"JitTracer({aval})"
+
+
+JIT_STYLE = TracerStyle()
+
+
 class JaxprBuilder:
     """Records the equations of one trace and closes them into a ClosedJaxpr."""
 
-    def __init__(self, name: str = "trace"):
+    def __init__(self, name: str = "trace", style: TracerStyle = JIT_STYLE):
         self.name = name
+        self.style = style
         self.invars: list[Var] = []
         self.eqns: list[Eqn] = []
         self.constvars: list[Var] = []
@@ -555,7 +574,7 @@ def escaped_tracer_error(tracer: Tracer, use: str) -> UnexpectedTracerError:
     return UnexpectedTracerError(
         "Encountered an unexpected tracer. A function transformed by JAX had a side effect, allowing for a "
         f"reference to an intermediate value with type {type_str(aval)} "
-        f"wrapped in a {tracer!r} to escape the scope of the transformation.\n"
+        f"wrapped in a {tracer._builder.style.type_name} to escape the scope of the transformation.\n"
         "JAX transformations require that functions explicitly return their outputs, and disallow saving "
         "intermediate values to global state.\n"
         f"The function being traced when the value leaked was {tracer._builder.name}.\n"
@@ -568,9 +587,9 @@ def _headline(what: str, type_str: str) -> str:
     if what == "bool()":
         return f"Attempted boolean conversion of traced array with shape {type_str}."
     if what == "__index__()":
-        return f"The __index__() method was called on traced array with shape {type_str}."
+        return f"The __index__() method was called on traced array with shape {type_str}"
     if what.startswith("the numpy.ndarray conversion method"):
-        return f"The numpy.ndarray conversion method __array__() was called on traced array with shape {type_str}."
+        return f"The numpy.ndarray conversion method __array__() was called on traced array with shape {type_str}"
     headline = f"Abstract tracer value encountered where concrete value is expected: traced array with shape {type_str}"
     if what in ("int()", "float()", "complex()"):
         kind = what[:-2]
@@ -587,7 +606,8 @@ def _concretization_message(tracer: Tracer, what: str) -> str:
     where = f", created at {src}" if src else ", an argument of the traced function"
     here = user_source_info()
     at = f" at {here}" if here else ""
-    return (f"{_headline(what, type_str(tracer.aval))}\n{what} was "
+    subject = "T" + what[1:] if what.startswith("the ") else what    # a sentence starts upper-case
+    return (f"{_headline(what, type_str(tracer.aval))}\n{subject} was "
             f"called{at} on the traced value {tracer!r}{where}. Under jit (and vmap), values are "
             "abstract: only their shape and dtype are known. Fixes: mark the argument static "
             "(static_argnums / static_argnames) if it is a Python value; use lax.cond, lax.switch, "
@@ -668,15 +688,16 @@ def _outside_any_trace() -> bool:
 
 @deep_entry(retry_if=_outside_any_trace)
 def trace_to_jaxpr(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "trace",
-                   concrete_args: Sequence[Any] | None = None):
+                   concrete_args: Sequence[Any] | None = None, style: TracerStyle = JIT_STYLE):
     """Trace ``fun`` (flat list of args -> flat list of outputs) into a ClosedJaxpr.
 
     The ClosedJaxpr's consts may hold tracers of enclosing traces (values the
     function closed over); callers that nest turn them into operands.
     ``concrete_args``, when given, are the inputs' concrete values, which lets
-    Python inspect traced values (see ``JaxprBuilder.concretize``).
+    Python inspect traced values (see ``JaxprBuilder.concretize``). ``style``: how its tracers
+    print (``TracerStyle``).
     """
-    builder = JaxprBuilder(name)
+    builder = JaxprBuilder(name, style)
     with builder:
         values = concrete_args if concrete_args is not None else [None] * len(in_avals)
         args = [builder.new_arg(a, v) for a, v in zip(in_avals, values)]

@@ -129,12 +129,12 @@ def placed_as_typed(value):
 def arrays_carry_their_explicit_sharding():
     x = put(X, "x", "y")
     t = jx.typeof(x)
-    assert str(t) == "f32[8@x,4@y]" and repr(t) == "ShapedArray(float32[8@x,4@y])"
+    assert str(t) == "float32[8@x,4@y]" and repr(t) == "ShapedArray(float32[8@x,4@y])"
     assert t.sharding == NamedSharding(mesh.abstract_mesh, P("x", "y"))
     assert jx.typeof(put(X, ("x", "y"))).str_short() == "f32[8@(x,y),4]"
     assert jx.typeof(put(X, "x", on=auto)).sharding_in_type is None      # Auto axes are not typed
     mixed = jx.make_mesh((2, 4), ("x", "y"), axis_types=(AxisType.Explicit, AxisType.Auto))
-    assert str(jx.typeof(put(X, "x", "y", on=mixed))) == "f32[8@x,4]"
+    assert str(jx.typeof(put(X, "x", "y", on=mixed))) == "float32[8@x,4]"
     plain = jx.typeof(X)
     assert plain.sharding_in_type is None and repr(plain.sharding) == (
         "NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None, None))")

@@ -361,8 +361,8 @@ def test_checking_leaks():
     x = _fresh()
     with jaxprc.checking_leaks():
         for transform in (jaxprc.jit, jaxprc.grad):
-            with pytest.raises(Exception, match=r"Leaked trace .*Leaked tracer\(s\):\n\nTraced<f32\[.*\]>, created "
-                                                r"on line .*test_array_misc.py:\d+\n<Tracer \d+> is referred to by "
+            with pytest.raises(Exception, match=r"Leaked trace \w+Trace\. Leaked tracer\(s\):\n\n\w+Tracer\(.*\), created "
+                                                r"on line .*test_array_misc.py:\d+, while tracing .*\n<\w+Tracer \d+> is referred to by "
                                                 r"<list (\d+)>\[0\]\n<list \1> is referred to by .*test_array_misc._LEAKED"):
                 transform(lambda v: leaky(v).sum())(x)
             _LEAKED.clear()

@@ -225,6 +225,25 @@ def test_io_callback_vmap_and_jvp_rules():
         jx.jvp(lambda x: io_callback(_host_sin, S(), x), (1.0,), (1.0,))
 
 
+@pytest.mark.parametrize("ordered", [False, True])
+def test_io_callback_under_vmap_of_cond_and_while_is_refused_as_jax(ordered):
+    io = lambda x: io_callback(_host_sin, S(), x, ordered=ordered)
+    xs, preds = jnp.arange(2.0), jnp.array([True, False])
+    with pytest.raises(NotImplementedError, match="(?m)^IO effect not supported in vmap-of-cond.$"):
+        jx.vmap(lambda p, x: lax.cond(p, io, lambda y: y, x))(preds, xs)
+    with pytest.raises(NotImplementedError, match="(?m)^IO effect not supported in vmap-of-cond.$"):
+        jx.vmap(lambda i, x: lax.switch(i, [io, jnp.cos], x))(jnp.array([0, 1]), xs)
+    loop = jx.vmap(lambda x: lax.while_loop(lambda c: c < 3, lambda c: io(c) + 1, x))
+    want = ("(?m)^Ordered IO effects not supported in vmap.$" if ordered else
+            "(?m)^Unordered IO effects not supported in while_loop with batched predicate$")
+    with pytest.raises(Exception, match=want):
+        loop(xs)
+    # a predicate the batch does not change runs the callback per step, as JAX does
+    if not ordered:
+        out = jx.vmap(lambda x: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, io(c[1])), (0, x)))(xs)
+        np.testing.assert_allclose(out[1], np.sin(np.sin(np.arange(2.0))), rtol=1e-6)
+
+
 # ------------------------------------------------------------------ errors
 
 def test_wrong_results_are_clear_errors_never_garbage():

@@ -82,8 +82,7 @@ def test_escaped_tracer_says_what_jax_says():
         return leaked[0] + 1
     (kind, message), (want_kind, want) = _error(jaxprc, run), _error(jax, run)
     assert kind == want_kind == "UnexpectedTracerError"
-    assert message.split(" wrapped in ")[0] == want.split(" wrapped in ")[0]
-    assert message.split("\n")[1] == want.split("\n")[1]
+    assert message.split("\n")[:2] == want.split("\n")[:2]    # the tracer's type and JAX's class
 
 
 def test_non_jax_values_are_named_as_jax():

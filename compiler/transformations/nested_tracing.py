@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 
 from ..ir.core import ClosedJaxpr, ShapedArray
 from ..ir.leak_check import check_leaks
-from ..ir.tracing import ConcretizationTypeError, JaxprBuilder, Tracer, get_aval
+from ..ir.tracing import JIT_STYLE, ConcretizationTypeError, JaxprBuilder, Tracer, TracerStyle, get_aval
 from ..ir.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["NestedBuilder", "flatten_fun", "trace_on_values"]
@@ -18,9 +18,10 @@ class NestedBuilder(JaxprBuilder):
     """A builder whose inputs may be tracers of an enclosing trace: when Python asks for a
     value, the enclosing trace is asked for theirs (``grad(grad(f))`` with concrete inputs)."""
 
-    def __init__(self, name):
-        super().__init__(name)
+    def __init__(self, name, style=JIT_STYLE):
+        super().__init__(name, style)
         self.outer_args: dict = {}
+        self.enclosing = None      # the builder of the first input that is an enclosing trace's tracer
 
     def concretize(self, tracer, what, error):
         for v, outer in list(self.outer_args.items()):
@@ -33,11 +34,12 @@ class NestedBuilder(JaxprBuilder):
 
 
 def trace_on_values(fun: Callable, values: Sequence[Any], name: str,
-                    extra_avals: Sequence[ShapedArray] = ()) -> ClosedJaxpr:
+                    extra_avals: Sequence[ShapedArray] = (), style: TracerStyle = JIT_STYLE) -> ClosedJaxpr:
     """Trace ``fun`` (flat inputs -> flat outputs) on ``values`` (concrete, known to Python; or
     tracers of an enclosing trace, asked for their values when Python needs them), followed by
-    abstract inputs of ``extra_avals``. Checks that no tracer of this trace leaks out."""
-    builder = NestedBuilder(name)
+    abstract inputs of ``extra_avals``. Checks that no tracer of this trace leaks out. ``style``:
+    how its tracers print."""
+    builder = NestedBuilder(name, style)
     with builder:
         inputs = []
         for x in values:
@@ -45,6 +47,7 @@ def trace_on_values(fun: Callable, values: Sequence[Any], name: str,
             t = builder.new_arg(get_aval(x), None if outer else x)
             if outer:
                 builder.outer_args[t._var] = x
+                builder.enclosing = builder.enclosing or x._builder
             inputs.append(t)
         inputs += [builder.new_arg(a) for a in extra_avals]
         cj = builder.build(fun(*inputs))

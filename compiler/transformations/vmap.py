@@ -20,6 +20,7 @@ from jaxprc.passes.registry import verify_pass_result
 from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_typed_jaxpr
 
 from ..engine.evaluate import evaluate_jaxpr
+from .tracer_styles import VmapStyle
 from ..lax.parallel import batching_axis, named_axis
 from ..engine.traceback_filtering import api_boundary
 
@@ -93,7 +94,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
         name = getattr(fun, "__name__", "fun")
         with named_axis(axis_name, size):      # collectives may name the mapped axis
             per_example = trace_to_jaxpr(flat_fun, [unbatched_aval(a, d) for a, d in zip(avals, axes)],
-                                         name=f"vmap({name})")
+                                         name=f"vmap({name})", style=VmapStyle(avals, size))
         out_axes_flat = _flatten_axes("vmap out_axes", out_tree[0], out_axes)
         try:
             with batching_axis(axis_name, size):

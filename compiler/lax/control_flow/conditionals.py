@@ -20,7 +20,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.engine.traceback_filtering import api_boundary
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
-from jaxprc.ir.effects import has_ordered_effects
+from jaxprc.ir.effects import Effect, has_ordered_effects, jaxpr_effects
 from jaxprc.ir.params import ClosedJaxprParam, Tuple
 from jaxprc.ir.tracing import Tracer, close_over_consts, eval_jaxpr, get_aval, trace_to_jaxpr
 from jaxprc.passes.canonicalize import CANONICALIZE
@@ -293,6 +293,8 @@ ad.primitive_transposes[cond_p] = _cond_t
 # ------------------------------------------------------------------ batching
 
 def _cond_rule(args, dims, *, branches):
+    if any(e in (Effect.io, Effect.ordered_io) for b in branches for e in jaxpr_effects(b)):
+        raise NotImplementedError("IO effect not supported in vmap-of-cond.")     # JAX's refusal
     (index, *ops), (index_dim, *op_dims) = args, dims
     size = axis_size_of(args, dims)
     if index_dim is not None:

@@ -33,7 +33,7 @@ from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
-from jaxprc.ir.effects import has_ordered_effects
+from jaxprc.ir.effects import Effect, has_ordered_effects, jaxpr_effects
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Size, Tuple
 from jaxprc.ir.shape_poly import DimExpr, non_negative_dim
 from jaxprc.engine import dynamic_shapes
@@ -738,6 +738,9 @@ def _carry_fixpoint(body: ClosedJaxpr, size: int, carry_batched: list[bool],
 
 
 def _while_rule(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
+    effects = jaxpr_effects(cond_jaxpr) | jaxpr_effects(body_jaxpr)
+    if Effect.ordered_io in effects:        # JAX's refusals, in its words
+        raise Exception("Ordered IO effects not supported in vmap.")
     size = axis_size_of(args, dims)
     nc, nb = cond_nconsts, body_nconsts
     cconsts, bconsts, init = args[:nc], args[nc:nc + nb], args[nc + nb:]
@@ -747,6 +750,8 @@ def _while_rule(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconst
     carry_dims = _front_dims(carry_b)
     _, (pred_batched,) = batch_jaxpr(cond_jaxpr, size, [*cdims, *carry_dims])
     if pred_batched:
+        if Effect.io in effects:
+            raise Exception("Unordered IO effects not supported in while_loop with batched predicate")
         return _while_batched_pred(cconsts, cdims, bconsts, bdims, init, idims, size,
                                    cond_jaxpr, body_jaxpr)
     new_cond, _ = batch_jaxpr(cond_jaxpr, size, [*cdims, *carry_dims])
