@@ -311,6 +311,12 @@ class PRNGKeyArray:
     size = property(lambda self: math.prod(self.shape))
     dtype = property(lambda self: PRNGKeyDType(self._impl))
     aval = property(lambda self: KeyArrayType(self.shape, self.dtype))
+    itemsize = property(lambda self: self.dtype.itemsize)
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "
+                        "jaxprc.random.key_data(arr) if you wish to extract the underlying integer array.")
 
     def __len__(self):
         if not self.shape:

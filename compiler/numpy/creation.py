@@ -10,6 +10,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.shape_poly import DimExpr, canonicalize_shape, non_negative_dim
 from jaxprc.lax import elementwise as ew
 from jaxprc.ir.tracing import get_aval
+from jaxprc.key_moves import array_of_keys, full_keys, holds_keys, is_key_dtype
 
 from ._dtypes import to_dtype
 from ._util import aval_of, broadcast_to_shape, convert, from_jax_array, is_constant
@@ -39,6 +40,8 @@ def _python_int_array(obj) -> np.ndarray:
 
 def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
     """An array from an array, a scalar, or (nested) lists of them; like jax.numpy.array."""
+    if holds_keys(object):
+        return array_of_keys(object, dtype)
     dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
     object = from_jax_array(object)
     if isinstance(object, (list, tuple)) and not _is_constant_tree(object):
@@ -121,6 +124,8 @@ def _placed(x, device, out_sharding, like=None):
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     """An array of ``shape`` filled with ``fill_value`` (weakly typed if the fill is and no dtype is given)."""
     shape = _shape_tuple(shape, "full")
+    if is_key_dtype(dtype) or (dtype is None and holds_keys(fill_value)):
+        return full_keys(shape, fill_value, dtype if dtype is not None else fill_value.dtype)
     a = aval_of(fill_value, "full")
     if dtype is None:
         return _placed(_full(shape, fill_value, a.dtype, a.weak_type), device, out_sharding)
@@ -143,6 +148,8 @@ def empty(shape, dtype=None, *, device=None, out_sharding=None):
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Like ``full`` with ``a``'s shape, dtype and sharding; keeps ``a``'s weak type when no dtype is given."""
+    if holds_keys(a) or is_key_dtype(dtype):
+        return full(a.shape if shape is None else shape, fill_value, a.dtype if dtype is None else dtype)
     aval = aval_of(a, "full_like")
     shape = aval.shape if shape is None else _shape_tuple(shape, "full_like")
     if dtype is None:
