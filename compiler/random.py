@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import pickle
 import warnings
 from typing import Callable, NamedTuple, Sequence
 
@@ -244,8 +245,19 @@ class PRNGImpl(NamedTuple):
     def __repr__(self):
         return f"PRNGImpl({self.name})"
 
+    def __reduce__(self):
+        # pickled by name (its functions are jit objects, not importable by reference): keys and key
+        # dtypes of registered implementations pickle, as JAX's
+        if prngs.get(self.name) is not self:
+            raise pickle.PicklingError(f"cannot pickle the unregistered PRNG implementation {self.name}")
+        return _registered_impl, (self.name,)
+
 
 prngs: dict[str, PRNGImpl] = {}
+
+
+def _registered_impl(name: str) -> PRNGImpl:
+    return prngs[name]
 
 
 def register_prng(impl: PRNGImpl) -> PRNGImpl:

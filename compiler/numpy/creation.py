@@ -38,8 +38,15 @@ def _python_int_array(obj) -> np.ndarray:
     return value
 
 
-def array(object, dtype=None, copy: bool = True, ndmin: int = 0):
+def array(object, dtype=None, copy: bool = True, order: str | None = "K", ndmin: int = 0, *, device=None,
+          out_sharding=None):
     """An array from an array, a scalar, or (nested) lists of them; like jax.numpy.array."""
+    if order is not None and order != "K":
+        raise NotImplementedError("Only implemented for order='K'")
+    if object is None:
+        raise ValueError("None is not a valid value for jnp.array")
+    if device is not None or out_sharding is not None:
+        return _placed(array(object, dtype, copy, order, ndmin), device, out_sharding)
     if holds_keys(object):
         return array_of_keys(object, dtype)
     dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
@@ -81,9 +88,10 @@ def as_array(a, fn: str):
     return asarray(a)
 
 
-def asarray(a, dtype=None, order=None, *, copy=None):
-    """``a`` as a jaxprc array; jaxprc arrays of the right dtype are returned as they are."""
-    return array(a, dtype=dtype, copy=False)
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
+    """``a`` as a jaxprc array; jaxprc arrays of the right dtype are returned as they are (unless
+    ``copy=True``)."""
+    return array(a, dtype=dtype, copy=bool(copy), order=order, device=device, out_sharding=out_sharding)
 
 
 def _shape_tuple(shape, fn: str) -> tuple[int, ...]:
@@ -171,8 +179,12 @@ def empty_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     return full_like(a, 0, dtype, shape, device=device, out_sharding=out_sharding)
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
     """Evenly spaced values; the bounds must be concrete (as in JAX). One argument traces to ``iota``."""
+    return _placed(_arange(start, stop, step, dtype), device, out_sharding)
+
+
+def _arange(start, stop, step, dtype):
     if dtype is not None:
         dtype = dt.canonicalize_dtype(to_dtype(dtype))
     if any(type(b) is DimExpr for b in (start, stop, step)):
@@ -205,8 +217,14 @@ def _symbolic_arange(start, stop, step, dtype):
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype=None, axis: int = 0):
+             dtype=None, axis: int = 0, *, device=None):
     """``num`` evenly spaced samples over [start, stop]; start/stop may be traced arrays."""
+    out, step = _linspace(start, stop, num, endpoint, dtype, axis)
+    out = _placed(out, device, None)
+    return (out, step) if retstep else out
+
+
+def _linspace(start, stop, num, endpoint, dtype, axis):
     from . import ufuncs as uf
     from .shape_ops import expand_dims
     num = operator.index(num)
@@ -243,11 +261,15 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
         if dt.is_int(out_dtype):
             out = uf.floor(out)
         out = convert(out, out_dtype)
-    return (out, step) if retstep else out
+    return out, step
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None):
     """The 2-D identity (ones on the ``k``-th diagonal)."""
+    return _placed(_eye(N, M, k, dtype), device, None)
+
+
+def _eye(N, M, k, dtype):
     from . import ufuncs as uf
     N = operator.index(N)
     M = N if M is None else operator.index(M)
