@@ -16,6 +16,8 @@ from .api import *  # noqa: E402,F401,F403
 from .transformations.ad import *  # noqa: E402,F401,F403
 from .transformations.vmap import *  # noqa: E402,F401,F403
 from . import lax, numpy, nn, tree_util, tree, random, core, interpreters, dtypes  # noqa: E402,F401
+from . import key_moves as _key_moves  # noqa: E402
+_key_moves.install()
 from .transformations.custom_derivatives import custom_jvp, custom_vjp, custom_gradient, closure_convert  # noqa: E402,F401
 from . import custom_derivatives  # noqa: E402,F401
 from . import custom_batching  # noqa: E402,F401

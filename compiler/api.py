@@ -25,7 +25,7 @@ from jaxlib import _jax, xla_client as xc
 from jaxlib._profiler import TraceMe as _TraceMe
 
 from .engine import compile_guards, cpp_dispatch, dispatch, float_checks, spmd
-from . import passes, runtime, sharding
+from . import key_moves, passes, runtime, sharding
 from . import ref as _ref
 from .engine.caches import ByIdentity
 from .engine.dispatch import compile_closed_jaxpr, runtime_aval, to_device_buffer
@@ -74,7 +74,7 @@ class ShapeDtypeStruct:
         if dtype is None:
             raise ValueError("ShapeDtypeStruct: dtype must be specified.")
         self.shape = ShapedArray(shape, np.bool_).shape     # ints, or symbolic dimensions
-        self.dtype = np.dtype(dtype)
+        self.dtype = dtype if key_moves.is_key_dtype(dtype) else np.dtype(dtype)
         self.weak_type = bool(weak_type)
         self.sharding = sharding
 
@@ -243,6 +243,8 @@ def _trace(fun, spec: _ArgSpec, args, kwargs, name: str, staged: bool = True, ab
     if staged:
         compile_guards.check_tracing(fun)
     dyn, static, static_pos = spec.split(args, kwargs)
+    if abstract:
+        dyn = key_moves.abstract_keys_in(dyn)
     leaves, in_tree = _flatten(dyn)
     try:
         in_avals = [shaped_abstractify(x) if abstract else get_aval(x) for x in leaves]
@@ -357,7 +359,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output pytree of ``ShapeDtypeStruct``s of ``fun(*args, **kwargs)``; nothing runs."""
     cj, out_tree = _trace(fun, _ArgSpec(fun, (), ()), args, kwargs, _fun_name(fun), abstract=True)
-    return out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
+    return key_moves.abstract_keys_out(out_tree.unflatten([_shape_struct(a) for a in cj.out_avals]))
 
 
 def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable:
@@ -814,7 +816,7 @@ class JitFunction:
     @api_boundary
     def eval_shape(self, *args, **kwargs):
         cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name, abstract=True)
-        return out_tree.unflatten([_shape_struct(a) for a in cj.out_avals])
+        return key_moves.abstract_keys_out(out_tree.unflatten([_shape_struct(a) for a in cj.out_avals]))
 
     def _cache_size(self) -> int:
         return len(self._cache)

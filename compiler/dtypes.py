@@ -39,6 +39,8 @@ def _is_key_dtype(d) -> bool:
 
 def issubdtype(a, b) -> bool:
     """numpy's ``issubdtype`` extended to bfloat16 and to typed-key dtypes (under ``extended``)."""
+    if a in (extended, prng_key):
+        return isinstance(b, type) and issubclass(a, b)
     if _is_key_dtype(a) or _is_key_dtype(b):
         return _is_key_dtype(a) and (b in (extended, prng_key, np.generic) or _is_key_dtype(b))
     if b in (extended, prng_key):

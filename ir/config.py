@@ -58,6 +58,15 @@ def _enum(*allowed):
     return check
 
 
+def _valid_member(enum_name, *allowed):
+    """A validator with JAX's message for its options whose values are a Python Enum's."""
+    def check(value):
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not a valid {enum_name}")
+        return value
+    return check
+
+
 TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
 
 
@@ -123,6 +132,13 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("jax_default_prng_impl", str, "threefry2x32", "JAX_DEFAULT_PRNG_IMPL",
            "the PRNG implementation of keys that name none, and of raw key data (jaxprc.random "
            "checks the name against its registry)"),
+    Option("jax_legacy_prng_key", str, "allow", "JAX_LEGACY_PRNG_KEY",
+           "raw uint32 key data passed to jaxprc.random functions: 'allow', 'warn' or 'error'",
+           _valid_member("LegacyPrngKeyState", "allow", "warn", "error")),
+    Option("jax_threefry_partitionable", bool, True, "JAX_THREEFRY_PARTITIONABLE",
+           "threefry bits and splits hash each output's own counter (JAX's default); False: the "
+           "original scheme, which hashes the two halves of one counter range"),
+    _bool("jax_debug_key_reuse", "jaxprc.random raises KeyReuseError when a typed key is used twice"),
     Option("jax_default_device", object, None, None,
            "the device device_put and computations use (one of jaxprc.devices(); None: the first)"),
     *(Option(f"jax_transfer_guard{suffix}", str, None, f"JAX_TRANSFER_GUARD{suffix.upper()}",
@@ -262,7 +278,7 @@ for _name in OPTIONS:
 # The options tracing reads (dtypes, promotion checks, default precision and PRNG): a jit function
 # traced under other values of these is traced again.
 TRACE_CONTEXT = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_numpy_dtype_promotion",
-                 "jax_default_matmul_precision", "jax_default_prng_impl")
+                 "jax_default_matmul_precision", "jax_default_prng_impl", "jax_threefry_partitionable")
 TraceContext = collections.namedtuple("TraceContext", TRACE_CONTEXT)
 
 config = Config()

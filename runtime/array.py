@@ -177,7 +177,8 @@ class Array:
         return str(to_numpy(self))
 
     def __format__(self, spec):
-        return format(to_numpy(self).item(), spec) if not self.shape else format(str(self), spec)
+        # as numpy's arrays: only the empty format spec for arrays of rank > 0 (TypeError otherwise)
+        return format(to_numpy(self).item(), spec) if not self.shape else format(to_numpy(self), spec)
 
     def tobytes(self, order="C") -> bytes:
         return to_numpy(self).tobytes(order)

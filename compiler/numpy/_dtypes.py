@@ -8,6 +8,7 @@ import numpy as np
 
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.tracing import get_aval
+from jaxprc.ir.core import ShapedArray
 
 
 class ScalarType:
@@ -81,7 +82,10 @@ def typed(x) -> tuple[np.dtype, bool]:
     if x is bool:
         return dt.bool_, False
     if isinstance(x, (str, np.dtype, ScalarType, type)):
-        return to_dtype(x), False
+        d = to_dtype(x)
+        if d not in dt.ALL_DTYPES:
+            raise ValueError(f"dtype={d!r} is not a valid dtype for JAX type promotion.")
+        return d, False
     aval = get_aval(x)
     return aval.dtype, aval.weak_type
 
@@ -90,7 +94,9 @@ def result_type(*args, return_weak_type_flag: bool = False):
     """JAX's ``jnp.result_type``: the dtype of combining ``args`` (values or dtypes)."""
     if not args:
         raise ValueError("at least one array or dtype is required")
-    dtype_, weak = dt.promote_types(*map(typed, args))
+    types = list(map(typed, args))
+    _check_strict(types)
+    dtype_, weak = dt.promote_types(*types)
     return (dtype_, weak) if return_weak_type_flag else dtype_
 
 
@@ -98,14 +104,31 @@ def promote_types(a, b) -> np.dtype:
     """The join of dtypes ``a`` and ``b`` on the lattice, as JAX's: the Python types
     int/float/complex are weak (``promote_types(int8, int)`` is int8), and a join that stays
     weak gives the 64-bit type of its kind (``promote_types(int, float)`` is float64)."""
-    dtype, weak = dt.promote_types(typed(a), typed(b))
+    types = [typed(a), typed(b)]
+    _check_strict(types)
+    dtype, weak = dt.promote_types(*types)
     return _PYTHON_TYPE_DTYPES[_PY_KIND[dtype.kind]] if weak else dtype
+
+
+def _check_strict(types) -> None:
+    """``jax_numpy_dtype_promotion='strict'`` applies to the user's ``result_type`` and
+    ``promote_types`` too (not to the library's own calls)."""
+    if dt.config.jax_numpy_dtype_promotion == "strict":
+        from ._util import _check_promotions
+        _check_promotions("promote_types", [ShapedArray((), d, w) for d, w in types], ranks=False)
 
 
 _PY_KIND = {"i": int, "u": int, "f": float, "c": complex}
 
 
+# numpy's abstract scalar classes: no dtype of their own, only a place in the type hierarchy
+_ABSTRACT = (np.generic, np.number, np.inexact, np.floating, np.complexfloating, np.integer, np.signedinteger,
+             np.unsignedinteger, np.flexible, np.character)
+
+
 def issubdtype(arg1, arg2) -> bool:
+    if arg1 in _ABSTRACT:
+        return isinstance(arg2, type) and issubclass(arg1, arg2)
     a = to_dtype(arg1)
     if isinstance(arg2, type) and issubclass(arg2, np.generic) and arg2 in (
             np.generic, np.number, np.inexact, np.floating, np.complexfloating,
@@ -123,6 +146,10 @@ def issubdtype(arg1, arg2) -> bool:
 def isdtype(d, kind) -> bool:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     d = to_dtype(d)
+    known = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating", "numeric")
+    for k in kinds:
+        if isinstance(k, str) and k not in known:
+            raise ValueError(f"Unrecognized kind={k!r} expected one of {list(known)}, or a dtype.")
     checks = {"bool": dt.is_bool, "signed integer": dt.is_signed, "unsigned integer": dt.is_unsigned,
               "integral": dt.is_int, "real floating": dt.is_float, "complex floating": dt.is_complex,
               "numeric": lambda x: not dt.is_bool(x)}

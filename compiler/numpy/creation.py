@@ -10,6 +10,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.shape_poly import DimExpr, canonicalize_shape, non_negative_dim
 from jaxprc.lax import elementwise as ew
 from jaxprc.ir.tracing import get_aval
+from jaxprc.key_moves import array_of_keys, full_keys, holds_keys, is_key_dtype
 
 from ._dtypes import to_dtype
 from ._util import aval_of, broadcast_to_shape, convert, from_jax_array, is_constant
@@ -37,9 +38,16 @@ def _python_int_array(obj) -> np.ndarray:
     return value
 
 
-def array(object, dtype=None, copy: bool = True, ndmin: int = 0, *, device=None, out_sharding=None):
+def array(object, dtype=None, copy: bool = True, order: str | None = "K", ndmin: int = 0, *, device=None,
+          out_sharding=None):
     """An array from an array, a scalar, or (nested) lists of them; like jax.numpy.array (on
     ``device``, or laid out as ``out_sharding`` says)."""
+    if order is not None and order != "K":
+        raise NotImplementedError("Only implemented for order='K'")
+    if object is None:
+        raise ValueError("None is not a valid value for jnp.array")
+    if holds_keys(object):
+        return _placed(array_of_keys(object, dtype), device, out_sharding)
     dtype = None if dtype is None else dt.canonicalize_dtype(to_dtype(dtype))
     object = from_jax_array(object)
     if isinstance(object, (list, tuple)) and not _is_constant_tree(object):
@@ -80,10 +88,11 @@ def as_array(a, fn: str):
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
-    """``a`` as a jaxprc array; jaxprc arrays of the right dtype are returned as they are."""
+    """``a`` as a jaxprc array; jaxprc arrays of the right dtype are returned as they are (unless
+    ``copy=True``)."""
     if isinstance(a, np.ndarray) and (dtype is None or np.dtype(to_dtype(dtype)) == a.dtype) and device is None:
         out_sharding = None       # JAX 0.10.2 keeps a NumPy array it need not convert uncommitted, laid out as is
-    return array(a, dtype=dtype, copy=False, device=device, out_sharding=out_sharding)
+    return array(a, dtype=dtype, copy=bool(copy), order=order, device=device, out_sharding=out_sharding)
 
 
 def _shape_tuple(shape, fn: str) -> tuple[int, ...]:
@@ -129,6 +138,8 @@ def _placed(x, device, out_sharding, like=None):
 def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     """An array of ``shape`` filled with ``fill_value`` (weakly typed if the fill is and no dtype is given)."""
     shape = _shape_tuple(shape, "full")
+    if is_key_dtype(dtype) or (dtype is None and holds_keys(fill_value)):
+        return full_keys(shape, fill_value, dtype if dtype is not None else fill_value.dtype)
     a = aval_of(fill_value, "full")
     if dtype is None:
         return _placed(_full(shape, fill_value, a.dtype, a.weak_type), device, out_sharding)
@@ -151,6 +162,8 @@ def empty(shape, dtype=None, *, device=None, out_sharding=None):
 
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Like ``full`` with ``a``'s shape, dtype and sharding; keeps ``a``'s weak type when no dtype is given."""
+    if holds_keys(a) or is_key_dtype(dtype):
+        return full(a.shape if shape is None else shape, fill_value, a.dtype if dtype is None else dtype)
     aval = aval_of(a, "full_like")
     shape = aval.shape if shape is None else _shape_tuple(shape, "full_like")
     if dtype is None:
@@ -210,8 +223,14 @@ def _symbolic_arange(start, stop, step, dtype):
 
 
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False,
-             dtype=None, axis: int = 0):
+             dtype=None, axis: int = 0, *, device=None):
     """``num`` evenly spaced samples over [start, stop]; start/stop may be traced arrays."""
+    out, step = _linspace(start, stop, num, endpoint, dtype, axis)
+    out = _placed(out, device, None)
+    return (out, step) if retstep else out
+
+
+def _linspace(start, stop, num, endpoint, dtype, axis):
     from . import ufuncs as uf
     from .shape_ops import expand_dims
     num = operator.index(num)
@@ -248,11 +267,15 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
         if dt.is_int(out_dtype):
             out = uf.floor(out)
         out = convert(out, out_dtype)
-    return (out, step) if retstep else out
+    return out, step
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None):
     """The 2-D identity (ones on the ``k``-th diagonal)."""
+    return _placed(_eye(N, M, k, dtype), device, None)
+
+
+def _eye(N, M, k, dtype):
     from . import ufuncs as uf
     N = operator.index(N)
     M = N if M is None else operator.index(M)

@@ -454,62 +454,109 @@ def scatter_update(x, idx, values, scatter, mode=None):
     return lax.reshape(out, aval.shape)
 
 
+def _negatives_out_of_bounds(shape, idx):
+    """``idx`` with each negative integer index ``i`` of a dimension of size ``n`` moved to
+    ``i - n``: still negative after the usual wrap, so out of bounds (JAX's
+    ``wrap_negative_indices=False``: clamped to 0 in "clip" mode, dropped or filled otherwise)."""
+    from .selection import where
+    from .ufuncs import less, subtract
+    rebuilt = []
+    for kind, dim, v in _parse_index(shape, idx):
+        if kind == _INT and isinstance(v, int):
+            v = v - shape[dim] if v < 0 else v
+        elif kind in (_INT, _ARRAY):
+            if is_constant(v):
+                v = np.asarray(v)
+                v = np.where(v < 0, v - shape[dim], v).astype(v.dtype)
+            else:
+                v = where(less(v, 0), subtract(v, shape[dim]), v)
+        rebuilt.append(None if kind == _NONE else v)
+    return tuple(rebuilt)
+
+
 class _IndexUpdateRef:
-    """``x.at[idx]``: functional updates of the elements ``x[idx]`` selects."""
+    """``x.at[idx]``: functional updates of the elements ``x[idx]`` selects. Each method takes
+    ``wrap_negative_indices`` (default True: negative indices count from the end)."""
 
     __slots__ = ("array", "index")
 
     def __init__(self, array, index):
         self.array, self.index = array, index
 
+    def _unwrapped(self, wrap_negative_indices) -> "_IndexUpdateRef":
+        if wrap_negative_indices:
+            return self
+        array = as_array(self.array, "at")
+        return _IndexUpdateRef(array, _negatives_out_of_bounds(aval_of(array).shape, self.index))
+
     def __repr__(self):
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
     # indices_are_sorted / unique_indices are hints JAX passes to XLA; the results do not depend
     # on them, so they are accepted and not needed.
-    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False):
-        return getitem(self.array, self.index, mode, fill_value)
+    def get(self, *, mode=None, fill_value=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        ref = self._unwrapped(wrap_negative_indices)
+        return getitem(ref.array, ref.index, mode, fill_value)
 
-    def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, lax.scatter, mode)
+    def set(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        ref = self._unwrapped(wrap_negative_indices)
+        return scatter_update(ref.array, ref.index, values, lax.scatter, mode)
 
-    def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, lax.scatter_add, mode)
+    def add(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        ref = self._unwrapped(wrap_negative_indices)
+        return scatter_update(ref.array, ref.index, values, lax.scatter_add, mode)
 
-    def multiply(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, lax.scatter_mul, mode)
+    def multiply(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        ref = self._unwrapped(wrap_negative_indices)
+        return scatter_update(ref.array, ref.index, values, lax.scatter_mul, mode)
 
     mul = multiply
 
-    def min(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, lax.scatter_min, mode)
+    def min(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        ref = self._unwrapped(wrap_negative_indices)
+        return scatter_update(ref.array, ref.index, values, lax.scatter_min, mode)
 
-    def max(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        return scatter_update(self.array, self.index, values, lax.scatter_max, mode)
+    def max(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        ref = self._unwrapped(wrap_negative_indices)
+        return scatter_update(ref.array, ref.index, values, lax.scatter_max, mode)
 
-    def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+    def subtract(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        ref = self._unwrapped(wrap_negative_indices)
         from .ufuncs import negative
-        return self.add(negative(values), mode=mode)
+        return ref.add(negative(values), mode=mode)
 
     # divide and power combine the values of a repeated index first (x / (v1 * v2), x ** (v1 * v2)),
     # so each occurrence divides or raises once more, as numpy's ufunc.at and JAX do.
-    def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+    def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        ref = self._unwrapped(wrap_negative_indices)
         from .ufuncs import divide
-        return divide(self.array, self._product_of_values(values, mode))
+        return divide(ref.array, ref._product_of_values(values, mode))
 
-    def power(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
+    def power(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
+        ref = self._unwrapped(wrap_negative_indices)
         from .ufuncs import power
-        return power(self.array, self._product_of_values(values, mode))
+        return power(ref.array, ref._product_of_values(values, mode))
 
     def _product_of_values(self, values, mode):
         from .creation import ones_like
         return scatter_update(ones_like(self.array), self.index, values, lax.scatter_mul, mode)
 
-    def apply(self, func, *, mode=None, indices_are_sorted=False, unique_indices=False):
+    def apply(self, func, *, mode=None, indices_are_sorted=False, unique_indices=False,
+            wrap_negative_indices=True):
         """``func`` applied to each selected element once per occurrence of its index."""
+        ref = self._unwrapped(wrap_negative_indices)
         def scatter_apply(x, indices, updates, dnums, **kwargs):
             return lax.scatter_apply(x, indices, func, dnums, update_shape=aval_of(updates).shape, **kwargs)
-        return scatter_update(self.array, self.index, 0, scatter_apply, mode)
+        return scatter_update(ref.array, ref.index, 0, scatter_apply, mode)
 
 
 class _IndexUpdateHelper:

@@ -9,22 +9,28 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.shape_poly import canonicalize_shape
+from jaxprc.key_moves import holds_keys
 
 from .creation import as_array
 from ._util import (aval_of, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert,
                     located)
 
 
+def _shaped(a, fn: str):
+    """What ``ndim``/``shape``/``size`` read: the aval, or a key array itself (shape without key words)."""
+    return a if holds_keys(a) else aval_of(a, fn)
+
+
 def ndim(a) -> int:
-    return aval_of(a, "ndim").ndim
+    return _shaped(a, "ndim").ndim
 
 
 def shape(a) -> tuple[int, ...]:
-    return aval_of(a, "shape").shape
+    return _shaped(a, "shape").shape
 
 
 def size(a, axis=None) -> int:
-    aval = aval_of(a, "size")
+    aval = _shaped(a, "size")
     return aval.size if axis is None else aval.shape[axis]
 
 

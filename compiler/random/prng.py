@@ -38,6 +38,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import pickle
+import warnings
 from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -119,9 +121,43 @@ def _hash_counters(key, shape):
     return threefry2x32(k1, k2, *_counters(shape))
 
 
+def _hash_counter_range(key, n: int):
+    """``jax_threefry_partitionable=False``: threefry of the counters 0 .. n-1 (an odd count padded
+    with a 0), hashing the first half against the second; the two output halves joined, the first
+    n kept."""
+    count = lax.iota(np.uint32, n)
+    if n % 2:
+        count = lax.concatenate([count, lax.full((1,), _u32(0))], 0)
+    half = (n + n % 2) // 2
+    k1, k2 = (lax.broadcast(w, (half,)) for w in _unstack2(key))
+    y1, y2 = threefry2x32(k1, k2, lax.slice(count, (0,), (half,)), lax.slice(count, (half,), (2 * half,)))
+    return lax.slice(lax.concatenate([y1, y2], 0), (0,), (n,))
+
+
+def _threefry_random_bits_original(key, bit_width: int, shape):
+    """The original threefry bits: ``ceil(bit_width * size / 32)`` hashed words, viewed as
+    ``bit_width``-bit ints (little-endian; 64 bits: the first half high, the second low)."""
+    size = math.prod(shape)
+    words = -(-bit_width * size // 32)
+    bits = _hash_counter_range(key, words)
+    dtype = _UINT[bit_width]
+    if bit_width == 64:
+        hi, lo = (lax.convert_element_type(lax.slice(bits, (s,), (s + size,)), dtype) for s in (0, size))
+        bits = lax.bitwise_or(lax.shift_left(hi, np.uint64(32)), lo)
+    elif bit_width < 32:
+        per_word = 32 // bit_width
+        shifts = lax.mul(_u32(bit_width), lax.broadcasted_iota(np.uint32, (words, per_word), 1))
+        parts = lax.shift_right_logical(lax.broadcast_in_dim(bits, (words, per_word), (0,)), shifts)
+        bits = lax.convert_element_type(lax.reshape(parts, (words * per_word,)), dtype)
+        bits = lax.slice(bits, (0,), (size,))
+    return lax.reshape(bits, shape)
+
+
 def _threefry_random_bits(key, bit_width: int, shape):
     """Uniform unsigned ints of ``bit_width`` bits from a threefry key (partitionable: the xor of
     the two hash words; 64 bits: the two words side by side)."""
+    if not config.jax_threefry_partitionable:
+        return _threefry_random_bits_original(key, bit_width, shape)
     bits1, bits2 = _hash_counters(key, shape)
     dtype = _UINT[bit_width]
     if bit_width == 64:
@@ -132,6 +168,8 @@ def _threefry_random_bits(key, bit_width: int, shape):
 
 
 def _threefry_split(key, shape):
+    if not config.jax_threefry_partitionable:
+        return lax.reshape(_hash_counter_range(key, 2 * math.prod(shape)), (*shape, 2))
     return jnp.stack(_hash_counters(key, shape), axis=len(shape))
 
 
@@ -207,8 +245,19 @@ class PRNGImpl(NamedTuple):
     def __repr__(self):
         return f"PRNGImpl({self.name})"
 
+    def __reduce__(self):
+        # pickled by name (its functions are jit objects, not importable by reference): keys and key
+        # dtypes of registered implementations pickle, as JAX's
+        if prngs.get(self.name) is not self:
+            raise pickle.PicklingError(f"cannot pickle the unregistered PRNG implementation {self.name}")
+        return _registered_impl, (self.name,)
+
 
 prngs: dict[str, PRNGImpl] = {}
+
+
+def _registered_impl(name: str) -> PRNGImpl:
+    return prngs[name]
 
 
 def register_prng(impl: PRNGImpl) -> PRNGImpl:
@@ -311,6 +360,12 @@ class PRNGKeyArray:
     size = property(lambda self: math.prod(self.shape))
     dtype = property(lambda self: PRNGKeyDType(self._impl))
     aval = property(lambda self: KeyArrayType(self.shape, self.dtype))
+    itemsize = property(lambda self: self.dtype.itemsize)
+    nbytes = property(lambda self: self.size * self.dtype.itemsize)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("JAX array with PRNGKey dtype cannot be converted to a NumPy array. Use "
+                        "jaxprc.random.key_data(arr) if you wish to extract the underlying integer array.")
 
     def __len__(self):
         if not self.shape:
@@ -411,10 +466,20 @@ def _default_impl() -> PRNGImpl:
     return prngs[config.jax_default_prng_impl]
 
 
+def _legacy_key_used():
+    message = ("Legacy uint32 key array passed as key to jax.random function. Please create keys using "
+               "jax.random.key(). If use of a raw key array was intended, set jax_legacy_prng_key=\"allow\".")
+    if config.jax_legacy_prng_key == "error":
+        raise ValueError(message)
+    warnings.warn(message, stacklevel=4)
+
+
 def _check_key(name: str, key, allow_batched: bool = False):
     """(typed keys, whether the key was typed): raw key data is read as keys of the default
     implementation (``jax_default_prng_impl``). One key unless ``allow_batched``."""
     typed = isinstance(key, PRNGKeyArray)
+    if not typed and config.jax_legacy_prng_key != "allow":
+        _legacy_key_used()
     impl = key._impl if typed else _default_impl()
     base = key._base if typed else key
     if isinstance(base, (list, tuple)):
