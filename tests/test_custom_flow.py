@@ -361,12 +361,20 @@ def test_lax_binary_ops_refuse_mixed_dtypes_with_the_promoting_function_named():
     with pytest.raises(TypeError, match=r"lax.max requires .* got int32, int16. \(Tip: jnp.maximum"):
         jx.jit(lax.max)(jnp.int32(1), jnp.int16(2))
     assert float(jnp.add(jnp.int32(1), jnp.float32(2))) == 3.0
-    # Python scalars: a bool is no number, and scalars alone must share their default dtype
-    with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes, got int32, bool"):
+    # Python scalars have their default dtypes (JAX's words): a bool is no number to add
+    with pytest.raises(TypeError, match=r"add does not accept dtype bool at position 1. Accepted dtypes at "
+                                        r"position 1 are subtypes of integer, floating, complexfloating."):
         lax.add(jnp.arange(3), True)
     with pytest.raises(TypeError, match=r"lax.mul requires arguments to have the same dtypes, got int32, float32"):
         lax.mul(2, 1.5)
+    with pytest.raises(TypeError, match=r"lax.max requires arguments to have the same dtypes, got float32, int32"):
+        lax.max(jnp.ones(3), 0)
+    with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes, got float16, float32"):
+        jx.jit(lambda x: lax.add(x, 1.0))(jnp.ones(3, jnp.float16))
     assert lax.bitwise_and(jnp.array([True, False]), True).tolist() == [True, False]
+    assert lax.pow(jnp.ones(2, jnp.float16), 2).dtype == jnp.float16     # pow alone takes an int exponent
+    # jaxprc's own rules still write Python scalars for every float dtype (atanh's JVP: 1.0 - x)
+    assert jx.grad(lambda x: lax.atanh(x))(jnp.float16(0.5)).dtype == jnp.float16
 
 
 def test_vmap_never_hands_placeholders_to_a_pytree_unflatten():
