@@ -96,6 +96,12 @@ def check_same_shapes_dtypes(name: str, avals) -> None:
         raise JaxprTypeError(
             f"{name} requires operands of equal shapes (broadcasting is explicit), got ({fmt_types(avals)})")
     dtypes = {a.dtype for a in avals}
+    if len(dtypes) > 1 and name == "pow":      # JAX's pow states its own rule
+        raise JaxprTypeError("the first argument to pow must have an inexact dtype (float or complex), and "
+                             "the second argument must have an inexact or integer dtype, and two inexact "
+                             "dtypes must match, but got "
+                             f"{' and '.join(np.dtype(a.dtype).name for a in avals)} respectively. The "
+                             f"operands: {fmt_types(avals)}.")
     if len(dtypes) > 1:      # JAX's words (users match them), with the jax.numpy function that promotes
         promoting = _PROMOTING.get(name)
         tip = "" if promoting is None else (f" (Tip: jnp.{promoting} is a similar function that does "
@@ -246,7 +252,7 @@ rem_p = elementwise("rem", 2, REAL_NUM)
 pow_p = elementwise("pow", 2, INEXACT)
 max_p = elementwise("max", 2, ANY)
 min_p = elementwise("min", 2, ANY)
-atan2_p = elementwise("atan2", 2, IS_FLOAT)
+atan2_p = elementwise("atan2", 2, INEXACT)
 nextafter_p = elementwise("nextafter", 2, IS_FLOAT)
 complex_p = elementwise("complex", 2, F32_OR_F64, _complex_dtype)   # (real part, imaginary part)
 and_p = elementwise("and", 2, BOOL_OR_INT)
@@ -367,7 +373,7 @@ def _binop(prim, name=None):
     def op(x, y):
         return _ops.nary(prim, name, x, y)
     op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Elementwise ``{prim.name}`` of operands of equal dtypes (a Python scalar has its default dtype, as in JAX)."
+    op.__doc__ = f"Elementwise ``{prim.name}`` of equal dtypes (a Python scalar: its default dtype)."
     return op
 
 
