@@ -427,3 +427,37 @@ def test_all_to_all_over_two_vmap_axes():
     g = jx.vmap(jx.vmap(lambda v: lax.all_to_all(v, ("j", "i"), 0, 0), axis_name="j"), axis_name="i")
     by_j = xs.transpose(1, 0, 2).reshape(6, 6)       # the combined index j*2 + i
     np.testing.assert_array_equal(g(xs), by_j.T.reshape(3, 2, 6).transpose(1, 0, 2))
+
+
+def test_symbolic_zeros_rules_see_symbolic_zeros_when_vmap_comes_first():
+    from jaxprc.custom_derivatives import SymbolicZero
+    seen = []
+
+    @jx.custom_jvp
+    def f(x, y):
+        return x * y
+
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        seen.append(("jvp", type(ty) is SymbolicZero and ty.shape == () and ty.dtype == jnp.float32))
+        return f(x, y), tx * y
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+
+    @jx.custom_vjp
+    def g(x, y):
+        return x * y
+
+    def g_fwd(x, y):
+        seen.append(("fwd", x.perturbed, y.perturbed))
+        return g(x.value, y.value), y.value
+    g.defvjp(g_fwd, lambda y, ct: (ct * y, None), symbolic_zeros=True)
+    xs = jnp.arange(3.0)
+    out, tangent = jx.jvp(jx.vmap(lambda x: f(x, 2.0)), (xs,), (xs + 1,))
+    assert tangent.tolist() == [2.0, 4.0, 6.0] and ("jvp", True) in seen
+    seen.clear()
+    grads = jx.jit(jx.grad(lambda xs: jx.vmap(lambda x: g(x, 3.0))(xs).sum()))(xs)
+    assert grads.tolist() == [3.0, 3.0, 3.0]
+    # fwd runs for the pattern differentiated, and at most once more when g is bound (every input
+    # perturbed); its own call to g inside fwd adds no further run
+    assert seen.count(("fwd", True, False)) == 1 and len(seen) <= 2, seen
