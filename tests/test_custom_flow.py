@@ -361,12 +361,20 @@ def test_lax_binary_ops_refuse_mixed_dtypes_with_the_promoting_function_named():
     with pytest.raises(TypeError, match=r"lax.max requires .* got int32, int16. \(Tip: jnp.maximum"):
         jx.jit(lax.max)(jnp.int32(1), jnp.int16(2))
     assert float(jnp.add(jnp.int32(1), jnp.float32(2))) == 3.0
-    # Python scalars: a bool is no number, and scalars alone must share their default dtype
-    with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes, got int32, bool"):
+    # Python scalars have their default dtypes (JAX's words): a bool is no number to add
+    with pytest.raises(TypeError, match=r"add does not accept dtype bool at position 1. Accepted dtypes at "
+                                        r"position 1 are subtypes of integer, floating, complexfloating."):
         lax.add(jnp.arange(3), True)
     with pytest.raises(TypeError, match=r"lax.mul requires arguments to have the same dtypes, got int32, float32"):
         lax.mul(2, 1.5)
+    with pytest.raises(TypeError, match=r"lax.max requires arguments to have the same dtypes, got float32, int32"):
+        lax.max(jnp.ones(3), 0)
+    with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes, got float16, float32"):
+        jx.jit(lambda x: lax.add(x, 1.0))(jnp.ones(3, jnp.float16))
     assert lax.bitwise_and(jnp.array([True, False]), True).tolist() == [True, False]
+    assert lax.pow(jnp.ones(2, jnp.float16), 2).dtype == jnp.float16     # pow alone takes an int exponent
+    # jaxprc's own rules still write Python scalars for every float dtype (atanh's JVP: 1.0 - x)
+    assert jx.grad(lambda x: lax.atanh(x))(jnp.float16(0.5)).dtype == jnp.float16
 
 
 def test_vmap_never_hands_placeholders_to_a_pytree_unflatten():
@@ -419,3 +427,37 @@ def test_all_to_all_over_two_vmap_axes():
     g = jx.vmap(jx.vmap(lambda v: lax.all_to_all(v, ("j", "i"), 0, 0), axis_name="j"), axis_name="i")
     by_j = xs.transpose(1, 0, 2).reshape(6, 6)       # the combined index j*2 + i
     np.testing.assert_array_equal(g(xs), by_j.T.reshape(3, 2, 6).transpose(1, 0, 2))
+
+
+def test_symbolic_zeros_rules_see_symbolic_zeros_when_vmap_comes_first():
+    from jaxprc.custom_derivatives import SymbolicZero
+    seen = []
+
+    @jx.custom_jvp
+    def f(x, y):
+        return x * y
+
+    def f_jvp(primals, tangents):
+        (x, y), (tx, ty) = primals, tangents
+        seen.append(("jvp", type(ty) is SymbolicZero and ty.shape == () and ty.dtype == jnp.float32))
+        return f(x, y), tx * y
+
+    f.defjvp(f_jvp, symbolic_zeros=True)
+
+    @jx.custom_vjp
+    def g(x, y):
+        return x * y
+
+    def g_fwd(x, y):
+        seen.append(("fwd", x.perturbed, y.perturbed))
+        return g(x.value, y.value), y.value
+    g.defvjp(g_fwd, lambda y, ct: (ct * y, None), symbolic_zeros=True)
+    xs = jnp.arange(3.0)
+    out, tangent = jx.jvp(jx.vmap(lambda x: f(x, 2.0)), (xs,), (xs + 1,))
+    assert tangent.tolist() == [2.0, 4.0, 6.0] and ("jvp", True) in seen
+    seen.clear()
+    grads = jx.jit(jx.grad(lambda xs: jx.vmap(lambda x: g(x, 3.0))(xs).sum()))(xs)
+    assert grads.tolist() == [3.0, 3.0, 3.0]
+    # fwd runs for the pattern differentiated, and at most once more when g is bound (every input
+    # perturbed); its own call to g inside fwd adds no further run
+    assert seen.count(("fwd", True, False)) == 1 and len(seen) <= 2, seen

@@ -594,8 +594,9 @@ def test_strict_dtype_rules_match_jax():
         jnp.hypot(Z, 1.0)
     with pytest.raises(ValueError, match="signbit is not defined for complex"):
         jnp.signbit(Z)
-    # lax is looser than JAX on purpose: a Python scalar takes the array's dtype when it can hold it.
-    assert jaxprc.lax.add(np.ones(3, np.float16), 1).dtype == np.float16
+    # lax is as strict as JAX: a Python scalar has its default dtype, whatever the other operand's
+    with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes, got float16, int32"):
+        jaxprc.lax.add(np.ones(3, np.float16), 1)
     with pytest.raises(TypeError, match=r"lax.add requires arguments to have the same dtypes"):
         jaxprc.lax.add(np.ones(3, np.int32), 1.5)
 

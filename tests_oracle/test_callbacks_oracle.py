@@ -254,3 +254,29 @@ def _debugged(capsys, monkeypatch, lib):
 def test_breakpoint_session_matches(capsys, monkeypatch):
     out, expected = [_debugged(capsys, monkeypatch, lib) for lib in ("jaxprc", "jax")]   # one line: same frames
     assert "Entering jdb:" in out and out == expected
+
+
+CALLBACK_ARGS = (1.0, 2, True, 1j, np.float64(1.0), np.int64(3), np.float32(2.0))
+
+
+def _callback_argument_types(jx, np_, io):
+    """(dtype, weak type) of each argument a callback receives: Python scalars and 64-bit numpy
+    values eagerly, under jit, and an unbatched Python scalar under vmap."""
+    seen = []
+
+    def record(*args):
+        seen.append([(np.asarray(a).dtype.name, bool(getattr(a, "weak_type", False))) for a in args])
+        return np.float32(0)
+    sds = jx.ShapeDtypeStruct((), np.float32)
+    jx.debug.callback(record, *CALLBACK_ARGS)
+    jx.jit(lambda *a: jx.debug.callback(record, *a))(*CALLBACK_ARGS)
+    jx.vmap(lambda x: jx.debug.callback(record, x, 1.0))(np_.ones(2))
+    jx.pure_callback(record, sds, *CALLBACK_ARGS)
+    jx.jit(lambda *a: jx.pure_callback(record, sds, *a))(*CALLBACK_ARGS)
+    io(record, sds, *CALLBACK_ARGS)
+    jx.effects_barrier()
+    return seen
+
+
+def test_callbacks_receive_arguments_typed_as_jax_passes_them():
+    assert _callback_argument_types(*LIBS["jaxprc"]) == _callback_argument_types(*LIBS["jax"])

@@ -105,11 +105,22 @@ def _host_call(callback: HostCallback, args, result_avals, debug: bool = False) 
     (ignored for a ``debug`` callback) checked and converted as JAX does (``_wrapped_callback``
     in jax/_src/callback.py) into exactly typed numpy arrays."""
     try:
-        outs = callback(*[runtime.device_put(np.array(a)) for a in args])
+        outs = callback(*[_host_array(a, debug) for a in args])
         return () if debug else _checked_results(callback.name, tree_leaves(outs), result_avals)
     except BaseException as e:
         record_callback_error(e)     # the error raised at the call carries it (runtime/effects.py)
         raise
+
+
+def _host_array(x, debug: bool):
+    """An argument as the callback sees it, as JAX passes it: a copy of its canonical dtype (a
+    Python scalar or a 64-bit numpy value without x64 is 32-bit); a debug callback keeps the weak
+    type of a Python scalar or a weak array, pure and io callbacks pass none."""
+    if type(x) in (bool, int, float, complex):
+        dtype, weak = dt.python_scalar_dtype(x), type(x) is not bool
+    else:
+        dtype, weak = dt.canonicalize_dtype(np.result_type(x)), bool(getattr(x, "weak_type", False))
+    return runtime.device_put(np.array(x, dtype=dtype), weak_type=debug and weak)
 
 
 def _checked_results(name: str, outs, result_avals) -> tuple:

@@ -282,11 +282,33 @@ def _bounded_memo(table: dict, key, limit: int, make):
         return hit
 
 
+class BatchedRule(Thunk):
+    """A rule jaxpr batched like its node's operands ``dims``, formed when first needed. A
+    symbolic-zeros JVP rule keeps ``for_nonzeros`` through the batching: the unbatched rule traced
+    for one tangent pattern (so the user's rule sees SymbolicZero objects under vmap, as in
+    JAX), batched the same way, the zero tangents' inputs left out."""
+
+    def __init__(self, rule: Thunk, size: int, dims, num_consts: int, arg_avals, with_tangents: bool):
+        dims_of = _rule_dims(dims, num_consts, arg_avals, with_tangents)
+        super().__init__(lambda: _batch_all_at_front(rule(), size, dims_of(rule())), name=rule.name)
+        self.rule, self.size, self.arg_dims = rule, size, list(dims[num_consts:])
+        self._variants: dict = {}
+
+    def for_nonzeros(self, nonzeros):
+        inner = getattr(self.rule, "for_nonzeros", None)
+        if nonzeros not in self._variants:
+            j = inner(nonzeros) if inner is not None else None
+            if j is not None:      # a retraced rule has no const inputs: arguments, then nonzero tangents
+                tangent_dims = [d for d, nz in zip(self.arg_dims, nonzeros) if nz]
+                j = _batch_all_at_front(j, self.size, self.arg_dims + tangent_dims)
+            self._variants[nonzeros] = j
+        return self._variants[nonzeros]
+
+
 def _memo_batched(rule: Thunk, size: int, dims, num_consts, arg_avals, with_tangents) -> Thunk:
     """A thunk of ``rule`` batched like the node's operands ``dims``, memoized."""
     def make():
-        dims_of = _rule_dims(dims, num_consts, arg_avals, with_tangents)
-        return rule, Thunk(lambda: _batch_all_at_front(rule(), size, dims_of(rule())), name=rule.name)
+        return rule, BatchedRule(rule, size, dims, num_consts, arg_avals, with_tangents)
     key = (id(rule), size, tuple(dims), num_consts, with_tangents)
     return _bounded_memo(_BATCHED_RULES, key, _MAX_BATCHED_RULES, make)[1]
 
@@ -308,11 +330,23 @@ class BatchedBwd(Thunk):
     an unbatched one is summed over the batch, as JAX's batched bwd does (the input was
     broadcast to every example, so its cotangent is the sum of theirs)."""
 
-    def __init__(self, bwd: Thunk, size: int, in_batched: Sequence[bool] | None = None):
+    def __init__(self, bwd: Thunk, size: int, in_batched: Sequence[bool] | None = None, arg_dims=None):
         super().__init__(self._trace, bwd.name)
         self.bwd, self.size, self.in_batched = bwd, size, in_batched
+        self.arg_dims = arg_dims     # the call's arguments' batch dims (symbolic zeros' variants)
 
     optimize_remat = property(lambda self: getattr(self.bwd, "optimize_remat", False))
+
+    def for_perturbed(self, perturbed):
+        """The unbatched bwd's variant for one perturbation pattern (fwd sees
+        ``CustomVJPPrimal.perturbed`` under vmap as in JAX), batched as this call is."""
+        inner = getattr(self.bwd, "for_perturbed", None)
+        variant = inner(perturbed) if inner is not None and self.arg_dims is not None else None
+        if variant is None:
+            return None
+        fwd, bwd = variant      # a traced-again fwd has no const inputs: the arguments only
+        return (_batch_all_at_front(fwd, self.size, self.arg_dims),
+                BatchedBwd(bwd, self.size, self.in_batched, self.arg_dims))
 
     def call(self, *args):
         j = self.bwd()
@@ -335,7 +369,8 @@ def _custom_vjp_call_rule(args, dims, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, num_co
     in_batched = [d is not None for d, a in zip(dims[num_consts:], fun_jaxpr.in_avals[num_consts:])
                   if is_differentiable(a)]
     outs = custom_vjp_call_jaxpr_p.bind(*args, fun_jaxpr=fun, fwd_jaxpr_thunk=fwd,
-                                        bwd=BatchedBwd(bwd, size, in_batched), num_consts=num_consts,
+                                        bwd=BatchedBwd(bwd, size, in_batched, list(dims[num_consts:])),
+                                        num_consts=num_consts,
                                         out_trees=out_trees, symbolic_zeros=symbolic_zeros)
     return outs, [0] * n_out
 

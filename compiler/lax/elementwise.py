@@ -79,6 +79,11 @@ KIND_NAMES = {ANY: "any dtype", NUM: "a numeric dtype", INEXACT: "a floating or 
               BOOL_OR_INT: "a boolean or integer dtype", ORDERED: "an ordered (non-complex) dtype",
               IS_COMPLEX: "a complex dtype", IS_INT: "a signed integer dtype",
               F32_OR_F64: "float32 or float64", REAL_NUM: "an integer or floating dtype"}
+# the same kinds in JAX's words ("Accepted dtypes are subtypes of ...")
+JAX_KIND_NAMES = {ANY: "any", NUM: "integer, floating, complexfloating", INEXACT: "floating, complexfloating",
+                  IS_FLOAT: "floating", INTEGRAL: "integer", BOOL_OR_INT: "integer, bool",
+                  ORDERED: "integer, floating, bool", IS_COMPLEX: "complexfloating", IS_INT: "signedinteger",
+                  F32_OR_F64: "float32, float64", REAL_NUM: "integer, floating"}
 
 
 def fmt_types(avals) -> str:
@@ -91,6 +96,12 @@ def check_same_shapes_dtypes(name: str, avals) -> None:
         raise JaxprTypeError(
             f"{name} requires operands of equal shapes (broadcasting is explicit), got ({fmt_types(avals)})")
     dtypes = {a.dtype for a in avals}
+    if len(dtypes) > 1 and name == "pow":      # JAX's pow states its own rule
+        raise JaxprTypeError("the first argument to pow must have an inexact dtype (float or complex), and "
+                             "the second argument must have an inexact or integer dtype, and two inexact "
+                             "dtypes must match, but got "
+                             f"{' and '.join(np.dtype(a.dtype).name for a in avals)} respectively. The "
+                             f"operands: {fmt_types(avals)}.")
     if len(dtypes) > 1:      # JAX's words (users match them), with the jax.numpy function that promotes
         promoting = _PROMOTING.get(name)
         tip = "" if promoting is None else (f" (Tip: jnp.{promoting} is a similar function that does "
@@ -100,11 +111,22 @@ def check_same_shapes_dtypes(name: str, avals) -> None:
                              f"{fmt_types(avals)}.")
 
 
+def check_accepted_dtypes(name: str, accepts, avals) -> None:
+    """Each operand's dtype is of a kind the primitive accepts (JAX's words, by position)."""
+    for i, a in enumerate(avals):
+        if not accepts(a.dtype):
+            where = f" at position {i}" if len(avals) > 1 else ""
+            raise JaxprTypeError(f"{name} does not accept dtype {np.dtype(a.dtype).name}{where}. Accepted "
+                                 f"dtypes{where} are subtypes of {JAX_KIND_NAMES[accepts]}. The operands: "
+                                 f"{fmt_types(avals)}.")
+
+
 # lax binary ops -> the jax.numpy function of the same computation that promotes its operands
-_PROMOTING = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder",
+_PROMOTING = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
               "pow": "power", "max": "maximum", "min": "minimum", "atan2": "arctan2", "eq": "equal",
               "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-              "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "nextafter": "nextafter",
+              "select": "where",
+              "nextafter": "nextafter",
               "shift_left": "left_shift", "shift_right_arithmetic": "right_shift"}
 
 
@@ -126,12 +148,12 @@ def elementwise(name: str, arity: int, accepts=NUM, out_dtype=None, params=(), o
         if len(avals) != arity:
             raise JaxprTypeError(f"{name} takes {arity} operand(s), got {len(avals)}: ({fmt_types(avals)})")
         first = avals[0]
-        if avals.count(first) != arity:          # operand types equal (or identical): nothing to check
-            check_same_shapes_dtypes(name, avals)
         dtype = first.dtype
-        if not accepts(dtype):
-            raise JaxprTypeError(f"{name} does not accept dtype {dt.short_name(dtype)} "
-                                 f"(operands {fmt_types(avals)}); it expects {KIND_NAMES[accepts]}")
+        if avals.count(first) != arity:          # operand types equal (or identical): one dtype to check
+            check_accepted_dtypes(name, accepts, avals)
+            check_same_shapes_dtypes(name, avals)
+        elif not accepts(dtype):
+            check_accepted_dtypes(name, accepts, avals)
         weak = first.weak_type and all(a.weak_type for a in avals)
         if out_dtype is not None:
             dtype = np.dtype(out_dtype(dtype))
@@ -230,7 +252,7 @@ rem_p = elementwise("rem", 2, REAL_NUM)
 pow_p = elementwise("pow", 2, INEXACT)
 max_p = elementwise("max", 2, ANY)
 min_p = elementwise("min", 2, ANY)
-atan2_p = elementwise("atan2", 2, IS_FLOAT)
+atan2_p = elementwise("atan2", 2, INEXACT)
 nextafter_p = elementwise("nextafter", 2, IS_FLOAT)
 complex_p = elementwise("complex", 2, F32_OR_F64, _complex_dtype)   # (real part, imaginary part)
 and_p = elementwise("and", 2, BOOL_OR_INT)
@@ -290,6 +312,10 @@ clamp_p.def_sharding_rule(same_shape_rule("clamp"))
 
 @clamp_p.def_abstract_eval
 def _clamp_rule(lo, x, hi):
+    if not lo.dtype == x.dtype == hi.dtype:      # JAX's words
+        raise JaxprTypeError(f"lax.clamp requires arguments to have the same dtypes, got "
+                             f"{', '.join(np.dtype(a.dtype).name for a in (lo, x, hi))}. The operands: "
+                             f"{fmt_types([lo, x, hi])}.")
     for bound in (lo, hi):
         if bound.dtype != x.dtype or (bound.shape not in ((), x.shape)):
             raise JaxprTypeError(f"clamp requires bounds of the operand's dtype and either scalar "
@@ -307,7 +333,7 @@ select_n_p.def_sharding_rule(same_shape_rule("select_n"))
 def _select_n_rule(which, *cases):
     if not cases:
         raise JaxprTypeError("select_n requires at least one case")
-    check_same_shapes_dtypes("select_n (cases)", cases)
+    check_same_shapes_dtypes("select", cases)
     if which.shape not in ((), cases[0].shape):
         raise JaxprTypeError(f"select_n: the selector must be scalar or of the cases' shape, "
                              f"got ({fmt_types([which, *cases])})")
@@ -343,10 +369,11 @@ def _unop_with_accuracy(prim):
 def _binop(prim, name=None):
     name = name or prim.name
 
+    @_ops.builder
     def op(x, y):
         return _ops.nary(prim, name, x, y)
     op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Elementwise ``{prim.name}`` of operands of equal dtypes (Python scalars adapt)."
+    op.__doc__ = f"Elementwise ``{prim.name}`` of equal dtypes (a Python scalar: its default dtype)."
     return op
 
 
@@ -367,7 +394,7 @@ bitwise_not.__name__ = "bitwise_not"
 add, sub, mul, div, rem, pow = map(_binop, (add_p, sub_p, mul_p, div_p, rem_p, pow_p))
 max, min, atan2, nextafter = map(_binop, (max_p, min_p, atan2_p, nextafter_p))
 complex = _binop(complex_p)
-complex.__doc__ = "Elementwise ``x + yi`` from float32/float64 parts of equal dtypes (Python scalars adapt)."
+complex.__doc__ = "Elementwise ``x + yi`` from float32/float64 parts of equal dtypes."
 bitwise_and = _binop(and_p, "bitwise_and")
 bitwise_or = _binop(or_p, "bitwise_or")
 bitwise_xor = _binop(xor_p, "bitwise_xor")
@@ -379,6 +406,7 @@ eq, ne, lt, le, gt, ge = map(_binop, (eq_p, ne_p, lt_p, le_p, gt_p, ge_p))
 _mul = mul
 
 
+@_ops.builder
 def mul(x, y, *, out_dtype=None):
     """Elementwise product; with ``out_dtype`` the operands are converted to it first."""
     if out_dtype is not None:
@@ -433,18 +461,21 @@ def bitcast_convert_type(operand, new_dtype):
     return bitcast_convert_type_p.bind(operand, new_dtype=dt.canonicalize_dtype(new_dtype))
 
 
+@_ops.builder
 def clamp(min, x, max):
     """``x`` limited to [min, max]; the bounds are scalars or of ``x``'s shape."""
     lo, x, hi = _ops.match_python_scalars("clamp", (min, x, max))
     return clamp_p.bind(lo, x, hi)
 
 
+@_ops.builder
 def select_n(which, *cases):
     """Case ``i`` where ``which == i`` (``which`` bool for <= 2 cases, else int32)."""
     cases = _ops.broadcast_rank0(_ops.match_python_scalars("select_n", cases))
     return select_n_p.bind(which, *cases)
 
 
+@_ops.builder
 def select(pred, on_true, on_false):
     """``on_true`` where ``pred``, else ``on_false``."""
     return select_n(pred, on_false, on_true)

@@ -43,6 +43,7 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
     return reduce_precision_p.bind(operand, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits)
 
 
+@ops.builder
 def mulhi(x, y, /):
     """The high half of the double-width product ``x * y`` (signed or unsigned integers)."""
     return ops.nary(mulhi_p, "mulhi", x, y)

@@ -68,6 +68,7 @@ _lt, _le, _gt, _ge, _eq, _ne = map(_typed, (ew.lt, ew.le, ew.gt, ew.ge, ew.eq, e
 # --------------------------------------------------------------- builders
 
 def _nary(prim, name):
+    @_ops.builder
     def op(*args):
         return _ops.nary(prim, name, *args)
     op.__name__ = op.__qualname__ = name

@@ -281,6 +281,20 @@ def _form_rule(key, name: str, trace: Callable[[], ClosedJaxpr], retrace=None):
     return thunk, objs
 
 
+def _retrace_as(key, thunk: RuleThunk, consts, trace: Callable):
+    """Run ``trace`` (a rule traced again for one zero pattern) with ``thunk`` standing for the
+    rule of the calls it makes to its own function at the same types: those need no rule of their
+    own, so the user's rule runs once per pattern (JAX runs it once). Not when the rule closes over
+    traced values: a call's node would lack them."""
+    if consts or key in _FORMING.by_key:
+        return trace()
+    _FORMING.by_key[key] = _Forming(thunk)
+    try:
+        return trace()
+    finally:
+        del _FORMING.by_key[key]
+
+
 def _order_consts(cj: ClosedJaxpr, objs, wanted) -> ClosedJaxpr:
     """Reorder the leading const inputs of ``cj`` (values ``objs``) to the order ``wanted``."""
     pos = {id(o): i for i, o in enumerate(objs)}
@@ -408,7 +422,7 @@ class custom_jvp:
             return trace_on_values(flat_rule(nonzeros), flat_args, rule_name, avals)
 
         def retrace(nonzeros):
-            cj = trace_rule(nonzeros)
+            cj = _retrace_as(key, thunk, rule_consts, lambda: trace_rule(nonzeros))
             if cj.consts and any(isinstance(c, Tracer) for c in cj.consts):
                 return None
             return cj
@@ -615,8 +629,8 @@ class custom_vjp:
             thunk.fwd_store = store
         def fwd_for(perturbed):
             variant = {}
-            cj = trace_on_values(functools.partial(flat_fwd, perturbed=perturbed, store=variant), flat_args,
-                                 fwd_name)
+            cj = _retrace_as(key, thunk, rule_consts, lambda: trace_on_values(
+                functools.partial(flat_fwd, perturbed=perturbed, store=variant), flat_args, fwd_name))
             return cj, variant
         bwd = CustomBwd(self, static, in_tree, in_avals, out_tree, out_avals, thunk,
                         fwd_for if self.symbolic_zeros else None)

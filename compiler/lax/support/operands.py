@@ -2,14 +2,17 @@
 
 A builder (``lax.add``, ``lax.reduce_sum``, ...) normalises its arguments
 before binding: negative axes, lists to tuples, and Python scalars. Binary
-ops require equal dtypes, as in JAX, with two conveniences the primitives
-lack: a Python scalar operand takes the dtype of the other operands (staying
-weakly typed) when that dtype can hold its kind (``add(f16_array, 1.0)`` is
-float16; ``add(i32_array, 1.5)`` and ``add(i32_array, True)`` are errors; Python scalars alone
-must have one default dtype: ``add(1, 2.0)`` is an error), and rank-0 operands are
+ops require equal dtypes, as in JAX: a Python scalar operand has its default
+dtype (weakly typed), so the user's ``lax.add(f16_array, 1.0)`` or
+``lax.max(f32_array, 0)`` is a TypeError as in JAX. jaxprc's own library keeps one
+convenience: where it calls a builder, a Python scalar takes the dtype of the
+other operands when that dtype can hold its kind (its rules write ``mul(t, 2.0)``
+for every float dtype, where JAX's write typed constants). Rank-0 operands are
 broadcast to the others' shape with ``broadcast_in_dim``.
 """
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 
@@ -59,8 +62,28 @@ def scalar_of_dtype(x, dtype, weak: bool):
     return value
 
 
+# The builders users call (lax.add, lax.clamp, ...): frames to look through for their caller.
+_BUILDER_CODES: set = set()
+
+
+def builder(fn):
+    """Register ``fn`` as a builder users call, so its caller decides how Python scalars convert."""
+    _BUILDER_CODES.add(fn.__code__)
+    return fn
+
+
+def _called_by_user() -> bool:
+    """Whether the builder converting Python scalars was called by the user's code (not jaxprc's)."""
+    frame = sys._getframe(2)
+    while frame is not None and (frame.f_code in _BUILDER_CODES or frame.f_globals.get("__name__") == __name__):
+        frame = frame.f_back
+    module = frame.f_globals.get("__name__", "") if frame is not None else ""
+    return module != "jaxprc" and not module.startswith("jaxprc.")
+
+
 def match_python_scalars(name: str, args):
-    """Give Python scalar operands the dtype of the typed operands (see the module docstring)."""
+    """Convert Python scalar operands: to their default dtypes for the user (as JAX), to the
+    typed operands' dtype for jaxprc's library (see the module docstring)."""
     typed = [aval(a) for a in args if not is_py_scalar(a)]
     if len(typed) == len(args):
         return list(args)
@@ -68,6 +91,12 @@ def match_python_scalars(name: str, args):
         dtype = typed[0].dtype
     else:       # Python scalars only: each has its default dtype, and these must agree (as in JAX)
         dtype = dt.python_scalar_dtype(args[0])
+    if any(is_py_scalar(a) and dt.python_scalar_dtype(a) != dtype for a in args) and _called_by_user() \
+            and not (name == "pow" and type(args[1]) is int and not is_py_scalar(args[0])):
+        # as JAX: each scalar has its default dtype, and the primitive's typing rule reports the mismatch
+        # (pow alone takes an integer exponent: lax.pow(x, 2) is valid)
+        return [scalar_of_dtype(a, dt.python_scalar_dtype(a), not isinstance(a, bool)) if is_py_scalar(a) else a
+                for a in args]
     out = []
     for a in args:
         if not is_py_scalar(a):
