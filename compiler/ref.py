@@ -230,21 +230,56 @@ def unwrap_refs(args, kwargs):
     return args, kwargs, refs
 
 
-def thread_refs(fun):
-    """``fun`` taking ``_RefValue``s where refs were and returning ``(results, the refs' final
-    values)``: the function ``jit`` compiles for a call with ref arguments."""
+# The keyword by which a threaded function takes the values of the refs of the calling code it uses.
+CLOSED_VALUES = "_jaxprc_closed_ref_values"
+
+
+def thread_refs(fun, closed=()):
+    """``fun`` taking ``_RefValue``s where refs were, and the values of ``closed`` (refs of the
+    calling code that it uses: eager refs, or a trace's refs written in a nested jit) by the
+    keyword ``CLOSED_VALUES``; returning ``(results, the argument refs' final values, the closed
+    refs' final values)``: the function ``jit`` compiles for a call that uses refs. While it runs,
+    each closed ref holds its traced value; afterwards it holds its own value again."""
     @functools.wraps(fun)
     def threaded(*args, **kwargs):
+        values = kwargs.pop(CLOSED_VALUES, ())
+        builder = current_builder()
+        saved = [(r._value, r._trace) for r in closed]
+        for r, v in zip(closed, values):
+            r._value, r._trace = v, builder
         made = []
 
         def as_ref(x):
-            made.append(Ref(x.value, current_builder()))
+            made.append(Ref(x.value, builder))
             return made[-1]
-        args, kwargs = tree_map(lambda x: as_ref(x) if _is_ref_value(x) else x, (args, kwargs),
-                                is_leaf=_is_ref_value)
-        outs = fun(*args, **kwargs)
-        return outs, [r._current("the end of the jit function that was passed it") for r in made]
+        try:
+            args, kwargs = tree_map(lambda x: as_ref(x) if _is_ref_value(x) else x, (args, kwargs),
+                                    is_leaf=_is_ref_value)
+            outs = fun(*args, **kwargs)
+            return (outs, [r._current("the end of the jit function that was passed it") for r in made],
+                    [r._current("the end of the jit function that uses it") for r in closed])
+        finally:
+            for r, (value, trace) in zip(closed, saved):
+                r._value, r._trace = value, trace
     return threaded
+
+
+def discover_closed_refs(call, closed: list, arg_refs=(), name: str = "fun"):
+    """``call()``, run again with each ref of the calling code that it turns out to use (a read
+    of an eager ref, or a write of a ref of the trace around) added to ``closed``; ``call``
+    threads the refs of ``closed`` through the traced function (``thread_refs``). A ref that
+    is also among the arguments (``arg_refs``) is JAX's ValueError: two operands, one ref."""
+    while True:
+        try:
+            return call()
+        except Unthreaded as e:
+            ref = e.ref
+            if ref._trace is not current_builder() or any(ref is r for r in closed):
+                raise
+            if any(ref is r for r in arg_refs):
+                raise ValueError(f"when tracing {name} for jit, a mutable array reference of type "
+                                 f"{ref.aval!r} was both closed over and passed as an argument") from None
+            closed.append(ref)
 
 
 def write_back(refs, values) -> None:
