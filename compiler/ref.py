@@ -9,16 +9,21 @@ every transformation and the text format handle it as any other program.
 A ref passed to a ``jit`` function as an argument (or inside a pytree argument) is threaded
 through the program: its value goes in as an operand, the function sees a ref around the traced
 value, and the value it holds at the end comes out as an extra result that ``jit`` writes back
-into the caller's ref (``thread_refs`` below).
+into the caller's ref (``thread_refs`` below). A ref of the calling code that the function uses
+(closed over: an eager ref, or a trace's ref written in a nested jit) is threaded the same way,
+as JAX threads a jit function's closed-over refs: tracing finds it (``Unthreaded``), and every
+call passes its current value in and writes its final value back (``discover_closed_refs``).
+``vmap`` threads refs too: an argument ref batched along its in_axes, a closed-over one unbatched
+(a batched write into it is JAX's error); so does ``grad`` for refs it does not differentiate
+(closed over, or arguments outside argnums; a write of a differentiated value is JAX's error).
 
 A ref written in the body of a loop or conditional (``scan``, ``fori_loop``, ``while_loop``,
 ``cond``, ``switch``) is threaded through it the same way: its value joins the loop's carry (the
 conditional's operands and results), found by tracing the bodies once without it
-(``lax.control_flow.ref_threading``). Otherwise a ref is written only in the trace that made
-it, and read there or in a trace nested in it (grad, vmap, ... inside the function that made the ref: that
-nested program closes over the value the ref holds at that point). A write inside grad or vmap,
-or a read of an eager ref inside a trace, would need the value threaded in and out of that
-program; jaxprc refuses them with ``RefEscapeError`` rather than baking in a stale value.
+(``lax.control_flow.ref_threading``). ``make_jaxpr`` (and jvp, vjp, ... at top level) of a
+function closing over a ref refuses it (``RefEscapeError``): jaxprc's IR has no ref types, so the
+ref cannot be a constant of the program as in JAX's jaxpr; pass the ref as an argument instead
+(its value in, its final value out).
 """
 from __future__ import annotations
 
@@ -78,11 +83,8 @@ class Ref:
         builder = current_builder()
         if builder is self._trace or (not write and self._trace in trace_state.stack):
             return self._value
-        if write:
-            where = ("a traced function nested in the code that created it (grad, vmap, or a jit "
-                     "that does not take it as an argument)")
-        else:
-            where = "a traced function (jit, grad, vmap) it is not an argument of"
+        where = ("a traced function that does not thread it (jit, vmap, grad and loops do; make_jaxpr, "
+                 "eval_shape, jvp, vjp, linearize and checkpoint do not)")
         message = (f"{what}: the ref is used inside {where}. jaxprc discharges refs while tracing, "
                    "so such a ref's value cannot flow in and out of that function: pass the ref "
                    "to a jit function as an argument, or pass its value in and return the new value.")
