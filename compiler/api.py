@@ -350,10 +350,11 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
         return cj
 
     make_jaxpr_f.__name__ = f"make_jaxpr({_fun_name(fun)})"
-    return api_boundary(make_jaxpr_f)
+    return api_boundary(_ref.reading_closed_refs(make_jaxpr_f))
 
 
 @api_boundary
+@_ref.reading_closed_refs
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output pytree of ``ShapeDtypeStruct``s of ``fun(*args, **kwargs)``; nothing runs."""
     cj, out_tree = _trace(fun, _ArgSpec(fun, (), ()), args, kwargs, _fun_name(fun), abstract=True)

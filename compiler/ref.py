@@ -20,14 +20,15 @@ call passes its current value in and writes its final value back (``discover_clo
 A ref written in the body of a loop or conditional (``scan``, ``fori_loop``, ``while_loop``,
 ``cond``, ``switch``) is threaded through it the same way: its value joins the loop's carry (the
 conditional's operands and results), found by tracing the bodies once without it
-(``lax.control_flow.ref_threading``). ``make_jaxpr`` (and jvp, vjp, ... at top level) of a
-function closing over a ref refuses it (``RefEscapeError``): jaxprc's IR has no ref types, so the
-ref cannot be a constant of the program as in JAX's jaxpr; pass the ref as an argument instead
-(its value in, its final value out).
+(``lax.control_flow.ref_threading``). ``make_jaxpr``, ``eval_shape``, ``jvp``, ``vjp`` and
+``linearize``, whose traces are made for one call, read a closed-over eager ref as a constant
+(``reading_closed_refs``); a write to it there raises ``RefEscapeError``: jaxprc's IR has no ref
+types, so pass the ref as an argument instead (its value in, its final value out).
 """
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
@@ -81,16 +82,22 @@ class Ref:
         if self._value is None:
             raise RefEscapeError(f"{what}: the ref was freed or frozen (jaxprc.freeze / free_ref)")
         builder = current_builder()
-        if builder is self._trace or (not write and self._trace in trace_state.stack):
+        if builder is self._trace or (not write and (self._trace in trace_state.stack
+                                                     or self._readable_here())):
             return self._value
         where = ("a traced function that does not thread it (jit, vmap, grad and loops do; make_jaxpr, "
-                 "eval_shape, jvp, vjp, linearize and checkpoint do not)")
+                 "eval_shape, jvp, vjp and linearize only read it; checkpoint does not)")
         message = (f"{what}: the ref is used inside {where}. jaxprc discharges refs while tracing, "
                    "so such a ref's value cannot flow in and out of that function: pass the ref "
                    "to a jit function as an argument, or pass its value in and return the new value.")
         if self._trace is None or self._trace in trace_state.stack:    # a loop around may thread it
-            raise Unthreaded(message, self)
+            raise Unthreaded(message, self, write)
         raise RefEscapeError(message)
+
+    def _readable_here(self) -> bool:
+        """Whether a one-shot trace pinned this ref for reading and this is that trace (not a
+        trace nested in it, which might be kept: jit's, checkpoint's)."""
+        return any(self is r for r in _readable()) and len(trace_state.stack) == 1
 
     aval = property(lambda self: AbstractRef(_type_of(self._current("Ref.aval"))))
     shape = property(lambda self: tuple(self._current("Ref.shape").shape))
@@ -282,6 +289,38 @@ def discover_closed_refs(call, closed: list, arg_refs=(), name: str = "fun"):
                 raise ValueError(f"when tracing {name} for jit, a mutable array reference of type "
                                  f"{ref.aval!r} was both closed over and passed as an argument") from None
             closed.append(ref)
+
+
+_one_shot = threading.local()
+
+
+def _readable() -> list:
+    """The eager refs that the one-shot trace running now may read (``reading_closed_refs``)."""
+    return getattr(_one_shot, "refs", ())
+
+
+def reading_closed_refs(transform):
+    """``transform`` (jvp, vjp, linearize, eval_shape, make_jaxpr: a trace made for one call and
+    not kept) where the function it traces reads eager refs it closes over, as JAX's do: each
+    such ref is then readable in that trace (not in traces nested in it, which may be kept),
+    its current value a constant of it. A write to one still raises: the trace could not write
+    it back. Only at top level: inside a trace, the traces around thread the ref."""
+    @functools.wraps(transform)
+    def reading(*args, **kwargs):
+        pinned: list = []
+        while True:
+            saved = _readable()
+            _one_shot.refs = [*saved, *pinned]
+            try:
+                return transform(*args, **kwargs)
+            except Unthreaded as e:
+                if (e.write or e.ref._trace is not None or current_builder() is not None
+                        or any(e.ref is r for r in pinned)):
+                    raise
+                pinned.append(e.ref)
+            finally:
+                _one_shot.refs = saved
+    return reading
 
 
 def write_back(refs, values) -> None:

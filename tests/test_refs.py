@@ -178,8 +178,10 @@ def test_loop_and_branch_bodies_write_refs_of_the_enclosing_code():
 
 def test_a_ref_used_across_a_trace_boundary_is_refused():
     outer = jaxprc.new_ref(jnp.zeros(3))
+    with pytest.raises(RefEscapeError, match="Ref write: the ref is used inside a traced function"):
+        jaxprc.make_jaxpr(lambda x: outer.__setitem__(..., x))(X[:3])   # jaxprc's IR has no ref types
     with pytest.raises(RefEscapeError, match="Ref read: the ref is used inside a traced function"):
-        jaxprc.make_jaxpr(lambda x: outer[...] + x)(X[:3])     # jaxprc's IR has no ref types
+        jaxprc.checkpoint(lambda x: outer[...] + x)(X[:3])
 
     def writes_in_grad(x):
         r = jaxprc.new_ref(x)
@@ -252,3 +254,14 @@ def test_refs_under_vmap_and_grad():
     assert float(value) == 3.0 and float(aux) == 2.0 and float(calls[...]) == 2.0
     np.testing.assert_array_equal(jaxprc.jit(jaxprc.grad(loss, argnums=1))(calls, jnp.ones(3)), [0, 2, 4])
     assert float(calls[...]) == 3.0
+
+
+def test_one_shot_traces_read_closed_over_refs_as_constants():
+    scale = jaxprc.new_ref(jnp.arange(3.0))
+    cj = jaxprc.make_jaxpr(lambda x: scale[...] * x)(X[:3])
+    np.testing.assert_array_equal(cj.consts[0], [0, 1, 2])
+    primal, tangent = jaxprc.jvp(lambda x: scale[...] * x, (X[:3],), (jnp.ones(3),))
+    np.testing.assert_array_equal(tangent, [0, 1, 2])
+    scale[...] = jnp.full(3, 2.0)                     # the next trace reads the new value
+    np.testing.assert_array_equal(jaxprc.vjp(lambda x: scale[...] * x, X[:3])[1](jnp.ones(3))[0], [2, 2, 2])
+    assert jaxprc.eval_shape(lambda x: scale[1:] * x, 1.0).shape == (2,)

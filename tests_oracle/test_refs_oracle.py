@@ -82,7 +82,8 @@ def test_bad_writes_raise_as_in_jax(write):
 
 def _threaded(lib):
     """Refs closed over by jit (also through a nested jit and a scan), refs as vmap arguments,
-    refs closed over or passed (not differentiated) under grad: every value seen, as JAX 0.10.2."""
+    refs closed over or passed (not differentiated) under grad, closed-over refs read by jvp and
+    vjp: every value seen, as JAX 0.10.2."""
     jnp, lax = lib.numpy, lib.lax
     total, steps = lib.new_ref(jnp.zeros(3)), lib.new_ref(0)
 
@@ -109,6 +110,8 @@ def _threaded(lib):
         return jnp.sum(x ** 2 * total[...])
     seen += [lib.grad(loss, argnums=1)(calls, jnp.arange(3.0)), calls[...]]
     seen += [lib.value_and_grad(lambda x: loss(calls, x))(jnp.ones(3))[1], calls[...]]
+    seen += list(lib.jvp(lambda x: total[...] * x, (jnp.ones(3),), (jnp.arange(3.0),)))   # read only
+    seen += list(lib.vjp(lambda x: total[...] * x, jnp.ones(3))[1](jnp.ones(3)))
     return [np.asarray(v) for v in seen]
 
 

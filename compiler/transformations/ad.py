@@ -146,6 +146,7 @@ def _float0_zeros(aval):
 # -------------------------------------------------------------------- jvp
 
 @api_boundary
+@_ref.reading_closed_refs
 @_without_gc
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """``(fun(*primals), d fun(primals) . tangents)``; with ``has_aux``, also the aux value."""
@@ -260,6 +261,7 @@ class _Linearized:
 
 
 @api_boundary
+@_ref.reading_closed_refs
 @_without_gc
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map."""
@@ -282,6 +284,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 
 
 @api_boundary
+@_ref.reading_closed_refs
 @_without_gc
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of cotangents, one per primal.
