@@ -35,7 +35,8 @@ from .ir.core import ClosedJaxpr, Jaxpr, ShapedArray
 from .ir.shape_poly import is_constant_shape
 from .ir.deep import deep_entry
 from .passes.dce import dce_closed
-from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, eval_jaxpr, get_aval, pytype_aval_mappings, \
+from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, current_builder, eval_jaxpr, get_aval, \
+    pytype_aval_mappings, \
     register_internal_dir, trace_state as _trace_state, trace_to_jaxpr, user_source_info
 from .ir.tree_util import (broadcast_prefix, equality_errors, keystr, registry as _registry, tree_flatten_with_path,
                           tree_map)
@@ -352,10 +353,11 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
         return cj
 
     make_jaxpr_f.__name__ = f"make_jaxpr({_fun_name(fun)})"
-    return api_boundary(make_jaxpr_f)
+    return api_boundary(_ref.reading_closed_refs(make_jaxpr_f))
 
 
 @api_boundary
+@_ref.reading_closed_refs
 def eval_shape(fun: Callable, *args, **kwargs):
     """The output pytree of ``ShapeDtypeStruct``s of ``fun(*args, **kwargs)``; nothing runs."""
     cj, out_tree = _trace(fun, _ArgSpec(fun, (), ()), args, kwargs, _fun_name(fun), abstract=True)
@@ -612,7 +614,9 @@ class JitFunction:
         if type(self) is JitFunction:
             self._cache, self._traced = _shared_caches(fun, (*self._options(), *self._shardings))
         self._cpp = None        # a weak reference to the C++ function made of this one, if any
-        self._with_refs = None  # this function's jit for calls with ref arguments, once made
+        self._with_refs = {}    # refs it closes over (a tuple) -> its jit for calls that thread refs
+        self._closed_refs = []  # the eager refs it was found to use (a call threads them in and out)
+        self._finds_refs = True  # False for the jit of a threading wrapper: its caller finds them
 
     def _options(self) -> tuple:
         """What besides the arguments decides the executable: part of every cache key."""
@@ -677,11 +681,19 @@ class JitFunction:
         except TypeError:
             raise _unhashable_static_error(self._name, key) from None
         if entry is None:
-            if _ref.has_refs(leaves):      # only a miss can have refs: they have no signature
-                return self._call_threading_refs(args, kwargs), None, None
+            # only a miss can have refs (they have no signature), and a function that closes
+            # over refs never leaves an entry: each call passes their values in and out
+            if _ref.has_refs(leaves) or self._closed_refs:
+                return self._call_threading_refs(args, kwargs, self._closed_refs), None, None
             if _config.jax_explain_cache_misses:
                 self._explain_miss(key, args, kwargs)
-            entry = self._cache[key] = self._compile(args, kwargs)
+            try:
+                entry = self._compile(args, kwargs)
+            except _ref.Unthreaded as e:
+                if e.ref._trace is not None or not self._finds_refs:
+                    raise
+                return self._call_threading_refs(args, kwargs, self._closed_refs), None, None
+            self._cache[key] = entry
         if _config.jax_debug_nans or _config.jax_debug_infs:
             if self._spec.donate_argnums or self._spec.donate_argnames:     # the op-by-op rerun needs what the call donates
                 args, kwargs = tree_map(lambda x: x.copy() if type(x) is Array else x, (args, kwargs))
@@ -750,18 +762,35 @@ class JitFunction:
             flags += [k in spec.donate_argnames] * _flatten(dyn_kwargs[k])[1].num_leaves
         return tuple(flags)
 
-    def _call_threading_refs(self, args, kwargs):
-        """A call with refs among the arguments: the program takes their values and returns
-        their final ones, which go back into the refs (compiler/ref.py)."""
-        if self._with_refs is None:
-            spec = self._spec
-            self._with_refs = JitFunction(_ref.thread_refs(self._fun), spec.argnums, spec.argnames,
-                                          spec.donate_argnums, *self._shardings, spec.donate_argnames,
-                                          self._keep_unused, self._inline, self._compiler_options)
+    def _call_threading_refs(self, args, kwargs, closed: list):
+        """A call that uses refs, among its arguments or of the calling code (``closed``, to
+        which the refs its trace turns out to use are added): the program takes their values
+        and returns their final ones, which go back into the refs (compiler/ref.py), as JAX
+        threads a jit function's refs."""
         args, kwargs, refs = _ref.unwrap_refs(args, kwargs)
-        outs, finals = self._with_refs(*args, **kwargs)
+
+        def call():
+            values = [r._value for r in closed]
+            return self._threading_jit(tuple(closed))(*args, **kwargs, **{_ref.CLOSED_VALUES: values})
+        outs, finals, closed_finals = _ref.discover_closed_refs(call, closed, refs, self._name)
         _ref.write_back(refs, finals)
+        _ref.write_back(closed, closed_finals)
         return outs
+
+    def _threading_jit(self, closed: tuple) -> "JitFunction":
+        """This function's jit for calls threading refs, ``closed`` among them. Kept when the
+        closed refs are eager ones (the function's own, for every call); refs of a trace around
+        are that trace's only."""
+        jf = self._with_refs.get(closed)
+        if jf is None:
+            spec = self._spec
+            jf = JitFunction(_ref.thread_refs(self._fun, closed), spec.argnums, spec.argnames,
+                             spec.donate_argnums, *self._shardings, spec.donate_argnames,
+                             self._keep_unused, self._inline, self._compiler_options)
+            jf._finds_refs = False
+            if not closed or closed[0]._trace is None:
+                self._with_refs[closed] = jf
+        return jf
 
     # -- inside another trace: a `jit` equation ---------------------------------
     def _call_in_trace(self, args, kwargs):
@@ -771,14 +800,19 @@ class JitFunction:
             key = (treedef, static, dt.config.trace_context(), *[get_aval(x) for x in leaves])
         except TypeError:   # no array: tracing raises the error naming the argument
             if _ref.has_refs(leaves):
-                return self._call_threading_refs(args, kwargs)
+                return self._call_threading_refs(args, kwargs, [])
             key = None
         try:
             traced = self._traced.get(key)
         except TypeError:
             raise _unhashable_static_error(self._name, key) from None
         if traced is None:
-            cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+            try:
+                cj, out_tree = _trace(self._fun, self._spec, args, kwargs, self._name)
+            except _ref.Unthreaded as e:      # it writes a ref of the trace around: threaded through
+                if e.ref._trace is not current_builder() or not self._finds_refs:
+                    raise
+                return self._call_threading_refs(args, kwargs, [])
             jaxpr, consts = close_over_consts(cj)
             traced = (jaxpr, consts, out_tree)
             if not any(isinstance(c, Tracer) for c in consts):   # closing over tracers: trace-specific

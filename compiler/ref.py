@@ -9,20 +9,26 @@ every transformation and the text format handle it as any other program.
 A ref passed to a ``jit`` function as an argument (or inside a pytree argument) is threaded
 through the program: its value goes in as an operand, the function sees a ref around the traced
 value, and the value it holds at the end comes out as an extra result that ``jit`` writes back
-into the caller's ref (``thread_refs`` below).
+into the caller's ref (``thread_refs`` below). A ref of the calling code that the function uses
+(closed over: an eager ref, or a trace's ref written in a nested jit) is threaded the same way,
+as JAX threads a jit function's closed-over refs: tracing finds it (``Unthreaded``), and every
+call passes its current value in and writes its final value back (``discover_closed_refs``).
+``vmap`` threads refs too: an argument ref batched along its in_axes, a closed-over one unbatched
+(a batched write into it is JAX's error); so does ``grad`` for refs it does not differentiate
+(closed over, or arguments outside argnums; a write of a differentiated value is JAX's error).
 
 A ref written in the body of a loop or conditional (``scan``, ``fori_loop``, ``while_loop``,
 ``cond``, ``switch``) is threaded through it the same way: its value joins the loop's carry (the
 conditional's operands and results), found by tracing the bodies once without it
-(``lax.control_flow.ref_threading``). Otherwise a ref is written only in the trace that made
-it, and read there or in a trace nested in it (grad, vmap, ... inside the function that made the ref: that
-nested program closes over the value the ref holds at that point). A write inside grad or vmap,
-or a read of an eager ref inside a trace, would need the value threaded in and out of that
-program; jaxprc refuses them with ``RefEscapeError`` rather than baking in a stale value.
+(``lax.control_flow.ref_threading``). ``make_jaxpr``, ``eval_shape``, ``jvp``, ``vjp`` and
+``linearize``, whose traces are made for one call, read a closed-over eager ref as a constant
+(``reading_closed_refs``); a write to it there raises ``RefEscapeError``: jaxprc's IR has no ref
+types, so pass the ref as an argument instead (its value in, its final value out).
 """
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
@@ -76,19 +82,22 @@ class Ref:
         if self._value is None:
             raise RefEscapeError(f"{what}: the ref was freed or frozen (jaxprc.freeze / free_ref)")
         builder = current_builder()
-        if builder is self._trace or (not write and self._trace in trace_state.stack):
+        if builder is self._trace or (not write and (self._trace in trace_state.stack
+                                                     or self._readable_here())):
             return self._value
-        if write:
-            where = ("a traced function nested in the code that created it (grad, vmap, or a jit "
-                     "that does not take it as an argument)")
-        else:
-            where = "a traced function (jit, grad, vmap) it is not an argument of"
+        where = ("a traced function that does not thread it (jit, vmap, grad and loops do; make_jaxpr, "
+                 "eval_shape, jvp, vjp and linearize only read it; checkpoint does not)")
         message = (f"{what}: the ref is used inside {where}. jaxprc discharges refs while tracing, "
                    "so such a ref's value cannot flow in and out of that function: pass the ref "
                    "to a jit function as an argument, or pass its value in and return the new value.")
         if self._trace is None or self._trace in trace_state.stack:    # a loop around may thread it
-            raise Unthreaded(message, self)
+            raise Unthreaded(message, self, write)
         raise RefEscapeError(message)
+
+    def _readable_here(self) -> bool:
+        """Whether a one-shot trace pinned this ref for reading and this is that trace (not a
+        trace nested in it, which might be kept: jit's, checkpoint's)."""
+        return any(self is r for r in _readable()) and len(trace_state.stack) == 1
 
     aval = property(lambda self: AbstractRef(_type_of(self._current("Ref.aval"))))
     shape = property(lambda self: tuple(self._current("Ref.shape").shape))
@@ -230,21 +239,88 @@ def unwrap_refs(args, kwargs):
     return args, kwargs, refs
 
 
-def thread_refs(fun):
-    """``fun`` taking ``_RefValue``s where refs were and returning ``(results, the refs' final
-    values)``: the function ``jit`` compiles for a call with ref arguments."""
+# The keyword by which a threaded function takes the values of the refs of the calling code it uses.
+CLOSED_VALUES = "_jaxprc_closed_ref_values"
+
+
+def thread_refs(fun, closed=()):
+    """``fun`` taking ``_RefValue``s where refs were, and the values of ``closed`` (refs of the
+    calling code that it uses: eager refs, or a trace's refs written in a nested jit) by the
+    keyword ``CLOSED_VALUES``; returning ``(results, the argument refs' final values, the closed
+    refs' final values)``: the function ``jit`` compiles for a call that uses refs. While it runs,
+    each closed ref holds its traced value; afterwards it holds its own value again."""
     @functools.wraps(fun)
     def threaded(*args, **kwargs):
+        values = kwargs.pop(CLOSED_VALUES, ())
+        builder = current_builder()
+        saved = [(r._value, r._trace) for r in closed]
+        for r, v in zip(closed, values):
+            r._value, r._trace = v, builder
         made = []
 
         def as_ref(x):
-            made.append(Ref(x.value, current_builder()))
+            made.append(Ref(x.value, builder))
             return made[-1]
-        args, kwargs = tree_map(lambda x: as_ref(x) if _is_ref_value(x) else x, (args, kwargs),
-                                is_leaf=_is_ref_value)
-        outs = fun(*args, **kwargs)
-        return outs, [r._current("the end of the jit function that was passed it") for r in made]
+        try:
+            args, kwargs = tree_map(lambda x: as_ref(x) if _is_ref_value(x) else x, (args, kwargs),
+                                    is_leaf=_is_ref_value)
+            outs = fun(*args, **kwargs)
+            return (outs, [r._current("the end of the jit function that was passed it") for r in made],
+                    [r._current("the end of the jit function that uses it") for r in closed])
+        finally:
+            for r, (value, trace) in zip(closed, saved):
+                r._value, r._trace = value, trace
     return threaded
+
+
+def discover_closed_refs(call, closed: list, arg_refs=(), name: str = "fun"):
+    """``call()``, run again with each ref of the calling code that it turns out to use (a read
+    of an eager ref, or a write of a ref of the trace around) added to ``closed``; ``call``
+    threads the refs of ``closed`` through the traced function (``thread_refs``). A ref that
+    is also among the arguments (``arg_refs``) is JAX's ValueError: two operands, one ref."""
+    while True:
+        try:
+            return call()
+        except Unthreaded as e:
+            ref = e.ref
+            if ref._trace is not current_builder() or any(ref is r for r in closed):
+                raise
+            if any(ref is r for r in arg_refs):
+                raise ValueError(f"when tracing {name} for jit, a mutable array reference of type "
+                                 f"{ref.aval!r} was both closed over and passed as an argument") from None
+            closed.append(ref)
+
+
+_one_shot = threading.local()
+
+
+def _readable() -> list:
+    """The eager refs that the one-shot trace running now may read (``reading_closed_refs``)."""
+    return getattr(_one_shot, "refs", ())
+
+
+def reading_closed_refs(transform):
+    """``transform`` (jvp, vjp, linearize, eval_shape, make_jaxpr: a trace made for one call and
+    not kept) where the function it traces reads eager refs it closes over, as JAX's do: each
+    such ref is then readable in that trace (not in traces nested in it, which may be kept),
+    its current value a constant of it. A write to one still raises: the trace could not write
+    it back. Only at top level: inside a trace, the traces around thread the ref."""
+    @functools.wraps(transform)
+    def reading(*args, **kwargs):
+        pinned: list = []
+        while True:
+            saved = _readable()
+            _one_shot.refs = [*saved, *pinned]
+            try:
+                return transform(*args, **kwargs)
+            except Unthreaded as e:
+                if (e.write or e.ref._trace is not None or current_builder() is not None
+                        or any(e.ref is r for r in pinned)):
+                    raise
+                pinned.append(e.ref)
+            finally:
+                _one_shot.refs = saved
+    return reading
 
 
 def write_back(refs, values) -> None:

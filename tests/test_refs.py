@@ -178,13 +178,15 @@ def test_loop_and_branch_bodies_write_refs_of_the_enclosing_code():
 
 def test_a_ref_used_across_a_trace_boundary_is_refused():
     outer = jaxprc.new_ref(jnp.zeros(3))
+    with pytest.raises(RefEscapeError, match="Ref write: the ref is used inside a traced function"):
+        jaxprc.make_jaxpr(lambda x: outer.__setitem__(..., x))(X[:3])   # jaxprc's IR has no ref types
     with pytest.raises(RefEscapeError, match="Ref read: the ref is used inside a traced function"):
-        jaxprc.jit(lambda x: outer[...] + x)(X[:3])
+        jaxprc.checkpoint(lambda x: outer[...] + x)(X[:3])
 
     def writes_in_grad(x):
         r = jaxprc.new_ref(x)
         return jaxprc.grad(lambda y: (r.__setitem__(..., y), jnp.sum(y))[1])(x)
-    with pytest.raises(RefEscapeError, match="Ref write"):
+    with pytest.raises(RefEscapeError, match="a differentiated value on a non-differentiated array reference"):
         jaxprc.jit(writes_in_grad)(X)
 
     def cond_writes(x):
@@ -192,4 +194,74 @@ def test_a_ref_used_across_a_trace_boundary_is_refused():
         return lax.while_loop(lambda k: (r.__setitem__(0, 1.0), k < 1)[1], lambda k: k + 1, 0)
     with pytest.raises(RefEscapeError, match="cond_fun writes a ref"):
         jaxprc.jit(cond_writes)(X)
+    with pytest.raises(RefEscapeError, match="vmapped value on an unbatched array reference"):
+        jaxprc.vmap(lambda x: outer.__setitem__(..., x))(jnp.ones((2, 3)))
+    with pytest.raises(ValueError, match="both closed over and passed as an argument"):
+        jaxprc.jit(lambda r, x: outer[...] + x)(outer, X[:3])
     np.testing.assert_array_equal(outer[...], [0, 0, 0])      # the process goes on; the ref is intact
+
+
+def test_refs_closed_over_by_jit_are_threaded():
+    """A jit function that uses refs of the calling code: their values go in and come out at
+    every call (none is baked in), also through a nested jit and a loop inside it."""
+    total, count = jaxprc.new_ref(jnp.zeros(3)), jaxprc.new_ref(0)
+
+    @jaxprc.jit
+    def accumulate(x):
+        @jaxprc.jit
+        def add(y):
+            total[...] += y
+        add(x)
+        count[...] += 1
+        lax.fori_loop(0, 2, lambda i, c: total.__setitem__(i, total[i] * 2.0), None)
+        return total[...] * 10
+
+    np.testing.assert_array_equal(accumulate(X[:3]), [0, 20, 20])
+    np.testing.assert_array_equal(accumulate(X[:3]), [0, 60, 40])    # the new values went in
+    np.testing.assert_array_equal(total[...], [0, 6, 4])
+    assert int(count[...]) == 2
+    total[...] = jnp.ones(3)                                       # an eager write is seen too
+    np.testing.assert_array_equal(accumulate(X[:3]), [20, 40, 30])
+    reads = jaxprc.jit(lambda: count[...] + 1)
+    assert int(reads()) == 4
+    count[...] = 10
+    assert int(reads()) == 11
+
+
+def test_refs_under_vmap_and_grad():
+    batched = jaxprc.new_ref(jnp.zeros((4, 3)))
+
+    def add(r, x):
+        r[...] = r[...] + x
+        return x * 2
+    out = jaxprc.vmap(add)(batched, jnp.ones((4, 3)))
+    np.testing.assert_array_equal(out, np.full((4, 3), 2))
+    np.testing.assert_array_equal(batched[...], np.ones((4, 3)))
+    by_column = jaxprc.new_ref(jnp.zeros((3, 4)))               # batched along axis 1
+    jaxprc.vmap(add, in_axes=(1, 0))(by_column, jnp.arange(12.0).reshape(4, 3))
+    np.testing.assert_array_equal(by_column[...], np.arange(12.0).reshape(4, 3).T)
+    scale = jaxprc.new_ref(jnp.arange(3.0))
+    np.testing.assert_array_equal(jaxprc.vmap(lambda x: scale[...] * x)(jnp.ones((2, 3))), [[0, 1, 2]] * 2)
+
+    calls = jaxprc.new_ref(jnp.zeros(()))
+
+    def loss(r, x):
+        r[...] = r[...] + 1.0                 # not differentiated: allowed, written back
+        return jnp.sum(x ** 2 * scale[...])
+    g = jaxprc.grad(loss, argnums=1)(calls, jnp.ones(3))
+    np.testing.assert_array_equal(g, [0, 2, 4])
+    (value, aux), g = jaxprc.value_and_grad(lambda x: (loss(calls, x), calls[...]), has_aux=True)(jnp.ones(3))
+    assert float(value) == 3.0 and float(aux) == 2.0 and float(calls[...]) == 2.0
+    np.testing.assert_array_equal(jaxprc.jit(jaxprc.grad(loss, argnums=1))(calls, jnp.ones(3)), [0, 2, 4])
+    assert float(calls[...]) == 3.0
+
+
+def test_one_shot_traces_read_closed_over_refs_as_constants():
+    scale = jaxprc.new_ref(jnp.arange(3.0))
+    cj = jaxprc.make_jaxpr(lambda x: scale[...] * x)(X[:3])
+    np.testing.assert_array_equal(cj.consts[0], [0, 1, 2])
+    primal, tangent = jaxprc.jvp(lambda x: scale[...] * x, (X[:3],), (jnp.ones(3),))
+    np.testing.assert_array_equal(tangent, [0, 1, 2])
+    scale[...] = jnp.full(3, 2.0)                     # the next trace reads the new value
+    np.testing.assert_array_equal(jaxprc.vjp(lambda x: scale[...] * x, X[:3])[1](jnp.ones(3))[0], [2, 2, 2])
+    assert jaxprc.eval_shape(lambda x: scale[1:] * x, 1.0).shape == (2,)

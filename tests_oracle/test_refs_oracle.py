@@ -78,3 +78,61 @@ def test_bad_writes_raise_as_in_jax(write):
             write(lib, r)
         messages.append(str(info.value).split(" Transforms:")[0].strip())
     assert messages[0] == messages[1]
+
+
+def _threaded(lib):
+    """Refs closed over by jit (also through a nested jit and a scan), refs as vmap arguments,
+    refs closed over or passed (not differentiated) under grad, closed-over refs read by jvp and
+    vjp: every value seen, as JAX 0.10.2."""
+    jnp, lax = lib.numpy, lib.lax
+    total, steps = lib.new_ref(jnp.zeros(3)), lib.new_ref(0)
+
+    @lib.jit
+    def accumulate(x):
+        lib.jit(lambda y: total.__setitem__(..., total[...] + y))(x)
+        steps[...] += 1
+        lax.scan(lambda c, v: (total.__setitem__(0, total[0] + v), (c, None))[1], None, jnp.arange(2.0))
+        return total[...] * 2
+
+    seen = [accumulate(jnp.arange(3.0)), accumulate(jnp.ones(3)), total[...], steps[...]]
+    rows = lib.new_ref(jnp.zeros((4, 3)))
+
+    def add(r, x):
+        r[...] = r[...] + x
+        return jnp.sum(x)
+    seen += [lib.vmap(add)(rows, jnp.arange(12.0).reshape(4, 3)), rows[...]]
+    seen.append(lib.jit(lib.vmap(add))(rows, jnp.ones((4, 3))))
+    seen += [rows[...], lib.vmap(lambda x: total[...] * x)(jnp.arange(2.0))]
+    calls = lib.new_ref(jnp.zeros(()))
+
+    def loss(r, x):
+        r[...] = r[...] + 1.0
+        return jnp.sum(x ** 2 * total[...])
+    seen += [lib.grad(loss, argnums=1)(calls, jnp.arange(3.0)), calls[...]]
+    seen += [lib.value_and_grad(lambda x: loss(calls, x))(jnp.ones(3))[1], calls[...]]
+    seen += list(lib.jvp(lambda x: total[...] * x, (jnp.ones(3),), (jnp.arange(3.0),)))   # read only
+    seen += list(lib.vjp(lambda x: total[...] * x, jnp.ones(3))[1](jnp.ones(3)))
+    return [np.asarray(v) for v in seen]
+
+
+def test_threaded_refs_match_jax():
+    for got, want in zip(_threaded(jaxprc), _threaded(jax), strict=True):
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("misuse", [
+    lambda lib, r: lib.vmap(lambda x: r.__setitem__(..., x))(lib.numpy.ones((2, 3))),
+    lambda lib, r: lib.vmap(lambda q, x: q.__setitem__(..., x), in_axes=(None, 0))(r, lib.numpy.ones((2, 3))),
+    lambda lib, r: lib.grad(lambda x: (r.__setitem__(..., x), x.sum())[1])(lib.numpy.ones(3)),
+])
+def test_threaded_ref_misuse_raises_as_in_jax(misuse):
+    messages = []
+    for lib in (jaxprc, jax):
+        r = lib.new_ref(lib.numpy.zeros(3))
+        with pytest.raises(Exception) as info:
+            misuse(lib, r)
+        messages.append(str(info.value))
+        if lib is jaxprc:    # the ref is intact (JAX's may hold the value written before it raised)
+            np.testing.assert_array_equal(r[...], np.zeros(3))
+    assert messages[0] == messages[1]

@@ -32,6 +32,7 @@ from ..passes.partial_eval import linearize_jaxpr
 from ..passes.registry import run_pipeline, verify_pass_result
 from ..passes.transpose import transpose_jaxpr
 from ..engine.traceback_filtering import api_boundary
+from .. import ref as _ref
 
 __all__ = ["jvp", "vjp", "grad", "value_and_grad", "linearize", "linear_transpose",
            "jacfwd", "jacrev", "hessian", "stop_gradient"]
@@ -52,6 +53,7 @@ def _float0_zeros(aval):
 # -------------------------------------------------------------------- jvp
 
 @api_boundary
+@_ref.reading_closed_refs
 @without_gc
 def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     """``(fun(*primals), d fun(primals) . tangents)``; with ``has_aux``, also the aux value."""
@@ -113,12 +115,17 @@ class _Linearized:
         self.out_avals = cj.out_avals
         # tangents are wanted for the main outputs only, not for aux
         self.out_nz = out_nz[:self.n_out]
+        self._traced, self._nonzeros = cj, nonzeros
         lin_used = [True] * sum(self.out_nz) + [False] * sum(out_nz[self.n_out:])
         lin = verify_pass_result("dce", dce_closed(lin, lin_used, keep_inputs=True)[0])
         self.lin = run_pipeline(lin, "dce")   # cse'd where it runs
         self.known, self.n_res = known, n_res
         self.n_primal_outs = len(cj.out_avals)
         self.args = list(consts) + list(flat_primals)
+
+    def aux_depends_on_inputs(self) -> list:
+        """Per aux output: whether it depends on the inputs differentiated."""
+        return jvp_jaxpr(self._traced, self._nonzeros, instantiate=False)[1][self.n_out:]
 
     def run_primal(self, name):
         outs = evaluate(simplified(self.known), self.args, name)
@@ -161,6 +168,7 @@ class _Linearized:
 
 
 @api_boundary
+@_ref.reading_closed_refs
 @without_gc
 def linearize(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates the linear map."""
@@ -183,6 +191,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 
 
 @api_boundary
+@_ref.reading_closed_refs
 @without_gc
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), vjp_fun)``; ``vjp_fun(ct)`` returns a tuple of cotangents, one per primal.
@@ -331,9 +340,22 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
                            name="grad")
 
 
-def _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value, name):
-    @without_gc
+def _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value, name, threaded_refs=None):
+    """``threaded_refs``: refs whose final values are the last aux outputs of ``fun``
+    (``_grad_threading_refs``), which may not depend on what is differentiated."""
     def transformed(*args, **kwargs):
+        if threaded_refs is not None:
+            return differentiate(*args, **kwargs)
+        try:
+            return differentiate(*args, **kwargs)
+        except _ref.Unthreaded as e:      # a ref of the calling code: its value threaded through
+            if e.ref._trace is not current_builder():
+                raise
+            return _grad_threading_refs(fun, argnums, has_aux, holomorphic, allow_int, with_value, name,
+                                        args, kwargs)
+
+    @without_gc
+    def differentiate(*args, **kwargs):
         highest = argnums if isinstance(argnums, int) else max(argnums, default=0)
         if highest >= len(args):
             raise TypeError(f"differentiating with respect to {argnums=} requires at least {highest + 1} "
@@ -349,6 +371,9 @@ def _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value, n
         f = (lambda *a: fun_(*a, **kwargs)) if kwargs else fun_
         lz = _Linearized(f, args, has_aux, name, diff_mask)
         _check_grad_output(lz, holomorphic, name)
+        if threaded_refs:
+            depends = lz.aux_depends_on_inputs()
+            _check_ref_writes(depends[len(depends) - len(threaded_refs):], threaded_refs)
         n_val = lz.n_primal_outs if (with_value or has_aux) else 0
         if lz.calls_python_bwd():
             lz.run_primal(name)
@@ -371,6 +396,49 @@ def _grad_transform(fun, argnums, has_aux, holomorphic, allow_int, with_value, n
     transformed.__name__ = f"{name}_{getattr(fun, '__name__', 'fun')}"
     transformed.__wrapped__ = fun
     return api_boundary(transformed)
+
+
+def _grad_threading_refs(fun, argnums, has_aux, holomorphic, allow_int, with_value, name, args, kwargs):
+    """grad of a function that uses refs of the calling code (closed over, or arguments not
+    differentiated): their values go in as constants of the derivative, their final values
+    come out as extra aux values and are written back, as JAX does. A ref differentiated
+    with respect to is no array, as in JAX."""
+    nums = argnums_positions(argnums, len(args), name)
+    shifted = nums[0] + 1 if isinstance(argnums, int) else tuple(n + 1 for n in nums)
+    closed: list = []
+
+    def call():
+        threaded = _ref.thread_refs(fun, tuple(closed))
+
+        def with_values(values, *a, **k):
+            outs, _, finals = threaded(*a, **k, **{_ref.CLOSED_VALUES: values})
+            if has_aux:
+                return outs[0], (outs[1], finals)
+            return outs, finals
+        with_values.__name__ = getattr(fun, "__name__", "fun")
+        transformed = _grad_transform(with_values, shifted, True, holomorphic, allow_int, with_value, name,
+                                      threaded_refs=list(closed))
+        return transformed([r._value for r in closed], *args, **kwargs)
+    result = _ref.discover_closed_refs(call, closed, (), getattr(fun, "__name__", "fun"))
+    if with_value:
+        (value, aux), g = result
+    else:
+        g, aux = result
+    aux, finals = aux if has_aux else (None, aux)
+    _ref.write_back(closed, finals)
+    if with_value:
+        return ((value, aux), g) if has_aux else (value, g)
+    return (g, aux) if has_aux else g
+
+
+def _check_ref_writes(nonzeros, refs) -> None:
+    """A value that depends on what grad differentiates, written to a ref that is not: JAX's error."""
+    for nz, r in zip(nonzeros, refs):
+        if nz:
+            raise _ref.RefEscapeError(
+                "performing a set/swap operation with a differentiated value on a non-differentiated array "
+                f"reference of type {r.aval!r}. Move the array reference to be an argument of the "
+                "differentiated function?")
 
 
 def _close_over_objects(fun, args, nums):

@@ -13,12 +13,13 @@ import collections
 import functools
 import inspect
 
-from jaxprc.ir.tracing import Tracer, type_str, get_aval, trace_to_jaxpr
+from jaxprc.ir.tracing import Tracer, current_builder, type_str, get_aval, trace_to_jaxpr
 from jaxprc.ir.tree_util import (broadcast_prefix, keystr, tree_flatten, tree_flatten_with_path, tree_leaves,
                                  tree_unflatten)
 from jaxprc.passes.registry import verify_pass_result
 from jaxprc.passes.vmap import BatchSpecError, unbatched_aval, vmap_typed_jaxpr
 
+from .. import ref as _ref
 from ..engine.evaluate import evaluate_jaxpr
 from .tracer_styles import VmapStyle
 from ..lax.parallel import batching_axis, named_axis
@@ -67,6 +68,18 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
                              f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}")
         all_flat, in_tree = tree_flatten((args, kwargs))
         all_axes = _flatten_axes("vmap in_axes", in_tree, (in_axes, 0))
+        if getattr(fun, "_threaded_refs", None) is None:      # not already threading them
+            if _ref.has_refs(all_flat):
+                return _vmap_threading_refs(fun, in_axes, out_axes, axis_name, axis_size, args, kwargs)
+            try:
+                return _call(args, kwargs, all_flat, in_tree, all_axes)
+            except _ref.Unthreaded as e:     # a ref of the calling code: its value threaded through
+                if e.ref._trace is not current_builder():
+                    raise
+                return _vmap_threading_refs(fun, in_axes, out_axes, axis_name, axis_size, args, kwargs)
+        return _call(args, kwargs, all_flat, in_tree, all_axes)
+
+    def _call(args, kwargs, all_flat, in_tree, all_axes):
         # Leaves that are not mapped and that no array can be (a config object, a function) are
         # passed to fun as they are, as in JAX; the rest are traced.
         closed = {i: x for i, (x, a) in enumerate(zip(all_flat, all_axes))
@@ -100,6 +113,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
             with batching_axis(axis_name, size):
                 batched = verify_pass_result("vmap", vmap_typed_jaxpr(per_example, axes, size, out_axes_flat, avals))
         except BatchSpecError as e:
+            _check_ref_batching(fun, out_tree[0], e.leaf_idx)
             leaf_numbers = tree_unflatten(out_tree[0], range(out_tree[0].num_leaves))
             path, _ = tree_flatten_with_path(leaf_numbers)[0][e.leaf_idx]
             raise ValueError(f"at vmap out_axes{keystr(path)}, got axis spec {e.dst} "
@@ -110,6 +124,44 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
         return tree_unflatten(out_tree[0], outs)
 
     return vmap_f
+
+
+def _vmap_threading_refs(fun, in_axes, out_axes, axis_name, axis_size, args, kwargs):
+    """vmap of a function that uses refs, as arguments (batched along their in_axes) or of the
+    calling code (unbatched): their values go in, and their final values come out (at the
+    same axes) and are written back, as JAX batches refs."""
+    flat, tree = tree_flatten((args, kwargs))
+    axes = _flatten_axes("vmap in_axes", tree, (in_axes, 0))
+    ref_axes = [_canonical_in_axis(a, x.aval) for x, a in zip(flat, axes) if isinstance(x, _ref.Ref)]
+    args, kwargs, refs = _ref.unwrap_refs(args, kwargs)
+    arg_axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    closed: list = []
+
+    def call():
+        threaded = _ref.thread_refs(fun, tuple(closed))
+
+        def with_values(values, *a, **k):
+            return threaded(*a, **k, **{_ref.CLOSED_VALUES: values})
+        with_values._threaded_refs = refs + closed
+        with_values.__name__ = getattr(fun, "__name__", "fun")
+        mapped = vmap(with_values, (None, *arg_axes), (out_axes, ref_axes, [None] * len(closed)),
+                      axis_name, axis_size)
+        return mapped([r._value for r in closed], *args, **kwargs)
+    outs, finals, closed_finals = _ref.discover_closed_refs(call, closed, refs, getattr(fun, "__name__", "fun"))
+    _ref.write_back(refs, finals)
+    _ref.write_back(closed, closed_finals)
+    return outs
+
+
+def _check_ref_batching(fun, out_tree, leaf_idx) -> None:
+    """A batched value written to a ref that is not batched (its final value has out_axes
+    None): JAX's error."""
+    refs = getattr(fun, "_threaded_refs", None)
+    n_results = out_tree.children()[0].num_leaves if refs is not None else 0
+    if refs is not None and leaf_idx >= n_results:
+        raise _ref.RefEscapeError(
+            f"performing a set/swap operation with vmapped value on an unbatched array reference of type "
+            f"{refs[leaf_idx - n_results].aval!r}. Move the array reference to be an argument to the vmapped function?")
 
 
 def _is_array_leaf(x) -> bool:

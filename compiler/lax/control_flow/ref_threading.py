@@ -24,9 +24,9 @@ class Unthreaded(RefEscapeError):
     loop or conditional that catches it traces its bodies again with the ref's value threaded
     through."""
 
-    def __init__(self, message: str, ref):
+    def __init__(self, message: str, ref, write: bool = False):
         super().__init__(message)
-        self.ref = ref
+        self.ref, self.write = ref, write
 
 
 def thread_through_bodies(run):
