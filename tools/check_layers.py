@@ -59,8 +59,6 @@ KNOWN_UPWARD = {
     ("jaxprc.lax.host_local", "jaxprc.sharding"),
     ("jaxprc.lax.parallel", "jaxprc.sharding"),
     ("jaxprc.lax.sharding_constraint", "jaxprc.sharding"),
-    # custom_root linearizes its function, and custom_linear_solve transposes matvec, with the AD API
-    ("jaxprc.lax.control_flow.solves", "jaxprc.transformations.ad"),
     # rules written with jaxprc.numpy; lax.dtype is jaxprc.dtypes'
     ("jaxprc.lax.linalg", "jaxprc.numpy"),
     ("jaxprc.lax.support.conveniences", "jaxprc.dtypes"),
