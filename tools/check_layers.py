@@ -59,9 +59,6 @@ KNOWN_UPWARD = {
     ("jaxprc.lax.host_local", "jaxprc.sharding"),
     ("jaxprc.lax.parallel", "jaxprc.sharding"),
     ("jaxprc.lax.sharding_constraint", "jaxprc.sharding"),
-    # rules written with the transformations' front ends (vmap, jvp, linearize, linear_transpose)
-    ("jaxprc.lax.control_flow.loops", "jaxprc.transformations.vmap"),
-    ("jaxprc.lax.control_flow.solves", "jaxprc.transformations.ad"),
     # rules written with jaxprc.numpy; lax.dtype is jaxprc.dtypes'
     ("jaxprc.lax.linalg", "jaxprc.numpy"),
     ("jaxprc.lax.support.conveniences", "jaxprc.dtypes"),

@@ -17,9 +17,9 @@ from typing import Callable
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.tracing import close_over_consts, get_aval
+from jaxprc.ir.tracing import get_aval
 from jaxprc.ir.tree_util import tree_structure, tree_unflatten, treedef_is_leaf
-from jaxprc.transformations.nested_tracing import flatten_fun, trace_on_values
+from jaxprc.transformations.nested_tracing import flatten_fun, trace_hoisting_consts
 from jaxprc.transformations import running
 from jaxprc.passes.jet import (ZeroSeries, ZeroTerm, def_comp, def_deriv, deflinear,  # noqa: F401
                                defzero, deriv_prop, jet_jaxpr, jet_rules, linear_prop, zero_prop,
@@ -93,7 +93,7 @@ def jet(fun: Callable, primals, series, factorial_scaled: bool = True, **_):
     series = [[_check_term(i, j, x, t) for j, t in enumerate(terms)]
               for i, (x, terms) in enumerate(zip(primals, series))]
     flat_fun, store = flatten_fun(fun, tree_structure(tuple(primals)))
-    cj, consts = close_over_consts(trace_on_values(flat_fun, list(primals), "jet"))
+    cj, consts = trace_hoisting_consts(flat_fun, list(primals), "jet")
     moving = [all(t is not None for t in terms) for terms in series]
     nonzeros = [False] * len(consts) + moving
     flat_series = [t for terms, m in zip(series, moving) if m for t in terms]

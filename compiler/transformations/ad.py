@@ -11,7 +11,7 @@ them in Python (``if x > 0:``), as in JAX outside ``jit``.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -21,8 +21,8 @@ from ..api import argnums_positions, shaped_abstractify
 from ..ir.tree_util import equality_errors
 from ..lax.custom_derivatives import custom_lin_p
 from ..ir.core import ClosedJaxpr, Jaxpr, Literal, Var
-from ..ir.tracing import Tracer, TracerStyle, close_over_consts, current_builder, get_aval, trace_to_jaxpr
-from .nested_tracing import flatten_fun, trace_on_values
+from ..ir.tracing import Tracer, close_over_consts, current_builder, get_aval, trace_to_jaxpr
+from .nested_tracing import flatten_fun, trace_hoisting_consts
 from .running import evaluate, simplified, without_gc
 from .tracer_styles import GradStyle, JVPStyle
 from ..ir.tree_util import Partial, tree_flatten, tree_map, tree_structure, tree_unflatten
@@ -36,14 +36,6 @@ from .. import ref as _ref
 
 __all__ = ["jvp", "vjp", "grad", "value_and_grad", "linearize", "linear_transpose",
            "jacfwd", "jacrev", "hessian", "stop_gradient"]
-
-
-# ---------------------------------------------------------------- tracing
-
-def _trace_flat(fun: Callable, args: Sequence[Any], name: str, style: TracerStyle):
-    """Trace ``fun`` (flat args -> flat outputs) with the values of ``args`` known where concrete;
-    the jaxpr with its consts hoisted into leading inputs, and those consts."""
-    return close_over_consts(trace_on_values(fun, args, name, style=style))
 
 
 def _float0_zeros(aval):
@@ -74,7 +66,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
             raise TypeError(f"jvp: a primal of type {pa.str_short()} needs a tangent of type "
                             f"{expected.strip_weak_type().str_short()}, got {ta.str_short()}{hint}")
     flat_fun, store = flatten_fun(fun, in_tree, has_aux)
-    cj, consts = _trace_flat(flat_fun, flat_primals, "jvp", JVPStyle(flat_tangents))
+    cj, consts = trace_hoisting_consts(flat_fun, flat_primals, "jvp", JVPStyle(flat_tangents))
     nonzeros = [False] * len(consts) + [is_differentiable(get_aval(p)) for p in flat_primals]
     jvp_cj, out_nz = jvp_jaxpr(cj, nonzeros, instantiate=True)
     verify_pass_result("jvp", jvp_cj)
@@ -101,7 +93,7 @@ class _Linearized:
         flat_primals, self.in_tree = tree_flatten(tuple(primals))
         self.fun = fun
         flat_fun, store = flatten_fun(fun, self.in_tree, has_aux)
-        cj, consts = _trace_flat(flat_fun, flat_primals, name, GradStyle())
+        cj, consts = trace_hoisting_consts(flat_fun, flat_primals, name, GradStyle())
         self.n_out = store["n_out"]
         self.out_tree, self.aux_tree = store["out_tree"], store.get("aux_tree")
         self.in_avals = [get_aval(p) for p in flat_primals]

@@ -39,7 +39,7 @@ from ..ir.tracing import (Tracer, UnexpectedTracerError, close_over_consts, curr
                           get_aval, trace_to_jaxpr)
 from ..ir.tree_util import (keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_structure,
                             tree_unflatten, treedef_is_leaf)
-from .nested_tracing import trace_on_values
+from .nested_tracing import trace_hoisting_consts, trace_on_values
 from ..passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
 from ..engine.traceback_filtering import api_boundary
 
@@ -511,7 +511,7 @@ def _trace_custom_fun(fun, static, merge, in_tree, flat_args):
     def flat_fun(*leaves):
         out_leaves, store["out_tree"] = tree_flatten(fun(*merge(static, tree_unflatten(in_tree, leaves))))
         return out_leaves
-    cj, consts = close_over_consts(trace_on_values(flat_fun, flat_args, _name(fun)))
+    cj, consts = trace_hoisting_consts(flat_fun, flat_args, _name(fun))
     return cj, consts, store["out_tree"]
 
 

@@ -8,10 +8,10 @@ from typing import Any, Callable, Sequence
 
 from ..ir.core import ClosedJaxpr, ShapedArray
 from ..ir.leak_check import check_leaks
-from ..ir.tracing import JIT_STYLE, ConcretizationTypeError, JaxprBuilder, Tracer, TracerStyle, get_aval
+from ..ir.tracing import JIT_STYLE, ConcretizationTypeError, JaxprBuilder, Tracer, TracerStyle, close_over_consts, get_aval
 from ..ir.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["NestedBuilder", "flatten_fun", "trace_on_values"]
+__all__ = ["NestedBuilder", "flatten_fun", "trace_on_values", "trace_hoisting_consts"]
 
 
 class NestedBuilder(JaxprBuilder):
@@ -54,6 +54,12 @@ def trace_on_values(fun: Callable, values: Sequence[Any], name: str,
     inputs = t = None                # this frame's own references
     check_leaks(builder)
     return cj
+
+
+def trace_hoisting_consts(fun: Callable, values: Sequence[Any], name: str, style: TracerStyle = JIT_STYLE):
+    """``trace_on_values``, with the values the function closes over hoisted into leading inputs of
+    the jaxpr: (that jaxpr, those values)."""
+    return close_over_consts(trace_on_values(fun, values, name, style=style))
 
 
 def flatten_fun(fun, in_tree, has_aux=False):

@@ -18,6 +18,7 @@ pytree path.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import operator
 import weakref
@@ -37,6 +38,7 @@ from jaxprc.ir.effects import Effect, has_ordered_effects, jaxpr_effects
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, Size, Tuple
 from jaxprc.ir.shape_poly import DimExpr, non_negative_dim
 from jaxprc.engine import dynamic_shapes
+from jaxprc.engine.evaluate import evaluate_jaxpr
 from jaxprc.ir.tracing import ConcretizationTypeError, Tracer, close_over_consts, get_aval, trace_to_jaxpr
 from jaxprc.passes.canonicalize import CANONICALIZE
 from jaxprc.passes.dce import dce_closed
@@ -45,7 +47,8 @@ from jaxprc.passes.jet import jet_jaxpr
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, jvp_jaxpr, tangent_aval, zeros
 from jaxprc.passes.partial_eval import partial_eval_jaxpr
 from jaxprc.passes.transpose import UndefinedPrimal, backward_pass, is_undefined_primal
-from jaxprc.passes.vmap import align, axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis, moveaxis
+from jaxprc.passes.vmap import (align, axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis, moveaxis,
+                                unbatched_aval)
 from jaxprc.engine.traceback_filtering import api_boundary
 
 from . import ref_threading as _ref
@@ -450,7 +453,7 @@ def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 (JAX's
     if batch_size is None:
         _, ys = scan(lambda _, x: ((), f(x)), (), xs)
         return ys
-    from jaxprc.transformations.vmap import vmap
+    vmap = functools.partial(_vmap_leading, what=f"lax.map f ({_fun_name(f)})")
     leaves, tree = tu.tree_flatten(xs)
     if not leaves:
         raise ValueError("lax.map: batch_size needs at least one array to map over")
@@ -471,6 +474,20 @@ def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 (JAX's
     if len(parts) == 1:
         return parts[0]
     return tu.tree_map(lambda a, b: lax.concatenate([a, b], 0), *parts)
+
+
+def _vmap_leading(f: Callable, what: str):
+    """``vmap(f)`` over the leading axis of every leaf: ``f`` traced once, batched by the vmap pass
+    and run where it is called (inlined into a trace, compiled at top level)."""
+    def batched(xs):
+        leaves, tree = tu.tree_flatten(xs)
+        size = aval_of(leaves[0]).shape[0]
+        cj, out_tree = _trace(f, tree, [unbatched_aval(aval_of(x), 0) for x in leaves], what)
+        cj, consts = close_over_consts(cj)
+        cj, _ = batch_jaxpr(cj, size, [None] * len(consts) + [0] * len(leaves),
+                            force_out=[True] * len(cj.out_avals))
+        return tu.tree_unflatten(out_tree, evaluate_jaxpr(cj, [*consts, *leaves], "map"))
+    return batched
 
 
 # --------------------------------------------------------------- fori_loop

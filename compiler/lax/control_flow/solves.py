@@ -29,7 +29,9 @@ from jaxprc.ir.core import JaxprTypeError, Primitive
 from jaxprc.ir.params import ClosedJaxprParam, Int, OneOf, Tuple
 from jaxprc.ir.tracing import close_over_consts, eval_jaxpr
 from jaxprc.passes.dce import dce_closed
-from jaxprc.passes.jvp import Zero, aval_of, instantiate_zeros, jvp_eval, tangent_aval
+from jaxprc.passes.jvp import Zero, aval_of, instantiate_zeros, is_differentiable, jvp_eval, tangent_aval
+from jaxprc.passes.partial_eval import linearize_jaxpr
+from jaxprc.passes.transpose import UndefinedPrimal, backward_pass
 from jaxprc.passes.vmap import axis_size_of, batch_jaxpr, matchaxis
 from jaxprc.engine.traceback_filtering import api_boundary
 
@@ -171,10 +173,41 @@ def custom_linear_solve(matvec: Callable, b: Any, solve: Callable, transpose_sol
 
 
 def _transpose_one_output(linear_fun: Callable, primals):
-    """The transpose of a linear function of one pytree argument, as a function of one pytree."""
-    from jaxprc.transformations.ad import linear_transpose     # the API sits above the primitive families
-    transposed = linear_transpose(linear_fun, primals)
-    return lambda ct: transposed(ct)[0]
+    """The transpose of a linear function of one pytree argument, as a function of one pytree
+    (JAX's ``linear_transpose``): the transpose pass run over its trace where it is called."""
+    leaves, in_tree = tu.tree_flatten(primals)
+    avals = [aval_of(x).strip_weak_type() for x in leaves]
+    for a in avals:
+        if not is_differentiable(a):
+            raise TypeError(f"linear_transpose only supports float and complex inputs, got {a.str_short()}")
+    cj, out_tree = _trace(linear_fun, in_tree, avals, "linear_transpose")
+
+    def transposed(ct):
+        flat_ct, tree = tu.tree_flatten(ct)
+        if tree != out_tree:
+            raise TypeError(f"linear_transpose: the cotangent must have the output's structure "
+                            f"{out_tree}, got {tree}")
+        cts = backward_pass(cj.jaxpr, cj.consts, [UndefinedPrimal(a) for a in avals], flat_ct)
+        return tu.tree_unflatten(in_tree, [instantiate_zeros(c) for c in cts])
+    return transposed
+
+
+def _linearize(f: Callable, x):
+    """``f``'s linear map at ``x``, a function of one pytree (JAX's ``linearize(f, x)[1]``): the
+    linearize pass over f's trace; the primal part runs here, once, the linear part at each call."""
+    leaves, in_tree = tu.tree_flatten(x)
+    cj, out_tree = _trace(f, in_tree, [aval_of(v) for v in leaves], "linearize")
+    cj, consts = close_over_consts(cj)
+    wrt = [is_differentiable(aval_of(v)) for v in leaves]
+    known, lin, out_nz, _ = linearize_jaxpr(cj, [False] * len(consts) + wrt)
+    residuals = eval_jaxpr(known.jaxpr, known.consts, *consts, *leaves)[len(cj.out_avals):]
+
+    def f_jvp(t):
+        tangents = [v for v, w in zip(tu.tree_leaves(t), wrt) if w]
+        outs = iter(eval_jaxpr(lin.jaxpr, lin.consts, *residuals, *tangents))
+        return tu.tree_unflatten(out_tree, [next(outs) if nz else instantiate_zeros(Zero(tangent_aval(a)))
+                                            for nz, a in zip(out_nz, cj.out_avals)])
+    return f_jvp
 
 
 def _transposed_params(const_lengths, matvec_jaxpr, vecmat_jaxpr, solve_jaxpr, transpose_solve_jaxpr):
@@ -293,7 +326,6 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     """``solve(f, initial_guess)``, a root of ``f``, differentiated implicitly with respect to
     the values ``f`` closes over (JAX's ``lax.custom_root``): the tangent is
     ``-tangent_solve(g, ∂f/∂θ · θ̇)`` with ``g`` the linearization of ``f`` at the root."""
-    from jaxprc.transformations.ad import linearize     # the API sits above the primitive families
     api = "custom_root"
     leaves, tree, avals, _ = _flatten(initial_guess, f"{api} initial_guess")
 
@@ -307,8 +339,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable, tangent_solve:
     _check_types(api, "solve", "initial_guess", solve_cj.out_avals[:len(avals)], avals)
 
     def linearize_and_solve(x, rhs):
-        _, f_jvp = linearize(f, x)
-        return tangent_solve(f_jvp, rhs)
+        return tangent_solve(_linearize(f, x), rhs)
 
     ts_cj, ts_consts, ts_tree = _trace_flat(linearize_and_solve, [tree, tree], avals + avals,
                                             f"{api} tangent_solve ({_fun_name(tangent_solve)})")
