@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.shape_poly import DimExpr, canonicalize_shape, non_negative_dim
+from jaxprc.ir.shape_poly import DimExpr, canonicalize_shape, is_symbolic_dim, non_negative_dim
 from jaxprc.lax import elementwise as ew
 from jaxprc.ir.tracing import get_aval
 
@@ -242,8 +242,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
 def eye(N: int, M: int | None = None, k: int = 0, dtype=None):
     """The 2-D identity (ones on the ``k``-th diagonal)."""
     from . import ufuncs as uf
-    N = operator.index(N)
-    M = N if M is None else operator.index(M)
+    N = N if is_symbolic_dim(N) else operator.index(N)
+    M = N if M is None else M if is_symbolic_dim(M) else operator.index(M)
     dtype = dt.canonicalize_dtype(to_dtype(dtype)) if dtype is not None else dt.default_float_dtype()
     rows = lax.broadcasted_iota(dt.int32, (N, M), 0)
     cols = lax.broadcasted_iota(dt.int32, (N, M), 1)

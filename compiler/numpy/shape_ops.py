@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.shape_poly import canonicalize_shape
+from jaxprc.ir.shape_poly import canonicalize_shape, is_symbolic_dim
 
 from .creation import as_array
 from ._util import (aval_of, broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert,
@@ -248,7 +248,7 @@ def _split(ary, indices_or_sections, axis, fn, exact):
     points = _split_points(shp[axis], indices_or_sections, fn, exact)
     out = []
     for lo, hi in zip(points[:-1], points[1:]):
-        out.append(lax.slice_in_dim(ary, int(lo), int(hi), 1, axis))
+        out.append(lax.slice_in_dim(ary, *(p if is_symbolic_dim(p) else int(p) for p in (lo, hi)), 1, axis))
     return out
 
 
