@@ -344,6 +344,8 @@ def roll(a, shift, axis=None):
         shifts = _index_tuple(shift)
     except TypeError:
         return _roll_dynamic(a, shift, axes)
+    if any(is_symbolic_dim(aval_of(a).shape[ax]) for ax in axes):   # the split point depends on the size
+        return _roll_dynamic(a, shifts, axes)
     for s, ax in zip(*np.broadcast_arrays(np.asarray(shifts), np.asarray(axes))):
         n = aval_of(a).shape[ax]
         k = int(s) % n if n else 0
