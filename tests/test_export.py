@@ -437,3 +437,31 @@ def test_what_cannot_be_serialized_is_refused_at_export():
     assert back.disabled_safety_checks == tuple(allowed) and str(allowed[0]) == "custom_call:lapack_sgeqp3_ffi"
     np.testing.assert_array_equal(back.call(x), qr_perm(x))
     assert "lapack_sgeqp3_ffi" in back.mlir_module()
+
+
+def test_disabled_platform_check_and_custom_pytree_nodes_travel():
+    """Exported for another platform, a function runs here once DisabledSafetyCheck.platform()
+    allows it (deserialized too: the first platform's lowering); a registered custom pytree node
+    is rebuilt from its serialized auxdata."""
+    x = np.arange(3, dtype=np.float32)
+    with pytest.raises(ValueError, match="exported for platforms"):
+        export.deserialize(export.export(jaxprc.jit(jnp.sin), platforms=("tpu",))(x).serialize()).call(x)
+    allowed = export.export(jaxprc.jit(jnp.sin), platforms=("tpu",),
+                            disabled_checks=[export.DisabledSafetyCheck.platform()])(x)
+    assert str(allowed.disabled_safety_checks[0]) == "platform"
+    for exp in (allowed, export.deserialize(allowed.serialize())):
+        np.testing.assert_allclose(exp.call(x), np.sin(x), rtol=1e-6)
+
+    class Scaled:
+        def __init__(self, value, scale):
+            self.value, self.scale = value, scale
+    jaxprc.tree_util.register_pytree_node(Scaled, lambda s: ((s.value,), s.scale),
+                                          lambda scale, kids: Scaled(kids[0], scale))
+    export.register_pytree_node_serialization(Scaled, serialized_name="test_export.Scaled",
+                                              serialize_auxdata=lambda scale: str(scale).encode(),
+                                              deserialize_auxdata=lambda data: float(data.decode()))
+    f = jaxprc.jit(lambda s: Scaled(s.value * s.scale, s.scale + 1))
+    back = export.deserialize(export.export(f)(Scaled(x, 2.0)).serialize())
+    out = back.call(Scaled(x, 2.0))
+    assert type(out) is Scaled and out.scale == 3.0
+    np.testing.assert_allclose(out.value, x * 2)

@@ -1,8 +1,8 @@
 """Dynamic lowering of every primitive family: a representative op of each, on an argument with a
 symbolic batch ``b``, is exported (one dynamic StableHLO module), serialized, read back, and run at
 two sizes, where it must give the values of the static program at that size. All the ops are one
-program, so the sweep compiles one module per size. Where JAX refuses a symbolic size (an FFT
-along it) jaxprc refuses with JAX's error."""
+program, so the sweep compiles one module per size. Where JAX refuses a symbolic size (an FFT or
+an associative scan along it) jaxprc refuses with JAX's error."""
 import numpy as np
 import pytest
 
@@ -47,6 +47,8 @@ OPS = {
     "iota": lambda x: x + jnp.arange(x.shape[0])[:, None],
     "top_k": lambda x: (lax.top_k(x, 2), lax.top_k(x.T, 1)),
     "fft": lambda x: jnp.fft.rfft(x, axis=1).real,
+    "numpy_helpers": lambda x: (jnp.diag(x[:, 0]) @ x, jnp.eye(x.shape[0]) @ x, jnp.median(x, axis=0),
+                                jnp.split(x, [1], axis=0)[1], jnp.roll(x, 1, axis=0)),
     "linalg": lambda x: (jnp.linalg.cholesky(_spd(x)), jnp.abs(jnp.linalg.qr(_spd(x))[1]), jnp.linalg.eigh(_spd(x))[0],
                          jnp.linalg.svd(_spd(x), compute_uv=False), jnp.linalg.solve(_spd(x), x[..., None])),
 }
@@ -80,3 +82,10 @@ def test_fft_along_a_symbolic_axis_is_refused_as_jax_refuses_it():
     with pytest.raises(NotImplementedError, match="Shape polymorphism for FFT with non-constant fft_length is "
                                                   "not implemented for TPU and GPU"):
         export.export(jaxprc.jit(lambda x: jnp.fft.fft(x, axis=0)))(jaxprc.ShapeDtypeStruct((b, 3), np.float32))
+
+
+def test_associative_scan_along_a_symbolic_axis_is_refused_as_jax_refuses_it():
+    b, = export.symbolic_shape("b")
+    with pytest.raises(NotImplementedError, match="associative scan over axis of non-constant size: b"):
+        jaxprc.make_jaxpr(lambda x: lax.associative_scan(lax.add, x, axis=0))(
+            jaxprc.ShapeDtypeStruct((b, 3), np.float32))

@@ -195,3 +195,19 @@ def test_effect_without_a_nullary_constructor_is_not_serializable():
     exp = xexport.export(jaxprc.jit(lambda x: X_NO_NULLARY.bind(x)))(X)
     with pytest.raises(NotImplementedError, match="must have a nullary constructor to be serializable"):
         exp.serialize()
+
+
+@dataclasses.dataclass(frozen=True)
+class OnlyJaxKnows(jax_effects.Effect):
+    pass
+
+
+jax_effects.lowerable_effects.add_type(OnlyJaxKnows)
+jax_effects.ordered_effects.add_type(OnlyJaxKnows)
+
+
+def test_an_effect_class_unknown_here_is_refused_on_deserialization_as_jax_does():
+    blob = jexport.export(jax.jit(lambda x: _jax_twice(OnlyJaxKnows()).bind(x)))(X).serialize()
+    assert jexport.deserialize(blob).ordered_effects == (OnlyJaxKnows(),)
+    with pytest.raises(NotImplementedError, match=f"cannot deserialize effect type {re.escape(str(OnlyJaxKnows))}"):
+        xexport.deserialize(blob)

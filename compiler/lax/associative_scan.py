@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.shape_poly import is_symbolic_dim
 from jaxprc.ir.tree_util import tree_flatten
 from jaxprc.engine.traceback_filtering import api_boundary
 
@@ -62,6 +63,9 @@ def associative_scan(fn, elems, reverse: bool = False, axis: int = 0):
 
     def scan(xs):
         m = ops.aval(xs[0]).shape[axis]
+        if is_symbolic_dim(m):        # the recursion follows the size: JAX refuses it too
+            raise NotImplementedError(f"associative scan over axis of non-constant size: {m}. You may be "
+                                      "able to avoid this on TPU. See b/274176030.")
         if m < 2:
             return xs
         odd = scan(combine(slices(xs, 0, m - 1, 2), slices(xs, 1, None, 2)))

@@ -95,7 +95,11 @@ def _convert(x: ir.Value, to: ir.Type) -> ir.Value:
 
 def _call_exported_lowering(ctx, *args, exported):
     mctx = ctx.module_context
-    if mctx.platform not in exported.platforms:
+    if mctx.platform in exported.platforms:
+        platform_index = exported.platforms.index(mctx.platform)
+    elif any(str(c) == "platform" for c in exported.disabled_safety_checks):
+        platform_index = 0               # the check disabled: the first platform's lowering, as JAX
+    else:
         raise ValueError(f"Function '{exported.fun_name}' was exported for platforms "
                          f"'{exported.platforms}' but it is used on '{(mctx.platform,)}'.")
     symbol = _merge_module(mctx, exported)
@@ -103,7 +107,7 @@ def _call_exported_lowering(ctx, *args, exported):
     callee_type = ir.FunctionType(ir.TypeAttr(callee.attributes["function_type"]).value)
     operands = []
     if len(exported.platforms) > 1:      # the module's first argument picks its platform
-        operands.append(mlir.ir_constant(exported.platforms.index(mctx.platform), "int32"))
+        operands.append(mlir.ir_constant(platform_index, "int32"))
     # one token per ordered effect (the calling convention), all the current one: the module's
     # effects follow the caller's earlier ones, and the caller's later ones follow all of its
     n_tokens = len(exported.ordered_effects)

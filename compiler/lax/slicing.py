@@ -26,7 +26,7 @@ from jaxprc.ir.core import Primitive, ShapedArray, param_type
 from jaxprc.ir.params import Bool, Enum, Int, OneOf, Record, Scalar, Tuple
 from .elementwise import INTEGRAL
 from jaxprc.engine import dynamic_shapes
-from jaxprc.ir.shape_poly import is_constant_shape
+from jaxprc.ir.shape_poly import is_constant_shape, is_symbolic_dim, max_dim, slice_bounds
 from jaxprc.engine.lowering import broadcast_to_aval as _broadcast, param_name
 from jaxprc.passes.jvp import Zero, add_tangents, aval_of, instantiate_zeros, tangent_aval, zeros
 from jaxprc.passes.transpose import is_undefined_primal
@@ -262,11 +262,14 @@ def slice_in_dim(operand, start_index, limit_index, stride: int = 1, axis: int =
     """Static slice along one axis; ``None`` and negative bounds as in Python."""
     shape = ops.aval(operand).shape
     axis = ops.canonical_axis(axis, len(shape))
-    start, limit, _ = builtins.slice(start_index, limit_index).indices(shape[axis])
+    if is_symbolic_dim(shape[axis]):
+        start, limit, _ = slice_bounds(start_index, limit_index, 1, shape[axis])
+    else:
+        start, limit, _ = builtins.slice(start_index, limit_index).indices(shape[axis])
     starts = [0] * len(shape)
     limits = list(shape)
     strides = [1] * len(shape)
-    starts[axis], limits[axis], strides[axis] = start, builtins.max(limit, start), stride
+    starts[axis], limits[axis], strides[axis] = start, max_dim(limit, start), stride
     return slice(operand, starts, limits, strides)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.shape_poly import DimExpr, canonicalize_shape, non_negative_dim
+from jaxprc.ir.shape_poly import DimExpr, canonicalize_shape, is_symbolic_dim, non_negative_dim
 from jaxprc.lax import elementwise as ew
 from jaxprc.ir.tracing import get_aval
 from jaxprc.key_moves import array_of_keys, full_keys, holds_keys, is_key_dtype
@@ -277,8 +277,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None):
 
 def _eye(N, M, k, dtype):
     from . import ufuncs as uf
-    N = operator.index(N)
-    M = N if M is None else operator.index(M)
+    N = N if is_symbolic_dim(N) else operator.index(N)
+    M = N if M is None else M if is_symbolic_dim(M) else operator.index(M)
     dtype = dt.canonicalize_dtype(to_dtype(dtype)) if dtype is not None else dt.default_float_dtype()
     rows = lax.broadcasted_iota(dt.int32, (N, M), 0)
     cols = lax.broadcasted_iota(dt.int32, (N, M), 1)

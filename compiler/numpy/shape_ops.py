@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.shape_poly import canonicalize_shape
+from jaxprc.ir.shape_poly import canonicalize_shape, is_symbolic_dim
 from jaxprc.key_moves import holds_keys
 
 from .creation import as_array
@@ -254,7 +254,7 @@ def _split(ary, indices_or_sections, axis, fn, exact):
     points = _split_points(shp[axis], indices_or_sections, fn, exact)
     out = []
     for lo, hi in zip(points[:-1], points[1:]):
-        out.append(lax.slice_in_dim(ary, int(lo), int(hi), 1, axis))
+        out.append(lax.slice_in_dim(ary, *(p if is_symbolic_dim(p) else int(p) for p in (lo, hi)), 1, axis))
     return out
 
 
@@ -350,6 +350,8 @@ def roll(a, shift, axis=None):
         shifts = _index_tuple(shift)
     except TypeError:
         return _roll_dynamic(a, shift, axes)
+    if any(is_symbolic_dim(aval_of(a).shape[ax]) for ax in axes):   # the split point depends on the size
+        return _roll_dynamic(a, shifts, axes)
     for s, ax in zip(*np.broadcast_arrays(np.asarray(shifts), np.asarray(axes))):
         n = aval_of(a).shape[ax]
         k = int(s) % n if n else 0

@@ -8,6 +8,7 @@ Data-dependent output sizes (bincount without ``length``) need concrete inputs, 
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 
 import numpy as np
@@ -50,7 +51,7 @@ def _reduced_last(a, axis, fn):
     axes = canonical_axes(axis, len(shape), fn)
     kept = tuple(i for i in range(len(shape)) if i not in axes)
     a = transpose(a, kept + axes)
-    return reshape(a, tuple(shape[i] for i in kept) + (int(np.prod([shape[i] for i in axes], dtype=np.int64)),)), axes
+    return reshape(a, tuple(shape[i] for i in kept) + (math.prod(shape[i] for i in axes),)), axes
 
 
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
