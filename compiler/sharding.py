@@ -384,10 +384,10 @@ def put_as_typed(values, avals) -> list:
 # ---------------------------------------------------------------- transfers
 
 def put(value, sharding: Sharding, aval: runtime.Aval):
-    """``value`` (host or device) laid out as ``sharding``: an Array on the default device
-    stays one; anything else is a ShardedArray carrying ``sharding``."""
+    """``value`` (host or device) laid out as ``sharding``: a ShardedArray carrying ``sharding``,
+    committed to its devices (the default device's too, as JAX's device_put commits)."""
     sharding.check_shape(aval.shape, "device_put")
-    if isinstance(value, runtime.Array) and getattr(value, "sharding", None) == sharding:
+    if isinstance(value, ShardedArray) and value.sharding == sharding:
         return value
     current = getattr(value, "sharding", None)
     if isinstance(value, ShardedArray) and (value.spans_processes() or (
@@ -397,9 +397,8 @@ def put(value, sharding: Sharding, aval: runtime.Aval):
         moved = _copy_to_devices(value, sharding, aval)
         if moved is not None:
             return moved
-    default = runtime.backend().device
-    if sharding._devices == (default,):
-        return runtime.Array(runtime.to_buffer(np.asarray(value), aval), aval)
+    if sharding._devices == (runtime.backend().device,):      # uploaded as to the default device, committed
+        return assemble(aval, REPLICATED, sharding._devices, [runtime.to_buffer(np.asarray(value), aval)], sharding)
     return put_sharded(np.asarray(value), aval, sharding._hlo(len(aval.shape)), sharding._devices, sharding)
 
 
@@ -414,13 +413,10 @@ def _copy_to_devices(value, sharding: Sharding, aval: runtime.Aval):
         return None
     if value._buf.is_deleted():
         raise runtime.deleted_error(aval.shape, aval.dtype, "It was given to device_put.")
-    single = dst_devices == (default,)
-    target = runtime.backend().sharding if single else runtime.sharded.gspmd_sharding(dst_devices, dst_hlo)
+    target = runtime.sharded.gspmd_sharding(dst_devices, dst_hlo)
     (buf,) = _jax.batched_copy_array_to_devices_with_sharding(
         [value._buf], [xc.DeviceList(dst_devices)], [target], [xc.ArrayCopySemantics.ALWAYS_COPY])
-    if single:
-        return runtime.Array(buf, aval)
-    return ShardedArray(buf, aval, dst_hlo, dst_devices, sharding)
+    return ShardedArray(buf, aval, dst_hlo, dst_devices, sharding)     # committed, on the default device too
 
 
 def _identity(x):

@@ -196,6 +196,14 @@ class NamedSharding:
                 raise DuplicateSpecError(
                     "A single NamedSharding spec specification can map every mesh axis to at most one "
                     f"positional dimension, but {spec} has duplicate entries for `{a}`")
+        types = dict(zip(mesh.axis_names, mesh.axis_types))
+        for what, axes in (("Unreduced", spec.unreduced), ("Reduced", spec.reduced)):
+            if any(types[a] != AxisType.Explicit for a in axes):
+                raise ValueError(f"{what} axes can only refer to mesh axes that is of type `Explicit`. Got "
+                                 f"{what.lower()} axes: {axes} and mesh: {mesh._short_repr()}")
+        if any(p is UNCONSTRAINED for p in spec) and AxisType.Auto not in mesh.axis_types:
+            raise ValueError(f"{spec} cannot contain `P.UNCONSTRAINED` when no mesh axis_types are `Auto`. Got mesh "
+                             f"axis_types: {mesh.axis_types}")
         self.mesh, self.spec, self.memory_kind = mesh, spec, memory_kind
 
     num_devices = property(lambda self: self.mesh.size)

@@ -122,6 +122,9 @@ class ShardedLowering:
                for s, x in zip(ins, leaves)]
         outs = [shd.resolve(s, f"jit of '{name}': out_shardings") if s is not None else None
                 for s in out_shardings]
+        for s in outs:
+            if isinstance(s, shd.NamedSharding) and any(p is shd.UNCONSTRAINED for p in s.spec):
+                raise ValueError(f"Unconstrained dims are not allowed when passed to out_shardings: {s}")
         for s, a in zip(ins, cj.in_avals):
             if s is not None:
                 s.check_shape(a.shape, f"jit of '{name}': in_shardings")

@@ -373,19 +373,24 @@ def broadcasted_iota(dtype, shape, dimension: int):
                        dimension=ops.canonical_axis(dimension, len(shape)))
 
 
-def full(shape, fill_value, dtype=None):
-    """An array of ``shape`` filled with the scalar ``fill_value`` (weak if it is and no dtype)."""
+def full(shape, fill_value, dtype=None, *, sharding=None):
+    """An array of ``shape`` filled with the scalar ``fill_value`` (weak if it is and no dtype),
+    laid out as ``sharding`` says when given."""
+    from .sharding_constraint import out_sharding_of
     shape = ops.ints(shape)
     aval = ops.aval(fill_value)
     if aval.shape != ():
         raise TypeError(f"full must be called with a scalar fill_value, got {aval.str_short()}")
     weak = dtype is None and aval.weak_type
     dtype = aval.dtype if dtype is None else dt.canonicalize_dtype(dtype)
-    return broadcast_in_dim(_convert(fill_value, dtype, weak), shape, ())
+    return out_sharding_of(broadcast_in_dim(_convert(fill_value, dtype, weak), shape, ()), sharding, "full")
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
-    """``full`` with ``x``'s shape and dtype (and weak type, when no dtype is given)."""
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+    """``full`` with ``x``'s shape and dtype (and weak type, when no dtype is given), laid out as
+    ``sharding`` says, else where ``x`` is committed, as JAX's."""
+    from jaxprc.runtime.sharded import ShardedArray
+    from .sharding_constraint import out_sharding_of
     aval = ops.aval(x)
     weak = dtype is None and aval.weak_type
     dtype = aval.dtype if dtype is None else dt.canonicalize_dtype(dtype)
@@ -394,7 +399,10 @@ def full_like(x, fill_value, dtype=None, shape=None):
     if aval.vma:          # varies over the manual axes ``x`` does, as JAX's full_like
         from .parallel import vary_like
         out = vary_like(out, aval)
-    return out
+    if (sharding is None and isinstance(x, ShardedArray) and x.sharding is not None and not weak
+            and (shape is None or tuple(shape) == aval.shape or x.sharding.is_fully_replicated)):
+        sharding = x.sharding         # where x is committed (a fill of another shape: if x is whole there)
+    return out_sharding_of(out, sharding, "full_like")
 
 
 def zeros_like_array(x):
