@@ -92,9 +92,9 @@ def check_same_shapes_dtypes(name: str, avals) -> None:
         operands = f"The operands: {fmt_types(avals)}."
         if len(ranks) > 1:
             raise JaxprTypeError(f"{name}: arrays must have the same number of dimensions, "
-                                 f"got {{{', '.join(map(str, ranks))}}}. {operands}")
+                                 f"got {{{', '.join(map(str, ranks))}}}\n{operands}")
         raise JaxprTypeError(f"{name} got incompatible shapes for broadcasting: "
-                             f"{', '.join(str(tuple(a.shape)) for a in avals)}. {operands}")
+                             f"{', '.join(str(tuple(a.shape)) for a in avals)}.\n{operands}")
     dtypes = {a.dtype for a in avals}
     if len(dtypes) > 1:      # JAX's words (users match them), with the jax.numpy function that promotes
         promoting = _PROMOTING.get(name)
