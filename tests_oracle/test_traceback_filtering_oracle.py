@@ -78,3 +78,30 @@ def test_the_user_sees_the_frames_jax_shows(case, mode):
     if case == "vjp function":      # JAX's vjp function is no boundary: it leaves its frames in,
         ours, theirs = ours["frames"], theirs["frames"]     # jaxprc removes them (and says so)
     assert ours == theirs
+
+
+EAGER = {      # an error raised by an eager jax.numpy or lax call, outside any transformation
+    "jnp.reshape": lambda lib: lib.numpy.reshape(lib.numpy.ones(3), (5,)),       # before any jitted code
+    "jnp.add": lambda lib: lib.numpy.add(lib.numpy.ones(3), lib.numpy.ones(4)),
+    "lax.add": lambda lib: lib.lax.add(lib.numpy.ones(3), lib.numpy.ones(4)),
+    "lax.mul ranks": lambda lib: lib.lax.mul(lib.numpy.ones((3, 1)), lib.numpy.ones(3)),
+}
+
+
+@pytest.mark.parametrize("case", list(EAGER))
+def test_eager_calls_are_boundaries_where_jax_jits(case):
+    """JAX's eager primitives and most jax.numpy functions run jitted code, a boundary: the note
+    is added, its machinery's frames go (frames above the boundary stay: each library keeps some
+    of its own). An error raised before any jitted code is left as it is."""
+    def outline(lib):
+        try:
+            EAGER[case](lib)
+        except Exception as e:    # noqa: BLE001 - the type and traceback are what is compared
+            frames = traceback.extract_tb(e.__traceback__)
+            return (isinstance(e, TypeError), str(e).split("\n")[0].split(" (at ")[0],
+                    len(getattr(e, "__notes__", ())), os.path.abspath(frames[1].filename) == HERE)
+        raise AssertionError(f"{lib.__name__}: no error")
+    ours, theirs = outline(jaxprc), outline(jax)
+    if case == "jnp.reshape":     # the same facts, in each library's words
+        ours, theirs = ours[:1] + ours[2:], theirs[:1] + theirs[2:]
+    assert ours == theirs

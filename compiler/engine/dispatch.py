@@ -21,6 +21,7 @@ import numpy as np
 from . import cpp_dispatch, float_checks, segmenting
 from .. import runtime
 from .compile_guards import check_tracing, execution_refused
+from .traceback_filtering import api_boundary
 from ..ir.dtypes import ALL_DTYPES as _DTYPES, config as _config
 from ..ir.core import ClosedJaxpr, Eqn, Jaxpr, PRIMITIVES, Primitive, ShapedArray, Var, out_avals_of
 from ..ir import params as params_schema
@@ -134,6 +135,12 @@ class _PrimitiveExecutable:
         self.out_aval = self.executable.out_avals[0] if len(outvars) == 1 else None
 
 
+
+
+# An eager primitive types its operands when it is compiled: an ill-typed call (lax.add of shapes
+# (3,) and (4,)) leaves through a traceback boundary there, as JAX's eager primitives (jitted) do.
+_new_entry = api_boundary(_PrimitiveExecutable)
+
 class _OnDevices(Exception):
     """An operand lives on other devices than the default one: the op runs there (SPMD)."""
 
@@ -227,11 +234,11 @@ class _EagerImpl:
         if params:
             key += tuple(params.items())
         try:
-            entry = self.cache[key]
-        except KeyError:
-            entry = self.cache[key] = _PrimitiveExecutable(self.prim, list(key[:len(args)]), params)
+            entry = self.cache.get(key)
         except TypeError:   # an unhashable param: compile without caching
-            entry = _PrimitiveExecutable(self.prim, list(key[:len(args)]), params)
+            entry = _new_entry(self.prim, list(key[:len(args)]), params)
+        if entry is None:   # (outside an except clause: a typing error has no KeyError as context)
+            entry = self.cache[key] = _new_entry(self.prim, list(key[:len(args)]), params)
         if _config.jax_no_execution:
             raise execution_refused(entry.executable.name)
         # zip stops at the arguments: the key's leading entries are their avals.

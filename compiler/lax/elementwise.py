@@ -92,9 +92,14 @@ def fmt_types(avals) -> str:
 
 def check_same_shapes_dtypes(name: str, avals) -> None:
     shapes = {a.shape for a in avals}
-    if len(shapes) > 1:
-        raise JaxprTypeError(
-            f"{name} requires operands of equal shapes (broadcasting is explicit), got ({fmt_types(avals)})")
+    if len(shapes) > 1:      # JAX's words: ranks first, then the shapes
+        ranks = sorted({len(a.shape) for a in avals})
+        operands = f"The operands: {fmt_types(avals)}."
+        if len(ranks) > 1:
+            raise JaxprTypeError(f"{name}: arrays must have the same number of dimensions, "
+                                 f"got {{{', '.join(map(str, ranks))}}}\n{operands}")
+        raise JaxprTypeError(f"{name} got incompatible shapes for broadcasting: "
+                             f"{', '.join(str(tuple(a.shape)) for a in avals)}.\n{operands}")
     dtypes = {a.dtype for a in avals}
     if len(dtypes) > 1 and name == "pow":      # JAX's pow states its own rule
         raise JaxprTypeError("the first argument to pow must have an inexact dtype (float or complex), and "

@@ -50,6 +50,37 @@ def _names_policy(kind: str):
     return make
 
 
+def _offload_dot_with_no_batch_dims(offload_src, offload_dst) -> CheckpointPolicy:
+    """JAX's offloading twin of ``dots_with_no_batch_dims_saveable``. jaxprc keeps every residual
+    in device memory, so the residuals it offloads are saved (the same values, the same count)."""
+    return _policy("dots_with_no_batch_dims_saveable")
+
+
+def _save_and_offload_only_these_names(*, names_which_can_be_saved, names_which_can_be_offloaded,
+                                       offload_src, offload_dst) -> CheckpointPolicy:
+    """``save_only_these_names`` of both lists (offloaded residuals are saved, as above), with
+    JAX's check that no name is in both."""
+    saved, offloaded = set(names_which_can_be_saved), set(names_which_can_be_offloaded)
+    if saved & offloaded:
+        raise ValueError(
+            "The names should be exclusive and should not intersect in `names_which_can_be_saved` and "
+            f"`names_which_can_be_offloaded`. Got names_which_can_be_saved={saved}, "
+            f"names_which_can_be_offloaded={offloaded} and the intersection={saved & offloaded}")
+    return _names_policy("save_only_these_names")(*sorted(saved | offloaded))
+
+
+def _save_from_both_policies(policy_1, policy_2) -> Callable:
+    """A residual is saved when either policy saves it (JAX's: both must answer with a bool)."""
+    def policy(prim, *avals, **params):
+        out1, out2 = policy_1(prim, *avals, **params), policy_2(prim, *avals, **params)
+        if not (isinstance(out1, bool) and isinstance(out2, bool)):
+            raise ValueError(f"The return value of the policies should be a boolean. Got: {out1} and {out2}. "
+                             "Please write a custom policy function directly, rather than using this "
+                             "helper function.")
+        return out1 or out2
+    return policy
+
+
 checkpoint_policies = SimpleNamespace(
     everything_saveable=_policy("everything_saveable"),
     nothing_saveable=_policy("nothing_saveable"),
@@ -60,6 +91,9 @@ checkpoint_policies = SimpleNamespace(
     save_only_these_names=_names_policy("save_only_these_names"),
     save_anything_except_these_names=_names_policy("save_anything_except_these_names"),
     save_any_names_but_these=_names_policy("save_any_names_but_these"),
+    offload_dot_with_no_batch_dims=_offload_dot_with_no_batch_dims,
+    save_and_offload_only_these_names=_save_and_offload_only_these_names,
+    save_from_both_policies=_save_from_both_policies,
 )
 
 
