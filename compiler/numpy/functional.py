@@ -49,6 +49,10 @@ class vectorize:
     numpy broadcasting of the loop dimensions, by nested ``vmap``."""
 
     def __init__(self, pyfunc, *, excluded=frozenset(), signature=None):
+        if any(not isinstance(e, (str, int)) for e in excluded):
+            raise TypeError(f"jax.numpy.vectorize can only exclude integer or string arguments, but excluded={excluded!r}")
+        if any(isinstance(e, int) and e < 0 for e in excluded):
+            raise ValueError(f"excluded={excluded!r} contains negative numbers")
         self.pyfunc = pyfunc
         self.excluded = frozenset(excluded)
         self.signature = signature
@@ -103,8 +107,8 @@ class vectorize:
             if out_core is not None:
                 outs = out if isinstance(out, tuple) else (out,)
                 if len(outs) != len(out_core):
-                    raise ValueError(f"vectorize: function returned {len(outs)} outputs, the signature "
-                                     f"{self.signature} has {len(out_core)}")
+                    raise TypeError(f"wrong number of output arguments: expected {len(out_core)}, got "
+                                    f"{len(outs)} (vectorize with signature {self.signature})")
                 for o, core in zip(outs, out_core):
                     if aval_of(asarray(o)).ndim != len(core):
                         raise ValueError(f"output shape {aval_of(asarray(o)).shape} does not match the core "

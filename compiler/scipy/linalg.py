@@ -226,9 +226,13 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a", sel
     """Eigenvalues (and eigenvectors) of the symmetric tridiagonal matrix with diagonal ``d`` and
     off-diagonal ``e``, from the dense matrix's ``eigh`` (JAX bisects instead: equal values,
     eigenvectors possibly of opposite sign)."""
-    d, e = _inexact("eigh_tridiagonal", d, e)
-    if dt.is_complex(aval_of(d).dtype) or aval_of(d).dtype != aval_of(e).dtype:
-        raise TypeError("eigh_tridiagonal: d and e must be float32 or float64 arrays of one dtype")
+    d, e = jnp.asarray(d), jnp.asarray(e)
+    dd, ed = aval_of(d).dtype, aval_of(e).dtype
+    if dd != ed:
+        raise TypeError(f"diagonal and off-diagonal values must have same dtype, got {dd} and {ed}")
+    if dd not in (np.float32, np.float64, np.complex64, np.complex128):
+        raise TypeError("Only float32 and float64 inputs are supported as inputs to "
+                        f"jax.scipy.linalg.eigh_tridiagonal, got {dd} and {ed}")
     n = aval_of(d).shape[-1]
     if aval_of(e).shape[-1] != n - 1 or aval_of(d).ndim != 1:
         raise ValueError(f"eigh_tridiagonal: expected d of shape (n,) and e of shape (n-1,), got "
@@ -237,7 +241,10 @@ def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a", sel
         raise ValueError("eigh_tridiagonal: select must be one of 'a', 'i', 'v'")
     if select == "v":
         raise NotImplementedError("eigh_tridiagonal(..., select='v') is not implemented (as in JAX)")
-    t = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(e, -1)
+    if eigvals_only and dt.is_complex(dd):
+        # a Hermitian tridiagonal matrix has the eigenvalues of the real one with |e| off the diagonal
+        d, e = jnp.real(d), jnp.abs(e)
+    t = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(jnp.conj(e), -1)
     v, w = lax_linalg.eigh(t, symmetrize_input=False)
     if select == "i":
         if select_range is None:

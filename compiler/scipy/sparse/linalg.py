@@ -15,6 +15,7 @@ from functools import partial
 import numpy as np
 
 from jaxprc import lax
+from jaxprc.array_type import Array
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir import tree_util as tu
 from jaxprc import numpy as jnp
@@ -55,15 +56,18 @@ def _identity(x):
 
 
 def _normalize_matvec(f):
-    """A linear operator as a function: a callable as it is, a square matrix as its product."""
+    """A linear operator as a function: a callable as it is, a square matrix as its product, and
+    an operator object (anything with ``@``, a square ``shape`` if it has one) as its ``@``."""
     if callable(f):
         return f
-    shape = getattr(f, "shape", None)
-    if shape is None:
+    is_array = isinstance(f, (np.ndarray, Array))
+    if not is_array and not hasattr(f, "__matmul__"):
         raise TypeError(f"linear operator must be either a function or ndarray: {f}")
-    if len(shape) != 2 or shape[0] != shape[1]:
+    shape = getattr(f, "shape", None)
+    if (is_array or shape is not None) and (len(shape) != 2 or shape[0] != shape[1]):
         raise ValueError(f"linear operator must be a square matrix, but has shape: {shape}")
-    return partial(_dot, f)
+    return partial(_dot, f) if is_array else partial(operator.matmul, f)
+
 
 
 def _cg_solve(A, b, x0, *, maxiter, tol, atol, M):
