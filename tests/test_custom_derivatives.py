@@ -831,3 +831,19 @@ def test_rules_see_positional_defaults_and_keyword_only_defaults_stay_out():
     assert float(jx.grad(g)(1.)) == 3.
     with pytest.raises(TypeError, match="(?s)could not be resolved to positional-only arguments.*could not be resolved to positions: scale"):
         jx.grad(lambda x: g(x, scale=2.))(1.)
+
+
+def test_jvp_rule_tangent_of_an_integer_output_must_be_float0():
+    @jx.custom_jvp
+    def k(x, n):
+        return x * n, n * 2
+
+    @k.defjvp
+    def k_jvp(primals, tangents):
+        (x, n), (tx, tn) = primals, tangents
+        return k(x, n), (tx * n, jnp.zeros_like(n))     # JAX wants a float0 tangent here
+    with pytest.raises(TypeError, match=re.escape("primal int32[] with tangent int32[], expecting tangent "
+                                                  "float0[]")):
+        jx.grad(lambda x: k(x, 3)[0])(2.0)
+    k.defjvp(lambda p, t: (k(*p), (t[0] * p[1], t[1])))
+    assert float(jx.grad(lambda x: k(x, 3)[0])(2.0)) == 3.0
