@@ -377,7 +377,7 @@ def test_differentiating_with_respect_to_a_closed_over_value_is_an_error(kind):
                 return x * y
             f.defvjp(lambda y: (f(y), None), lambda _, g: (g,))
         return f(3.)
-    with pytest.raises(TypeError) as e:
+    with pytest.raises(jx.errors.UnexpectedTracerError) as e:     # JAX's type (a TypeError)
         jx.grad(g)(1.)
     assert (f"Detected differentiation of a {kind} function with respect to a closed-over value. "
             "That isn't supported because") in str(e.value)
@@ -831,3 +831,19 @@ def test_rules_see_positional_defaults_and_keyword_only_defaults_stay_out():
     assert float(jx.grad(g)(1.)) == 3.
     with pytest.raises(TypeError, match="(?s)could not be resolved to positional-only arguments.*could not be resolved to positions: scale"):
         jx.grad(lambda x: g(x, scale=2.))(1.)
+
+
+def test_jvp_rule_tangent_of_an_integer_output_must_be_float0():
+    @jx.custom_jvp
+    def k(x, n):
+        return x * n, n * 2
+
+    @k.defjvp
+    def k_jvp(primals, tangents):
+        (x, n), (tx, tn) = primals, tangents
+        return k(x, n), (tx * n, jnp.zeros_like(n))     # JAX wants a float0 tangent here
+    with pytest.raises(TypeError, match=re.escape("primal int32[] with tangent int32[], expecting tangent "
+                                                  "float0[]")):
+        jx.grad(lambda x: k(x, 3)[0])(2.0)
+    k.defjvp(lambda p, t: (k(*p), (t[0] * p[1], t[1])))
+    assert float(jx.grad(lambda x: k(x, 3)[0])(2.0)) == 3.0

@@ -257,3 +257,44 @@ def test_symbolic_zeros_rules_under_vmap_see_what_jax_passes():
         assert all(o_seen.get(k) == n for k, n in t_seen.items()), (name, o_seen, t_seen)
         assert sum(extra.values()) <= 1 and set(extra) <= {("jvp", False, False), ("fwd", True, True)}, \
             (name, o_seen, t_seen)
+
+
+def integer_output_tangent(lib, tangent):
+    """A custom_jvp rule's tangent for an integer output: JAX wants float0, and says so."""
+    @lib.custom_jvp
+    def k(x, n):
+        return x * n, n * 2
+
+    @k.defjvp
+    def k_jvp(primals, tangents):
+        (x, n), (tx, tn) = primals, tangents
+        return k(x, n), (tx * n, tangent(lib, n, tn))
+    float0 = np.zeros((), lib.dtypes.float0)
+    return lib.jvp(k, (2.0, 3), (1.0, float0))[1][0], lib.jit(lib.grad(lambda x: k(x, 3)[0]))(2.0)
+
+
+@pytest.mark.parametrize("tangent", [lambda lib, n, tn: tn, lambda lib, n, tn: lib.numpy.zeros_like(n),
+                                     lambda lib, n, tn: lib.numpy.float32(0)],
+                         ids=["float0", "int32", "float32"])
+def test_integer_output_tangents_checked_as_jax(tangent):
+    def run(lib):
+        try:
+            return [float(v) for v in integer_output_tangent(lib, tangent)]
+        except TypeError as e:
+            return str(e)
+    assert run(jaxprc) == run(jax)
+
+
+def test_wrong_primal_type_of_a_jvp_rule_reported_as_jax():
+    def run(lib):
+        @lib.custom_jvp
+        def f(x):
+            return lib.numpy.sin(x)
+        f.defjvp(lambda p, t: (lib.numpy.int32(1), t[0]))
+        try:
+            lib.jvp(f, (1.0,), (1.0,))
+        except TypeError as e:
+            return str(e)
+    assert run(jaxprc) == run(jax) == ("Custom JVP rule must produce primal and tangent outputs with "
+                                       "corresponding shapes and dtypes. Expected float0[] (tangent type "
+                                       "of int32[]) but got float32[].")

@@ -19,8 +19,8 @@ from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, Primitive, ShapedArray, Thunk
 from jaxprc.ir.params import Aval, Bool, ClosedJaxprParam, Int, Rule, Str, Tuple
-from jaxprc.ir.tracing import (ConcretizationTypeError, Tracer, current_builder, eval_jaxpr, no_trace,
-                               trace_to_jaxpr)
+from jaxprc.ir.tracing import (ConcretizationTypeError, Tracer, UnexpectedTracerError, current_builder,
+                               eval_jaxpr, no_trace, trace_to_jaxpr)
 from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
 from jaxprc.passes.vmap import axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis
@@ -106,8 +106,9 @@ def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals, symbolic_zeros):
 # operands, counted from the rule jaxpr's arity. Consts are not differentiable: a nonzero
 # tangent there means the user differentiates with respect to a closed-over value.
 
-class CustomDerivativeClosureError(TypeError):
-    """Differentiation of a custom_jvp/custom_vjp function with respect to a closed-over value."""
+class CustomDerivativeClosureError(UnexpectedTracerError):
+    """Differentiation of a custom_jvp/custom_vjp function with respect to a closed-over value
+    (an UnexpectedTracerError, the type JAX raises: the closed-over value's tracer escapes the rule)."""
 
 
 def closed_over_error(kind: str) -> CustomDerivativeClosureError:

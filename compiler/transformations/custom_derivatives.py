@@ -158,7 +158,8 @@ def _unresolved(kind: str, fun, error: str) -> str:
 
 def _jax_type(aval: ShapedArray) -> str:
     """A type as JAX's error messages write it: ``float32[3]``."""
-    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
+    name = "float0" if aval.dtype == dt.float0 else aval.dtype.name     # numpy calls it void
+    return f"{name}[{','.join(map(str, aval.shape))}]"
 
 
 def _name(f) -> str:
@@ -462,13 +463,12 @@ class custom_jvp:
         tangents_out, mismatches = [], []
         for p, t in zip(p_leaves, t_leaves):
             pa = get_aval(p).strip_weak_type()
-            if not is_differentiable(pa):      # integer outputs: their float0 tangents are dropped
-                continue
-            t = t.instantiate() if isinstance(t, SymbolicZero) else t
-            ta, expected = get_aval(t).strip_weak_type(), tangent_aval(pa)
+            expected = tangent_aval(pa)        # float0 for an integer or boolean output, as in JAX
+            ta = t.aval if isinstance(t, SymbolicZero) else get_aval(t).strip_weak_type()
             if ta.shape != expected.shape or ta.dtype != expected.dtype:
                 mismatches.append((pa, expected, ta))
-            tangents_out.append(t)
+            elif is_differentiable(pa):        # integer outputs: their float0 tangents are dropped
+                tangents_out.append(t.instantiate() if isinstance(t, SymbolicZero) else t)
         if len(mismatches) == 1 and len(p_leaves) == 1:     # JAX's texts, which users match
             pa, expected, ta = mismatches[0]
             raise TypeError("Custom JVP rule must produce primal and tangent outputs with corresponding "
