@@ -17,10 +17,10 @@ import numpy as np
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.passes import jet
 from jaxprc.interpreters.mlir import hlo
-from jaxprc.ir.shape_poly import is_constant_shape
+from jaxprc.ir.shape_poly import is_constant_shape, is_symbolic_dim
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, param_type
-from jaxprc.ir.params import Enum, Int, Tuple
+from jaxprc.ir.params import Enum, Size, Tuple
 from jaxprc.passes.vmap import moveaxis
 
 from . import elementwise as ew
@@ -42,7 +42,7 @@ class FftType(enum.IntEnum):
 # ----------------------------------------------------------------- primitive
 
 fft_p = Primitive("fft")
-fft_p.def_params(fft_type=Enum(FftType), fft_lengths=Tuple(Int(min=0)))
+fft_p.def_params(fft_type=Enum(FftType), fft_lengths=Tuple(Size(min=0)))
 
 _REAL_OF = {dt.complex64: dt.float32, dt.complex128: dt.float64}
 _COMPLEX_OF = {dt.float32: dt.complex64, dt.float64: dt.complex128}
@@ -98,10 +98,7 @@ def fft(x, fft_type, fft_lengths):
     else:
         dtype = _to_complex(a.dtype)
     x = ew.convert_element_type(x, dtype)
-    if not is_constant_shape(fft_lengths):      # JAX's refusal (made when it lowers)
-        raise NotImplementedError("Shape polymorphism for FFT with non-constant fft_length is not "
-                                  "implemented for TPU and GPU")
-    lengths = tuple(int(n) for n in fft_lengths)
+    lengths = tuple(n if is_symbolic_dim(n) else int(n) for n in fft_lengths)
     if not lengths:
         return x
     return fft_p.bind(x, fft_type=typ, fft_lengths=lengths)
@@ -167,6 +164,9 @@ batching.primitive_batchers[fft_p] = _fft_batch_rule
 
 def _fft_lowering(ctx, x, *, fft_type, fft_lengths):
     (out,) = ctx.avals_out
+    if not is_constant_shape(fft_lengths):      # a symbolic length (export): JAX's refusal
+        raise NotImplementedError("Shape polymorphism for FFT with non-constant fft_length is not "
+                                  "implemented for TPU and GPU")
     if out.size == 0:     # XLA rejects transforms of empty arrays: the result is empty too
         return mlir.zeros(out)
     return hlo.fft(x, hlo.FftTypeAttr.get(fft_type.name), list(fft_lengths))
