@@ -15,7 +15,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.tree_util import tree_flatten
 from jaxprc.engine.traceback_filtering import api_boundary
 
-from .support import operands as ops
+from . import operands as ops
 
 __all__ = ["associative_scan"]
 
