@@ -85,3 +85,27 @@ def test_an_import_circle_among_the_root_modules_fails(tmp_path):
     problems, _, _ = check_layers.check(tmp_path)
     assert problems == ["compiler/: the root modules jaxprc.image, jaxprc.tree, jaxprc.tree_util import each "
                         "other when they load (an import circle): move what they share into one of them or below"]
+
+
+def _primitives_defined_in(path: pathlib.Path, module_name: str) -> list:
+    """The primitives ``path``'s module binds to its own top-level names (not the ones it imports)."""
+    import ast
+    import importlib
+
+    from jaxprc.ir.core import Primitive
+    module = importlib.import_module(module_name)
+    assigned = {t.id for node in ast.parse(path.read_text()).body if isinstance(node, ast.Assign)
+                for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+    return [n for n in sorted(assigned) if isinstance(getattr(module, n, None), Primitive)]
+
+
+def test_each_module_directly_in_lax_is_a_primitive_family_and_support_holds_none():
+    """A module of compiler/lax/ defines primitives (a family); what defines none is in lax/support/."""
+    lax_dir = ROOT / "compiler" / "lax"
+    families = sorted(p for p in lax_dir.glob("*.py") if p.stem != "__init__")
+    assert len(families) > 25
+    assert [p.stem for p in families if not _primitives_defined_in(p, f"jaxprc.lax.{p.stem}")] == []
+    support = sorted(p for p in (lax_dir / "support").glob("*.py") if p.stem != "__init__")
+    assert "operands" in [p.stem for p in support]
+    assert {p.stem: _primitives_defined_in(p, f"jaxprc.lax.support.{p.stem}") for p in support} == \
+        {p.stem: [] for p in support}

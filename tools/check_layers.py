@@ -142,10 +142,14 @@ def root_module_circles(root: pathlib.Path) -> list[list[str]]:
     each a sorted list of modules that import each other, directly or around, when they load."""
     files = list(project_files(root))
     known = {name for _, name, _ in files}
-    roots = {name: path for _, name, path in files if path.parent == root / "compiler" and path.name != "__init__.py"}
+    roots = {name: path for _, name, path in files
+             if path.parent == root / "compiler" and path.name != "__init__.py"}
     graph = {}
     for name, path in roots.items():
-        tree = _load_time_imports(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        try:
+            tree = _load_time_imports(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        except SyntaxError:         # reported by check() with its line
+            continue
         graph[name] = {t for _, mod in imported_modules(tree, name, False)
                        if (t := _resolve(mod, known)) in roots and t != name}
     return _circles(graph)

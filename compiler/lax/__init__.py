@@ -26,9 +26,9 @@ from .numerics import *  # noqa: F401,F403
 from .barrier import *  # noqa: F401,F403
 from .rng import *  # noqa: F401,F403
 from .generic_reduce import *  # noqa: F401,F403
-from .associative_scan import *  # noqa: F401,F403
+from .support.associative_scan import *  # noqa: F401,F403
 from .staging import *  # noqa: F401,F403
-from .ragged import *  # noqa: F401,F403
+from .support.ragged import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403

@@ -4,6 +4,7 @@
   Python scalars, rank-0 broadcasting);
 - ``accuracy``: the ``accuracy=`` param of the elementwise family's transcendental ops;
 - ``vma``: shard_map's ``check_vma`` inference, for the parallel family;
-- ``conveniences``: JAX's ``lax`` functions that are compositions of other families' primitives
-  (``stack``, ``split``, ``tile``, ``dtype``, ...), exported by ``jaxprc.lax``.
+- ``conveniences``, ``associative_scan``, ``ragged``: JAX's ``lax`` functions that are
+  compositions of other families' primitives (``stack``, ``split``, ``tile``, ``dtype``, ...,
+  ``associative_scan``, ``ragged_dot``), exported by ``jaxprc.lax``.
 """

@@ -16,7 +16,7 @@ from jaxprc.ir.shape_poly import is_symbolic_dim
 from jaxprc.ir.tree_util import tree_flatten
 from jaxprc.engine.traceback_filtering import api_boundary
 
-from .support import operands as ops
+from . import operands as ops
 
 __all__ = ["associative_scan"]
 

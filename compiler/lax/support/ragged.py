@@ -17,7 +17,7 @@ import dataclasses
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
 
-from .support import operands as ops
+from . import operands as ops
 
 __all__ = ["RaggedDotDimensionNumbers", "ragged_dot", "ragged_dot_general"]
 
