@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 from typing import Callable, NamedTuple, Sequence
 
@@ -895,3 +896,23 @@ from . import random_distributions as _distributions  # noqa: E402
 from .random_distributions import *  # noqa: E402,F401,F403
 
 __all__ += _distributions.__all__
+
+
+# Every sampler takes out_sharding= (JAX 0.10): the draws are the same, laid out as it says.
+def _takes_out_sharding(sampler):
+    from .lax.sharding_constraint import out_sharding_of
+
+    @functools.wraps(sampler)
+    def laid_out(*args, out_sharding=None, **kwargs):
+        return out_sharding_of(sampler(*args, **kwargs), out_sharding, sampler.__name__)
+    signature = inspect.signature(sampler)
+    laid_out.__signature__ = signature.replace(parameters=[
+        *signature.parameters.values(), inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None)])
+    return laid_out
+
+
+for _name in ("ball", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "dirichlet", "exponential",
+              "f", "gamma", "generalized_normal", "geometric", "gumbel", "laplace", "loggamma", "logistic", "lognormal",
+              "maxwell", "multivariate_normal", "normal", "orthogonal", "pareto", "permutation", "poisson",
+              "rademacher", "randint", "rayleigh", "t", "triangular", "truncated_normal", "uniform", "wald"):
+    globals()[_name] = _takes_out_sharding(globals()[_name])
