@@ -302,5 +302,29 @@ def command_line_runs_a_sharded_program():
     assert out.getvalue().strip() == "out0:f32[4@y] = [16., 16., 16., 16.]", out.getvalue()
 
 
+@check
+def control_flow_samplers_and_iota_keep_shardings():
+    a, b = put(X, "x", "y"), put(X, "x", None)
+    f = jx.jit(lambda v: jx.lax.fori_loop(0, 3, lambda i, c: c * 2, v))
+    assert spec(f(a)) == ("x", "y") and np.array_equal(np.asarray(f(a)), X * 8)
+    raises(TypeError, lambda: jx.jit(lambda v, w: jx.lax.cond(True, lambda: v, lambda: w))(a, b),
+           "The output of true_fun has type float32[8@x,4@y] but the corresponding output of false_fun has type "
+           "float32[8@x,4].")
+    raises(TypeError, lambda: jx.jit(lambda v, w: jx.lax.fori_loop(0, 3, lambda i, c: c + w, v))(b, a),
+           "The input carry c has type float32[8@x,4] but the corresponding output carry component has type "
+           "float32[8@x,4@y].")
+    ys = jx.jit(lambda v: jx.lax.scan(lambda c, r: (c, r * 2), jnp.zeros(8), v)[1])(put(X.T, None, "x"))
+    assert spec(ys) == (None, "x") and np.array_equal(np.asarray(ys), X.T * 2)
+    raises(ValueError, lambda: jx.jit(lambda v: jx.lax.scan(lambda c, r: (c + r, r), jnp.zeros(4), v))(b),
+           "0th dimension of all xs should be replicated. Got P('x', None)")
+    with jx.set_mesh(mesh):
+        key = jx.random.key(0)
+        drawn = jx.jit(lambda k: jx.random.normal(k, (8, 4), out_sharding=P("x")))(key)
+        assert spec(drawn) == ("x", None)          # the same draws as without a layout
+        np.testing.assert_array_equal(np.asarray(drawn), np.asarray(jx.random.normal(key, (8, 4))))
+        ints = jx.jit(lambda: jx.lax.broadcasted_iota(jnp.int32, (8, 4), 0, out_sharding=P("x")))()
+        assert spec(ints) == ("x", None) and np.array_equal(np.asarray(ints), np.arange(8)[:, None].repeat(4, 1))
+
+
 if __name__ == "__main__":
     run()

@@ -103,20 +103,23 @@ def _with(context, fn):
         return fn()
 
 
-def run(L, name):
+def run(cases, L, name):
     try:
         return describe(cases(L)[name]()), None
     except Exception as e:       # noqa: BLE001  (the error is compared with JAX's)
         return None, (type(e).__name__, str(e).split("\n--------------------")[0])
 
 
-# JAX names an eager `*` after jnp.multiply, jaxprc after its primitive
-JAX_WORDS = {"of multiply with": "of mul with"}
+# JAX names an eager `*` after jnp.multiply, jaxprc after its primitive; JAX's fori_loop with
+# static bounds is a scan over (i, carry), and its messages name that carry
+JAX_WORDS = {"of multiply with": "of mul with", "scan body function": "fori_loop body function",
+             "input carry component loop_carry[1]": "input carry c"}
 
 
-def main():
+def compare(cases):
+    """Each case of ``cases(L)`` run with both libraries: the same results, or the same errors."""
     for name in cases(jax):
-        (j, j_err), (x, x_err) = run(jax, name), run(jx, name)
+        (j, j_err), (x, x_err) = run(cases, jax, name), run(cases, jx, name)
         if j_err is not None:
             assert x_err is not None, (name, "jaxprc accepted what JAX refuses:", j_err, x)
             theirs = j_err[1]
@@ -130,4 +133,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    compare(cases)

@@ -366,11 +366,13 @@ def iota(dtype, size: int):
     return broadcasted_iota(dtype, (size,), 0)
 
 
-def broadcasted_iota(dtype, shape, dimension: int):
-    """Counts along ``dimension``, constant along the others."""
+def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
+    """Counts along ``dimension``, constant along the others (laid out as ``out_sharding`` says)."""
+    from .sharding_constraint import out_sharding_of
     shape = ops.ints(shape)
-    return iota_p.bind(dtype=dt.canonicalize_dtype(dtype), shape=shape,
-                       dimension=ops.canonical_axis(dimension, len(shape)))
+    return out_sharding_of(iota_p.bind(dtype=dt.canonicalize_dtype(dtype), shape=shape,
+                                       dimension=ops.canonical_axis(dimension, len(shape))),
+                           out_sharding, "broadcasted_iota")
 
 
 def full(shape, fill_value, dtype=None, *, sharding=None):

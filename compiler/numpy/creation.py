@@ -90,7 +90,7 @@ def as_array(a, fn: str):
 def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
     """``a`` as a jaxprc array; jaxprc arrays of the right dtype are returned as they are (unless
     ``copy=True``)."""
-    if isinstance(a, np.ndarray) and (dtype is None or np.dtype(to_dtype(dtype)) == a.dtype) and device is None:
+    if out_sharding is not None and isinstance(a, np.ndarray) and (dtype is None or to_dtype(dtype) == a.dtype):
         out_sharding = None       # JAX 0.10.2 keeps a NumPy array it need not convert uncommitted, laid out as is
     return array(a, dtype=dtype, copy=bool(copy), order=order, device=device, out_sharding=out_sharding)
 

@@ -953,4 +953,3 @@ def categorical(key, logits, axis: int = -1, shape=None, replace: bool = True, m
     perturbed = logits + gumbel(base, logits.shape, logits.dtype, mode=mode)
     indices = _top_k_indices(jnp.moveaxis(perturbed, axis, -1), k)      # int32 batch_shape + (k,)
     return lax.reshape(indices, shape, (indices.ndim - 1, *range(indices.ndim - 1)))
-

@@ -22,7 +22,7 @@ import numpy as np
 from jaxprc import lax
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, ShapedArray, Var
-from jaxprc.ir.sharding_type import vma_suffix
+from jaxprc.ir.sharding_type import jax_type_text
 from jaxprc.ir.tracing import Tracer, get_aval, is_scalar_constant, trace_to_jaxpr
 from jaxprc.engine.dispatch import put_on_device
 from jaxprc.passes.dce import dce_closed
@@ -48,8 +48,15 @@ def typematch(a: ShapedArray, b: ShapedArray) -> bool:
 # words: users search for them, and JAX's own tests match them.
 
 def jax_type(a: ShapedArray) -> str:
-    """A type as JAX's messages print it: ``float32[2,3]``, ``float32[4]{V:x}`` (no weak-type mark)."""
-    return f"{np.dtype(a.dtype).name}[{','.join(str(d) for d in a.shape)}]{vma_suffix(a.vma)}"
+    """A type as JAX's messages print it: ``float32[2,3]``, ``float32[8@x,4]``, ``float32[4]{V:x}``
+    (no weak-type mark)."""
+    return jax_type_text(a)
+
+
+def same_type(a: ShapedArray, b: ShapedArray) -> bool:
+    """Equal shape and dtype (weak types aside), and equal shardings in type: what branches'
+    results and a loop's carry must agree on (the manual axes they vary over are checked apart)."""
+    return typematch(a, b) and a.sharding_in_type == b.sharding_in_type
 
 
 VMA_HINT_URL = "See https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for more information.\n"

@@ -39,7 +39,7 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      check_subjaxpr, typematch)
 from .common import _flat_series, _series_chunks
 from .common import (as_array, differences, forwarded_inputs, jax_type, joined_vma, keep_outputs, mismatch_extra,
-                     vma_hints)
+                     same_type, vma_hints)
 from ..remat import remat_split, remat_split_rules
 
 __all__ = ["cond_p", "cond", "switch"]
@@ -208,11 +208,11 @@ def _check_branch_outputs(api, name1, fun1, traced1, name2, fun2, traced2):
     paths = [p for p, _ in tu.tree_flatten_with_path(tree1.unflatten(cj1.out_avals))[0]]
     diffs, hints = [], []
     for p, a, b in zip(paths, cj1.out_avals, cj2.out_avals):
-        if typematch(a, b) and a.vma == b.vma:
+        if same_type(a, b) and a.vma == b.vma:
             continue
         diffs.append(f"the output of {name1}{f' at path {tu.keystr(p)}' if p else ''} has type {jax_type(a)} "
                      f"but the corresponding output of {name2} has type {jax_type(b)}{mismatch_extra(a, b)}")
-        if typematch(a, b):      # JAX's advice names the branch whose result varies more, and no axes
+        if same_type(a, b) and a.vma != b.vma:      # JAX's advice names the branch varying more, no axes
             hints.append(f"applying `jax.lax.pcast(..., (), to='varying')` to the output of "
                          f"{name1 if b.vma <= a.vma else name2}")
     if diffs:

@@ -32,6 +32,7 @@ from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.passes import jet
 from jaxprc.interpreters import partial_eval as pe
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir import sharding_type
 from jaxprc.ir import tree_util as tu
 from jaxprc.ir.core import ClosedJaxpr, Jaxpr, JaxprTypeError, Literal, Primitive, ShapedArray, Var
 from jaxprc.ir.effects import Effect, has_ordered_effects, jaxpr_effects
@@ -57,7 +58,7 @@ from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _ne
                      typematch)
 from .common import _flat_series, _series_chunks
 from .common import (as_array, differences, forwarded_inputs, inputs_to_front, jax_type, joined_vma, keep_outputs,
-                     merge, mismatch_extra, vma_hints)
+                     merge, mismatch_extra, same_type, vma_hints)
 from ..remat import remat_split, remat_split_rules
 
 __all__ = ["while_p", "scan_p", "while_loop", "fori_loop", "scan", "map"]
@@ -127,7 +128,9 @@ def _scan_abstract_eval(*avals, jaxpr, length, reverse, unroll, num_consts, num_
     check_operand_types("scan", "jaxpr carry outputs (its carry inputs)",
                         jaxpr.in_avals[num_consts:num_consts + num_carry], carry_out)
     carry_out = joined_vma(carry_out, jaxpr.in_avals[num_consts:num_consts + num_carry])
-    return [*carry_out, *(y.update(shape=(length, *y.shape)) for y in ys)]
+    stacked = [y.update(shape=(length, *y.shape), sharding=sharding_type.with_dims(y, ((),) + sharding_type.dims(y)))
+               for y in ys]        # the stacking dimension is whole on each device
+    return [*carry_out, *stacked]
 
 
 # ------------------------------------------------------------------ carries
@@ -192,12 +195,12 @@ def _check_carry_types(body: _Body, paths, in_avals, out_avals) -> None:
     name = body.carry_name()
     diffs, hints = [], []
     for p, a, b in zip([body.user_path(p) for p in paths], in_avals, out_avals):
-        if p is None or (typematch(a, b) and b.vma <= a.vma):
+        if p is None or (same_type(a, b) and b.vma <= a.vma):
             continue
         component = _carry_component(name, tu.keystr(p))
         diffs.append(f"{component} has type {jax_type(a)} but the corresponding output carry component has "
                      f"type {jax_type(b)}{mismatch_extra(a, b)}")
-        if typematch(a, b):
+        if same_type(a, b):
             hints.append(f"applying `jax.lax.pcast(..., {tuple(sorted(b.vma - a.vma))}, to='varying')`, to the "
                          f"initial carry value corresponding to {component}")
     if diffs:
@@ -321,11 +324,20 @@ def scan(f: Callable, init, xs=None, length: int | None = None, reverse: bool = 
     return _ref.thread_through_bodies(run)
 
 
+def _x_slice(aval):
+    """The type of one slice of a scanned operand: its other dimensions keep their mesh axes; the
+    scanned one must be whole on each device (JAX's error)."""
+    per_dim = sharding_type.dims(aval)
+    if per_dim and per_dim[0]:
+        raise ValueError(f"0th dimension of all xs should be replicated. Got {sharding_type.spec_of(per_dim)}")
+    return aval.update(shape=aval.shape[1:], sharding=sharding_type.with_dims(aval, per_dim[1:]))
+
+
 def _scan(f: Callable, init, xs, length, reverse, unroll, f_body: _Body):
     init_leaves, init_tree, init_avals, init_paths = _flatten(init, "scan init")
     xs_leaves, xs_tree, xs_avals, xs_paths = _flatten(xs, "scan xs")
     length = _scan_length(xs_avals, xs_paths, length)
-    x_avals = [a.update(shape=a.shape[1:]) for a in xs_avals]
+    x_avals = [_x_slice(a) for a in xs_avals]
     unroll = _scan_unroll(unroll, length)
     in_tree = tu.treedef_tuple([init_tree, xs_tree])
 
