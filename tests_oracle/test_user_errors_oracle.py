@@ -60,6 +60,10 @@ HEADLINE = {   # the lines JAX's message starts with
     "range": lambda lib: lib.jit(lambda x: range(x))(3),
     "shapes": lambda lib: lib.numpy.ones(2) + lib.numpy.ones(3),
     "shapes_in_jit": lambda lib: lib.jit(lambda x: lib.numpy.add(x, lib.numpy.ones(3)))(np.ones(2, np.float32)),
+    "index_python_float": lambda lib: lib.numpy.ones(3)[1.0],
+    "index_float_array": lambda lib: lib.numpy.ones(3)[np.float32(1)],
+    "index_traced_float": lambda lib: lib.jit(lambda i: lib.numpy.ones(3)[i])(1.0),
+    "hash_of_a_tracer": lambda lib: lib.jit(hash)(1.0),
 }
 
 
@@ -69,6 +73,17 @@ def test_tracer_conversions_start_as_jax(name):
     assert kind == want_kind
     first = want.split("\nThe error occurred")[0]
     assert message.startswith(first)
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.lax.add(np.ones(3, np.float32), np.ones(4, np.float32)),
+                                  lambda lib: lib.lax.mul(np.ones((3, 1), np.float32), np.ones(3, np.float32))])
+def test_lax_shape_errors_are_jaxs_type_errors(make):
+    errors = []
+    for lib in (jaxprc, jax):
+        with pytest.raises(TypeError) as e:      # jaxprc's is a JaxprTypeError, a TypeError
+            make(lib)
+        errors.append(str(e.value).split("\n")[0])
+    assert errors[0] == errors[1]
 
 
 def test_escaped_tracer_says_what_jax_says():
