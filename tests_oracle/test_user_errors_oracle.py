@@ -115,3 +115,25 @@ def test_non_jax_values_are_named_as_jax():
         else:
             assert "returned a value of type <class 'str'>, which is not a valid JAX type" in message
             assert "returned a value of type <class 'str'>, which is not a valid JAX type" in want
+
+
+LAX_ERROR_TYPES = {     # the exception type JAX raises (jaxprc's typing errors of these are ValueErrors too)
+    "pad_config_length": lambda lib: lib.lax.pad(np.ones(3, np.float32), np.float32(0), [(1, 1, 0)] * 2),
+    "squeeze_not_one": lambda lib: lib.lax.squeeze(np.ones((2, 3), np.float32), (0,)),
+    "top_k_too_large": lambda lib: lib.lax.top_k(np.ones(3, np.float32), 5),
+    "dot_sizes": lambda lib: lib.lax.dot(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32)),
+    "dot_rank_3": lambda lib: lib.lax.dot(np.ones((2, 2, 2), np.float32), np.ones((2, 2, 2), np.float32)),
+    "dynamic_slice_starts": lambda lib: lib.lax.dynamic_slice(np.ones(3, np.float32), (0, 0), (1,)),
+    "integer_pow_float": lambda lib: lib.lax.integer_pow(np.ones(3, np.float32), 1.5),
+}
+
+
+@pytest.mark.parametrize("name", list(LAX_ERROR_TYPES))
+def test_lax_errors_have_jaxs_types(name):
+    def kinds(lib):
+        try:
+            LAX_ERROR_TYPES[name](lib)
+        except Exception as e:     # noqa: BLE001 - the type is what is compared
+            return isinstance(e, ValueError), isinstance(e, TypeError) and not isinstance(e, ValueError)
+        raise AssertionError(f"{lib.__name__} raised nothing")
+    assert kinds(jaxprc) == kinds(jax)
