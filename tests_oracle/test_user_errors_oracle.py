@@ -137,3 +137,18 @@ def test_lax_errors_have_jaxs_types(name):
             return isinstance(e, ValueError), isinstance(e, TypeError) and not isinstance(e, ValueError)
         raise AssertionError(f"{lib.__name__} raised nothing")
     assert kinds(jaxprc) == kinds(jax)
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.numpy.ones(3) * 2**40,
+                                  lambda lib: lib.numpy.ones(2, np.uint32) & 0xFFFFFFFF,
+                                  lambda lib: lib.jit(lambda x: x - 2**31)(np.ones(2, np.float32))])
+def test_python_ints_beyond_the_weak_int_type_overflow_in_jax_numpy(make):
+    """jax.numpy functions are jitted in JAX: a Python int is parsed as a weak int32 first, so
+    one beyond it overflows whatever it is combined with."""
+    errors = []
+    for lib in (jaxprc, jax):
+        with pytest.raises(OverflowError) as e:
+            make(lib)
+        errors.append(str(e.value).split(", whose argument path is")[0])
+    assert errors[0] == errors[1]
+    assert float(jaxprc.numpy.ones(2)[0] + (-2**31)) == float(jax.numpy.ones(2)[0] + (-2**31))    # the bound fits
