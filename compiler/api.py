@@ -937,14 +937,21 @@ class _Stage:
         """The flat positions of the donated argument leaves."""
         return tuple(i for i, d in enumerate(self._donated) if d)
 
+    # A traced program's results may be weakly typed; once lowered they are arrays of their
+    # dtype, and JAX's Lowered/Compiled.out_info say so.
+    _weak_results = False
+
     @property
     def out_info(self):
         """The results as a pytree of ``ShapeDtypeStruct``s."""
-        return self._out_tree.unflatten([_shape_struct(a) for a in self.jaxpr.out_avals])
+        avals = self.jaxpr.out_avals if self._weak_results else [a.strip_weak_type() for a in self.jaxpr.out_avals]
+        return self._out_tree.unflatten([_shape_struct(a) for a in avals])
 
 
 class Traced(_Stage):
     """``jit(f).trace(*args)``: the jaxpr of one call signature, ready to lower."""
+
+    _weak_results = True
 
     def __init__(self, cj: ClosedJaxpr, in_tree, out_tree, name: str, donated_invars, lower):
         self.jaxpr = cj
