@@ -417,7 +417,13 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         if runtime.carries_no_data(aval.dtype):       # float0 and tokens stay host values, as in JAX
             return runtime.array.host_value_without_data(aval)
         if target is not None:             # a device or sharding (jaxprc/sharding.py)
-            return sharding.put(leaf, sharding.resolve(target, "device_put"), aval)
+            try:
+                resolved = sharding.resolve(target, "device_put")
+            except TypeError:              # JAX's ValueError, in its words
+                raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device`, "
+                                 "`Format`, `jax.memory.Space` or a pytree of these values. Received invalid "
+                                 f"value: {target}") from None
+            return sharding.put(leaf, resolved, aval)
         return Array(runtime.to_buffer(leaf, aval), aval)
     with explicit_scope("device_put"):      # guarded only by the *_explicit transfer guard levels
         return tree.unflatten([put(*args) for args in zip(leaves, targets, aliases)])

@@ -152,3 +152,10 @@ def test_python_ints_beyond_the_weak_int_type_overflow_in_jax_numpy(make):
         errors.append(str(e.value).split(", whose argument path is")[0])
     assert errors[0] == errors[1]
     assert float(jaxprc.numpy.ones(2)[0] + (-2**31)) == float(jax.numpy.ones(2)[0] + (-2**31))    # the bound fits
+
+
+def test_device_put_of_no_placement_and_vmap_spmd_axis_name_as_jax():
+    assert _error(jaxprc, lambda lib: lib.device_put(1.0, "cpu")) == _error(jax, lambda lib: lib.device_put(1.0, "cpu"))
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for lib in (jaxprc, jax):    # outside shard_map / a sharded jit the name changes no value
+        np.testing.assert_array_equal(lib.vmap(lambda r: r * 2, spmd_axis_name="i")(x), x * 2)
