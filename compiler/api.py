@@ -422,7 +422,13 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         if runtime.carries_no_data(aval.dtype):       # float0 and tokens stay host values, as in JAX
             return runtime.array.host_value_without_data(aval)
         if target is not None:             # a device or sharding (jaxprc/sharding.py)
-            return sharding.put(leaf, sharding.resolve(target, "device_put"), aval)
+            try:
+                resolved = sharding.resolve(target, "device_put")
+            except TypeError:              # JAX's ValueError, in its words
+                raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, `jax.Device`, "
+                                 "`Format`, `jax.memory.Space` or a pytree of these values. Received invalid "
+                                 f"value: {target}") from None
+            return sharding.put(leaf, resolved, aval)
         return Array(runtime.to_buffer(leaf, aval), aval)
     with explicit_scope("device_put"):      # guarded only by the *_explicit transfer guard levels
         return tree.unflatten([put(*args) for args in zip(leaves, targets, aliases)])
@@ -990,14 +996,21 @@ class _Stage:
         """The flat positions of the donated argument leaves."""
         return tuple(i for i, d in enumerate(self._donated) if d)
 
+    # A traced program's results may be weakly typed; once lowered they are arrays of their
+    # dtype, and JAX's Lowered/Compiled.out_info say so.
+    _weak_results = False
+
     @property
     def out_info(self):
         """The results as a pytree of ``ShapeDtypeStruct``s."""
-        return self._out_tree.unflatten([_shape_struct(a) for a in self.jaxpr.out_avals])
+        avals = self.jaxpr.out_avals if self._weak_results else [a.strip_weak_type() for a in self.jaxpr.out_avals]
+        return self._out_tree.unflatten([_shape_struct(a) for a in avals])
 
 
 class Traced(_Stage):
     """``jit(f).trace(*args)``: the jaxpr of one call signature, ready to lower."""
+
+    _weak_results = True
 
     def __init__(self, cj: ClosedJaxpr, in_tree, out_tree, name: str, donated_invars, lower):
         self.jaxpr = cj

@@ -29,6 +29,12 @@ class JaxprTypeError(JaxprcError, TypeError):
     """An ill-typed program: a typing rule rejected its operands, or verify() found a fault."""
 
 
+class JaxprValueError(JaxprTypeError, ValueError):
+    """An ill-typed program whose operation JAX refuses with a ValueError (a pad config of the
+    wrong length, squeezing a dimension that is not 1): to the passes and the parser a typing
+    error like the others, to a user the ValueError JAX raises."""
+
+
 # ------------------------------------------------------------------ types
 # Dimensions are ints or symbolic expressions (shape_poly imports JaxprcError from here).
 from .shape_poly import InconclusiveDimensionOperation, _keep_symbolic  # noqa: E402

@@ -210,6 +210,8 @@ def test_elementwise_functions_keep_eager_checks(cpp):
         np.testing.assert_allclose(jnp.sin(h), np.sin(h), rtol=1e-6)
         assert int((u + 1)[0]) == 2 and (u + 1).dtype == np.uint8
         assert int((u + 300)[0]) == 45        # a Python int wraps into the array's dtype, as in JAX
-        assert float((f + 2 ** 40)[0]) == float(2 ** 40) and (f + 2 ** 40).dtype == np.float32
+        with pytest.raises(OverflowError):    # a Python int beyond int32, whatever its partner (JAX's)
+            f + 2 ** 40
+        assert float((f + (2 ** 31 - 1))[0]) == float(2 ** 31) and (f + (2 ** 31 - 1)).dtype == np.float32
         assert (f * 2).weak_type is False and (jnp.float32(1) * 2).dtype == np.float32
     assert jnp.add.__name__ == "add" and jnp.sin.__doc__

@@ -195,7 +195,7 @@ def test_mesh_utils_layouts_match_jax():
 
 def test_stage_signatures_match_jax():
     def describe(lib, m):
-        f = lib.jit(lambda x, n, y=1.0: {"a": m.sin(x) * n + y, "b": (x.sum(), x)}, static_argnums=1,
+        f = lib.jit(lambda x, n, y=1.0: {"a": m.sin(x) * n + y, "b": (x.sum(), x), "weak": y * 2}, static_argnums=1,
                     donate_argnums=0)
         x = np.arange(3.0, dtype=np.float32)
         out = []
@@ -204,7 +204,7 @@ def test_stage_signatures_match_jax():
             infos = (lib.tree_util if lib is jax else jaxprc.tree_util).tree_leaves(stage.args_info)
             out.append(([(i.shape, str(i.dtype), i.donated) for i in infos], stage.donate_argnums,
                         stage.in_tree.num_leaves, stage.out_tree.num_leaves,
-                        [(s.shape, str(s.dtype)) for s in
+                        [(s.shape, str(s.dtype), s.weak_type) for s in
                          (lib.tree_util if lib is jax else jaxprc.tree_util).tree_leaves(stage.out_info)]))
         out.append(type(traced).__name__)
         out.append(isinstance(f, (jax.stages if lib is jax else jaxprc.stages).Wrapped))

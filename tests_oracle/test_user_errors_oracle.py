@@ -60,6 +60,10 @@ HEADLINE = {   # the lines JAX's message starts with
     "range": lambda lib: lib.jit(lambda x: range(x))(3),
     "shapes": lambda lib: lib.numpy.ones(2) + lib.numpy.ones(3),
     "shapes_in_jit": lambda lib: lib.jit(lambda x: lib.numpy.add(x, lib.numpy.ones(3)))(np.ones(2, np.float32)),
+    "index_python_float": lambda lib: lib.numpy.ones(3)[1.0],
+    "index_float_array": lambda lib: lib.numpy.ones(3)[np.float32(1)],
+    "index_traced_float": lambda lib: lib.jit(lambda i: lib.numpy.ones(3)[i])(1.0),
+    "hash_of_a_tracer": lambda lib: lib.jit(hash)(1.0),
 }
 
 
@@ -69,6 +73,17 @@ def test_tracer_conversions_start_as_jax(name):
     assert kind == want_kind
     first = want.split("\nThe error occurred")[0]
     assert message.startswith(first)
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.lax.add(np.ones(3, np.float32), np.ones(4, np.float32)),
+                                  lambda lib: lib.lax.mul(np.ones((3, 1), np.float32), np.ones(3, np.float32))])
+def test_lax_shape_errors_are_jaxs_type_errors(make):
+    errors = []
+    for lib in (jaxprc, jax):
+        with pytest.raises(TypeError) as e:      # jaxprc's is a JaxprTypeError, a TypeError
+            make(lib)
+        errors.append(str(e.value).split("\n")[0])
+    assert errors[0] == errors[1]
 
 
 def test_escaped_tracer_says_what_jax_says():
@@ -100,3 +115,47 @@ def test_non_jax_values_are_named_as_jax():
         else:
             assert "returned a value of type <class 'str'>, which is not a valid JAX type" in message
             assert "returned a value of type <class 'str'>, which is not a valid JAX type" in want
+
+
+LAX_ERROR_TYPES = {     # the exception type JAX raises (jaxprc's typing errors of these are ValueErrors too)
+    "pad_config_length": lambda lib: lib.lax.pad(np.ones(3, np.float32), np.float32(0), [(1, 1, 0)] * 2),
+    "squeeze_not_one": lambda lib: lib.lax.squeeze(np.ones((2, 3), np.float32), (0,)),
+    "top_k_too_large": lambda lib: lib.lax.top_k(np.ones(3, np.float32), 5),
+    "dot_sizes": lambda lib: lib.lax.dot(np.ones((2, 3), np.float32), np.ones((4, 2), np.float32)),
+    "dot_rank_3": lambda lib: lib.lax.dot(np.ones((2, 2, 2), np.float32), np.ones((2, 2, 2), np.float32)),
+    "dynamic_slice_starts": lambda lib: lib.lax.dynamic_slice(np.ones(3, np.float32), (0, 0), (1,)),
+    "integer_pow_float": lambda lib: lib.lax.integer_pow(np.ones(3, np.float32), 1.5),
+}
+
+
+@pytest.mark.parametrize("name", list(LAX_ERROR_TYPES))
+def test_lax_errors_have_jaxs_types(name):
+    def kinds(lib):
+        try:
+            LAX_ERROR_TYPES[name](lib)
+        except Exception as e:     # noqa: BLE001 - the type is what is compared
+            return isinstance(e, ValueError), isinstance(e, TypeError) and not isinstance(e, ValueError)
+        raise AssertionError(f"{lib.__name__} raised nothing")
+    assert kinds(jaxprc) == kinds(jax)
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.numpy.ones(3) * 2**40,
+                                  lambda lib: lib.numpy.ones(2, np.uint32) & 0xFFFFFFFF,
+                                  lambda lib: lib.jit(lambda x: x - 2**31)(np.ones(2, np.float32))])
+def test_python_ints_beyond_the_weak_int_type_overflow_in_jax_numpy(make):
+    """jax.numpy functions are jitted in JAX: a Python int is parsed as a weak int32 first, so
+    one beyond it overflows whatever it is combined with."""
+    errors = []
+    for lib in (jaxprc, jax):
+        with pytest.raises(OverflowError) as e:
+            make(lib)
+        errors.append(str(e.value).split(", whose argument path is")[0])
+    assert errors[0] == errors[1]
+    assert float(jaxprc.numpy.ones(2)[0] + (-2**31)) == float(jax.numpy.ones(2)[0] + (-2**31))    # the bound fits
+
+
+def test_device_put_of_no_placement_and_vmap_spmd_axis_name_as_jax():
+    assert _error(jaxprc, lambda lib: lib.device_put(1.0, "cpu")) == _error(jax, lambda lib: lib.device_put(1.0, "cpu"))
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for lib in (jaxprc, jax):    # outside shard_map / a sharded jit the name changes no value
+        np.testing.assert_array_equal(lib.vmap(lambda r: r * 2, spmd_axis_name="i")(x), x * 2)

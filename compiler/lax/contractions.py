@@ -264,10 +264,13 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
     """Vector/matrix products: contracts lhs's last dimension with rhs's first (ranks 1 or 2),
     or ``dot_general`` when ``dimension_numbers`` is given. Options are keyword-only, as in JAX 0.10."""
     if dimension_numbers is None:
-        ln, rn = aval(lhs).ndim, aval(rhs).ndim
-        if ln not in (1, 2) or rn not in (1, 2):
-            raise TypeError(f"lax.dot takes operands of rank 1 or 2, got {aval(lhs).str_short()} and "
-                            f"{aval(rhs).str_short()}; pass dimension_numbers for other ranks")
+        ls, rs = aval(lhs).shape, aval(rhs).shape
+        ln, rn = len(ls), len(rs)
+        sizes_differ = ln and rn and isinstance(ls[-1], int) and isinstance(rs[0], int) and ls[-1] != rs[0]
+        if ln not in (1, 2) or rn not in (1, 2) or sizes_differ:      # JAX's error
+            raise ValueError("jax.lax.dot: dimension_numbers must be specified when not performing simple "
+                             "un-batched matrix-matrix, matrix-vector, or vector-vector products; got "
+                             f"lhs_shape={tuple(ls)} rhs_shape={tuple(rs)}")
         dimension_numbers = (((ln - 1,), (0,)), ((), ()))
     return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type, out_sharding)
 

@@ -439,6 +439,9 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
 
 def integer_pow(x, y: int):
     """``x ** y`` for a static Python int ``y``."""
+    if not isinstance(y, (int, np.integer)):
+        raise TypeError(f"integer_pow: the exponent y must be a Python int, got {y!r} of type "
+                        f"{type(y).__name__}")      # JAX refuses it too (a TypeError from its rule)
     return integer_pow_p.bind(x, y=int(y))
 
 

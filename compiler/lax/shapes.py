@@ -22,7 +22,7 @@ from jaxprc.passes import jet
 from jaxprc.engine import dynamic_shapes
 from jaxprc.engine.lowering import broadcast_in_dim as _hlo_broadcast_in_dim
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import JaxprTypeError, Primitive, ShapedArray
+from jaxprc.ir.core import JaxprTypeError, JaxprValueError, Primitive, ShapedArray
 from jaxprc.ir.shape_poly import is_constant_shape
 from jaxprc.ir.params import DType, Int, OneOf, Size, Tuple
 from jaxprc.ir import sharding_type as st
@@ -49,11 +49,12 @@ __all__ = [
 
 # ------------------------------------------------------------------ typing
 
-def type_error(name: str, avals, expected: str, **params) -> JaxprTypeError:
-    """The one-paragraph typing error: primitive, operand types, params, what was expected."""
+def type_error(name: str, avals, expected: str, error: type = JaxprTypeError, **params) -> JaxprTypeError:
+    """The one-paragraph typing error: primitive, operand types, params, what was expected
+    (``error``: ``JaxprValueError`` where JAX raises a ValueError)."""
     shown = ", ".join(f"{k}={v}" for k, v in params.items())
     with_params = f" with {shown}" if shown else ""
-    return JaxprTypeError(f"{name} got operands ({fmt_types(avals)}){with_params}; expected {expected}")
+    return error(f"{name} got operands ({fmt_types(avals)}){with_params}; expected {expected}")
 
 
 def check_axes(name: str, aval: ShapedArray, axes, what: str = "axes", **params) -> None:
@@ -153,7 +154,8 @@ squeeze_p.def_params(dimensions=DIMS)
 def _squeeze_rule(x, *, dimensions):
     check_axes("squeeze", x, dimensions, "dimensions")
     if any(x.shape[d] != 1 for d in dimensions):
-        raise type_error("squeeze", [x], "the squeezed dimensions to have size 1", dimensions=dimensions)
+        raise type_error("squeeze", [x], "the squeezed dimensions to have size 1", JaxprValueError,
+                         dimensions=dimensions)
     return ShapedArray([s for i, s in enumerate(x.shape) if i not in dimensions], x.dtype, x.weak_type)
 
 
@@ -186,7 +188,7 @@ def _pad_rule(x, padval, *, padding_config):
     if padval.shape != () or padval.dtype != x.dtype:
         raise type_error("pad", [x, padval], "a scalar padding value of the operand's dtype")
     if len(padding_config) != x.ndim or any(len(c) != 3 for c in padding_config):
-        raise type_error("pad", [x, padval], f"a (lo, hi, interior) triple per dimension ({x.ndim})",
+        raise type_error("pad", [x, padval], f"a (lo, hi, interior) triple per dimension ({x.ndim})", JaxprValueError,
                          padding_config=padding_config)
     shape = []
     for d, (lo, hi, interior) in zip(x.shape, padding_config):

@@ -303,8 +303,8 @@ def _start_indices(operand, start_indices):
     if not isinstance(start_indices, (list, tuple)):   # a 1-D array of indices
         start_indices = [index_in_dim(start_indices, k, 0, keepdims=False) for k in range(len(shape))]
     if len(start_indices) != len(shape):
-        raise TypeError(f"dynamic slicing of an array of rank {len(shape)} needs {len(shape)} start "
-                        f"indices, got {len(start_indices)}")
+        raise ValueError(f"Length of slice indices must match number of operand dimensions "       # JAX's
+                         f"({len(start_indices)} vs {tuple(shape)})")
     return [_dynamic_index(i, d) for i, d in zip(start_indices, shape)]
 
 

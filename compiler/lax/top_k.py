@@ -22,7 +22,7 @@ from jaxprc import lax
 from jaxprc.interpreters import ad, batching, mlir
 from jaxprc.interpreters.mlir import hlo, ir
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.core import Primitive, ShapedArray
+from jaxprc.ir.core import JaxprValueError, Primitive, ShapedArray
 from jaxprc.ir.params import Int
 from jaxprc.passes.jvp import aval_of
 
@@ -46,7 +46,8 @@ def _top_k_abstract_eval(x, *, k, axis):
     if not 0 <= axis < x.ndim:
         raise _type_error("top_k", [x], f"axis in [0, {x.ndim})", axis=axis)
     if x.shape[axis] < k:
-        raise _type_error("top_k", [x], f"k no larger than the size {x.shape[axis]} of axis {axis}", k=k)
+        raise _type_error("top_k", [x], f"k no larger than the size {x.shape[axis]} of axis {axis}",
+                          JaxprValueError, k=k)
     shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
     return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, dt.int32)]
 

@@ -181,6 +181,12 @@ def promote(fn: str, *args, to_inexact: bool = False, broadcast: bool = True):
         dtype, weak = avals[0].dtype, avals[0].weak_type
         if not to_inexact or dt.is_inexact(dtype):
             return list(args), dtype, weak
+    for i, (x, a) in enumerate(zip(args, avals)):
+        # JAX's jax.numpy functions are jitted: a Python int is parsed as their weak integer type
+        # first, whatever it is combined with, and one beyond it is an OverflowError.
+        if type(x) is int and not np.iinfo(a.dtype).min <= x <= np.iinfo(a.dtype).max:
+            raise OverflowError("An overflow was encountered while parsing an argument to a jitted computation, "
+                                f"whose argument path is operand {i} of {fn}. Got {type(x)} with value {x}")
     _check_promotions(fn, avals, ranks=broadcast)
     dtype, weak = dt.promote_types(*((a.dtype, a.weak_type) for a in avals))
     if to_inexact and not dt.is_inexact(dtype):

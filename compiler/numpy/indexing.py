@@ -78,8 +78,9 @@ def _parse_index(shape, idx):
                 else:
                     items.append((_ARRAY, i))
             else:
-                raise IndexError(f"{located('indexing')}: indices must be integers, slices, None, Ellipsis, or integer or "
-                                 f"boolean arrays; got a {aval.str_short()} value")
+                given = np.asarray(i).dtype if isinstance(i, (float, complex)) else aval.dtype   # as JAX names it
+                raise TypeError(f"Indexer must have integer or boolean type, got indexer with type {given.name} "
+                                f"({located('indexing')}: a {aval.str_short()} value)")
     if sum(i is Ellipsis for i in items) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     used = sum(1 for i in items if i is not None and i is not Ellipsis)

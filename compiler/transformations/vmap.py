@@ -28,7 +28,7 @@ from ..engine.traceback_filtering import api_boundary
 __all__ = ["vmap"]
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None):
     """Vectorizing map: ``fun`` mapped over the ``in_axes`` of its arguments (JAX's ``jax.vmap``).
 
     ``in_axes``/``out_axes`` are ints (negative ones count from the end), None
@@ -37,6 +37,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     ``axis_size`` gives the batch size when no argument is mapped.
     ``axis_name`` names the mapped axis for the collectives ``fun`` calls (``psum pmean pmax pmin
     all_gather``; compiler/lax/parallel.py).
+    ``spmd_axis_name`` (JAX: the mesh axis the batch dimension is split over inside ``shard_map``
+    or a sharded ``jit``) is accepted and does not change values; jaxprc lays the batch out as the
+    enclosing program's shardings say.
 
     >>> xs, ys = jnp.ones((2, 3)), jnp.arange(6.0).reshape(2, 3)
     >>> jaxprc.vmap(jnp.dot)(xs, ys)                  # a dot product per row
