@@ -629,9 +629,6 @@ _JAX_CRASH = "JAX fails inside its implementation ({}); jaxprc raises {} naming 
 KNOWN: dict[str, str] = {
     "reducers:nanmedian-float162x0-axis=1,keepdims=True":
         _JAX_CRASH.format("a TypeError from an out-of-range gather slice", "an IndexError (empty axis)"),
-    "reducers:nanmedian-bfloat16s-axis=None,keepdims=True":
-        "JAX's keepdims result of a 0-d input has shape (1,) (it flattens first); jaxprc keeps the "
-        "input's rank 0, as numpy",
     **dict.fromkeys(["structural:reshape0-bfloat160x3", "structural:reshape0-int80x3"],
                     _JAX_CRASH.format("ZeroDivisionError: -1 next to a 0 dimension", "a TypeError")),
     "reducers:nanmax-float320x3-axis=-2,keepdims=True,where=mask,initial=0":
