@@ -73,10 +73,13 @@ class ShardedArray(Array):
 
     @property
     def device(self):
-        if len(self.device_tuple) != 1:
+        """The one device, or (as JAX) the sharding of an array over several."""
+        if len(self.device_tuple) == 1:
+            return self.device_tuple[0]
+        if self.sharding is None:
             raise ValueError("device is not defined for an Array sharded over several devices; use "
                              ".devices() or .sharding")
-        return self.device_tuple[0]
+        return self.sharding
 
     def devices(self) -> set:
         return set(self.device_tuple)

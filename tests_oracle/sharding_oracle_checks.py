@@ -47,6 +47,8 @@ def main():
         assert {d.id: i for d, i in js.devices_indices_map(X.shape).items()} == \
             {d.id: i for d, i in xs.devices_indices_map(X.shape).items()}, spec
         assert repr(js.spec) == repr(xs.spec)
+        # .device of an array over several devices is its sharding (one device: that device)
+        assert repr(a.device.spec) == repr(b.device.spec) and b.device == b.sharding, spec
     # jit with shardings: values, output shardings, annotations in the lowered text
     for ins, outs in [(("x", "y"), (None, "x")), (("x",), ("y",)), ((None, "y"), ())]:
         jf = jax.jit(lambda a: jnp.sin(a) * 2 + a.sum(0), in_shardings=jax.NamedSharding(jm, jax.P(*ins)),

@@ -629,19 +629,8 @@ _JAX_CRASH = "JAX fails inside its implementation ({}); jaxprc raises {} naming 
 KNOWN: dict[str, str] = {
     "reducers:nanmedian-float162x0-axis=1,keepdims=True":
         _JAX_CRASH.format("a TypeError from an out-of-range gather slice", "an IndexError (empty axis)"),
-    "reducers:nanmedian-bfloat16s-axis=None,keepdims=True":
-        "JAX's keepdims result of a 0-d input has shape (1,) (it flattens first); jaxprc keeps the "
-        "input's rank 0, as numpy",
     **dict.fromkeys(["structural:reshape0-bfloat160x3", "structural:reshape0-int80x3"],
                     _JAX_CRASH.format("ZeroDivisionError: -1 next to a 0 dimension", "a TypeError")),
-    "structural:kron-bool2x1":
-        "JAX multiplies in lax.mul, which refuses booleans (TypeError); jaxprc follows numpy (logical and)",
-    "linalg:norm_1-float320x0":
-        "the 1-norm of a 0x0 matrix: JAX gives 0, jaxprc refuses the max over an empty axis (ValueError)",
-    "lax:clamp-complex643x4": "lax.clamp of complex operands (JAX orders them lexicographically): not supported",
-    "lax:atan2-complex643x4": "lax.atan2 of complex operands (JAX's complex atan2): not supported",
-    "lax:scatter_add_dup-bool3x4":
-        "JAX's scatter_add refuses booleans (TypeError); jaxprc adds them as a logical or",
     "reducers:nanmax-float320x3-axis=-2,keepdims=True,where=mask,initial=0":
         "the tangent of nanmax over an empty axis with initial=: JAX 0 (its NaN-replacing select), "
         "jaxprc NaN (as both libraries' max with initial= over an empty axis)",

@@ -257,7 +257,7 @@ rem_p = elementwise("rem", 2, REAL_NUM)
 pow_p = elementwise("pow", 2, INEXACT)
 max_p = elementwise("max", 2, ANY)
 min_p = elementwise("min", 2, ANY)
-atan2_p = elementwise("atan2", 2, INEXACT)
+atan2_p = elementwise("atan2", 2, INEXACT)       # complex: XLA's complex atan2, as JAX
 nextafter_p = elementwise("nextafter", 2, IS_FLOAT)
 complex_p = elementwise("complex", 2, F32_OR_F64, _complex_dtype)   # (real part, imaginary part)
 and_p = elementwise("and", 2, BOOL_OR_INT)
@@ -325,7 +325,7 @@ def _clamp_rule(lo, x, hi):
         if bound.dtype != x.dtype or (bound.shape not in ((), x.shape)):
             raise JaxprTypeError(f"clamp requires bounds of the operand's dtype and either scalar "
                                  f"or the operand's shape, got (min, x, max) = ({fmt_types([lo, x, hi])})")
-    if not ORDERED(x.dtype):
+    if not ANY(x.dtype):     # complex operands too: XLA orders them lexicographically, as JAX's clamp
         raise JaxprTypeError(f"clamp does not accept dtype {dt.short_name(x.dtype)}")
     return ShapedArray(x.shape, x.dtype, lo.weak_type and x.weak_type and hi.weak_type)
 

@@ -215,6 +215,9 @@ def _scatter_rule(name):
         params = dict(dimension_numbers=dn)
         if updates.dtype != operand.dtype:
             raise type_error(name, avals, "updates of the operand's dtype", **params)
+        if operand.dtype == dt.bool_ and name in ("scatter-add", "scatter-mul"):
+            raise type_error(name, avals, "a numeric dtype (JAX's scatter_add and scatter_mul refuse booleans)",
+                             **params)
         _check_index_map(name, avals, operand, indices, dn.scatter_dims_to_operand_dims,
                          dn.operand_batching_dims, dn.scatter_indices_batching_dims, **params)
         window_operand_dims = [d for d in range(operand.ndim)
@@ -901,8 +904,6 @@ def _scatter_lowering(ctx, operand, indices, updates, *, dimension_numbers, mode
     combine = _SCATTER_COMBINERS[ctx.primitive]
     if isinstance(combine, str):
         combine = mlir.max_min(combine, op_aval.dtype)
-    if op_aval.dtype == dt.bool_ and ctx.primitive is scatter_add_p:
-        combine = hlo.or_
     scalar_t = mlir.scalar_type(op_aval.dtype)
     mlir.add_region(op.update_computation, [scalar_t, scalar_t], combine)
     return op.result

@@ -22,7 +22,8 @@ from jaxprc.ir.shape_poly import DimExpr, max_dim, min_dim, slice_bounds
 from jaxprc.ir.tracing import ConcretizationTypeError, JAXIndexError, Tracer
 
 from .creation import as_array, asarray, zeros
-from ._util import aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, is_constant, located
+from ._util import (aval_of, broadcast_shapes, broadcast_to_shape, canonical_axis, convert, is_constant, located,
+                    promote)
 
 _SLICE, _INT, _ARRAY, _NONE = "slice", "int", "array", "none"
 
@@ -438,6 +439,11 @@ def scatter_update(x, idx, values, scatter, mode=None):
     indices are dropped, or with ``mode="clip"`` clamped into bounds, as in JAX."""
     x = as_array(x, "at")
     aval = aval_of(x)
+    (promoted, values), dtype, _ = promote("at", x, values, broadcast=False)
+    if dtype != aval.dtype:
+        # as JAX: combined in the promoted dtype (a bool array's max with -0.5 keeps False), then
+        # converted back to the array's dtype and weak type
+        return convert(scatter_update(promoted, idx, values, scatter, mode), aval.dtype, aval.weak_type)
     clip = mode is not None and lax.GatherScatterMode.from_any(mode) == lax.GatherScatterMode.CLIP
     mode = lax.GatherScatterMode.CLIP if clip else lax.GatherScatterMode.FILL_OR_DROP
     integers = _leading_integers(aval.ndim, idx)
@@ -557,7 +563,8 @@ class _IndexUpdateRef:
         ref = self._unwrapped(wrap_negative_indices)
         def scatter_apply(x, indices, updates, dnums, **kwargs):
             return lax.scatter_apply(x, indices, func, dnums, update_shape=aval_of(updates).shape, **kwargs)
-        return scatter_update(ref.array, ref.index, 0, scatter_apply, mode)
+        zero = np.zeros((), aval_of(as_array(ref.array, "at")).dtype)     # no promotion of the array
+        return scatter_update(ref.array, ref.index, zero, scatter_apply, mode)
 
 
 class _IndexUpdateHelper:

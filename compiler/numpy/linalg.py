@@ -52,14 +52,18 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if len(axes) != 2:
         raise ValueError(f"norm: axis must name one or two axes, got {axis!r}")
     row, col = axes
+    # the largest norms take initial=0 (as JAX): 0 for empty matrices, where the smallest have none
     if ord in (1, -1):      # the largest (smallest) column sum
-        out = (r.max if ord == 1 else r.min)(r.sum(absx, axis=row, keepdims=True), axis=col, keepdims=True)
+        sums = r.sum(absx, axis=row, keepdims=True)
+        out = r.max(sums, axis=col, keepdims=True, initial=0) if ord == 1 else r.min(sums, axis=col, keepdims=True)
     elif ord in (np.inf, -np.inf):      # the largest (smallest) row sum
-        out = (r.max if ord > 0 else r.min)(r.sum(absx, axis=col, keepdims=True), axis=row, keepdims=True)
+        sums = r.sum(absx, axis=col, keepdims=True)
+        out = r.max(sums, axis=row, keepdims=True, initial=0) if ord > 0 else r.min(sums, axis=row, keepdims=True)
     elif ord in (2, -2, "nuc"):     # from the singular values of the (row, col) matrices
         from .shape_ops import moveaxis
         sv = svdvals(moveaxis(x, (row, col), (-2, -1)))
-        out = r.sum(sv, axis=-1) if ord == "nuc" else (r.max if ord == 2 else r.min)(sv, axis=-1)
+        out = r.sum(sv, axis=-1) if ord == "nuc" else r.max(sv, axis=-1, initial=0) if ord == 2 else \
+            r.min(sv, axis=-1)
         if keepdims:
             from .shape_ops import expand_dims
             return expand_dims(out, tuple(sorted(axes)))

@@ -217,6 +217,8 @@ def sort_complex(a):
 def i0(x):
     """Modified Bessel function of the first kind, order 0 (real inputs): ``exp(|x|) i0e(|x|)``
     through lax.bessel_i0e, as in JAX; its derivative is 0 at 0 (the kink of ``|x|``), as in JAX."""
+    if dt.is_complex(aval_of(as_array(x, "i0")).dtype):
+        raise ValueError(f"Unsupported input type to jax.numpy.i0: {aval_of(x).dtype}")
     x, dtype = _real_inexact("i0", x)
     return _i0(x)
 

@@ -145,6 +145,9 @@ def kron(a, b):
     from .shape_ops import reshape
     from .ufuncs import multiply
     a, b = asarray(a), asarray(b)
+    if aval_of(a).dtype == aval_of(b).dtype == np.bool_:
+        raise TypeError("kron: mul does not accept dtype bool (JAX multiplies with lax.mul, which refuses "
+                        "booleans); convert the operands first")
     sa, sb = aval_of(a).shape, aval_of(b).shape
     n = max(len(sa), len(sb))
     sa, sb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb

@@ -146,7 +146,9 @@ def _quantile(fn, a, q, axis, method, keepdims, squash_nans, weights=None):
         else:
             result = uf.multiply(uf.add(lo, hi), convert(0.5, dtype))
     if keepdims:
-        result = reshape(result, q_shape + tuple(1 if i in axes else d for i, d in enumerate(shape)))
+        # as JAX: a 0-d input keeps one (flattened) dimension
+        kept = tuple(1 if i in axes else d for i, d in enumerate(shape)) if shape else (1,)
+        result = reshape(result, q_shape + kept)
     return convert(result, dtype)
 
 
