@@ -460,6 +460,22 @@ class custom_jvp:
             raise TypeError(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal "
                             f"and tangent outputs with equal container (pytree) structures, but got "
                             f"{p_tree} and {t_tree} respectively.")
+        fname = _name(self.fun)
+        got_avals = [get_aval(x) for x in p_leaves]
+        got, want = (str(tree_unflatten(tree, [_jax_type(a) for a in avals])).replace("'", "")
+                     for tree, avals in ((p_tree, got_avals), (out_tree, out_avals)))
+        pair = (f"Custom JVP rule {name} for function {fname} must produce a pair (list or tuple of length "
+                "two) where the first element represents the primal output (equal in value to the output "
+                f"of the custom_jvp-decorated function {fname}, and in particular ")
+        if p_tree != out_tree:          # JAX's texts, which users match
+            raise TypeError(pair + "of the same container/pytree structure), but instead the JVP rule "
+                            f"output's first element had container/pytree structure:\n    {got}\nwhile the "
+                            f"custom_jvp-decorated function {fname} had output container/pytree "
+                            f"structure:\n    {want}.")
+        if any(g.shape != w.shape or g.dtype != w.dtype for g, w in zip(got_avals, out_avals)):
+            raise TypeError(pair + "with leaves of the same shape/dtype), but instead the JVP rule output's "
+                            f"first element had shapes/dtypes of:\n    {got}\nwhile the custom_jvp-decorated "
+                            f"function {fname} had output shapes/dtypes of:\n    {want}")
         tangents_out, mismatches = [], []
         for p, t in zip(p_leaves, t_leaves):
             pa = get_aval(p).strip_weak_type()
@@ -469,7 +485,7 @@ class custom_jvp:
                 mismatches.append((pa, expected, ta))
             elif is_differentiable(pa):        # integer outputs: their float0 tangents are dropped
                 tangents_out.append(t.instantiate() if isinstance(t, SymbolicZero) else t)
-        if len(mismatches) == 1 and len(p_leaves) == 1:     # JAX's texts, which users match
+        if len(mismatches) == 1 and len(p_leaves) == 1:
             pa, expected, ta = mismatches[0]
             raise TypeError("Custom JVP rule must produce primal and tangent outputs with corresponding "
                             f"shapes and dtypes. Expected {_jax_type(expected)} (tangent type of "
@@ -479,13 +495,6 @@ class custom_jvp:
                             "shapes and dtypes, but got:\n" + "\n".join(
                                 f"  primal {_jax_type(pa)} with tangent {_jax_type(ta)}, expecting "
                                 f"tangent {_jax_type(expected)}" for pa, expected, ta in mismatches))
-        if p_tree != out_tree:
-            raise TypeError(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal "
-                            f"outputs with the same container (pytree) structure as the function: "
-                            f"expected {out_tree}, got {p_tree}.")
-        _check_avals(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal outputs "
-                     "with the function's shapes and dtypes", out_avals, [get_aval(x) for x in p_leaves],
-                     [f"primal output {i}" for i in range(len(p_leaves))])
         return list(p_leaves) + tangents_out
 
 
