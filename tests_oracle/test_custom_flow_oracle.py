@@ -312,3 +312,25 @@ def test_jvp_rule_output_errors_as_jax(rule, staged):
     # fail on the tangent, or not at all); jaxprc stages every rule, so reports as JAX's staged jvp
     assert ours == theirs or (not staged and ours == staged_theirs
                               and "first element represents the primal output" in ours)
+
+
+def symbolic_zero_outputs(lib):
+    """A rule returning its SymbolicZero tangent: the next rule sees a SymbolicZero, not zeros."""
+    @lib.custom_jvp
+    def second(x, y):
+        return y
+
+    def second_jvp(primals, tangents):
+        if type(tangents[1]).__name__ != "SymbolicZero":
+            raise AssertionError("instantiated")
+        return primals[1], tangents[1]
+    second.defjvp(second_jvp, symbolic_zeros=True)
+    g = lambda x: second(x, second(x, lib.numpy.float32(1.0)))  # noqa: E731
+    xs = lib.numpy.ones(3)
+    x = lib.numpy.float32(2.0)
+    return lib.jvp(g, (x,), (x,)), lib.jvp(lib.vmap(g), (xs,), (xs,)), \
+        lib.jit(lib.grad(lambda x: lib.vmap(g)(x).sum()))(xs)
+
+
+def test_symbolic_zero_outputs_of_rules_as_jax():
+    assert_same(symbolic_zero_outputs)

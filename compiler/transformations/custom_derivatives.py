@@ -233,6 +233,12 @@ class RuleThunk(Thunk):
         super().__init__(fn, name)
         self.retrace = retrace
         self.fwd_store = None     # custom_vjp: the residuals' tree, filled when fwd is traced
+        self.out_zeros = None     # custom_jvp: {tangent pattern: outputs the rule gave SymbolicZeros}
+
+    def zero_outputs(self, nonzeros):
+        """Which output tangents the rule traced for ``nonzeros`` returned as SymbolicZero (they are
+        zeros for the jvp that follows, as in JAX); None when unknown."""
+        return (self.out_zeros or {}).get(tuple(nonzeros))
 
     def settle(self, value: ClosedJaxpr) -> None:
         """Memoize a value formed eagerly, outside ``__call__``."""
@@ -409,13 +415,16 @@ class custom_jvp:
         out_avals = fun_cj.out_avals
         diff_in = [is_differentiable(a) for a in in_avals]
         rule_name = _name(self.jvp)
+        out_zeros = {}
 
         def flat_rule(nonzeros):
             def rule(*leaves):
                 primals, tangents = list(leaves[:len(in_avals)]), iter(leaves[len(in_avals):])
                 ts = [next(tangents) if nz else self._zero_tangent(a)
                       for a, nz in zip(in_avals, nonzeros)]
-                return self._run_rule(static, in_tree, primals, ts, out_tree, out_avals)
+                outs, out_zeros[tuple(nonzeros)] = self._run_rule(static, in_tree, primals, ts, out_tree,
+                                                                  out_avals)
+                return outs
             return rule
 
         def trace_rule(nonzeros=tuple(diff_in)):
@@ -429,6 +438,8 @@ class custom_jvp:
             return cj
         key = (id(self), "jvp", in_tree, tuple(in_avals), _static_key(static))
         thunk, rule_consts = _form_rule(key, rule_name, trace_rule, retrace if self.symbolic_zeros else None)
+        if thunk.out_zeros is None:
+            thunk.out_zeros = out_zeros
         rule_avals = [get_aval(c) for c in rule_consts]
         fun_cj = _with_leading_inputs(fun_cj, rule_avals)
         outs = custom_jvp_call_jaxpr_p.bind(*rule_consts, *fun_consts, *flat_args, fun_jaxpr=fun_cj,
@@ -444,7 +455,8 @@ class custom_jvp:
         return np.zeros(t.shape, dt.float0) if t.dtype == dt.float0 else lax.full(t.shape, 0, t.dtype)
 
     def _run_rule(self, static, in_tree, primals, tangents, out_tree, out_avals):
-        """Call the user's rule; check its outputs against the function's; flat outputs."""
+        """Call the user's rule; check its outputs against the function's; flat outputs, and which
+        output tangents it gave as SymbolicZero."""
         name = _name(self.jvp)
         primals_tree = tuple(tree_unflatten(in_tree, primals))
         tangents_tree = tuple(tree_unflatten(in_tree, tangents))
@@ -495,7 +507,7 @@ class custom_jvp:
                             "shapes and dtypes, but got:\n" + "\n".join(
                                 f"  primal {_jax_type(pa)} with tangent {_jax_type(ta)}, expecting "
                                 f"tangent {_jax_type(expected)}" for pa, expected, ta in mismatches))
-        return list(p_leaves) + tangents_out
+        return list(p_leaves) + tangents_out, tuple(isinstance(t, SymbolicZero) for t in t_leaves)
 
 
 def _nondiff_value(x):
