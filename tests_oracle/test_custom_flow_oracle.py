@@ -334,3 +334,18 @@ def symbolic_zero_outputs(lib):
 
 def test_symbolic_zero_outputs_of_rules_as_jax():
     assert_same(symbolic_zero_outputs)
+
+
+def test_bwd_symbolic_zero_of_the_wrong_type_as_jax():
+    def run(lib):
+        @lib.custom_vjp
+        def f(x, y, z):
+            return x, y, z
+        f.defvjp(lambda x, y, z: (f(x.value, y.value, z.value), None),
+                 lambda _, gs: (gs[1], gs[0], gs[2]), symbolic_zeros=True)     # swapped
+        try:
+            lib.grad(lambda x, y, z: f(x, y, z)[2].sum())(np.ones(1, np.float32), np.ones(2, np.float32),
+                                                          np.ones(3, np.float32))
+        except ValueError as e:
+            return str(e)
+    assert run(jaxprc) == run(jax) is not None

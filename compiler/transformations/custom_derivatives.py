@@ -744,6 +744,14 @@ class CustomBwd(Thunk):
         for i, (ct, a) in enumerate(zip(out, self.in_avals)):
             if not is_differentiable(a):
                 continue
+            if isinstance(ct, SymbolicZero) and (ct.aval.shape != a.shape or
+                                                 ct.aval.dtype != tangent_aval(a).dtype):
+                raise ValueError("Custom VJP bwd rule produced a SymbolicZero with a shape/dtype that does "
+                                 "not match the corresponding input tangent shape/dtype: at "
+                                 f"output{self._leaf_path(i)} the SymbolicZero had shape/dtype "
+                                 f"{_jax_type(ct.aval)} while the corresponding input had shape/dtype "
+                                 f"{_jax_type(a)}. Consider just returning a None here instead of a "
+                                 "SymbolicZero object.")
             if ct is None or isinstance(ct, SymbolicZero):
                 cts.append(Zero(a))
                 continue
