@@ -405,7 +405,9 @@ def test_wrong_rule_outputs_say_expected_and_got():
     def g(x):
         return jnp.sin(x)
     g.defjvp(lambda p, t: ((g(p[0]),), (t[0],)))
-    with pytest.raises(TypeError, match="same container .pytree. structure as the function: expected"):
+    with pytest.raises(TypeError, match=re.escape("the JVP rule output's first element had container/pytree "
+                                                  "structure:\n    (float32[],)\nwhile the custom_jvp-decorated "
+                                                  "function g had output container/pytree structure:\n    float32[].")):
         jx.grad(g)(1.)
 
     @jx.custom_vjp
@@ -847,3 +849,13 @@ def test_jvp_rule_tangent_of_an_integer_output_must_be_float0():
         jx.grad(lambda x: k(x, 3)[0])(2.0)
     k.defjvp(lambda p, t: (k(*p), (t[0] * p[1], t[1])))
     assert float(jx.grad(lambda x: k(x, 3)[0])(2.0)) == 3.0
+
+
+def test_bwd_symbolic_zero_must_have_the_input_type():
+    @jx.custom_vjp
+    def f(x, y):
+        return x, y
+    f.defvjp(lambda x, y: (f(x.value, y.value), None), lambda _, gs: (gs[1], gs[0]), symbolic_zeros=True)
+    with pytest.raises(ValueError, match=re.escape("at output[0] the SymbolicZero had shape/dtype float32[2] "
+                                                  "while the corresponding input had shape/dtype float32[1]")):
+        jx.grad(lambda x, y: f(x, y)[0].sum())(jnp.ones(1), jnp.ones(2))

@@ -461,3 +461,21 @@ def test_symbolic_zeros_rules_see_symbolic_zeros_when_vmap_comes_first():
     # fwd runs for the pattern differentiated, and at most once more when g is bound (every input
     # perturbed); its own call to g inside fwd adds no further run
     assert seen.count(("fwd", True, False)) == 1 and len(seen) <= 2, seen
+
+
+def test_a_symbolic_zero_returned_by_a_rule_stays_a_zero_downstream():
+    from jaxprc.custom_derivatives import SymbolicZero
+
+    @jx.custom_jvp
+    def second(x, y):
+        return y
+
+    def second_jvp(primals, tangents):
+        assert type(tangents[1]) is SymbolicZero      # also the tangent of second(x, 1.0) below
+        return primals[1], tangents[1]
+    second.defjvp(second_jvp, symbolic_zeros=True)
+    g = lambda x: second(x, second(x, 1.0))  # noqa: E731
+    for run in (lambda: jx.jvp(g, (2.0,), (1.0,)), lambda: jx.jvp(jx.vmap(g), (jnp.ones(3),), (jnp.ones(3),)),
+                lambda: jx.jit(lambda x: jx.jvp(g, (x,), (1.0,)))(2.0)):
+        out, tangent = run()
+        assert np.all(np.asarray(out) == 1.0) and np.all(np.asarray(tangent) == 0.0)

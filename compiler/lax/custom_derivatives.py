@@ -145,7 +145,11 @@ def _custom_jvp_call_jvp(primals, tangents, *, fun_jaxpr, jvp_jaxpr_thunk, num_c
     out_avals = fun_jaxpr.out_avals
     n_out = len(out_avals)
     touts = iter(outs[n_out:])
-    return outs[:n_out], [next(touts) if is_differentiable(a) else Zero(tangent_aval(a)) for a in out_avals]
+    zero_outputs = getattr(jvp_jaxpr_thunk, "zero_outputs", None)      # SymbolicZeros the rule returned
+    zeros = (zero_outputs(nonzero) if zero_outputs is not None else None) or (False,) * n_out
+    tangents_out = [next(touts) if is_differentiable(a) else None for a in out_avals]
+    return outs[:n_out], [Zero(tangent_aval(a)) if t is None or z else t
+                          for a, t, z in zip(out_avals, tangents_out, zeros)]
 
 
 def _custom_vjp_call_jvp(primals, tangents, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, out_trees,
@@ -294,6 +298,10 @@ class BatchedRule(Thunk):
         super().__init__(lambda: _batch_all_at_front(rule(), size, dims_of(rule())), name=rule.name)
         self.rule, self.size, self.arg_dims = rule, size, list(dims[num_consts:])
         self._variants: dict = {}
+
+    def zero_outputs(self, nonzeros):
+        inner = getattr(self.rule, "zero_outputs", None)
+        return inner(nonzeros) if inner is not None else None
 
     def for_nonzeros(self, nonzeros):
         inner = getattr(self.rule, "for_nonzeros", None)

@@ -233,6 +233,12 @@ class RuleThunk(Thunk):
         super().__init__(fn, name)
         self.retrace = retrace
         self.fwd_store = None     # custom_vjp: the residuals' tree, filled when fwd is traced
+        self.out_zeros = None     # custom_jvp: {tangent pattern: outputs the rule gave SymbolicZeros}
+
+    def zero_outputs(self, nonzeros):
+        """Which output tangents the rule traced for ``nonzeros`` returned as SymbolicZero (they are
+        zeros for the jvp that follows, as in JAX); None when unknown."""
+        return (self.out_zeros or {}).get(tuple(nonzeros))
 
     def settle(self, value: ClosedJaxpr) -> None:
         """Memoize a value formed eagerly, outside ``__call__``."""
@@ -409,13 +415,16 @@ class custom_jvp:
         out_avals = fun_cj.out_avals
         diff_in = [is_differentiable(a) for a in in_avals]
         rule_name = _name(self.jvp)
+        out_zeros = {}
 
         def flat_rule(nonzeros):
             def rule(*leaves):
                 primals, tangents = list(leaves[:len(in_avals)]), iter(leaves[len(in_avals):])
                 ts = [next(tangents) if nz else self._zero_tangent(a)
                       for a, nz in zip(in_avals, nonzeros)]
-                return self._run_rule(static, in_tree, primals, ts, out_tree, out_avals)
+                outs, out_zeros[tuple(nonzeros)] = self._run_rule(static, in_tree, primals, ts, out_tree,
+                                                                  out_avals)
+                return outs
             return rule
 
         def trace_rule(nonzeros=tuple(diff_in)):
@@ -429,6 +438,8 @@ class custom_jvp:
             return cj
         key = (id(self), "jvp", in_tree, tuple(in_avals), _static_key(static))
         thunk, rule_consts = _form_rule(key, rule_name, trace_rule, retrace if self.symbolic_zeros else None)
+        if thunk.out_zeros is None:
+            thunk.out_zeros = out_zeros
         rule_avals = [get_aval(c) for c in rule_consts]
         fun_cj = _with_leading_inputs(fun_cj, rule_avals)
         outs = custom_jvp_call_jaxpr_p.bind(*rule_consts, *fun_consts, *flat_args, fun_jaxpr=fun_cj,
@@ -444,7 +455,8 @@ class custom_jvp:
         return np.zeros(t.shape, dt.float0) if t.dtype == dt.float0 else lax.full(t.shape, 0, t.dtype)
 
     def _run_rule(self, static, in_tree, primals, tangents, out_tree, out_avals):
-        """Call the user's rule; check its outputs against the function's; flat outputs."""
+        """Call the user's rule; check its outputs against the function's; flat outputs, and which
+        output tangents it gave as SymbolicZero."""
         name = _name(self.jvp)
         primals_tree = tuple(tree_unflatten(in_tree, primals))
         tangents_tree = tuple(tree_unflatten(in_tree, tangents))
@@ -460,6 +472,22 @@ class custom_jvp:
             raise TypeError(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal "
                             f"and tangent outputs with equal container (pytree) structures, but got "
                             f"{p_tree} and {t_tree} respectively.")
+        fname = _name(self.fun)
+        got_avals = [get_aval(x) for x in p_leaves]
+        got, want = (str(tree_unflatten(tree, [_jax_type(a) for a in avals])).replace("'", "")
+                     for tree, avals in ((p_tree, got_avals), (out_tree, out_avals)))
+        pair = (f"Custom JVP rule {name} for function {fname} must produce a pair (list or tuple of length "
+                "two) where the first element represents the primal output (equal in value to the output "
+                f"of the custom_jvp-decorated function {fname}, and in particular ")
+        if p_tree != out_tree:          # JAX's texts, which users match
+            raise TypeError(pair + "of the same container/pytree structure), but instead the JVP rule "
+                            f"output's first element had container/pytree structure:\n    {got}\nwhile the "
+                            f"custom_jvp-decorated function {fname} had output container/pytree "
+                            f"structure:\n    {want}.")
+        if any(g.shape != w.shape or g.dtype != w.dtype for g, w in zip(got_avals, out_avals)):
+            raise TypeError(pair + "with leaves of the same shape/dtype), but instead the JVP rule output's "
+                            f"first element had shapes/dtypes of:\n    {got}\nwhile the custom_jvp-decorated "
+                            f"function {fname} had output shapes/dtypes of:\n    {want}")
         tangents_out, mismatches = [], []
         for p, t in zip(p_leaves, t_leaves):
             pa = get_aval(p).strip_weak_type()
@@ -469,7 +497,7 @@ class custom_jvp:
                 mismatches.append((pa, expected, ta))
             elif is_differentiable(pa):        # integer outputs: their float0 tangents are dropped
                 tangents_out.append(t.instantiate() if isinstance(t, SymbolicZero) else t)
-        if len(mismatches) == 1 and len(p_leaves) == 1:     # JAX's texts, which users match
+        if len(mismatches) == 1 and len(p_leaves) == 1:
             pa, expected, ta = mismatches[0]
             raise TypeError("Custom JVP rule must produce primal and tangent outputs with corresponding "
                             f"shapes and dtypes. Expected {_jax_type(expected)} (tangent type of "
@@ -479,14 +507,7 @@ class custom_jvp:
                             "shapes and dtypes, but got:\n" + "\n".join(
                                 f"  primal {_jax_type(pa)} with tangent {_jax_type(ta)}, expecting "
                                 f"tangent {_jax_type(expected)}" for pa, expected, ta in mismatches))
-        if p_tree != out_tree:
-            raise TypeError(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal "
-                            f"outputs with the same container (pytree) structure as the function: "
-                            f"expected {out_tree}, got {p_tree}.")
-        _check_avals(f"Custom JVP rule {name} for function {_name(self.fun)} must produce primal outputs "
-                     "with the function's shapes and dtypes", out_avals, [get_aval(x) for x in p_leaves],
-                     [f"primal output {i}" for i in range(len(p_leaves))])
-        return list(p_leaves) + tangents_out
+        return list(p_leaves) + tangents_out, tuple(isinstance(t, SymbolicZero) for t in t_leaves)
 
 
 def _nondiff_value(x):
@@ -723,6 +744,14 @@ class CustomBwd(Thunk):
         for i, (ct, a) in enumerate(zip(out, self.in_avals)):
             if not is_differentiable(a):
                 continue
+            if isinstance(ct, SymbolicZero) and (ct.aval.shape != a.shape or
+                                                 ct.aval.dtype != tangent_aval(a).dtype):
+                raise ValueError("Custom VJP bwd rule produced a SymbolicZero with a shape/dtype that does "
+                                 "not match the corresponding input tangent shape/dtype: at "
+                                 f"output{self._leaf_path(i)} the SymbolicZero had shape/dtype "
+                                 f"{_jax_type(ct.aval)} while the corresponding input had shape/dtype "
+                                 f"{_jax_type(a)}. Consider just returning a None here instead of a "
+                                 "SymbolicZero object.")
             if ct is None or isinstance(ct, SymbolicZero):
                 cts.append(Zero(a))
                 continue
