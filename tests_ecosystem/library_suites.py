@@ -98,9 +98,9 @@ def main(argv=None) -> int:
         tree = source_tree(name, versions[name])
         files = sample(tree, opts.files)
         if not files:
-            rows.append(f"| {name} {versions[name]} | (its source distribution ships no tests) | | | |")
+            rows.append(f"| {name} {versions[name]} | (its source distribution ships no tests) | | | | |")
             continue
-        counts = {"tests": 0, "jax": 0, "jaxprc": 0}
+        counts = {"tests": 0, "jax": 0, "jaxprc": 0, "skipped": 0}
         for path in files:
             if time.monotonic() - start > opts.budget:
                 break
@@ -110,12 +110,16 @@ def main(argv=None) -> int:
                 counts["tests"] += 1
                 counts["jax"] += outcome == "passed"
                 counts["jaxprc"] += mine == "passed"
+                counts["skipped"] += outcome == "skipped"
                 if outcome == "passed" and mine != "passed":
                     differences.append(f"- {name}: `{test}`: {mine}")
-            print(f"  {name}: {path} done ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+            print(f"  {name}: {path}: {sum(o == 'passed' for o in theirs.values())}/{len(theirs)} pass on JAX, "
+                  f"{sum(o == 'passed' for o in ours.values())}/{len(ours)} on jaxprc "
+                  f"({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
         rows.append(f"| {name} {versions[name]} | {', '.join(files)} | {counts['tests']} | "
-                    f"{counts['jax']} | {counts['jaxprc']} |")
-    print("| library | test files (sample) | tests | pass on JAX | pass on jaxprc |\n|---|---|---|---|---|")
+                    f"{counts['skipped']} | {counts['jax']} | {counts['jaxprc']} |")
+    print("| library | test files (sample) | tests | skipped on JAX | pass on JAX | pass on jaxprc |\n"
+          "|---|---|---|---|---|---|")
     print("\n".join(rows))
     print("\nPassing on JAX, not on jaxprc:" if differences else "\nEvery test that passes on JAX passes on jaxprc.")
     print("\n".join(differences))
