@@ -36,8 +36,7 @@ from .ir.shape_poly import is_constant_shape
 from .ir.deep import deep_entry
 from .passes.dce import dce_closed
 from .ir.tracing import Tracer, _outside_any_trace, close_over_consts, current_builder, eval_jaxpr, get_aval, \
-    pytype_aval_mappings, \
-    register_internal_dir, trace_state as _trace_state, trace_to_jaxpr, user_source_info
+    pytype_aval_mappings, register_internal_dir, trace_state as _trace_state, trace_to_jaxpr, user_source_info
 from .ir.tree_util import broadcast_prefix, equality_errors, keystr, registry as _registry, tree_map
 from .lax.call import jit_p
 from .lax.elementwise import copy_p
