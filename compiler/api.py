@@ -49,7 +49,7 @@ from .engine.traceback_filtering import api_boundary
 from .transfer_guard import explicit_scope
 
 __all__ = ["Array", "ShapeDtypeStruct", "XlaCompileError", "XlaError", "XlaRuntimeError",
-           "block_until_ready", "default_backend", "device_put", "devices", "eval_shape", "jit",
+           "block_until_ready", "default_backend", "device_put", "eval_shape", "jit",
            "jaxpr_as_fun", "make_jaxpr"]
 
 _flatten = _registry.flatten

@@ -29,7 +29,7 @@ from .ir.tree_util import tree_leaves, tree_map
 
 __all__ = ["Device", "check_tracer_leaks", "checking_leaks", "clear_caches", "copy_to_host_async",
            "debug_infs", "debug_nans", "default_device", "default_matmul_precision",
-           "device_count", "device_get", "disable_jit", "enable_x64", "host_count", "host_id", "host_ids",
+           "device_count", "device_get", "devices", "disable_jit", "enable_x64", "host_count", "host_id", "host_ids",
            "jacobian", "live_arrays", "local_device_count", "local_devices", "log_compiles", "named_call", "named_scope",
            "numpy_dtype_promotion", "numpy_rank_promotion", "print_environment_info", "process_count",
            "process_index", "process_indices", "typeof"]
@@ -113,6 +113,11 @@ def _backend(backend: str | None):
     if backend is not None and backend not in (b.platform, "cuda" if b.platform == "gpu" else b.platform):
         raise RuntimeError(f"Backend '{backend}' is not in the list of known backends: {b.platform}")
     return b
+
+
+def devices(backend: str | None = None) -> list:
+    """The devices of every process together (of ``backend``: this process has one)."""
+    return list(_backend(backend).devices)
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None, host_id: int | None = None):

@@ -44,6 +44,22 @@ def test_import_jax_resolves_to_jaxprc_modules():
     assert proc.stdout.strip() == "2.0"
 
 
+def test_backends_started_as_chex_reads_them():
+    """chex's set_n_cpu_devices reads jax._src.xla_bridge._backends without importing the module
+    (JAX imports it): empty until the first computation, then the CPU client; and asks for the
+    devices of a backend by name."""
+    proc = _python("""
+        import jaxprc.compat; jaxprc.compat.install()
+        import jax
+        before = dict(jax._src.xla_bridge._backends)
+        jax.numpy.ones(2).block_until_ready()
+        after = jax._src.xla_bridge._backends
+        print(before, list(after), after["cpu"] is jax.extend.backend.get_backend(), jax.devices("cpu") == jax.devices())
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "{} ['cpu'] True True"
+
+
 def test_install_refuses_once_real_jax_is_imported():
     proc = _python("""
         import sys, types

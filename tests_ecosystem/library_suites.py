@@ -5,14 +5,15 @@
 A slow tier, not part of any pytest run. For each library of the ``ecosystem`` extra (its pinned
 version, from pyproject.toml) it gets the source distribution once (``pip download --no-binary
 :all: --no-deps NAME==VERSION``, cached in ``$JAXPRC_SUITES_CACHE`` or
-~/.cache/jaxprc/library-suites), lists its test files (``*_test.py``, ``test_*.py``) and runs a
-deterministic sample of ``--files`` of them (the first in an order fixed by a hash of each path:
-the same files every run, and a new file does not reshuffle the others). Each file runs with
-pytest in its own process, on JAX and then with ``jax`` read as ``jaxprc`` (``python -m
-jaxprc.compat -m pytest``), each under a time limit. It prints, per library, the tests passed on
-each side, and every test that passes on JAX but not on jaxprc with the first line of jaxprc's
-error: the differences docs/guides/jax-libraries.md lists with their reasons. Libraries whose
-source distribution ships no tests (equinox, flax, numpyro, ...) are listed as such.
+~/.cache/jaxprc/library-suites), lists its test files (``*_test.py`` and ``test_*.py`` files
+with tests in them) and runs a deterministic sample of ``--files`` of them (the first in an
+order fixed by a hash of each path: the same files every run, and a new file does not reshuffle
+the others). Each file runs with pytest in its own process, on JAX and then with ``jax`` read as
+``jaxprc`` (``python -m jaxprc.compat -m pytest``), each under a time limit. It prints, per
+library, the tests passed on each side, and every test that passes on JAX but not on jaxprc with
+the first line of jaxprc's error: the differences docs/guides/jax-libraries.md lists with their
+reasons. Libraries whose source distribution ships no tests (equinox, diffrax, lineax,
+optimistix) are listed as such.
 """
 import argparse
 import os
@@ -54,7 +55,7 @@ def source_tree(name: str, version: str) -> pathlib.Path:
 def sample(tree: pathlib.Path, n: int) -> list:
     """``n`` test files of ``tree``, the same ones every run."""
     files = [p.relative_to(tree).as_posix() for p in tree.rglob("*.py")
-             if p.name.endswith("_test.py") or p.name.startswith("test_")]
+             if (p.name.endswith("_test.py") or p.name.startswith("test_")) and "def test" in p.read_text()]
     return sorted(files, key=lambda f: (zlib.crc32(f.encode()), f))[:n]
 
 
@@ -97,9 +98,9 @@ def main(argv=None) -> int:
         tree = source_tree(name, versions[name])
         files = sample(tree, opts.files)
         if not files:
-            rows.append(f"| {name} {versions[name]} | (its source distribution ships no tests) | | | |")
+            rows.append(f"| {name} {versions[name]} | (its source distribution ships no tests) | | | | |")
             continue
-        counts = {"tests": 0, "jax": 0, "jaxprc": 0}
+        counts = {"tests": 0, "jax": 0, "jaxprc": 0, "skipped": 0}
         for path in files:
             if time.monotonic() - start > opts.budget:
                 break
@@ -109,12 +110,16 @@ def main(argv=None) -> int:
                 counts["tests"] += 1
                 counts["jax"] += outcome == "passed"
                 counts["jaxprc"] += mine == "passed"
+                counts["skipped"] += outcome == "skipped"
                 if outcome == "passed" and mine != "passed":
                     differences.append(f"- {name}: `{test}`: {mine}")
-            print(f"  {name}: {path} done ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+            print(f"  {name}: {path}: {sum(o == 'passed' for o in theirs.values())}/{len(theirs)} pass on JAX, "
+                  f"{sum(o == 'passed' for o in ours.values())}/{len(ours)} on jaxprc "
+                  f"({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
         rows.append(f"| {name} {versions[name]} | {', '.join(files)} | {counts['tests']} | "
-                    f"{counts['jax']} | {counts['jaxprc']} |")
-    print("| library | test files (sample) | tests | pass on JAX | pass on jaxprc |\n|---|---|---|---|---|")
+                    f"{counts['skipped']} | {counts['jax']} | {counts['jaxprc']} |")
+    print("| library | test files (sample) | tests | skipped on JAX | pass on JAX | pass on jaxprc |\n"
+          "|---|---|---|---|---|---|")
     print("\n".join(rows))
     print("\nPassing on JAX, not on jaxprc:" if differences else "\nEvery test that passes on JAX passes on jaxprc.")
     print("\n".join(differences))

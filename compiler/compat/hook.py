@@ -20,6 +20,8 @@ class JaxShim(types.ModuleType):
         try:
             return getattr(jaxprc, name)
         except AttributeError:
+            if _is_internal_package(f"{_PREFIX}.{name}"):     # jax._src, imported by JAX itself
+                return importlib.import_module(f"{_PREFIX}.{name}")
             raise AttributeError(f"module 'jax' has no attribute '{name}' (jaxprc does not "
                                  "provide it)") from None
 
@@ -34,7 +36,10 @@ class InternalModule(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        target = INTERNALS.get(f"{self.__name__}.{name}")
+        fullname = f"{self.__name__}.{name}"
+        if _is_internal_package(fullname):       # a submodule read as an attribute, as JAX has
+            return importlib.import_module(fullname)     # them all imported (chex: xla_bridge)
+        target = INTERNALS.get(fullname)
         if target is None:
             raise AttributeError(
                 f"'{self.__name__}.{name}' is a JAX internal that jaxprc.compat does not provide "

@@ -9,6 +9,8 @@ Only names a listed library uses; public names belong in jaxprc's public modules
 INTERNALS: dict[str, tuple[str | None, str]] = {
     # chex.restrict_backends wraps the backend's compile function (not offered: no names)
     "jax._src.compiler": (None, "chex"),
+    # chex.set_n_cpu_devices: whether the CPU client exists yet (then a new count is too late)
+    "jax._src.xla_bridge._backends": ("jaxprc.compat.xla_bridge:started_backends", "chex"),
     "jax._src.ad_util.stop_gradient_p": ("jaxprc.lax:stop_gradient_p", "lineax"),
     # JAX's primitives tutorial (docs: jax-primitives.md) calls grad/jit/vmap through jax._src.api
     # and writes lowering rules with jaxlib's stablehlo dialect under JAX's name for it

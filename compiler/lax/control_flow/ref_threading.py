@@ -20,9 +20,9 @@ class RefEscapeError(JaxprcError):
 
 
 class Unthreaded(RefEscapeError):
-    """Inside a nested trace, a write to a ref of an enclosing one, or a read of an eager ref: a
-    loop or conditional that catches it traces its bodies again with the ref's value threaded
-    through."""
+    """Inside a nested trace, a write to a ref of an enclosing one, or a read of an eager ref
+    (``write`` says which): a loop or conditional that catches it traces its bodies again with the
+    ref's value threaded through, as jit, vmap and grad do (compiler/ref.py)."""
 
     def __init__(self, message: str, ref, write: bool = False):
         super().__init__(message)
