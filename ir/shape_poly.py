@@ -137,10 +137,14 @@ class DimExpr:
         if type(other) is not DimExpr:
             other = _as_int(other)
             if other is NotImplemented:
-                return other
+                return _as_value_op(self, other, operator.add)
         return _sum(self._scope, (self, 1), (other, 1))
 
-    __radd__ = __add__
+    def __radd__(self, other):
+        other_int = _as_int(other)
+        if other_int is NotImplemented:
+            return _as_value_op(self, other, lambda v, o: o + v)
+        return _sum(self._scope, (self, 1), (other_int, 1))
 
     def __neg__(self):
         return _sum(self._scope, (self, -1))
@@ -149,19 +153,21 @@ class DimExpr:
         if type(other) is not DimExpr:
             other = _as_int(other)
             if other is NotImplemented:
-                return other
+                return _as_value_op(self, other, operator.sub)
         return _sum(self._scope, (self, 1), (other, -1))
 
     def __rsub__(self, other):
-        other = _as_int(other)
-        return other if other is NotImplemented else _sum(self._scope, (self, -1), (other, 1))
+        other_int = _as_int(other)
+        if other_int is NotImplemented:
+            return _as_value_op(self, other, lambda v, o: o - v)
+        return _sum(self._scope, (self, -1), (other_int, 1))
 
     def __mul__(self, other):
         if type(other) is not DimExpr:
-            other = _as_int(other)
-            if other is NotImplemented:
-                return other
-            return _sum(self._scope, (self, other))
+            other_int = _as_int(other)
+            if other_int is NotImplemented:
+                return _as_value_op(self, other, operator.mul)
+            return _sum(self._scope, (self, other_int))
         scope = _common_scope(self, other)
         acc: dict = {}
         for m1, c1 in self._terms:
@@ -171,6 +177,13 @@ class DimExpr:
         return _normalise(acc, scope)
 
     __rmul__ = __mul__
+
+    # "/" is a float division: always on the dimension's value, as in JAX
+    def __truediv__(self, other):
+        return _as_value_op(self, other, operator.truediv, always=True)
+
+    def __rtruediv__(self, other):
+        return _as_value_op(self, other, lambda v, o: o / v, always=True)
 
     def __pow__(self, power):
         if type(power) is not int or power < 0:
@@ -323,6 +336,25 @@ def _as_int(x):
         return operator.index(x)
     except TypeError:
         return NotImplemented
+
+
+# How a dimension becomes an array value (the compiler's ``dim_as_value``): set by the layer that
+# owns arrays, used when a dimension meets a float or an array operand (JAX's ``__jax_array__``).
+_to_value = None
+
+
+def set_value_conversion(fn) -> None:
+    global _to_value
+    _to_value = fn
+
+
+def _as_value_op(dim: DimExpr, other, op, always: bool = False):
+    """``op(value of dim, other)`` when ``other`` is a float or an array (or always, for "/");
+    NotImplemented otherwise, so Python reports the unsupported operand types."""
+    arraylike = isinstance(other, (float, complex)) or hasattr(other, "dtype")
+    if _to_value is None or not (always or arraylike) or isinstance(other, str):
+        return NotImplemented
+    return op(_to_value(dim), other)
 
 
 def _same_scope(s1: SymbolicScope, s2: SymbolicScope) -> None:

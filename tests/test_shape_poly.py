@@ -419,3 +419,21 @@ def test_transpose_pass_on_a_polymorphic_linear_program():
         cts = (np.arange(3, dtype=np.float32), np.ones((n - 1, 3), np.float32))
         want = jaxprc.linear_transpose(linear, np.zeros((n, 3), np.float32))(cts)
         np.testing.assert_allclose(run(*cts)[0], want[0])
+
+
+def test_composite_decomposition_reads_dimension_values():
+    """A composite whose decomposition needs the batch size (as a value and as a shape) takes the
+    dimension variables first, like every private function of a polymorphic module: the exported
+    artifact runs at each size as the static program."""
+    scaled = jaxprc.lax.composite(lambda x: x * x.shape[0] + jaxprc.lax.broadcasted_iota(x.dtype, x.shape, 0),
+                                  name="my.scaled")
+    f = lambda x: scaled(x) * 2                     # noqa: E731
+    b, = symbolic_shape("b")
+    exp = jaxprc.export.export(jaxprc.jit(f))(jaxprc.ShapeDtypeStruct((b, 3), np.float32))
+    assert 'stablehlo.composite "my.scaled"' in exp.mlir_module()
+    exp = jaxprc.export.deserialize(exp.serialize())
+    for n in (2, 5):
+        x = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+        want = (x * n + np.arange(n, dtype=np.float32)[:, None]) * 2
+        np.testing.assert_array_equal(exp.call(x), want)
+        np.testing.assert_array_equal(jaxprc.jit(f)(x), want)

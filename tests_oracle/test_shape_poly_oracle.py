@@ -66,6 +66,8 @@ FUNCTIONS = {
                + m.arange(2, x.shape[0] + 2).sum(), ["b, 4", "4, 3"]),
     "cumsum_where": (lambda m: lambda x, w: m.where(m.cumsum(x, axis=0) > 0, x, -x) @ w, ["b, 4", "4, 3"]),
     "tile": (lambda m: lambda x, w: m.tile(x, (2, 1)).mean(axis=0), ["b, 4", "4, 3"]),
+    "linspace": (lambda m: lambda x, w: (x * m.linspace(0., 1., x.shape[0])[:, None],
+                                         m.linspace(-1., 1., x.shape[0], endpoint=False)), ["b, 4", "4, 3"]),
 }
 
 
@@ -104,6 +106,26 @@ def test_constraint_violation_is_refused_like_jax():
     run = jaxprc.jaxpr_as_fun(jaxprc.make_jaxpr(f)(*_specs(sp, jaxprc.ShapeDtypeStruct, ["b, 4"])))
     with pytest.raises(ValueError, match="b >= 2"):
         run(np.ones((1, 4), np.float32))
+
+
+# functions of x: f32[b] that JAX refuses when b has no constraint: (exception type, message words)
+REFUSED = {
+    "linspace": (lambda m: lambda x: m.linspace(0., 1., x.shape[0]),
+                 "InconclusiveDimensionOperation", "comparison 'b' > '1' is inconclusive"),
+    "convolve": (lambda m: lambda x: m.convolve(x, m.ones(3)), "TypeError", "cannot be interpreted as an integer"),
+    "correlate_same": (lambda m: lambda x: m.correlate(m.ones(2), x, mode="same"),
+                       "TypeError", "cannot be interpreted as an integer"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refusals_match_jax(name):
+    make, type_name, words = REFUSED[name]
+    for lib, mod, m in ((jax, jexport, jjnp), (jaxprc, jaxprc.export, xjnp)):
+        b, = mod.symbolic_shape("b")
+        with pytest.raises(Exception) as info:
+            mod.export(lib.jit(make(m)))(lib.ShapeDtypeStruct((b,), np.float32))
+        assert type(info.value).__name__ == type_name and words in str(info.value), (lib.__name__, info.value)
 
 
 def test_export_matches_jax_export():

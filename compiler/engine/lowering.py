@@ -506,11 +506,18 @@ def call_jaxpr(mctx: ModuleContext, cj: ClosedJaxpr | Jaxpr, args, name: str) ->
     if isinstance(cj, Jaxpr):
         cj = ClosedJaxpr(cj, [])
     out_types = [aval_to_ir_type(a) for a in cj.out_avals]
-    dims = dynamic_shapes.values()          # a polymorphic module: the callee gets them too
-    dim_vars = tuple(sorted(dims)) if dims else ()
+    dim_vars, dim_values = dimension_arguments()
     symbol = function_symbol(mctx, cj, name, dim_vars)
-    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(symbol), [*(dims[v] for v in dim_vars), *args])
+    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(symbol), [*dim_values, *args])
     return list(call.results)
+
+
+def dimension_arguments() -> tuple[tuple[str, ...], list[ir.Value]]:
+    """The dimension variables a private function called from here takes first, and their values:
+    none outside a polymorphic module, else all of them (sorted), so callees need not know which."""
+    dims = dynamic_shapes.values()
+    dim_vars = tuple(sorted(dims)) if dims else ()
+    return dim_vars, [dims[v] for v in dim_vars]
 
 
 def function_symbol(mctx: ModuleContext, cj: ClosedJaxpr, name: str, dim_vars: tuple = ()) -> str:
@@ -709,6 +716,7 @@ def _refine_shapes(module: ir.Module, name: str) -> ir.Module:
     """The module with every dynamic shape made static from ``main``'s static argument types
     (jaxlib's pass, as JAX runs it before compiling a call of a polymorphic Exported); it
     checks the called modules' shape assertions, whose failures become ValueErrors."""
+    _composites_to_calls(module)
     buf = io.BytesIO()
     module.operation.write_bytecode(buf)
     try:
@@ -718,6 +726,27 @@ def _refine_shapes(module: ir.Module, name: str) -> ir.Module:
         raise ValueError(f"Lowering '{name}': shape refinement of a called module failed: "
                          f"{first.group(1) if first else e}") from None
     return ir.Module.parse(refined)
+
+
+def _composites_to_calls(module: ir.Module) -> None:
+    """Each ``stablehlo.composite`` replaced by a ``func.call`` of its decomposition: jaxlib's shape
+    refinement specialises called functions but not decompositions, whose argument types would then
+    disagree with the composite's refined operands. The module is being compiled, not shown, so the
+    composite's name is of no further use (XLA inlines decompositions anyway)."""
+    composites = []
+
+    def collect(op):
+        if op.name == "stablehlo.composite":
+            composites.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+    for op in composites:
+        with ir.InsertionPoint(op), op.location:
+            call = func.CallOp([r.type for r in op.results], op.attributes["decomposition"], list(op.operands))
+        for old, new in zip(op.results, call.results):
+            old.replace_all_uses_with(new)
+        op.erase()
 
 
 def _lower_jaxpr(closed_jaxpr: ClosedJaxpr, name: str, donated_invars, platform: str, devices,

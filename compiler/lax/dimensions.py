@@ -16,7 +16,7 @@ from jaxprc.interpreters.mlir import hlo
 from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import Primitive, ShapedArray
 from jaxprc.ir.params import Size
-from jaxprc.ir.shape_poly import DimExpr, InconclusiveDimensionOperation
+from jaxprc.ir.shape_poly import DimExpr, InconclusiveDimensionOperation, set_value_conversion
 from jaxprc.ir.tracing import pytype_aval_mappings, trace_value_converters
 
 __all__ = ["dim_as_value", "dim_as_value_p"]
@@ -60,5 +60,6 @@ def _dim_as_value_lowering(ctx, *, dim):
 
 pytype_aval_mappings[DimExpr] = lambda d: _dim_value_aval()
 trace_value_converters[DimExpr] = dim_as_value
+set_value_conversion(dim_as_value)
 ad.defjvp_zero(dim_as_value_p)
 mlir.register_lowering(dim_as_value_p, _dim_as_value_lowering)

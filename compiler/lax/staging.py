@@ -17,7 +17,7 @@ from jaxprc.ir.core import Primitive
 from jaxprc.ir.params import Bool, ClosedJaxprParam, Int, OneOf, Scalar, Str, Tuple
 from jaxprc.ir.tracing import Tracer, close_over_consts, trace_to_jaxpr
 from jaxprc.ir.tree_util import tree_flatten
-from jaxprc.engine.lowering import function_symbol
+from jaxprc.engine.lowering import dimension_arguments, function_symbol
 
 from .support import operands as ops
 
@@ -103,8 +103,13 @@ def _attr(value):
 
 
 def _composite_lowering(ctx, *args, jaxpr, name, version, attributes):
-    symbol = function_symbol(ctx.module_context, jaxpr, name)
-    op = hlo.CompositeOp([mlir.aval_to_ir_type(a) for a in ctx.avals_out], list(args), name=ir.StringAttr.get(name),
+    # In a polymorphic module the decomposition takes the dimension variables first, as every
+    # private function does, so the composite passes them too (JAX's composite omits them and
+    # fails verification).
+    dim_vars, dim_values = dimension_arguments()
+    symbol = function_symbol(ctx.module_context, jaxpr, name, dim_vars)
+    op = hlo.CompositeOp([mlir.aval_to_ir_type(a) for a in ctx.avals_out], [*dim_values, *args],
+                         name=ir.StringAttr.get(name),
                          composite_attributes=ir.DictAttr.get({k: _attr(v) for k, v in attributes}),
                          decomposition=ir.FlatSymbolRefAttr.get(symbol),
                          version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), version))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.shape_poly import is_symbolic_dim
 
 from ._util import aval_of, convert
 from .creation import asarray
@@ -19,11 +20,21 @@ def promote_no_broadcast(fn: str, *args, to_inexact: bool = True):
     return [convert(a, dtype, weak) for a in arrays]
 
 
+def _length(x, op: str) -> int:
+    """The length of a 1-D input as a Python int: JAX reads it with ``len()``, so a symbolic length
+    is refused with the TypeError of a dimension that is no integer, even under constraints."""
+    n = aval_of(x).shape[0]
+    if is_symbolic_dim(n):
+        raise TypeError(f"'DimExpr' object cannot be interpreted as an integer: {op}() needs the "
+                        f"length of its inputs as an integer, got the symbolic dimension '{n}'")
+    return n
+
+
 def _conv1d(x, y, mode, op, precision, preferred_element_type):
     if aval_of(x, op).ndim != 1 or aval_of(y, op).ndim != 1:
         raise ValueError(f"{op}() only support 1-dimensional inputs.")
     x, y = promote_no_broadcast(op, x, y, to_inexact=preferred_element_type is None)
-    nx, ny = aval_of(x).shape[0], aval_of(y).shape[0]
+    nx, ny = _length(x, op), _length(y, op)
     if nx == 0 or ny == 0:
         raise ValueError(f"{op}: inputs cannot be empty, got shapes {(nx,)} and {(ny,)}.")
     reverse_out = False

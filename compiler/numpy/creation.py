@@ -233,7 +233,8 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
 def _linspace(start, stop, num, endpoint, dtype, axis):
     from . import ufuncs as uf
     from .shape_ops import expand_dims
-    num = operator.index(num)
+    # A symbolic ``num`` is accepted, as in JAX; its comparisons with 1 then need constraints.
+    num = num if is_symbolic_dim(num) else operator.index(num)
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     from ._dtypes import result_type

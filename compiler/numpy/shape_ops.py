@@ -8,7 +8,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
-from jaxprc.ir.shape_poly import canonicalize_shape, is_symbolic_dim
+from jaxprc.ir.shape_poly import InconclusiveDimensionOperation, canonicalize_shape, is_symbolic_dim
 from jaxprc.key_moves import holds_keys
 
 from .creation import as_array
@@ -386,10 +386,46 @@ def pad(array, pad_width, mode="constant", *, constant_values=0, stat_length=Non
                                   f"symmetric, linear_ramp, {', '.join(_PAD_STATISTICS)})")
     from .indexing import take
     for ax, (lo, hi) in enumerate(widths):
-        if lo or hi:
+        if is_symbolic_dim(aval.shape[ax]) and (lo or hi):
+            array = _pad_symbolic_axis(array, int(lo), int(hi), mode, ax)
+        elif lo or hi:
             idx = np.pad(np.arange(aval.shape[ax]), (int(lo), int(hi)), mode=mode)
             array = take(array, idx, axis=ax)
     return array
+
+
+def _pad_symbolic_axis(array, lo: int, hi: int, mode: str, ax: int):
+    """numpy's index-based pad along an axis of symbolic size ``n``, from slices whose bounds are
+    expressions in ``n``; the pad must not outrun one reflection (as JAX requires), which the
+    constraints must decide (else JAX's errors)."""
+    n = aval_of(array).shape[ax]
+    rev = lambda piece: lax.rev(piece, (ax,))                  # noqa: E731
+    piece = lambda start, stop: lax.slice_in_dim(array, start, stop, 1, ax)   # noqa: E731
+    if mode == "edge":
+        left, right = [piece(0, 1)] * lo, [piece(n - 1, n)] * hi
+    elif mode == "wrap":
+        # JAX wraps by ``width % n`` whole periods and a remainder: its comparisons, its errors
+        _ = [width % n > 0 for width in (lo, hi) if width]
+        if not (lo <= n and hi <= n):
+            raise NotImplementedError(f"pad: mode 'wrap' along axis {ax} of symbolic size {n} with pad widths "
+                                      f"({lo}, {hi}) larger than the size")
+        left, right = [piece(n - lo, n)] * bool(lo), [piece(0, hi)] * bool(hi)
+    else:
+        shift = int(mode == "reflect")     # reflect skips the edge element, symmetric repeats it
+        for before, width in ((True, lo), (False, hi)):
+            try:
+                ok = not width or (n > 1 and n >= width + shift)
+            except InconclusiveDimensionOperation:
+                ok = False
+            if not ok:
+                raise ValueError(
+                    f"Shape polymorphism is supported for jnp.pad with 'reflect' or 'symmetric' padding mode "
+                    f"only when it is possible to determine at lowering time that the axis size (= {n}) is "
+                    f"larger than 1 and larger or equal than the padding length (= {width}). Error while "
+                    f"handling {'left' if before else 'right'} padding on axis {ax}.")
+        left = [rev(piece(shift, lo + shift))] * bool(lo)
+        right = [rev(piece(n - hi - shift, n - shift))] * bool(hi)
+    return concatenate([*left, array, *right], ax)
 
 
 _PAD_STATISTICS = ("maximum", "minimum", "mean", "median")
