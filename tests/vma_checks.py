@@ -95,7 +95,9 @@ def transformations_keep_types():
         total, scaled, carry = smap(a, b)
         return total.sum() + (scaled * scaled).sum() + jnp.sin(carry).sum()
     for fn in (jx.grad(loss, argnums=(0, 1)), lambda a, b: jx.jvp(loss, (a, b), (a, b))):
-        verify(jx.make_jaxpr(fn)(A, B))
+        back = assert_round_trip(jx.make_jaxpr(fn)(A, B))      # verified, printed and read back
+        for got, want in zip(jx.jit(jx.jaxpr_as_fun(back))(A, B), jx.tree.leaves(jx.jit(fn)(A, B))):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
     ga, gb = jx.jit(jx.grad(loss, argnums=(0, 1)))(A, B)
     eps = 1e-3                                # central differences along one direction per argument
     da, db = np.sin(np.arange(32.0)).reshape(8, 4).astype(np.float32), np.cos(np.arange(4.0)).astype(np.float32)

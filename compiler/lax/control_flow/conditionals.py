@@ -36,7 +36,7 @@ from jaxprc.passes.vmap import align, aval_of, axis_size_of, batch_eval, batch_j
 from . import ref_threading as _ref
 from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
                      _pick, _split_outs, _trace, _transpose_call_outputs, check_operand_types,
-                     check_subjaxpr, typematch)
+                     check_subjaxpr)
 from .common import _flat_series, _series_chunks
 from .common import (as_array, differences, forwarded_inputs, jax_type, joined_vma, keep_outputs, mismatch_extra,
                      same_type, vma_hints)

@@ -54,8 +54,7 @@ from jaxprc.engine.traceback_filtering import api_boundary
 
 from . import ref_threading as _ref
 from .common import (_convert, _flatten, _front_dims, _fun_name, _leaf_aval, _new_vars, _nonzero_tangents,
-                     _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types,
-                     typematch)
+                     _pick, _split_outs, _trace, check_count, check_operand_types, check_subjaxpr, fmt_types)
 from .common import _flat_series, _series_chunks
 from .common import (as_array, differences, forwarded_inputs, inputs_to_front, jax_type, joined_vma, keep_outputs,
                      merge, mismatch_extra, same_type, vma_hints)
