@@ -91,6 +91,8 @@ class ShapeDtypeStruct:
     def like(cls, x) -> "ShapeDtypeStruct":
         """The shape, dtype, weak type and sharding of ``x`` (an array, a scalar, or anything with
         ``shape`` and ``dtype``)."""
+        if key_moves.holds_keys(x):
+            return cls(x.shape, x.dtype)
         aval = shaped_abstractify(x)
         return cls(aval.shape, aval.dtype, aval.weak_type, getattr(x, "sharding", None))
 

@@ -13,10 +13,14 @@ from __future__ import annotations
 import functools
 
 
-@functools.cache
+_KEY_ARRAY: list = []      # PRNGKeyArray, once random is imported (it is built on numpy and lax)
+
+
 def _key_array_type():
-    from .random import PRNGKeyArray       # random is built on numpy and lax: imported when used
-    return PRNGKeyArray
+    if not _KEY_ARRAY:
+        from .random import PRNGKeyArray
+        _KEY_ARRAY.append(PRNGKeyArray)
+    return _KEY_ARRAY[0]
 
 
 def _is_key(x) -> bool:
@@ -29,7 +33,17 @@ def holds_keys(value) -> bool:
 
 
 def _holds_keys(values) -> bool:
-    return any(_is_key(v) or (isinstance(v, (list, tuple)) and any(map(_is_key, v))) for v in values)
+    """Whether any value is a key array or a list/tuple holding one: on every call of the wrapped
+    functions, so written as plain loops (no generator, no per-value call)."""
+    key_array = _KEY_ARRAY[0] if _KEY_ARRAY else _key_array_type()
+    for v in values:
+        if isinstance(v, key_array):
+            return True
+        if type(v) is list or type(v) is tuple:
+            for e in v:
+                if isinstance(e, key_array):
+                    return True
+    return False
 
 
 def _refuse_mixed(values, keys_dtype):
@@ -82,7 +96,7 @@ def moves_keys(fn, together: slice | None = None):
     arguments that are combined (``where``'s x and y): a key there must meet keys there."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if not (_holds_keys(args) or _holds_keys(kwargs.values())):
+        if not _holds_keys(args) and not (kwargs and _holds_keys(kwargs.values())):
             return fn(*args, **kwargs)
         return _on_key_data(fn, together, args, kwargs)
     return wrapper

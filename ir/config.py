@@ -58,6 +58,14 @@ def _enum(*allowed):
     return check
 
 
+def _not_implemented_when_true(name):
+    def check(value):
+        if value:
+            raise NotImplementedError(f"{name}=True: key reuse checking is not implemented in jaxprc")
+        return value
+    return check
+
+
 def _valid_member(enum_name, *allowed):
     """A validator with JAX's message for its options whose values are a Python Enum's."""
     def check(value):
@@ -138,7 +146,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in [
     Option("jax_threefry_partitionable", bool, True, "JAX_THREEFRY_PARTITIONABLE",
            "threefry bits and splits hash each output's own counter (JAX's default); False: the "
            "original scheme, which hashes the two halves of one counter range"),
-    _bool("jax_debug_key_reuse", "jaxprc.random raises KeyReuseError when a typed key is used twice"),
+    Option("jax_debug_key_reuse", bool, False, "JAX_DEBUG_KEY_REUSE",
+           "JAX's key reuse checking (KeyReuseError when a typed key is used twice): not implemented, "
+           "only False is accepted", _not_implemented_when_true("jax_debug_key_reuse")),
     Option("jax_default_device", object, None, None,
            "the device device_put and computations use (one of jaxprc.devices(); None: the first)"),
     *(Option(f"jax_transfer_guard{suffix}", str, None, f"JAX_TRANSFER_GUARD{suffix.upper()}",

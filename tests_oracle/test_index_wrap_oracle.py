@@ -1,7 +1,6 @@
 """``x.at[idx].<method>(..., wrap_negative_indices=False)`` against JAX: negative indices are out
 of bounds instead of counting from the end (clamped to 0 in "clip" mode, dropped by updates and
 filled by ``get(mode="fill")``), for static integers, integer arrays and traced indices."""
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

@@ -51,6 +51,10 @@ MOVES = {
     "lax.slice": lambda np_, lax, ks, k: lax.slice(ks, (1,), (3,)),
     "lax.select_n": lambda np_, lax, ks, k: lax.select_n(np_.array([0, 1, 1]), ks, ks[::-1]),
     "lax.transpose": lambda np_, lax, ks, k: lax.transpose(ks[None], (1, 0)),
+    "method_swapaxes": lambda np_, lax, ks, k: ks[None].swapaxes(0, 1),
+    "method_squeeze": lambda np_, lax, ks, k: ks[None].squeeze(),
+    "method_take": lambda np_, lax, ks, k: ks.take(np_.array([2, 0])),
+    "method_copy": lambda np_, lax, ks, k: ks.copy().block_until_ready(),
 }
 ERRORS = {
     "keys_with_integers": lambda np_, lax, ks, k: np_.concatenate([ks, np_.zeros(3, np_.uint32)]),
@@ -126,5 +130,7 @@ def test_key_shape_dtype_structs_as_jax():
         dtype = lib.random.key_dtype()
         sds = lib.ShapeDtypeStruct((3,), dtype)
         assert sds.dtype == dtype
+        like = lib.ShapeDtypeStruct.like(lib.random.split(lib.random.key(0), 3))
+        assert (like.shape, like.dtype) == ((3,), dtype)
         out = lib.eval_shape(lambda ks: (ks[0], lib.random.split(ks[1], 4), lib.random.normal(ks[2], (2,))), sds)
         assert [(o.shape, str(o.dtype)) for o in out] == [((), "key<fry>"), ((4,), "key<fry>"), ((2,), "float32")]

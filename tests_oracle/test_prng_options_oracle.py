@@ -97,3 +97,6 @@ def test_prng_option_values_are_validated_as_jax():
             lib.config.update("jax_legacy_prng_key", "sometimes")
     assert jaxprc.config.jax_threefry_partitionable is jax.config.jax_threefry_partitionable is True
     assert jaxprc.config.jax_debug_key_reuse is jax.config.jax_debug_key_reuse is False
+    with pytest.raises(NotImplementedError, match="key reuse checking"):     # not silently ignored
+        jaxprc.config.update("jax_debug_key_reuse", True)
+    assert jaxprc.config.jax_debug_key_reuse is False

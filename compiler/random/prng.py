@@ -346,6 +346,14 @@ class KeyArrayType:
         return f"ShapedArray({self.str_short()})"
 
 
+def _moving_method(name: str):
+    """The array method ``name`` of key arrays: jnp's key-moving function (``key_moves``)."""
+    def method(self, *args, **kwargs):
+        return getattr(jnp, name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
 class PRNGKeyArray:
     """An array of typed keys over ``uint32[*shape, *impl.key_shape]`` key data: a pytree whose one
     leaf is that data, the implementation its static part (so ``jit`` caches per implementation)."""
@@ -402,6 +410,11 @@ class PRNGKeyArray:
         return PRNGKeyArray(jnp.transpose(self._base, (*axes, *words)), self._impl)
 
     T = property(lambda self: self.transpose())
+    copy, squeeze, swapaxes, take = map(_moving_method, ("copy", "squeeze", "swapaxes", "take"))
+
+    def block_until_ready(self):
+        self._base.block_until_ready()
+        return self
 
     def ravel(self):
         return self.reshape(-1)
