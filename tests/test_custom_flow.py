@@ -479,3 +479,19 @@ def test_a_symbolic_zero_returned_by_a_rule_stays_a_zero_downstream():
                 lambda: jx.jit(lambda x: jx.jvp(g, (x,), (1.0,)))(2.0)):
         out, tangent = run()
         assert np.all(np.asarray(out) == 1.0) and np.all(np.asarray(tangent) == 0.0)
+
+
+def test_symbolic_zeros_bwd_under_vmap_sees_symbolic_zero_cotangents():
+    from jaxprc.custom_derivatives import SymbolicZero
+
+    @jx.custom_vjp
+    def pair(x, y):
+        return x, y
+
+    def bwd(_, g):
+        assert type(g[1]) is SymbolicZero and g[1].shape == ()      # the per-example type
+        return g
+    pair.defvjp(lambda x, y: (pair(x.value, y.value), None), bwd, symbolic_zeros=True)
+    xs = jnp.arange(3.0)
+    for grad in (jx.grad, lambda f: jx.jit(jx.grad(f))):
+        assert grad(lambda x, y: jx.vmap(pair)(x, y)[0].sum())(xs, xs).tolist() == [1.0, 1.0, 1.0]

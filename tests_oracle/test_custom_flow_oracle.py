@@ -349,3 +349,40 @@ def test_bwd_symbolic_zero_of_the_wrong_type_as_jax():
         except ValueError as e:
             return str(e)
     assert run(jaxprc) == run(jax) is not None
+
+
+def bwd_zeros_under_vmap(lib):
+    """A symbolic-zeros bwd under vmap gets SymbolicZero for an unused output's cotangent, and a
+    bwd may give a plain leaf for a one-leaf custom pytree argument."""
+    seen = []
+
+    @lib.custom_vjp
+    def f(x, y):
+        return x, y
+
+    def fwd(x, y):
+        return f(x.value, y.value), None
+
+    def bwd(_, g):
+        seen.append([type(t).__name__ == "SymbolicZero" for t in g])
+        return g
+    f.defvjp(fwd, bwd, symbolic_zeros=True)
+    xs = lib.numpy.arange(3.0)
+    grads = (lib.grad(lambda x, y: lib.vmap(f)(x, y)[0].sum())(xs, xs),
+             lib.jit(lib.grad(lambda x, y: lib.vmap(f)(x, y)[1].sum(), argnums=(0, 1)))(xs, xs))
+
+    class Box:
+        def __init__(self, x):
+            self.x = x
+    lib.tree_util.register_pytree_node(Box, lambda b: ((b.x,), None), lambda _, xs: Box(xs[0]))
+
+    @lib.custom_vjp
+    def scaled(box, y):
+        return box.x * y
+    scaled.defvjp(lambda box, y: (scaled(box, y), (box.x, y)), lambda r, g: (r[1] * g, r[0] * g))
+    box_grad = lib.grad(scaled)(Box(np.float32(2.0)), np.float32(3.0)).x
+    return grads, box_grad, np.array(seen)
+
+
+def test_bwd_zeros_under_vmap_and_one_leaf_nodes_as_jax():
+    assert_same(bwd_zeros_under_vmap)

@@ -20,7 +20,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.core import ClosedJaxpr, JaxprTypeError, Primitive, ShapedArray, Thunk
 from jaxprc.ir.params import Aval, Bool, ClosedJaxprParam, Int, Rule, Str, Tuple
 from jaxprc.ir.tracing import (ConcretizationTypeError, Tracer, UnexpectedTracerError, current_builder,
-                               eval_jaxpr, no_trace, trace_to_jaxpr)
+                               eval_jaxpr, get_aval, no_trace, trace_to_jaxpr)
 from jaxprc.passes.dce import dce_closed
 from jaxprc.passes.jvp import Zero, instantiate_zeros, is_differentiable, tangent_aval
 from jaxprc.passes.vmap import axis_size_of, batch_eval, batch_jaxpr, batched_aval, matchaxis
@@ -358,15 +358,35 @@ class BatchedBwd(Thunk):
                 BatchedBwd(bwd, self.size, self.in_batched, self.arg_dims))
 
     def call(self, *args):
-        j = self.bwd()
-        outs, dims = batch_eval(j.jaxpr, j.consts, [instantiate_zeros(a) for a in args], [0] * len(args))
+        if any(isinstance(a, Zero) for a in args) and getattr(self.bwd, "call", None) is not None:
+            j, args = self._keeping_zeros(args)
+        else:
+            j, args = self.bwd(), [instantiate_zeros(a) for a in args]
+        outs, dims = batch_eval(j.jaxpr, j.consts, args, [0] * len(args))
         in_batched = self.in_batched or [True] * len(outs)
         return [matchaxis(x, d, 0, self.size) if b else x if d is None else _reduce_sum(x, (d,))
                 for x, d, b in zip(outs, dims, in_batched)]
 
+    def _keeping_zeros(self, args):
+        """The unbatched bwd traced for one example with the zero cotangents left symbolic (a
+        symbolic-zeros bwd sees SymbolicZero under vmap, as in JAX), and the other arguments."""
+        zeros = [isinstance(a, Zero) for a in args]
+        example = [ShapedArray(a.shape[1:], a.dtype) for a in map(_aval_or_zero, args)]   # batched at 0
+
+        def per_example(*nonzero):
+            given = iter(nonzero)
+            full = [Zero(e) if z else next(given) for e, z in zip(example, zeros)]
+            return [instantiate_zeros(c) for c in self.bwd.call(*full)]
+        j = trace_to_jaxpr(per_example, [e for e, z in zip(example, zeros) if not z], name=self.name)
+        return j, [a for a in args if not isinstance(a, Zero)]
+
     def _trace(self) -> ClosedJaxpr:
         avals = [batched_aval(a, 0, self.size) for a in self.bwd().in_avals]
         return trace_to_jaxpr(self.call, avals, name="vmap")
+
+
+def _aval_or_zero(x) -> ShapedArray:
+    return x.aval if isinstance(x, Zero) else get_aval(x)
 
 
 def _custom_vjp_call_rule(args, dims, *, fun_jaxpr, fwd_jaxpr_thunk, bwd, num_consts, out_trees,

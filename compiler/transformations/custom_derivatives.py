@@ -791,7 +791,7 @@ def _cotangent_leaves(result, expected) -> list | None:
         tree = tree_structure(sub)
         if x is None:
             leaves.extend([None] * tree.num_leaves)
-        elif treedef_is_leaf(tree):
+        elif treedef_is_leaf(tree) or tree.num_leaves == 1:    # JAX takes a leaf for a one-leaf node
             leaves.append(x)
         else:
             raise ValueError("a leaf where a subtree is expected")
