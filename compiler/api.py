@@ -43,7 +43,7 @@ from .ir.tree_util import (broadcast_prefix, equality_errors, keystr, registry a
 from .lax.call import jit_p
 from .lax.elementwise import copy_p
 from .lax.parallel import named_axis
-from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend, devices
+from .runtime import Array, XlaCompileError, XlaError, XlaRuntimeError, default_backend
 from .toplevel import compile_log_level
 from .engine.traceback_filtering import api_boundary
 from .transfer_guard import explicit_scope

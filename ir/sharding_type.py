@@ -54,6 +54,17 @@ class AbstractMesh:
 
     abstract_mesh = property(lambda self: self)
 
+    # JAX's questions about the axis types (flax asks them before resharding)
+    def _axes_of(self, kind) -> tuple:
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t == kind)
+
+    auto_axes = property(lambda self: self._axes_of(AxisType.Auto))
+    explicit_axes = property(lambda self: self._axes_of(AxisType.Explicit))
+    manual_axes = property(lambda self: self._axes_of(AxisType.Manual))
+    are_all_axes_auto = property(lambda self: all(t == AxisType.Auto for t in self.axis_types))
+    are_all_axes_explicit = property(lambda self: all(t == AxisType.Explicit for t in self.axis_types))
+    are_all_axes_manual = property(lambda self: all(t == AxisType.Manual for t in self.axis_types))
+
     @property
     def devices(self):
         raise ValueError("AbstractMesh does not implement devices")
