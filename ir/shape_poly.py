@@ -431,6 +431,8 @@ def _divmod(num, den):
             raise InconclusiveDimensionOperation(f"Symbolic dimension '{num}' divided by 0")
     if type(num) is not DimExpr and type(den) is not DimExpr:
         return divmod(num, den)
+    if type(num) is int and num == 0:      # 0 // b == 0 % b == 0, as JAX simplifies them
+        return 0, 0
     scope = _common_scope(num, den)
     if type(den) is int:
         # num = den*q + r, where r holds the terms whose coefficient den does not divide.

@@ -25,7 +25,7 @@ def test_normal_form_and_text():
 def test_constant_results_are_ints():
     b, h = symbolic_shape("b, h")
     for expr, value in [(b - b, 0), ((b + 1) - b, 1), ((2 * b + 3) % 2, 1), (b * h // (b * h), 1),
-                        ((b * h) % h, 0), (2 * b * 0, 0)]:
+                        ((b * h) % h, 0), (2 * b * 0, 0), (0 // b, 0), (0 % b, 0)]:
         assert type(expr) is int and expr == value
     assert (2 * b) // 2 == b and (2 * b + 3) // 2 == b + 1 and (b * h) // h == b
     assert divmod(b, 2) == (b // 2, b % 2)
