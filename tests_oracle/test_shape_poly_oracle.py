@@ -71,7 +71,8 @@ FUNCTIONS = {
     "numpy_helpers": (lambda m: lambda x, w: (m.where(x > 0, x, x.shape[0] * 0.5), x / (x.shape[0] / 2), m.trace(x),
                                               m.pad(x, ((1, 2), (0, 0)), mode="edge"), m.pad(x, ((1, 1), (0, 0)), mode="reflect"),
                                               m.pad(x, ((2, 1), (0, 0)), mode="symmetric"), m.cov(x.T),
-                                              m.zeros(x.shape[0]), m.unique(x, size=3, fill_value=0.), m.delete(x, 0, axis=0)),
+                                              m.zeros(x.shape[0]), m.unique(x, size=3, fill_value=0.), m.delete(x, 0, axis=0),
+                                              m.triu_indices(x.shape[0]), m.tril_indices(x.shape[0], 1, 3)),
                       ["b, 4", "4, 3"]),
 }
 
