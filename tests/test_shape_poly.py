@@ -1,5 +1,6 @@
 """Symbolic dimensions (ir/shape_poly.py): normal forms, arithmetic, decisions, parsing, solving."""
 import itertools
+import operator
 
 import numpy as np
 
@@ -92,8 +93,11 @@ def test_bad_constraints_and_specs():
 
 def test_not_an_int():
     b, = symbolic_shape("b")
-    for convert in [int, float, lambda d: range(d), lambda d: [0] * d]:
-        with pytest.raises(InconclusiveDimensionOperation, match="'b'"):
+    with pytest.raises(InconclusiveDimensionOperation, match="'b'"):
+        int(b)
+    # as JAX's dimensions, which have no __index__ or __float__: Python's TypeErrors
+    for convert in [float, operator.index, lambda d: range(d), lambda d: [0] * d]:
+        with pytest.raises(TypeError, match="'b'"):
             convert(b)
 
 
