@@ -122,6 +122,8 @@ REFUSED = {
     "correlate_same": (lambda m: lambda x: m.correlate(m.ones(2), x, mode="same"),
                        "TypeError", "cannot be interpreted as an integer"),
     "logspace": (lambda m: lambda x: m.logspace(0., 1., x.shape[0]), "TypeError", "cannot be interpreted as an integer"),
+    "len": (lambda m: lambda x: x * len(x), "TypeError", "cannot be interpreted as an integer"),
+    "indices": (lambda m: lambda x: m.indices((x.shape[0], 2))[0], "TypeError", "cannot be interpreted as an integer"),
     "squeeze": (lambda m: lambda x: m.squeeze(x), "ValueError", "squeeze with axis=None is not supported"),
     "pad_reflect": (lambda m: lambda x: m.pad(x, 1, mode="reflect"), "ValueError",
                     "the axis size (= b) is larger than 1 and larger or equal than the padding length (= 1)"),
