@@ -250,10 +250,13 @@ class DimExpr:
         self._not_an_int("a Python int")
 
     def __index__(self):
-        self._not_an_int("an index (a Python int)")
+        # JAX's dimensions have no __index__, so Python's own TypeError is what operator.index,
+        # range() and len() raise there; int() raises InconclusiveDimensionOperation in both.
+        raise TypeError(f"'DimExpr' object cannot be interpreted as an integer: {_NotAnInt(self, 'an index')}")
 
     def __float__(self):
-        self._not_an_int("a Python float")
+        raise TypeError(f"float() argument must be a string or a real number, not 'DimExpr': "
+                        f"{_NotAnInt(self, 'a Python float')}")
 
     # -- inspection
     def bounds(self) -> tuple[float, float]:
@@ -301,7 +304,7 @@ def canonicalize_shape(shape) -> tuple:
     ``core.canonicalize_shape``); ints cost nothing extra."""
     try:
         return tuple(map(operator.index, shape))
-    except InconclusiveDimensionOperation:
+    except TypeError:
         return _keep_symbolic(shape)
 
 
@@ -431,6 +434,8 @@ def _divmod(num, den):
             raise InconclusiveDimensionOperation(f"Symbolic dimension '{num}' divided by 0")
     if type(num) is not DimExpr and type(den) is not DimExpr:
         return divmod(num, den)
+    if type(num) is int and num == 0:      # 0 // b == 0 % b == 0, as JAX simplifies them
+        return 0, 0
     scope = _common_scope(num, den)
     if type(den) is int:
         # num = den*q + r, where r holds the terms whose coefficient den does not divide.

@@ -49,6 +49,8 @@ OPS = {
     "fft": lambda x: jnp.fft.rfft(x, axis=1).real,
     "numpy_helpers": lambda x: (jnp.diag(x[:, 0]) @ x, jnp.eye(x.shape[0]) @ x, jnp.median(x, axis=0),
                                 jnp.split(x, [1], axis=0)[1], jnp.roll(x, 1, axis=0)),
+    "numpy_on_b": lambda x: (jnp.where(x > 0, x, x.shape[0] * 0.5), jnp.trace(x), jnp.pad(x, ((1, 2), (0, 0)), mode="edge"),
+                             jnp.cov(x.T), jnp.zeros(x.shape[0])),
     "linalg": lambda x: (jnp.linalg.cholesky(_spd(x)), jnp.abs(jnp.linalg.qr(_spd(x))[1]), jnp.linalg.eigh(_spd(x))[0],
                          jnp.linalg.svd(_spd(x), compute_uv=False), jnp.linalg.solve(_spd(x), x[..., None])),
 }

@@ -1,5 +1,6 @@
 """Symbolic dimensions (ir/shape_poly.py): normal forms, arithmetic, decisions, parsing, solving."""
 import itertools
+import operator
 
 import numpy as np
 
@@ -25,7 +26,7 @@ def test_normal_form_and_text():
 def test_constant_results_are_ints():
     b, h = symbolic_shape("b, h")
     for expr, value in [(b - b, 0), ((b + 1) - b, 1), ((2 * b + 3) % 2, 1), (b * h // (b * h), 1),
-                        ((b * h) % h, 0), (2 * b * 0, 0)]:
+                        ((b * h) % h, 0), (2 * b * 0, 0), (0 // b, 0), (0 % b, 0)]:
         assert type(expr) is int and expr == value
     assert (2 * b) // 2 == b and (2 * b + 3) // 2 == b + 1 and (b * h) // h == b
     assert divmod(b, 2) == (b // 2, b % 2)
@@ -92,8 +93,11 @@ def test_bad_constraints_and_specs():
 
 def test_not_an_int():
     b, = symbolic_shape("b")
-    for convert in [int, float, lambda d: range(d), lambda d: [0] * d]:
-        with pytest.raises(InconclusiveDimensionOperation, match="'b'"):
+    with pytest.raises(InconclusiveDimensionOperation, match="'b'"):
+        int(b)
+    # as JAX's dimensions, which have no __index__ or __float__: Python's TypeErrors
+    for convert in [float, operator.index, lambda d: range(d), lambda d: [0] * d]:
+        with pytest.raises(TypeError, match="'b'"):
             convert(b)
 
 

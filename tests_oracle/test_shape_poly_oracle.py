@@ -68,6 +68,12 @@ FUNCTIONS = {
     "tile": (lambda m: lambda x, w: m.tile(x, (2, 1)).mean(axis=0), ["b, 4", "4, 3"]),
     "linspace": (lambda m: lambda x, w: (x * m.linspace(0., 1., x.shape[0])[:, None],
                                          m.linspace(-1., 1., x.shape[0], endpoint=False)), ["b, 4", "4, 3"]),
+    "numpy_helpers": (lambda m: lambda x, w: (m.where(x > 0, x, x.shape[0] * 0.5), x / (x.shape[0] / 2), m.trace(x),
+                                              m.pad(x, ((1, 2), (0, 0)), mode="edge"), m.pad(x, ((1, 1), (0, 0)), mode="reflect"),
+                                              m.pad(x, ((2, 1), (0, 0)), mode="symmetric"), m.cov(x.T),
+                                              m.zeros(x.shape[0]), m.unique(x, size=3, fill_value=0.), m.delete(x, 0, axis=0),
+                                              m.triu_indices(x.shape[0]), m.tril_indices(x.shape[0], 1, 3)),
+                      ["b, 4", "4, 3"]),
 }
 
 
@@ -115,6 +121,14 @@ REFUSED = {
     "convolve": (lambda m: lambda x: m.convolve(x, m.ones(3)), "TypeError", "cannot be interpreted as an integer"),
     "correlate_same": (lambda m: lambda x: m.correlate(m.ones(2), x, mode="same"),
                        "TypeError", "cannot be interpreted as an integer"),
+    "logspace": (lambda m: lambda x: m.logspace(0., 1., x.shape[0]), "TypeError", "cannot be interpreted as an integer"),
+    "len": (lambda m: lambda x: x * len(x), "TypeError", "cannot be interpreted as an integer"),
+    "indices": (lambda m: lambda x: m.indices((x.shape[0], 2))[0], "TypeError", "cannot be interpreted as an integer"),
+    "squeeze": (lambda m: lambda x: m.squeeze(x), "ValueError", "squeeze with axis=None is not supported"),
+    "pad_reflect": (lambda m: lambda x: m.pad(x, 1, mode="reflect"), "ValueError",
+                    "the axis size (= b) is larger than 1 and larger or equal than the padding length (= 1)"),
+    "pad_wrap": (lambda m: lambda x: m.pad(x, 1, mode="wrap"), "InconclusiveDimensionOperation",
+                 "comparison 'mod(1, b)' > '0' is inconclusive"),
 }
 
 

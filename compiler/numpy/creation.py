@@ -96,7 +96,10 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=N
 
 
 def _shape_tuple(shape, fn: str) -> tuple[int, ...]:
-    """A shape argument as a tuple of ints: an int, or any sequence of ints (a numpy array too)."""
+    """A shape argument as a tuple of ints: an int, or any sequence of ints (a numpy array too);
+    symbolic dimensions stay as they are."""
+    if is_symbolic_dim(shape):
+        return (shape,)
     try:
         return (operator.index(shape),)
     except TypeError:

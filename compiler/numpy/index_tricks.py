@@ -12,11 +12,12 @@ import operator
 import numpy as np
 
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.shape_poly import is_symbolic_dim, min_dim
 
 from . import ufuncs as uf
 from ._util import aval_of, canonical_axis, convert, located
 from .creation import arange, array, as_array, asarray, linspace
-from .selection import where
+from .selection import tril, triu, where
 from .shape_ops import concatenate, meshgrid, moveaxis, stack
 
 s_ = np.s_
@@ -189,14 +190,38 @@ def diag_indices_from(arr):
 
 def tril_indices(n, k=0, m=None):
     """Row and column indices of the lower triangle of an (n, m) array."""
+    if any(map(is_symbolic_dim, (n, k, m))):
+        m = n if m is None else m
+        return _symbolic_triangle_indices(tril, n, k, m, _triu_size(m, n, -k))
     return tuple(map(_int_array, np.tril_indices(operator.index(n), operator.index(k),
                                                  None if m is None else operator.index(m))))
 
 
 def triu_indices(n, k=0, m=None):
     """Row and column indices of the upper triangle of an (n, m) array."""
+    if any(map(is_symbolic_dim, (n, k, m))):
+        m = n if m is None else m
+        return _symbolic_triangle_indices(triu, n, k, m, _triu_size(n, m, k))
     return tuple(map(_int_array, np.triu_indices(operator.index(n), operator.index(k),
                                                  None if m is None else operator.index(m))))
+
+
+def _symbolic_triangle_indices(triangle, n, k, m, size):
+    """With symbolic sizes numpy cannot list the indices: the nonzeros of a triangle of ones,
+    whose count ``size`` is an expression in the sizes (as JAX computes them)."""
+    from .creation import ones
+    from .indexing import nonzero
+    return nonzero(triangle(ones((n, m)), k), size=size)
+
+
+def _triu_size(n, m, k):
+    """The number of elements on and above diagonal ``k`` of an (n, m) matrix."""
+    if k < 0:
+        return n * m - _triu_size(m, n, 1 - k)
+    if k >= m:
+        return 0
+    mk = min_dim(n, m - k)
+    return mk * (mk + 1) // 2 + mk * (m - k - mk)
 
 
 def _from(fn, arr, k):

@@ -6,6 +6,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.shape_poly import is_symbolic_dim
 
 from . import ufuncs as uf
 from ._dtypes import result_type, to_dtype
@@ -181,8 +182,17 @@ def _space_dtypes(fn, start, stop, dtype):
     return convert(as_array(start, fn), compute), convert(as_array(stop, fn), compute), out, compute
 
 
+def _static_num(fn: str, num) -> None:
+    """Unlike linspace, JAX's logspace and geomspace read ``num`` as a Python int: a symbolic one
+    is refused with the TypeError of a dimension that is no integer."""
+    if is_symbolic_dim(num):
+        raise TypeError(f"'DimExpr' object cannot be interpreted as an integer: the 'num' argument of "
+                        f"jnp.{fn} must be an integer, got the symbolic dimension '{num}'")
+
+
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """``base ** linspace(start, stop)``."""
+    _static_num("logspace", num)
     start, stop, out, _ = _space_dtypes("logspace", start, stop, dtype)
     lin = linspace(start, stop, num, endpoint=endpoint, axis=axis)
     return convert(uf.power(base, lin), out)
@@ -190,6 +200,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     """Samples evenly spaced on a log scale from ``start`` to ``stop`` (same sign)."""
+    _static_num("geomspace", num)
     start, stop, out, compute = _space_dtypes("geomspace", start, stop, dtype)
     sign = uf.sign(start)
     res = uf.multiply(sign, logspace(uf.log10(uf.divide(start, sign)), uf.log10(uf.divide(stop, sign)), num,

@@ -5,6 +5,7 @@ import numpy as np
 
 from jaxprc import lax
 from jaxprc.ir import dtypes as dt
+from jaxprc.ir.shape_poly import is_symbolic_dim
 from jaxprc.lax import elementwise as ew
 
 from .creation import as_array, eye, full, zeros, zeros_like
@@ -132,6 +133,14 @@ def diag(v, k: int = 0):
 
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None):
     from .reductions import sum
+    a = as_array(a, "trace")
+    shape = aval_of(a).shape
+    n, m = shape[canonical_axis(axis1, len(shape))], shape[canonical_axis(axis2, len(shape))]
+    if is_symbolic_dim(n) or is_symbolic_dim(m):
+        # The diagonal's length min(n, m) may be undecidable: sum the matrix masked by eye (JAX's way).
+        from .shape_ops import moveaxis
+        a = moveaxis(a, (axis1, axis2), (-2, -1))
+        return sum(where(eye(n, m, k=offset, dtype=bool), a, zeros_like(a)), axis=(-2, -1), dtype=dtype)
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 

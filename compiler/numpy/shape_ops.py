@@ -117,6 +117,9 @@ def moveaxis(a, source, destination):
 def squeeze(a, axis=None):
     a = as_array(a, "squeeze")
     shp = aval_of(a).shape
+    if axis is None and any(is_symbolic_dim(d) for d in shp):
+        # a symbolic dimension may or may not be 1: the rank of the result is unknown (JAX's error)
+        raise ValueError("jnp.squeeze with axis=None is not supported with shape polymorphism")
     axes = tuple(i for i, d in enumerate(shp) if d == 1) if axis is None else canonical_axes(axis, len(shp), "squeeze")
     for i in axes:
         if shp[i] != 1:

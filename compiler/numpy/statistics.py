@@ -276,8 +276,8 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
     """Weighted mean along ``axis``; with ``returned`` also the sum of the weights."""
     if weights is None:
         avg = mean(a, axis=axis, keepdims=keepdims)
-        size = aval_of(as_array(a, "average")).size if axis is None else int(np.prod(
-            [aval_of(a).shape[i] for i in canonical_axes(axis, aval_of(a).ndim, "average")], dtype=np.int64))
+        size = aval_of(as_array(a, "average")).size if axis is None else math.prod(
+            aval_of(a).shape[i] for i in canonical_axes(axis, aval_of(a).ndim, "average"))
         weights_sum = full((), size, aval_of(avg).dtype)
     else:
         (a, weights), _, _ = promote("average", as_array(a, "average"), as_array(weights, "average"),
