@@ -1,4 +1,5 @@
-"""Primitive families: every built-in primitive is exported by ``jaxprc.lax`` as ``<name>_p``
+"""Primitive families: every built-in primitive is exported by ``jaxprc.lax`` as ``<name>_p`` (the
+random samplers' ``random_gamma_p`` by ``jaxprc.random``, as JAX's)
 with its rules in the public tables, and a family's primitives are defined and used in one
 module (the pass drivers, the IR and the runtime name none of them)."""
 import pathlib
@@ -10,7 +11,8 @@ import jaxprc as jx
 from jaxprc.interpreters import ad, batching, mlir
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-LAX_PRIMITIVES = {k: v for k, v in vars(jx.lax).items() if k.endswith("_p") and isinstance(v, jx.core.Primitive)}
+LAX_PRIMITIVES = {k: v for module in (jx.lax, jx.random) for k, v in vars(module).items()
+                  if k.endswith("_p") and isinstance(v, jx.core.Primitive)}
 
 # (table, primitive name) -> why that table has no rule for it
 NO_RULE = {
