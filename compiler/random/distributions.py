@@ -641,15 +641,20 @@ def _multivariate_normal(key, mean, cov, shape, dtype, method):
     return mean + jnp.einsum("...ij,...j->...i", factor, samples)
 
 
+def _in_common_inexact_dtype(*xs):
+    """The arrays in their common dtype, or in the default float type where that is not inexact."""
+    xs = [jnp.asarray(x) for x in xs]
+    inexact = jnp.result_type(*xs)
+    if not dt.is_inexact(inexact):
+        inexact = dt.default_float_dtype()
+    return [x.astype(inexact) for x in xs]
+
+
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method: str = "cholesky"):
     """Multivariate normal samples ``mean + factor @ n``, ``factor`` from ``cov`` by ``method``
     ('cholesky', 'eigh' or 'svd')."""
     base, _ = _check_key("multivariate_normal", key)
-    mean, cov = jnp.asarray(mean), jnp.asarray(cov)
-    inexact = jnp.result_type(mean, cov)
-    if not dt.is_inexact(inexact):
-        inexact = dt.default_float_dtype()
-    mean, cov = mean.astype(inexact), cov.astype(inexact)
+    mean, cov = _in_common_inexact_dtype(mean, cov)
     if method not in {"svd", "eigh", "cholesky"}:
         raise ValueError("method must be one of {'svd', 'eigh', 'cholesky'}")
     dtype = mean.dtype if dtype is None else dt.canonicalize_dtype(dtype)
@@ -859,11 +864,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     """Multinomial(n, p) counts over the last axis: one binomial per category, in turn, on what
     the earlier categories left."""
     base, _ = _check_key("multinomial", key)
-    n, p = jnp.asarray(n), jnp.asarray(p)
-    inexact = jnp.result_type(n, p)
-    if not dt.is_inexact(inexact):
-        inexact = dt.default_float_dtype()
-    n, p = n.astype(inexact), p.astype(inexact)
+    n, p = _in_common_inexact_dtype(n, p)
     shape = p.shape if shape is None else _shape(shape)
     n = jnp.broadcast_to(n, shape[:-1])
     p = jnp.moveaxis(jnp.broadcast_to(p, shape), -1, 0)
