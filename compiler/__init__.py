@@ -43,7 +43,7 @@ from . import distributed  # noqa: E402,F401
 from .process_local import make_array_from_process_local_data  # noqa: E402,F401
 from .transformations.pmap import pmap  # noqa: E402,F401
 from .engine.spmd import reshard  # noqa: E402,F401
-from . import dlpack, monitoring, stages, test_util, typing  # noqa: E402,F401
+from . import dlpack, ffi, monitoring, stages, test_util, typing  # noqa: E402,F401
 from . import export  # noqa: E402,F401
 from .transfer_guard import (transfer_guard, transfer_guard_device_to_device,  # noqa: E402,F401
                              transfer_guard_device_to_host, transfer_guard_host_to_device)

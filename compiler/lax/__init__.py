@@ -19,6 +19,7 @@ from .custom_derivatives import *  # noqa: F401,F403
 from .custom_batching import *  # noqa: F401,F403
 from .linear_call import *  # noqa: F401,F403
 from .callbacks import *  # noqa: F401,F403
+from .ffi_call import ffi_call_p  # noqa: F401
 from .fft import *  # noqa: F401,F403
 from .support.conveniences import *  # noqa: F401,F403
 from .top_k import *  # noqa: F401,F403

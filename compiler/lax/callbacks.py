@@ -204,13 +204,16 @@ def _sequential(prim, args, dims, unroll: bool, **params):
     return list(outs), [0] * len(outs)
 
 
-def _pure_callback_batch(args, dims, *, callback, result_avals, vmap_method, device):
-    params = dict(callback=callback, result_avals=result_avals, vmap_method=vmap_method, device=device)
+def batch_by_vmap_method(prim, args, dims, vmap_method, result_avals, **params):
+    """The batching a ``vmap_method`` names, for a call of foreign code (pure_callback, ffi_call)
+    whose results are ``result_avals`` and whose other params are ``params``."""
+    params = dict(params, vmap_method=vmap_method)
     if vmap_method in ("sequential", "sequential_unrolled"):
-        return _sequential(pure_callback_p, args, dims, vmap_method == "sequential_unrolled", **params)
+        return _sequential(prim, args, dims, vmap_method == "sequential_unrolled",
+                           result_avals=result_avals, **params)
     if vmap_method not in ("expand_dims", "broadcast_all", "legacy_vectorized"):
         raise NotImplementedError(
-            "vmap is only supported for the pure_callback primitive when vmap_method is one of "
+            f"vmap is only supported for the {prim.name} primitive when vmap_method is one of "
             "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
             f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
     size = axis_size_of(args, dims)
@@ -219,9 +222,13 @@ def _pure_callback_batch(args, dims, *, callback, result_avals, vmap_method, dev
         n = size if vmap_method == "broadcast_all" else 1
         moved = [lax.broadcast(x, (n,)) if d is None else x for x, d in zip(moved, dims)]
     batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
-    outs = pure_callback_p.bind(*moved, callback=callback, result_avals=batched_avals,
-                                vmap_method=vmap_method, device=device)
+    outs = prim.bind(*moved, result_avals=batched_avals, **params)
     return list(outs), [0] * len(outs)
+
+
+def _pure_callback_batch(args, dims, *, callback, result_avals, vmap_method, device):
+    return batch_by_vmap_method(pure_callback_p, args, dims, vmap_method, result_avals,
+                                callback=callback, device=device)
 
 
 def _io_callback_batch(args, dims, *, callback, result_avals, ordered, device):
