@@ -77,7 +77,7 @@ def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = F
     ``result_shape_dtypes`` (a pytree of ``ShapeDtypeStruct``-likes); call it as
     ``f(*arrays, **attributes)``."""
     if vmap_method is not None and vmap_method not in VMAP_METHODS:
-        raise ValueError(f"vmap_method must be on of the allowed methods {VMAP_METHODS}, "
+        raise ValueError(f"vmap_method must be on of the allowed methods {[*VMAP_METHODS, None]}, "
                          f"but got: {vmap_method}")
     single = hasattr(result_shape_dtypes, "shape") and hasattr(result_shape_dtypes, "dtype")
     result_avals, out_tree = _result_avals(result_shape_dtypes, "ffi_call")

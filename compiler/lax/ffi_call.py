@@ -113,8 +113,8 @@ ffi_call_p.def_impl(functools.partial(dispatch.apply_primitive, ffi_call_p))
 
 
 def _no_jvp(primals, tangents, **params):
-    raise ValueError("The FFI call to '{}' cannot be differentiated. You can use "
-                     ".defjvp() or .defvjp() to define a custom derivative".format(params["target_name"]))
+    raise ValueError(f"The FFI call to `{params['target_name']}` cannot be differentiated. You can use "
+                     "`jax.custom_jvp` or `jax.custom_jvp` to add support.")
 
 
 ad.primitive_jvps[ffi_call_p] = _no_jvp
