@@ -20,9 +20,11 @@ from .engine.traceback_filtering import api_boundary
 from .ir.tracing import get_aval
 from .ir.tree_util import tree_flatten, tree_unflatten
 from .lax.callbacks import VMAP_METHODS
-from .lax.ffi_call import attribute_param, ffi_call_p, registered_targets
+from .lax.ffi_call import (attribute_param, attribute_value, emit_custom_call, ffi_call_p, mlir_attribute,
+                           registered_targets)
 
-__all__ = ["ffi_call", "register_ffi_target", "register_ffi_type_id", "pycapsule", "include_dir"]
+__all__ = ["ffi_call", "ffi_lowering", "include_dir", "pycapsule", "register_ffi_target",
+           "register_ffi_target_as_batch_partitionable", "register_ffi_type", "register_ffi_type_id"]
 
 
 def include_dir() -> str:
@@ -53,10 +55,49 @@ def register_ffi_target(name: str, fn, platform: str = "cpu", api_version: int =
     registered_targets.add((_platform(platform), name))
 
 
+def register_ffi_target_as_batch_partitionable(name: str) -> None:
+    """Let XLA's SPMD partitioner split the batch dimensions of calls of ``name``."""
+    from jaxlib import xla_client as xc
+    xc.register_custom_call_as_batch_partitionable(name)
+
+
+def register_ffi_type(name: str, type_registration, platform: str = "cpu") -> None:
+    """Register a user type (a ``TypeRegistration``) for FFI handlers."""
+    from jaxlib import xla_client as xc
+    xc.register_custom_type(name, type_registration, platform=platform)
+
+
 def register_ffi_type_id(name: str, obj, platform: str = "cpu") -> None:
-    """Register a user type's id (a PyCapsule) with XLA's FFI, as JAX does."""
-    from jaxlib import _jax
-    _jax.register_custom_type_id(name, obj, platform=platform)
+    """Removed by JAX (jaxlib 0.8.1 on): raises its error."""
+    raise ValueError("register_ffi_type_id is not supported after jaxlib version 381.")
+
+
+def ffi_lowering(call_target_name: str, *, operand_layouts=None, result_layouts=None,
+                 backend_config=None, skip_ffi_layout_processing: bool = False, **lowering_args):
+    """A lowering rule (for a library's own primitive) calling the FFI target
+    ``call_target_name``: the equation's params become the handler's attributes unless
+    ``backend_config`` (a dict of MLIR attributes, or a string for api_version < 4) is given."""
+    if skip_ffi_layout_processing:
+        raise NotImplementedError("ffi_lowering: skip_ffi_layout_processing is not supported by jaxprc")
+    api_version = lowering_args.pop("api_version", 4)
+    has_side_effect = lowering_args.pop("has_side_effect", False)
+    if lowering_args:
+        raise TypeError(f"ffi_lowering: unsupported arguments {sorted(lowering_args)}")
+
+    def rule(ctx, *operands, **params):
+        if backend_config is None:
+            attrs = {k: mlir_attribute(attribute_value(attribute_param(k, v))) for k, v in params.items()}
+        else:
+            attrs = backend_config if isinstance(backend_config, dict) else {}
+        in_layouts = None if operand_layouts is None else [
+            _layout(lo, a.ndim, "operand") for lo, a in zip(operand_layouts, ctx.avals_in)]
+        out_layouts = None if result_layouts is None else [
+            _layout(lo, a.ndim, "result") for lo, a in zip(result_layouts, ctx.avals_out)]
+        return emit_custom_call(ctx, call_target_name, operands, attributes=attrs,
+                                has_side_effect=has_side_effect, input_layouts=in_layouts,
+                                output_layouts=out_layouts, api_version=api_version,
+                                backend_config=backend_config if isinstance(backend_config, str) else "")
+    return rule
 
 
 def _layout(layout, ndim: int, what: str) -> tuple:

@@ -125,3 +125,20 @@ def test_side_effect_is_kept(target):
     assert "!{io}" in str(jaxprc.make_jaxpr(g)(x))
     text = jaxprc.jit(g).lower(x).as_text()
     assert "custom_call @jaxprc_test_scale" in text and "has_side_effect = true" in text
+
+
+def test_ffi_lowering_of_a_library_primitive(target):
+    """A library's own primitive lowered by ffi_lowering: its params are the handler's attributes."""
+    from jaxprc.extend.core import Primitive
+    from jaxprc.interpreters import mlir
+    scale_p = Primitive("jaxprc_test_scale_prim")
+    scale_p.def_abstract_eval(lambda x, **_: x)
+    mlir.register_lowering(scale_p, ffi.ffi_lowering(target))
+    x = np.arange(4, dtype=np.float32)
+    out = jaxprc.jit(lambda x: scale_p.bind(x, scale=np.float32(-2.0)))(x)
+    np.testing.assert_array_equal(out, _expected(x, -2.0))
+
+
+def test_register_ffi_type_id_is_jax_error():
+    with pytest.raises(ValueError, match="not supported after jaxlib version 381"):
+        ffi.register_ffi_type_id("t", None)

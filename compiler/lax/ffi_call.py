@@ -25,7 +25,7 @@ from jaxprc.ir import dtypes as dt
 from jaxprc.ir.params import Aval, Bool, Checker, Int, OneOf, Str, Tuple
 from .callbacks import VMAP_METHODS, batch_by_vmap_method
 
-__all__ = ["ffi_call_p", "registered_targets"]
+__all__ = ["ffi_call_p"]
 
 # (platform, name) of every target registered through jaxprc.ffi: a call of any other fails at
 # lowering with a clear error, before XLA sees it
@@ -143,7 +143,7 @@ def _layouts(layouts) -> ir.ArrayAttr:
                              for lo in layouts])
 
 
-def _mlir_attribute(value) -> ir.Attribute:
+def mlir_attribute(value) -> ir.Attribute:
     if isinstance(value, bool):
         return ir.BoolAttr.get(value)
     if isinstance(value, str):
@@ -158,28 +158,42 @@ def _mlir_attribute(value) -> ir.Attribute:
     return ir.FloatAttr.get(t, float(value))
 
 
-def _ffi_call_lowering(ctx, *args, target_name, result_avals, attributes, has_side_effect, vmap_method,
-                       input_layouts, output_layouts, input_output_aliases, custom_call_api_version,
-                       legacy_backend_config):
+def emit_custom_call(ctx, target_name: str, operands, *, attributes: dict, has_side_effect: bool = False,
+                     input_layouts=None, output_layouts=None, input_output_aliases=(),
+                     api_version: int = 4, backend_config: str = "") -> list:
+    """A ``stablehlo.custom_call`` of ``target_name`` with ``ctx.avals_out`` results in JAX's form:
+    typed-FFI (api_version 4) ``attributes`` (MLIR attributes by name) as ``mhlo.backend_config``;
+    layouts minor-to-major, None row-major."""
     platform = ctx.module_context.platform
     if (platform, target_name) not in registered_targets:
         raise ValueError(f"ffi_call: no FFI target named {target_name!r} is registered for platform "
                          f"{platform!r}; register it first with jaxprc.ffi.register_ffi_target("
                          f"{target_name!r}, ..., platform={platform!r})")
-    typed = custom_call_api_version >= 4
-    aliases = [hlo.OutputOperandAlias.get([o] if len(result_avals) > 1 else [], i, [])
-               for i, o in input_output_aliases]
+    row_major = lambda avals: [tuple(range(a.ndim - 1, -1, -1)) for a in avals]  # noqa: E731
+    typed = api_version >= 4
+    n_out = len(ctx.avals_out)
+    aliases = [hlo.OutputOperandAlias.get([o] if n_out > 1 else [], i, []) for i, o in input_output_aliases]
     op = hlo.CustomCallOp(
-        [mlir.aval_to_ir_type(a) for a in ctx.avals_out], list(args), ir.StringAttr.get(target_name),
+        [mlir.aval_to_ir_type(a) for a in ctx.avals_out], list(operands), ir.StringAttr.get(target_name),
         has_side_effect=ir.BoolAttr.get(has_side_effect),
-        backend_config=ir.StringAttr.get("" if typed else (legacy_backend_config or "")),
-        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1 if typed else custom_call_api_version),
+        backend_config=ir.StringAttr.get("" if typed else backend_config),
+        api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1 if typed else api_version),
         called_computations=ir.ArrayAttr.get([]), output_operand_aliases=ir.ArrayAttr.get(aliases),
-        operand_layouts=_layouts(input_layouts), result_layouts=_layouts(output_layouts))
+        operand_layouts=_layouts(input_layouts or row_major(ctx.avals_in)),
+        result_layouts=_layouts(output_layouts or row_major(ctx.avals_out)))
     if typed:    # XLA reads the typed-FFI attributes from here (JAX's form)
-        op.attributes["mhlo.backend_config"] = ir.DictAttr.get(
-            {name: _mlir_attribute(attribute_value(v)) for name, v in attributes})
+        op.attributes["mhlo.backend_config"] = ir.DictAttr.get(attributes)
     return list(op.results)
+
+
+def _ffi_call_lowering(ctx, *args, target_name, result_avals, attributes, has_side_effect, vmap_method,
+                       input_layouts, output_layouts, input_output_aliases, custom_call_api_version,
+                       legacy_backend_config):
+    return emit_custom_call(
+        ctx, target_name, args, attributes={k: mlir_attribute(attribute_value(v)) for k, v in attributes},
+        has_side_effect=has_side_effect, input_layouts=input_layouts, output_layouts=output_layouts,
+        input_output_aliases=input_output_aliases, api_version=custom_call_api_version,
+        backend_config=legacy_backend_config or "")
 
 
 mlir.register_lowering(ffi_call_p, _ffi_call_lowering)
