@@ -101,13 +101,14 @@ def ffi_lowering(call_target_name: str, *, operand_layouts=None, result_layouts=
 
 
 def _layout(layout, ndim: int, what: str) -> tuple:
-    """A layout as the minor-to-major order XLA takes (JAX's convention: None is row-major)."""
+    """A user's layout (None: row-major; else the axes from major to minor, JAX's convention) as
+    the minor-to-major order XLA takes."""
     if layout is None:
         return tuple(range(ndim - 1, -1, -1))
     layout = tuple(int(d) for d in layout)
     if sorted(layout) != list(range(ndim)):
         raise ValueError(f"ffi_call: the {what} layout {layout} is not a permutation of range({ndim})")
-    return layout
+    return layout[::-1]
 
 
 def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = False,
@@ -122,6 +123,8 @@ def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = F
                          f"but got: {vmap_method}")
     single = hasattr(result_shape_dtypes, "shape") and hasattr(result_shape_dtypes, "dtype")
     result_avals, out_tree = _result_avals(result_shape_dtypes, "ffi_call")
+    if single and output_layouts is not None:     # one result: its layout alone, as JAX takes it
+        output_layouts = [output_layouts]
     out_layouts = tuple(_layout(None if output_layouts is None else output_layouts[k], a.ndim, "output")
                         for k, a in enumerate(result_avals))
 
