@@ -37,7 +37,7 @@ def target(tmp_path_factory):
     d = tmp_path_factory.mktemp("ffi")
     (d / "handler.cc").write_text(HANDLER)
     subprocess.run([compiler, "-std=c++17", "-O1", "-shared", "-fPIC", f"-I{ffi.include_dir()}",
-                    str(d / "handler.cc"), "-o", str(d / "handler.so")], check=True)
+                    str(d / "handler.cc"), "-o", str(d / "handler.so")], check=True, capture_output=True)
     lib = ctypes.cdll.LoadLibrary(str(d / "handler.so"))
     ffi.register_ffi_target("jaxprc_test_scale", ffi.pycapsule(lib.Scale), platform="cpu")
     return "jaxprc_test_scale"
