@@ -13,8 +13,6 @@ import ctypes
 import os
 from typing import Any
 
-import numpy as np
-
 from .callback import _result_avals
 from .engine.traceback_filtering import api_boundary
 from .ir.tracing import get_aval
@@ -131,7 +129,7 @@ def ffi_call(target_name: str, result_shape_dtypes, *, has_side_effect: bool = F
     @api_boundary
     def wrapped(*args, **attributes):
         flat_args, _ = tree_flatten(args)
-        avals = [get_aval(np.asarray(x) if isinstance(x, (list, tuple)) else x) for x in flat_args]
+        avals = [get_aval(x) for x in flat_args]
         in_layouts = tuple(_layout(None if input_layouts is None else input_layouts[k], a.ndim, "input")
                            for k, a in enumerate(avals))
         if custom_call_api_version < 4 and attributes:

@@ -37,6 +37,8 @@ def _cases(lib):
         "broadcast_all": batched("broadcast_all"),
         "expand_dims": batched("expand_dims"),
         "legacy_vectorized": batched("legacy_vectorized"),
+        "legacy_vectorized_unbatched_operand": lambda x: lib.vmap(
+            lambda r: lib.ffi.ffi_call(TARGET, S((3,), np.float32), vmap_method="legacy_vectorized")(r, X[0]))(x),
     }
 
 

@@ -121,14 +121,14 @@ ad.primitive_jvps[ffi_call_p] = _no_jvp
 
 
 def _ffi_call_batch(args, dims, *, result_avals, vmap_method, input_layouts, output_layouts, **params):
-    # a batched call has one more (leading, major-most) dimension in each operand and result
-    outs, out_dims = batch_by_vmap_method(
-        ffi_call_p, args, dims, vmap_method, result_avals,
-        input_layouts=tuple(_prepend_major(lo) for lo in input_layouts) if vmap_method and not
-        vmap_method.startswith("sequential") else input_layouts,
-        output_layouts=tuple(_prepend_major(lo) for lo in output_layouts) if vmap_method and not
-        vmap_method.startswith("sequential") else output_layouts, **params)
-    return outs, out_dims
+    if vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
+        # one call over the batch: each operand and result has a new leading (major-most) axis
+        # (legacy_vectorized leaves the unbatched operands as they are)
+        input_layouts = tuple(lo if d is None and vmap_method == "legacy_vectorized" else _prepend_major(lo)
+                              for lo, d in zip(input_layouts, dims))
+        output_layouts = tuple(_prepend_major(lo) for lo in output_layouts)
+    return batch_by_vmap_method(ffi_call_p, args, dims, vmap_method, result_avals,
+                                input_layouts=input_layouts, output_layouts=output_layouts, **params)
 
 
 def _prepend_major(layout: tuple) -> tuple:
