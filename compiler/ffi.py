@@ -21,7 +21,7 @@ from .lax.callbacks import VMAP_METHODS
 from .lax.ffi_call import (attribute_param, attribute_value, emit_custom_call, ffi_call_p, mlir_attribute,
                            registered_targets)
 
-__all__ = ["ffi_call", "ffi_lowering", "include_dir", "pycapsule", "register_ffi_target",
+__all__ = ["build_ffi_lowering_function", "ffi_call", "ffi_lowering", "include_dir", "pycapsule", "register_ffi_target",
            "register_ffi_target_as_batch_partitionable", "register_ffi_type", "register_ffi_type_id"]
 
 
@@ -70,10 +70,11 @@ def register_ffi_type_id(name: str, obj, platform: str = "cpu") -> None:
     raise ValueError("register_ffi_type_id is not supported after jaxlib version 381.")
 
 
-def ffi_lowering(call_target_name: str, *, operand_layouts=None, result_layouts=None,
-                 backend_config=None, skip_ffi_layout_processing: bool = False, **lowering_args):
-    """A lowering rule (for a library's own primitive) calling the FFI target
-    ``call_target_name``: the equation's params become the handler's attributes unless
+def build_ffi_lowering_function(call_target_name: str, *, operand_layouts=None, result_layouts=None,
+                                backend_config=None, skip_ffi_layout_processing: bool = False,
+                                **lowering_args):
+    """A function ``(ctx, *operands, **params)`` emitting the custom call of ``call_target_name``
+    and giving its op: the equation's params become the handler's attributes unless
     ``backend_config`` (a dict of MLIR attributes, or a string for api_version < 4) is given."""
     if skip_ffi_layout_processing:
         raise NotImplementedError("ffi_lowering: skip_ffi_layout_processing is not supported by jaxprc")
@@ -82,7 +83,7 @@ def ffi_lowering(call_target_name: str, *, operand_layouts=None, result_layouts=
     if lowering_args:
         raise TypeError(f"ffi_lowering: unsupported arguments {sorted(lowering_args)}")
 
-    def rule(ctx, *operands, **params):
+    def emit(ctx, *operands, **params):
         if backend_config is None:
             attrs = {k: mlir_attribute(attribute_value(attribute_param(k, v))) for k, v in params.items()}
         else:
@@ -95,7 +96,14 @@ def ffi_lowering(call_target_name: str, *, operand_layouts=None, result_layouts=
                                 has_side_effect=has_side_effect, input_layouts=in_layouts,
                                 output_layouts=out_layouts, api_version=api_version,
                                 backend_config=backend_config if isinstance(backend_config, str) else "")
-    return rule
+    return emit
+
+
+def ffi_lowering(call_target_name: str, **kwargs):
+    """A lowering rule (for a library's own primitive) calling the FFI target
+    ``call_target_name``; the arguments are ``build_ffi_lowering_function``'s."""
+    emit = build_ffi_lowering_function(call_target_name, **kwargs)
+    return lambda ctx, *operands, **params: list(emit(ctx, *operands, **params).results)
 
 
 def _layout(layout, ndim: int, what: str) -> tuple:

@@ -26,6 +26,7 @@ ENFORCED = {
     "jax.nn.initializers": "jaxprc.nn.initializers", "jax.numpy.linalg": "jaxprc.numpy.linalg",
     "jax.numpy.fft": "jaxprc.numpy.fft", "jax.scipy.linalg": "jaxprc.scipy.linalg",
     "jax.typing": "jaxprc.typing", "jax.stages": "jaxprc.stages", "jax.dlpack": "jaxprc.dlpack",
+    "jax.ffi": "jaxprc.ffi",
     "jax.test_util": "jaxprc.test_util", "jax.monitoring": "jaxprc.monitoring", "jax.errors": "jaxprc.errors",
     "jax.experimental.mesh_utils": "jaxprc.experimental.mesh_utils",
     "jax.experimental.compilation_cache.compilation_cache":
@@ -52,7 +53,6 @@ OWNED = {
         **dict.fromkeys(["Shard", "smap",
                          "remove_size_one_mesh_axis_from_type", "auto_pcast", "thread_guard"],
                         _MULTI),
-        "ffi": _EFFECTS,
     },
     "jax.lax": {
         **dict.fromkeys(["precv", "psend"],

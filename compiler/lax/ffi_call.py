@@ -160,7 +160,7 @@ def mlir_attribute(value) -> ir.Attribute:
 
 def emit_custom_call(ctx, target_name: str, operands, *, attributes: dict, has_side_effect: bool = False,
                      input_layouts=None, output_layouts=None, input_output_aliases=(),
-                     api_version: int = 4, backend_config: str = "") -> list:
+                     api_version: int = 4, backend_config: str = ""):
     """A ``stablehlo.custom_call`` of ``target_name`` with ``ctx.avals_out`` results in JAX's form:
     typed-FFI (api_version 4) ``attributes`` (MLIR attributes by name) as ``mhlo.backend_config``;
     layouts minor-to-major, None row-major."""
@@ -183,17 +183,17 @@ def emit_custom_call(ctx, target_name: str, operands, *, attributes: dict, has_s
         result_layouts=_layouts(output_layouts or row_major(ctx.avals_out)))
     if typed:    # XLA reads the typed-FFI attributes from here (JAX's form)
         op.attributes["mhlo.backend_config"] = ir.DictAttr.get(attributes)
-    return list(op.results)
+    return op
 
 
 def _ffi_call_lowering(ctx, *args, target_name, result_avals, attributes, has_side_effect, vmap_method,
                        input_layouts, output_layouts, input_output_aliases, custom_call_api_version,
                        legacy_backend_config):
-    return emit_custom_call(
+    return list(emit_custom_call(
         ctx, target_name, args, attributes={k: mlir_attribute(attribute_value(v)) for k, v in attributes},
         has_side_effect=has_side_effect, input_layouts=input_layouts, output_layouts=output_layouts,
         input_output_aliases=input_output_aliases, api_version=custom_call_api_version,
-        backend_config=legacy_backend_config or "")
+        backend_config=legacy_backend_config or "").results)
 
 
 mlir.register_lowering(ffi_call_p, _ffi_call_lowering)

@@ -19,7 +19,7 @@ jaxprc.experimental.multihost_utils jaxprc.experimental.checkify jaxprc.experime
 jaxprc.experimental.mesh_utils jaxprc.experimental.compilation_cache.compilation_cache
 jaxprc.experimental.ode jaxprc.example_libraries.stax jaxprc.example_libraries.optimizers
 jaxprc.custom_derivatives jaxprc.custom_batching jaxprc.ad_checkpoint jaxprc.debug jaxprc.profiler
-jaxprc.typing jaxprc.stages jaxprc.export jaxprc.ref jaxprc.errors jaxprc.dlpack jaxprc.test_util jaxprc.monitoring
+jaxprc.typing jaxprc.stages jaxprc.export jaxprc.ref jaxprc.errors jaxprc.dlpack jaxprc.ffi jaxprc.test_util jaxprc.monitoring
 jaxprc.core jaxprc.interpreters.ad jaxprc.interpreters.batching jaxprc.interpreters.mlir
 jaxprc.interpreters.partial_eval
 """.split()
