@@ -142,3 +142,14 @@ def test_ffi_lowering_of_a_library_primitive(target):
 def test_register_ffi_type_id_is_jax_error():
     with pytest.raises(ValueError, match="not supported after jaxlib version 381"):
         ffi.register_ffi_type_id("t", None)
+
+
+def test_handler_errors_leave_the_process_usable(target):
+    """The handler's own checks (attribute type, missing attribute) surface as errors."""
+    f = ffi.ffi_call(target, jaxprc.ShapeDtypeStruct((3,), np.float32))
+    x = np.ones(3, np.float32)
+    with pytest.raises(Exception, match="expected F32 but got F64"):
+        f(x, scale=2.0)              # a Python float is an f64 attribute, as in JAX
+    with pytest.raises(Exception, match="Wrong number of attributes"):
+        f(x)
+    np.testing.assert_array_equal(f(x, scale=np.float32(2.0)), 2 * x)
