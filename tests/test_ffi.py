@@ -148,8 +148,8 @@ def test_handler_errors_leave_the_process_usable(target):
     """The handler's own checks (attribute type, missing attribute) surface as errors."""
     f = ffi.ffi_call(target, jaxprc.ShapeDtypeStruct((3,), np.float32))
     x = np.ones(3, np.float32)
-    with pytest.raises(Exception, match="expected F32 but got F64"):
+    with pytest.raises(jaxprc.errors.JaxRuntimeError, match="expected F32 but got F64"):
         f(x, scale=2.0)              # a Python float is an f64 attribute, as in JAX
-    with pytest.raises(Exception, match="Wrong number of attributes"):
+    with pytest.raises(jaxprc.errors.JaxRuntimeError, match="Wrong number of attributes"):
         f(x)
     np.testing.assert_array_equal(f(x, scale=np.float32(2.0)), 2 * x)
