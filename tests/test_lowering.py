@@ -1149,5 +1149,6 @@ def test_every_builtin_primitive_is_checked_numerically(request, builtins):
         pytest.skip("xdist spreads this module's tests over workers: coverage needs them in one")
     no_lowering = {"custom_lin"}     # by design: transposed away before lowering (test above)
     no_lowering.add("ragged_all_to_all")   # XLA:CPU cannot compile it (its lowering: test_collectives2.py)
+    no_lowering.add("ffi_call")            # needs a C++ handler: tests/test_ffi.py builds one and runs it
     unchecked = {p.name for p in builtins} - _CHECKED - no_lowering
     assert not unchecked, f"primitives without a numeric lowering test: {sorted(unchecked)}"

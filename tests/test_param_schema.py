@@ -109,6 +109,13 @@ CORPUS = {
                              jx.experimental.io_callback(np.cos, jx.ShapeDtypeStruct((3,), F32), x))[1:],
                   [(3,)]),
     "fft": (lambda x: lax.fft(x, lax.FftType.RFFT, (3,)), [(3,)]),
+    # traced only (lowering needs a registered handler: tests/test_ffi.py builds one)
+    "ffi_call": (lambda x: (jx.ffi.ffi_call("corpus_target", jx.ShapeDtypeStruct((3,), F32), has_side_effect=True,
+                                            vmap_method="sequential", input_layouts=[(0,)], output_layouts=(0,),
+                                            input_output_aliases={0: 0}, custom_call_api_version=1,
+                                            legacy_backend_config="cfg")(x),
+                            jx.ffi.ffi_call("corpus_target", jx.ShapeDtypeStruct((3,), F32))(
+                                x, scale=np.float32(2.0), n=3, name="s")), [(3,)]),
     "solves": (lambda x: (lax.custom_linear_solve(lambda v: 2.0 * v, x, lambda mv, v: v / 2.0, symmetric=True),
                           lax.custom_root(lambda v: v - x, x, lambda f, v: x, lambda g, y: y)), [(3,)]),
     "top_k_numerics_rng": (lambda x: (lax.top_k(x, 2), lax.reduce_precision(x, 5, 10),
