@@ -141,10 +141,16 @@ def debug_callback(callback: Callable[..., None] | None = None, *args: Any, orde
                             f"object of type {type(fn)}")
         stage_debug_callback(fn, callback_name(fn), c_args, c_kwargs, ordered, partitioned)
 
-    if callback is not None:
-        stage(callback, *args, **kwargs)
+    return call_or_stage_later(stage, callback, args, kwargs, "debug_callback")
+
+
+def call_or_stage_later(stage, first, args, kwargs, api: str):
+    """JAX's two forms of the debug APIs: ``api(first, *args)`` stages at once; ``api(options...)``
+    returns ``stage``, to be called as ``stage(first, *args)``."""
+    if first is not None:
+        stage(first, *args, **kwargs)
         return None
     if args or kwargs:
-        raise TypeError(f"debug_callback received unexpected arguments in the two-call form: "
+        raise TypeError(f"{api} received unexpected arguments in the two-call form: "
                         f"args={args} kwargs={kwargs}")
     return stage

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from .callback import debug_callback as callback, stage_debug_callback
+from .callback import call_or_stage_later, debug_callback as callback, stage_debug_callback
 
 __all__ = ["print", "callback", "breakpoint"]
 
@@ -75,13 +75,7 @@ def print(fmt: str | None = None, *args, ordered: bool = False, partitioned: boo
         formatter = _Formatter(fmt, dict(np.get_printoptions()), placeholders)
         stage_debug_callback(formatter, "debug.print", p_args, p_kwargs, ordered, partitioned)
 
-    if fmt is not None:
-        stage(fmt, *args, **kwargs)
-        return None
-    if args or kwargs:
-        raise TypeError(f"debug_print received unexpected arguments in the two-call form: "
-                        f"args={args} kwargs={kwargs}")
-    return stage
+    return call_or_stage_later(stage, fmt, args, kwargs, "debug_print")
 
 
 from .debugger import breakpoint  # noqa: E402
